@@ -1,0 +1,41 @@
+// swift-tools-version: 6.1
+//
+// Kiln: a build-task orchestrator on an NSOperation-style job engine.
+//
+// The engine (KilnJobs) lives in the local package Packages/KilnRuntime as a *dynamic* library
+// product, so the `kiln` host and every task plugin share one copy of it in the process.
+import PackageDescription
+
+let swiftSettings: [SwiftSetting] = [.swiftLanguageMode(.v6)]
+
+let package = Package(
+    name: "Kiln",
+    products: [
+        .executable(name: "kiln-bench", targets: ["kiln-bench"])
+    ],
+    dependencies: [
+        .package(path: "Packages/KilnRuntime")
+    ],
+    targets: [
+        .executableTarget(
+            name: "kiln-bench",
+            dependencies: [.product(name: "KilnJobs", package: "KilnRuntime")],
+            path: "Sources/kiln-bench",
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "KilnTestSupport",
+            dependencies: [.product(name: "KilnJobs", package: "KilnRuntime")],
+            path: "Tests/KilnTestSupport",
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "KilnJobsTests",
+            dependencies: [
+                .product(name: "KilnJobs", package: "KilnRuntime"),
+                "KilnTestSupport",
+            ],
+            swiftSettings: swiftSettings
+        ),
+    ]
+)

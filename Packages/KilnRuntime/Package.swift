@@ -1,0 +1,23 @@
+// swift-tools-version: 6.1
+//
+// The Kiln runtime: the libraries that the `kiln` host and every task plugin
+// must share as *one* copy in the process. They live in their own package
+// because SwiftPM links a target of the same package statically into each
+// product that uses it; a dynamic library product of another package is linked
+// dynamically, so the host and each plugin `.so` resolve the same `Job` class.
+import PackageDescription
+
+let package = Package(
+    name: "KilnRuntime",
+    products: [
+        .library(name: "KilnJobs", type: .dynamic, targets: ["KilnJobs"])
+    ],
+    targets: [
+        .target(name: "CKilnSystem"),
+        .target(
+            name: "KilnJobs",
+            dependencies: ["CKilnSystem"],
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        )
+    ]
+)

@@ -1,0 +1,115 @@
+import Dispatch
+import Synchronization
+
+/// A job that runs one or more blocks — KilnJobs' counterpart of `NSBlockOperation`.
+///
+/// With several blocks, they run concurrently on the shared pool (the thread that runs the job
+/// takes part), and the job finishes when all have returned. The first error a block throws
+/// becomes the job's ``Job/error``; the other blocks still run.
+///
+/// Threading: any member from any thread. `@unchecked Sendable` as ``Job``; the blocks are
+/// guarded by `blocks`.
+public final class BlockJob: Job, @unchecked Sendable {
+    /// The blocks, and whether `main` has taken them (after which none can be added).
+    private let blocks: Mutex<(first: (@Sendable () throws -> Void)?, more: [@Sendable () throws -> Void], sealed: Bool)>
+
+    /// Creates a job with one block.
+    ///
+    /// Threading: any thread.
+    public init(block: @escaping @Sendable () throws -> Void) {
+        blocks = Mutex((block, [], false))
+        super.init()
+    }
+
+    /// Creates a job with no block yet; add them with ``addExecutionBlock(_:)``.
+    ///
+    /// Threading: any thread.
+    public override init() {
+        blocks = Mutex((nil, [], false))
+        super.init()
+    }
+
+    /// Adds a block to run with the others.
+    ///
+    /// - Throws: ``JobError`` `.tooLate` once the job has started.
+    ///
+    /// Threading: any thread.
+    public func addExecutionBlock(_ block: @escaping @Sendable () throws -> Void) throws(JobError) {
+        let added = blocks.withLock { blocks -> Bool in
+            guard !blocks.sealed else { return false }
+            if blocks.first == nil {
+                blocks.first = block
+            } else {
+                blocks.more.append(block)
+            }
+            return true
+        }
+        guard added else {
+            throw JobError(.tooLate, "can't add an execution block to \(description): it has started")
+        }
+    }
+
+    /// The blocks, in the order they were added.
+    ///
+    /// Threading: any thread.
+    public var executionBlocks: [@Sendable () throws -> Void] {
+        blocks.withLock { blocks in (blocks.first.map { [$0] } ?? []) + blocks.more }
+    }
+
+    /// Runs the blocks; see the type's discussion.
+    public override func main() throws {
+        let (first, more) = blocks.withLock { blocks in
+            blocks.sealed = true
+            return (blocks.first, blocks.more)
+        }
+        guard let first else { return }
+        if more.isEmpty {
+            try first()
+            return
+        }
+        let group = ConcurrentBlocks([first] + more)
+        for _ in 0..<min(more.count, Scheduler.shared.threadCount) {
+            Scheduler.shared.submit { group.drain() }
+        }
+        group.drain()
+        group.waitForAll()
+        if let error = group.firstError { throw error }
+    }
+}
+
+/// Blocks shared out between the threads that help: each claims the next unclaimed block. The
+/// job's own thread only ever waits for blocks already running elsewhere, so it cannot deadlock.
+private final class ConcurrentBlocks: Sendable {
+    private let blocks: [@Sendable () throws -> Void]
+    private let progress = Mutex<(next: Int, finished: Int, error: (any Error)?)>((0, 0, nil))
+    private let allDone = DispatchSemaphore(value: 0)
+
+    init(_ blocks: [@Sendable () throws -> Void]) {
+        self.blocks = blocks
+    }
+
+    func drain() {
+        while true {
+            let index = progress.withLock { progress -> Int? in
+                guard progress.next < blocks.count else { return nil }
+                defer { progress.next += 1 }
+                return progress.next
+            }
+            guard let index else { return }
+            var failure: (any Error)?
+            do { try blocks[index]() } catch { failure = error }
+            let last = progress.withLock { progress -> Bool in
+                if progress.error == nil { progress.error = failure }
+                progress.finished += 1
+                return progress.finished == blocks.count
+            }
+            if last { allDone.signal() }
+        }
+    }
+
+    func waitForAll() {
+        Scheduler.shared.blocking { allDone.wait() }
+    }
+
+    var firstError: (any Error)? { progress.withLock { $0.error } }
+}

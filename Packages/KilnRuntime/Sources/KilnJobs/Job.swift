@@ -1,0 +1,657 @@
+import CKilnSystem
+import Dispatch
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// Why a job was cancelled.
+///
+/// Threading: a value type; safe to pass between threads.
+public enum JobCancellationReason: Sendable {
+    /// Someone called ``Job/cancel()`` (or ``JobQueue/cancelAllJobs()``).
+    case requested
+    /// The job requires successful dependencies and this one failed (finished with an error).
+    case dependencyFailed(Job)
+    /// The job requires successful dependencies and this one was cancelled.
+    case dependencyCancelled(Job)
+    /// The job is part of a dependency cycle, listed by description, first job repeated at the end.
+    case dependencyCycle([String])
+}
+
+/// An operation object: a single-shot unit of work with dependencies, a completion block,
+/// a priority, observation and cancellation — KilnJobs' counterpart of `NSOperation`.
+///
+/// Subclass it and override ``main()`` for synchronous work, or override ``start()`` and
+/// ``isAsynchronous`` for work that finishes later (see "Asynchronous jobs" below). Add it to a
+/// ``JobQueue``, or call ``start()`` yourself.
+///
+/// ## Lifecycle
+/// A job is ready when every dependency has finished — succeeded, failed or cancelled alike — or
+/// when it is cancelled. A queue starts it when it is ready and a slot is free; it then executes
+/// and finishes exactly once. An error thrown by ``main()`` becomes ``error``; the job still
+/// finishes normally.
+///
+/// ## Asynchronous jobs
+/// Override ``start()``: call ``beginExecution()``, which returns `false` if the job was cancelled
+/// (it has then already finished), launch the work and return. When the work is done, from any
+/// thread, call ``finish(error:)`` once. It sends the `isExecuting`/`isFinished` notifications in
+/// the right order, runs the completion block and releases dependents. While the work is in
+/// flight the job holds a slot of its queue's width but no thread.
+///
+/// ## Threading
+/// Every public member may be called from any thread at any time. The engine never runs user
+/// code — ``main()``, completion blocks, observers, ``isReady`` overrides — while it holds one of
+/// its locks. `@unchecked Sendable`: all mutable state is in `state`, guarded by its `Mutex`,
+/// except the intrusive queue links, which are guarded by the scheduler's lock.
+open class Job: @unchecked Sendable, CustomStringConvertible {
+    /// The lifecycle state; every access goes through `withLock`.
+    let state = Mutex(JobState())
+    /// Number of live observations, read without the lock so unobserved jobs pay nothing.
+    let observationCount = Atomic<Int>(0)
+
+    // Intrusive links owned by the job's queue, guarded by `Scheduler.core`.
+    var queueNext: Job?
+    unowned(unsafe) var queuePrevious: Job?
+    var readyNext: Job?
+    unowned(unsafe) var readyPrevious: Job?
+    var readyBucket = 2
+    var holdsQueueSlot = false
+
+    /// Creates a job that is not in any queue.
+    ///
+    /// Threading: any thread.
+    public init() {}
+
+    // MARK: - Work
+
+    /// The job's work. The default does nothing.
+    ///
+    /// Called once, on the thread that runs ``start()`` — for a queued job, a worker of the shared
+    /// pool. Check ``isCancelled`` at convenient points if the work is long. A thrown error becomes
+    /// ``error``; the job still finishes.
+    ///
+    /// - Throws: Anything; it is recorded, never propagated.
+    open func main() throws {}
+
+    /// Starts the job on the calling thread.
+    ///
+    /// The default checks that the job may start, runs ``main()`` and finishes the job. A job
+    /// that was cancelled before it started finishes without calling ``main()``.
+    ///
+    /// An asynchronous subclass overrides this: `guard try beginExecution() else { return }`,
+    /// launch the work, return; call ``finish(error:)`` when the work is done.
+    ///
+    /// Threading: any thread; a queue calls it on one of its workers.
+    ///
+    /// - Throws: ``JobError`` with `.notReady`, `.alreadyExecuting`, `.alreadyFinished`, or
+    ///   `.enqueued` when called by hand on a job that a queue owns.
+    open func start() throws(JobError) {
+        guard let threadPriority = try begin() else { return }
+        let failure = runMain(threadPriority: threadPriority)
+        finishExecution(error: failure)
+    }
+
+    /// Moves the job from ready to executing, for subclasses that override ``start()``.
+    ///
+    /// - Returns: `true` if the job is now executing and the caller must eventually call
+    ///   ``finish(error:)``; `false` if the job was cancelled — it has then finished, and the
+    ///   caller must not start any work.
+    /// - Throws: ``JobError`` in the same cases as ``start()``.
+    ///
+    /// Threading: any thread, once per job.
+    public final func beginExecution() throws(JobError) -> Bool {
+        try begin() != nil
+    }
+
+    /// Finishes an executing asynchronous job: `isExecuting` becomes false and `isFinished` true
+    /// (will-change notifications for both, the change, then did-change for both), waiters are
+    /// released, the completion block runs and dependents are released.
+    ///
+    /// Runs the completion block and any dependents' readiness work on the calling thread.
+    ///
+    /// - Parameter error: The failure of the work, if it failed; it becomes ``error``.
+    /// - Throws: ``JobError`` `.notExecuting` if the job is not executing (never started, or
+    ///   already finished).
+    ///
+    /// Threading: any thread, once per job.
+    public final func finish(error: (any Error)? = nil) throws(JobError) {
+        let executing = state.withLock { $0.phase == .executing }
+        guard executing else {
+            throw JobError(.notExecuting, "finish(error:) called on \(description), which is not executing")
+        }
+        finishExecution(error: error)
+    }
+
+    /// Checks and performs the transition to executing; `nil` when there is nothing to run.
+    private func begin() throws(JobError) -> Double? {
+        let context = ThreadContext.existing
+        let byQueue = context?.currentJob === self && context?.worker != nil
+        let (phase, cancelled) = state.withLock { ($0.phase, $0.isCancelled) }
+        if phase == .free, !cancelled, !isReady {
+            throw JobError(.notReady, "\(description) is not ready")
+        }
+        let observed = isObserved
+        if observed, phase < .executing, !cancelled { deliver(.isExecuting, .willChange) }
+        let outcome = state.withLock { $0.begin(byQueue: byQueue, description: self.description) }
+        switch outcome {
+        case .run(let threadPriority):
+            if observed { deliver(.isExecuting, .didChange) }
+            return threadPriority
+        case .finishCancelled:
+            finishExecution(error: nil)
+            return nil
+        case .nothing:
+            return nil
+        case .failure(let error):
+            throw error
+        }
+    }
+
+    /// Runs `main` with the thread priority applied; returns what it threw.
+    private func runMain(threadPriority: Double) -> (any Error)? {
+        let context = ThreadContext.current
+        let outer = context.currentJob
+        context.currentJob = self
+        defer { context.currentJob = outer }
+        let restore = threadPriority == 0.5 ? nil : ThreadPriority.apply(threadPriority)
+        defer { if let restore { ThreadPriority.restore(restore) } }
+        do {
+            try main()
+            return nil
+        } catch {
+            return error
+        }
+    }
+
+    /// Called by a worker for a job it took off a ready list.
+    final func runFromQueue() {
+        var thrown: JobError?
+        do {
+            try start()
+        } catch {
+            thrown = error
+        }
+        // A plugin's `start()` that threw or forgot `beginExecution()` must not wedge the queue.
+        let stuck = state.withLock { $0.phase == .starting }
+        if stuck {
+            finishExecution(
+                error: thrown
+                    ?? JobError(
+                        .startDidNotBeginExecution,
+                        "\(description): start() returned without calling beginExecution(); the job was finished"
+                    )
+            )
+        }
+    }
+
+    /// The single finishing path: state change, notifications, waiters, completion block,
+    /// dependents, queue slot — in that order, none under a lock.
+    final func finishExecution(error: (any Error)?) {
+        let observed = isObserved
+        if observed {
+            let executing = state.withLock { $0.phase == .executing }
+            if executing { deliver(.isExecuting, .willChange) }
+            deliver(.isFinished, .willChange)
+        }
+        guard let actions = state.withLock({ $0.finish(error: error) }) else { return }
+        if observed {
+            if actions.wasExecuting { deliver(.isExecuting, .didChange) }
+            deliver(.isFinished, .didChange)
+        }
+        for waiter in actions.waiters { waiter() }
+        let context = ThreadContext.current
+        if let completion = actions.completionBlock {
+            let outer = context.currentJob
+            context.currentJob = self
+            completion()
+            context.currentJob = outer
+        }
+        // A worker finishing the job it ran picks its next job itself right after, so the first
+        // job made ready here doesn't need another worker woken for it.
+        let ownsEpilogue = context.worker != nil && context.currentJob === self
+        if ownsEpilogue { context.wakeCredit = 1 }
+        for dependent in actions.dependents {
+            dependent.dependencyDidFinish(self, failed: actions.failed, cancelled: actions.cancelled)
+        }
+        actions.queue?.jobDidFinish(self)
+        if ownsEpilogue { context.wakeCredit = 0 }
+    }
+
+    // MARK: - State
+
+    /// Whether the job may start: every dependency has finished, or the job is cancelled.
+    ///
+    /// A subclass may override it to add conditions of its own (`super.isReady && myCondition`)
+    /// and must then call ``readinessDidChange()`` (or wrap the change in ``updateReadiness(_:)``)
+    /// whenever the condition changes; its queue re-evaluates the job at once. A cancelled job is
+    /// always treated as ready by its queue, whatever the override says.
+    ///
+    /// Threading: any thread; the engine calls overrides without holding any lock.
+    open var isReady: Bool { state.withLock { $0.baseReadiness } }
+
+    /// Whether the job is running: between ``start()`` (or ``beginExecution()``) and finishing.
+    ///
+    /// Threading: any thread.
+    public final var isExecuting: Bool { state.withLock { $0.phase == .executing } }
+
+    /// Whether the job has finished, with or without running `main`. Never goes back to `false`.
+    ///
+    /// Threading: any thread.
+    public final var isFinished: Bool { state.withLock { $0.phase == .finished } }
+
+    /// Whether ``cancel()`` was called, or the job was cancelled because of a failed dependency
+    /// (see ``requiresSuccessfulDependencies``) or a dependency cycle.
+    ///
+    /// Threading: any thread.
+    public final var isCancelled: Bool { state.withLock { $0.isCancelled } }
+
+    /// Whether the job finishes later than ``start()`` returns (NSOperation's `isAsynchronous`,
+    /// formerly `isConcurrent`). Subclasses that override ``start()`` override this to return
+    /// `true`. The engine itself treats both kinds alike: a queue slot is held until the job
+    /// finishes.
+    ///
+    /// Threading: any thread.
+    open var isAsynchronous: Bool { false }
+
+    /// The failure recorded when the job finished: what ``main()`` threw, what was passed to
+    /// ``finish(error:)``, or a ``JobError`` for a dependency cycle. `nil` for success and for
+    /// plain cancellation.
+    ///
+    /// Threading: any thread.
+    public final var error: (any Error)? { state.withLock { $0.error } }
+
+    /// Why the job was cancelled, or `nil` if it was not.
+    ///
+    /// Threading: any thread.
+    public final var cancellationReason: JobCancellationReason? { state.withLock { $0.cancellationReason } }
+
+    /// A name for people and for error messages.
+    ///
+    /// Threading: any thread.
+    public final var name: String? {
+        get { state.withLock { $0.name } }
+        set { state.withLock { $0.name = newValue } }
+    }
+
+    /// The name, or the class and address.
+    ///
+    /// Threading: any thread.
+    open var description: String {
+        if let name { return name }
+        return "\(type(of: self))(\(ObjectIdentifier(self).debugDescription.suffix(15).dropLast()))"
+    }
+
+    /// When set, a dependency that fails (finishes with an ``error``) or is cancelled cancels this
+    /// job before it runs, with that dependency as its ``cancellationReason``. Off by default, as
+    /// in NSOperation, where a job runs once its dependencies finished however they finished.
+    ///
+    /// Build systems set it: a compile step must not run after its code generator failed.
+    /// Changing it after the job started has no effect.
+    ///
+    /// Threading: any thread.
+    public final var requiresSuccessfulDependencies: Bool {
+        get { state.withLock { $0.requiresSuccessfulDependencies } }
+        set { state.withLock { $0.requiresSuccessfulDependencies = newValue } }
+    }
+
+    /// The priority among the ready jobs of the job's queue. Changing it while the job waits on
+    /// the ready list moves it at once.
+    ///
+    /// Threading: any thread.
+    public final var queuePriority: Priority {
+        get { state.withLock { $0.priority } }
+        set {
+            let observed = isObserved
+            if observed { deliver(.queuePriority, .willChange) }
+            let queue = state.withLock { state -> JobQueue? in
+                state.priority = newValue
+                return state.phase == .readyQueued ? state.queue : nil
+            }
+            queue?.reprioritize(self)
+            if observed { deliver(.queuePriority, .didChange) }
+        }
+    }
+
+    /// The thread priority, 0.0 … 1.0 (default 0.5), applied to the thread only while ``main()``
+    /// runs. On Linux it maps to the thread's nice value: `nice = round((0.5 − p) × 40)`, clamped
+    /// to −20 … 19 — so 0.5 leaves the thread alone, 0.0 is nice 19 and 1.0 is nice −20. Raising a
+    /// thread above its previous nice value needs `CAP_SYS_NICE` (or root); without it the value
+    /// stays unchanged. The previous value is restored when `main` returns.
+    ///
+    /// Threading: any thread.
+    public final var threadPriority: Double {
+        get { state.withLock { $0.threadPriority } }
+        set { state.withLock { $0.threadPriority = min(max(newValue, 0), 1) } }
+    }
+
+    /// A block run exactly once after the job finishes — after `main`, or after cancellation —
+    /// on the thread that finished the job, before dependents are released and before the job
+    /// leaves its queue. Never run under an engine lock. Cleared once it has run, which breaks the
+    /// usual reference cycle of a block that captures its job.
+    ///
+    /// Threading: any thread. Use ``setCompletionBlock(_:)`` to get an error instead of a no-op
+    /// when it is too late.
+    public final var completionBlock: (@Sendable () -> Void)? {
+        get { state.withLock { $0.completionBlock } }
+        set { try? setCompletionBlock(newValue) }
+    }
+
+    /// Sets the completion block.
+    ///
+    /// - Throws: ``JobError`` `.tooLate` if the job is executing or finished.
+    ///
+    /// Threading: any thread.
+    public final func setCompletionBlock(_ block: (@Sendable () -> Void)?) throws(JobError) {
+        let observed = isObserved
+        if observed { deliver(.completionBlock, .willChange) }
+        let accepted = state.withLock { state -> Bool in
+            guard state.phase < .executing else { return false }
+            state.completionBlock = block
+            return true
+        }
+        guard accepted else {
+            throw JobError(.tooLate, "the completion block of \(description) can't change once it executes")
+        }
+        if observed { deliver(.completionBlock, .didChange) }
+    }
+
+    // MARK: - Dependencies
+
+    /// The jobs this job waits for. A finished job has let go of them (see the module docs).
+    ///
+    /// Threading: any thread.
+    public final var dependencies: [Job] { state.withLock { $0.dependencies } }
+
+    /// Makes this job wait until `job` has finished. Works across queues. Adding a dependency twice
+    /// has no further effect, and so does adding one after this job started.
+    ///
+    /// A dependency cycle is reported when one of its jobs is enqueued or waited on; if the cycle is
+    /// closed after its jobs were enqueued, its jobs are cancelled with
+    /// ``JobCancellationReason/dependencyCycle(_:)`` and a ``JobError`` `.dependencyCycle` as
+    /// their ``error``, so nothing waits forever.
+    ///
+    /// Threading: any thread.
+    public final func addDependency(_ job: Job) {
+        let observed = isObserved
+        if observed {
+            deliver(.dependencies, .willChange)
+            deliver(.isReady, .willChange)
+        }
+        let (added, queue, wasChecked) = state.withLock { state -> (Bool, JobQueue?, Bool) in
+            guard state.phase < .starting, !state.dependencies.contains(where: { $0 === job }) else {
+                return (false, nil, false)
+            }
+            state.dependencies.append(job)
+            state.unfinishedDependencies += 1
+            return (true, state.queue, state.cycleChecked)
+        }
+        if added {
+            queue?.withdrawFromReadyList(self)
+            let dependencyState = job.state.withLock { state -> (finished: Bool, failed: Bool, cancelled: Bool) in
+                if state.phase == .finished {
+                    return (true, state.error != nil || state.isCancelled, state.isCancelled)
+                }
+                state.dependents.append(self)
+                return (false, false, false)
+            }
+            if dependencyState.finished {
+                dependencyDidFinish(job, failed: dependencyState.failed, cancelled: dependencyState.cancelled)
+            } else if wasChecked {
+                CycleDetector.checkNewEdge(from: self, to: job)
+            }
+        }
+        if observed {
+            deliver(.dependencies, .didChange)
+            deliver(.isReady, .didChange)
+        }
+    }
+
+    /// Stops this job waiting for `job`. No effect once this job started.
+    ///
+    /// Threading: any thread.
+    public final func removeDependency(_ job: Job) {
+        let observed = isObserved
+        if observed {
+            deliver(.dependencies, .willChange)
+            deliver(.isReady, .willChange)
+        }
+        let removed = state.withLock { state -> Bool in
+            guard state.phase < .starting, let index = state.dependencies.firstIndex(where: { $0 === job }) else {
+                return false
+            }
+            state.dependencies.remove(at: index)
+            return true
+        }
+        if removed {
+            let stillCounted = job.state.withLock { state -> Bool in
+                guard let index = state.dependents.firstIndex(where: { $0 === self }) else { return false }
+                state.dependents.remove(at: index)
+                return true
+            }
+            // If the dependency already finished it has already decremented our count.
+            if stillCounted {
+                let became = state.withLock { state -> Bool in
+                    state.unfinishedDependencies -= 1
+                    return state.unfinishedDependencies == 0
+                }
+                if became { scheduleIfReady() }
+            }
+        }
+        if observed {
+            deliver(.dependencies, .didChange)
+            deliver(.isReady, .didChange)
+        }
+    }
+
+    /// Called by a dependency as it finishes.
+    final func dependencyDidFinish(_ dependency: Job, failed: Bool, cancelled: Bool) {
+        let observed = isObserved
+        if observed { deliver(.isReady, .willChange) }
+        let outcome = state.withLock { $0.dependencyFinished(dependency, failed: failed, cancelled: cancelled) }
+        switch outcome {
+        case .none:
+            if observed { deliver(.isReady, .didChange) }
+        case .becameReady(let phase):
+            if observed { deliver(.isReady, .didChange) }
+            if phase == .waiting { scheduleIfReady() }
+        case .cancelled(let after):
+            if observed {
+                deliver(.isReady, .didChange)
+                deliver(.isCancelled, .willChange)
+                deliver(.isCancelled, .didChange)
+            }
+            perform(after)
+        }
+    }
+
+    // MARK: - Cancellation
+
+    /// Asks the job to stop. Sets ``isCancelled``; a job waiting on dependencies becomes ready at
+    /// once so its queue flushes it without running `main`; a job in no queue that has not started
+    /// finishes at once. A running job keeps running until its code checks ``isCancelled``.
+    /// Cancelling twice, or a finished job, has no effect.
+    ///
+    /// Threading: any thread.
+    open func cancel() {
+        cancel(reason: .requested)
+    }
+
+    /// Cancels with a reason.
+    final func cancel(reason: JobCancellationReason, error: JobError? = nil) {
+        let observed = isObserved
+        if observed {
+            deliver(.isCancelled, .willChange)
+            deliver(.isReady, .willChange)
+        }
+        let after = state.withLock { state -> JobState.AfterCancel? in
+            let after = state.cancel(reason: reason)
+            if after != nil, let error, state.error == nil { state.error = error }
+            return after
+        }
+        if observed {
+            deliver(.isCancelled, .didChange)
+            deliver(.isReady, .didChange)
+        }
+        if let after { perform(after) }
+    }
+
+    private func perform(_ after: JobState.AfterCancel) {
+        switch after {
+        case .finishNow: finishExecution(error: nil)
+        case .flush: scheduleIfReady()
+        case .nothing: break
+        }
+    }
+
+    // MARK: - Custom readiness
+
+    /// Tells the engine that a subclass's own readiness condition changed. The job's queue
+    /// re-evaluates ``isReady`` at once: a job that became ready goes on the ready list; a job on
+    /// the ready list that is no longer ready is taken off it. Observers of `isReady` are notified.
+    ///
+    /// Threading: any thread; calls the ``isReady`` override without holding a lock.
+    public final func readinessDidChange() {
+        updateReadiness {}
+    }
+
+    /// Runs `change` — which alters a subclass's readiness condition — between the `isReady`
+    /// will-change and did-change notifications, then re-evaluates readiness like
+    /// ``readinessDidChange()``.
+    ///
+    /// Threading: any thread.
+    public final func updateReadiness(_ change: () throws -> Void) rethrows {
+        let observed = isObserved
+        if observed { deliver(.isReady, .willChange) }
+        try change()
+        if observed { deliver(.isReady, .didChange) }
+        let (phase, queue, cancelled) = state.withLock { ($0.phase, $0.queue, $0.isCancelled) }
+        if phase == .waiting {
+            scheduleIfReady()
+        } else if phase == .readyQueued, !cancelled, !isReady {
+            queue?.withdrawFromReadyList(self)
+        }
+    }
+
+    /// Puts an enqueued, waiting job on its queue's ready list if it is ready.
+    final func scheduleIfReady() {
+        let (phase, queue, cancelled, base) = state.withLock { ($0.phase, $0.queue, $0.isCancelled, $0.baseReadiness) }
+        guard phase == .waiting, let queue, base else { return }
+        if !cancelled, !isReady { return }
+        queue.makeReady(self)
+    }
+
+    // MARK: - Waiting
+
+    /// Blocks the calling thread until the job has finished.
+    ///
+    /// On a pool worker (inside another job's `main`), the pool lends another thread for the
+    /// duration, so waiting cannot starve the pool.
+    ///
+    /// - Throws: ``JobError`` `.waitWouldDeadlock` when the wait could never end: a job waiting
+    ///   on itself, on a job that depends on it, or on a job queued behind it in a serial queue;
+    ///   `.dependencyCycle` when the job is in a dependency cycle.
+    ///
+    /// Threading: any thread.
+    public final func waitUntilFinished() throws(JobError) {
+        try checkWaitable()
+        let semaphore = DispatchSemaphore(value: 0)
+        guard addFinishWaiter({ semaphore.signal() }) else { return }
+        Scheduler.shared.blocking { semaphore.wait() }
+    }
+
+    /// Suspends the calling task until the job has finished.
+    ///
+    /// - Throws: ``JobError`` in the same cases as the blocking form.
+    ///
+    /// Threading: any task.
+    public final func waitUntilFinished() async throws(JobError) {
+        try checkWaitable()
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            if !addFinishWaiter({ continuation.resume() }) { continuation.resume() }
+        }
+    }
+
+    /// Registers `waiter` to run when the job finishes; `false` if it already has.
+    final func addFinishWaiter(_ waiter: @escaping @Sendable () -> Void) -> Bool {
+        state.withLock { state in
+            guard state.phase != .finished else { return false }
+            state.finishWaiters.append(waiter)
+            return true
+        }
+    }
+
+    private func checkWaitable() throws(JobError) {
+        if isFinished { return }
+        if let current = ThreadContext.existing?.currentJob, current !== self || !current.isFinished {
+            if current === self {
+                throw JobError(.waitWouldDeadlock, "\(description) waits on itself", jobs: [description])
+            }
+            if let path = CycleDetector.dependencyPath(from: self, to: current) {
+                throw JobError(
+                    .waitWouldDeadlock,
+                    "\(current.description) waits on \(description), which depends on it",
+                    jobs: path.map(\.description)
+                )
+            }
+            let (myQueue, myPhase) = state.withLock { ($0.queue, $0.phase) }
+            if let myQueue, myPhase < .starting, current.state.withLock({ $0.queue }) === myQueue,
+                myQueue.maxConcurrentJobCount == 1
+            {
+                throw JobError(
+                    .waitWouldDeadlock,
+                    "\(current.description) waits on \(description), queued behind it in serial queue \(myQueue.name)",
+                    jobs: [current.description, description]
+                )
+            }
+        }
+        try CycleDetector.check([self])
+    }
+
+    // MARK: - Observation plumbing
+
+    var isObserved: Bool { observationCount.load(ordering: .acquiring) > 0 }
+
+    /// Delivers one notification to the observers of `property`, on the calling thread.
+    final func deliver(_ property: JobPropertyKind, _ kind: JobChangeKind) {
+        let entries = state.withLock { state in state.observers.filter { $0.property == property } }
+        for entry in entries { entry.deliver(kind, job: self) }
+    }
+}
+
+/// Applies and restores `Job.threadPriority` on Linux threads (per-thread nice values).
+enum ThreadPriority {
+    /// Sets the calling thread's nice value for `priority`; returns the previous value.
+    static func apply(_ priority: Double) -> Int32? {
+        #if os(Linux)
+        let thread = id_t(ckiln_gettid())
+        errno = 0
+        let previous = getpriority(__priority_which_t(PRIO_PROCESS.rawValue), thread)
+        if previous == -1, errno != 0 { return nil }
+        let nice = Int32(min(max(((0.5 - priority) * 40).rounded(), -20), 19))
+        guard setpriority(__priority_which_t(PRIO_PROCESS.rawValue), thread, nice) == 0 else { return nil }
+        return previous
+        #else
+        return nil
+        #endif
+    }
+
+    /// Puts back a nice value saved by ``apply(_:)``.
+    static func restore(_ previous: Int32) {
+        #if os(Linux)
+        _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), id_t(ckiln_gettid()), previous)
+        #endif
+    }
+
+    /// The calling thread's nice value (for tests).
+    static func currentNice() -> Int32 {
+        #if os(Linux)
+        return getpriority(__priority_which_t(PRIO_PROCESS.rawValue), id_t(ckiln_gettid()))
+        #else
+        return 0
+        #endif
+    }
+}

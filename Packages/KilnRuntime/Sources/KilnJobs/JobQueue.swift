@@ -1,0 +1,432 @@
+import Dispatch
+import Synchronization
+
+/// Runs jobs as they become ready, at most ``maxConcurrentJobCount`` at a time — KilnJobs'
+/// counterpart of `NSOperationQueue`.
+///
+/// A queue owns no threads: every queue of the process shares one pool sized to the cores, so
+/// more queues never mean more threads. A queue is a *width* and an order: among its ready jobs,
+/// higher ``Job/queuePriority`` starts first, and jobs of equal priority start in the order they
+/// became ready. An asynchronous job holds one unit of the width from its start until it
+/// finishes, but no thread.
+///
+/// Jobs stay in ``jobs`` until they have finished, their completion block has run and their
+/// dependents have been released; so ``waitUntilAllJobsAreFinished()`` also waits for jobs that
+/// completion blocks add to the queue — batches that create the next batch.
+///
+/// A queue that still holds jobs is kept alive by them until they finish.
+///
+/// Threading: every member may be called from any thread at any time. `@unchecked Sendable`: the
+/// scheduling fields below are guarded by the shared scheduler's `core` mutex, the name by `label`.
+public final class JobQueue: @unchecked Sendable, CustomStringConvertible {
+    let scheduler: Scheduler
+    private let label: Mutex<String?>
+
+    // Guarded by `scheduler.core`.
+    var width: Int
+    var suspended = false
+    var running = 0
+    var readyHeads = [Job?](repeating: nil, count: 5)
+    var readyTails = [Job?](repeating: nil, count: 5)
+    var readyCount = 0
+    var jobsHead: Job?
+    unowned(unsafe) var jobsTail: Job?
+    var count = 0
+    var runnableNext: JobQueue?
+    var inRunnableList = false
+    var emptyWaiters: [@Sendable () -> Void] = []
+
+    /// The width a queue gets when none is given: the number of active processors.
+    ///
+    /// Threading: any thread.
+    public static var defaultMaxConcurrentJobCount: Int { Scheduler.activeProcessorCount }
+
+    /// Creates a queue.
+    ///
+    /// - Parameters:
+    ///   - name: A name for people, e.g. `disk:/dev/sda1`.
+    ///   - maxConcurrentJobCount: The width; 1 makes a serial queue.
+    ///
+    /// Threading: any thread.
+    public init(name: String? = nil, maxConcurrentJobCount: Int = JobQueue.defaultMaxConcurrentJobCount) {
+        self.scheduler = Scheduler.shared
+        self.label = Mutex(name)
+        self.width = max(1, maxConcurrentJobCount)
+    }
+
+    /// The queue's name; defaults to `JobQueue <address>`.
+    ///
+    /// Threading: any thread.
+    public var name: String {
+        get { label.withLock { $0 } ?? "JobQueue \(ObjectIdentifier(self).debugDescription.suffix(15).dropLast())" }
+        set { label.withLock { $0 = newValue } }
+    }
+
+    /// The name.
+    public var description: String { name }
+
+    /// The queue of the job the calling thread is running (in `main`, `start` or its completion
+    /// block), or `nil` (NSOperationQueue's `currentQueue`).
+    ///
+    /// Threading: any thread.
+    public static var current: JobQueue? {
+        ThreadContext.existing?.currentJob?.state.withLock { $0.queue }
+    }
+
+    // MARK: - Width and suspension
+
+    /// The most jobs the queue runs at once. At least 1; 1 makes the queue serial. A change applies
+    /// at once: a wider queue starts more jobs right away; a narrower one lets running jobs finish.
+    ///
+    /// Threading: any thread.
+    public var maxConcurrentJobCount: Int {
+        get { scheduler.core.withLock { _ in width } }
+        set {
+            let wakes = scheduler.core.withLock { core -> [Scheduler.Wake] in
+                width = max(1, newValue)
+                scheduler.noteRunnable(self, &core)
+                return scheduler.wakeForNewWork(&core, units: min(readyCount, max(0, width - running)))
+            }
+            scheduler.perform(wakes)
+        }
+    }
+
+    /// While `true`, the queue starts no new jobs; running jobs go on, and jobs can still be added.
+    ///
+    /// Threading: any thread.
+    public var isSuspended: Bool {
+        get { scheduler.core.withLock { _ in suspended } }
+        set {
+            let wakes = scheduler.core.withLock { core -> [Scheduler.Wake] in
+                suspended = newValue
+                guard !newValue else { return [] }
+                scheduler.noteRunnable(self, &core)
+                return scheduler.wakeForNewWork(&core, units: min(readyCount, max(0, width - running)))
+            }
+            scheduler.perform(wakes)
+        }
+    }
+
+    var canStartJob: Bool { !suspended && readyCount > 0 && running < width }
+
+    // MARK: - Adding jobs
+
+    /// Adds a job. It starts when it is ready and the queue has a free slot.
+    ///
+    /// - Throws: ``JobError``: `.alreadyEnqueued`, `.alreadyExecuting`, `.alreadyFinished`, or
+    ///   `.dependencyCycle` naming the jobs of a cycle the job is part of or depends on.
+    ///
+    /// Threading: any thread.
+    public func addJob(_ job: Job) throws(JobError) {
+        try addJobs(CollectionOfOne(job), waitUntilFinished: false)
+    }
+
+    /// Adds a block as a ``BlockJob`` and returns it.
+    ///
+    /// Threading: any thread.
+    @discardableResult
+    public func addJob(_ block: @escaping @Sendable () throws -> Void) -> BlockJob {
+        let job = BlockJob(block: block)
+        // A fresh job can be in no queue and no cycle.
+        try? addJobs(CollectionOfOne(job), waitUntilFinished: false)
+        return job
+    }
+
+    /// Adds jobs all at once: either all are added or, on error, none.
+    ///
+    /// - Parameters:
+    ///   - jobs: The jobs, in the order they should start when equally ready and of equal priority.
+    ///   - waitUntilFinished: Block until all of them have finished.
+    /// - Throws: ``JobError`` as ``addJob(_:)-(Job)``, and as ``Job/waitUntilFinished()`` when waiting.
+    ///
+    /// Threading: any thread.
+    public func addJobs<Jobs: Collection<Job>>(_ jobs: Jobs, waitUntilFinished: Bool = false) throws(JobError) {
+        try CycleDetector.check(jobs)
+        try scheduler.core.withLock { _ throws(JobError) in
+            var linked = 0
+            for job in jobs {
+                let failure = job.state.withLock { state -> JobError? in
+                    if state.phase == .finished {
+                        return JobError(.alreadyFinished, "\(job.description) has already finished; jobs are single-shot")
+                    }
+                    if state.queue != nil {
+                        return JobError(.alreadyEnqueued, "\(job.description) is already in a queue")
+                    }
+                    if state.phase != .free {
+                        return JobError(.alreadyExecuting, "\(job.description) has already started")
+                    }
+                    state.phase = .waiting
+                    state.queue = self
+                    return nil
+                }
+                if let failure {
+                    unlinkLast(linked, of: jobs)
+                    throw failure
+                }
+                link(job)
+                linked += 1
+            }
+        }
+        var ready: [Job] = []
+        for job in jobs where job.state.withLock({ $0.phase == .waiting && $0.baseReadiness }) {
+            if job.isCancelled || job.isReady { ready.append(job) }
+        }
+        if !ready.isEmpty { makeReady(ready) }
+        if waitUntilFinished {
+            for job in jobs { try job.waitUntilFinished() }
+        }
+    }
+
+    /// Undoes the linking of the first `linkedCount` jobs after a failure (under `core`).
+    private func unlinkLast<Jobs: Collection<Job>>(_ linkedCount: Int, of jobs: Jobs) {
+        for job in jobs.prefix(linkedCount) {
+            unlink(job)
+            job.state.withLock { state in
+                state.phase = .free
+                state.queue = nil
+            }
+        }
+    }
+
+    // MARK: - Inspecting
+
+    /// The jobs in the queue — waiting, ready or running — in the order they were added.
+    ///
+    /// Threading: any thread; a snapshot.
+    public var jobs: [Job] {
+        scheduler.core.withLock { _ in
+            var result: [Job] = []
+            result.reserveCapacity(count)
+            var cursor = jobsHead
+            while let job = cursor {
+                result.append(job)
+                cursor = job.queueNext
+            }
+            return result
+        }
+    }
+
+    /// The number of jobs in ``jobs``.
+    ///
+    /// Threading: any thread.
+    public var jobCount: Int { scheduler.core.withLock { _ in count } }
+
+    /// The number of jobs holding a slot right now (executing, or being started).
+    ///
+    /// Threading: any thread.
+    public var runningJobCount: Int { scheduler.core.withLock { _ in running } }
+
+    // MARK: - Cancelling and waiting
+
+    /// Cancels every job in the queue (see ``Job/cancel()``).
+    ///
+    /// Threading: any thread.
+    public func cancelAllJobs() {
+        for job in jobs { job.cancel() }
+    }
+
+    /// Blocks until the queue holds no jobs — including jobs added meanwhile, e.g. by completion
+    /// blocks.
+    ///
+    /// - Throws: ``JobError`` `.waitWouldDeadlock` when called from a job of this queue (its main
+    ///   or completion block): the queue can't empty while that job waits.
+    ///
+    /// Threading: any thread.
+    public func waitUntilAllJobsAreFinished() throws(JobError) {
+        try checkNotInside()
+        let semaphore = DispatchSemaphore(value: 0)
+        guard addEmptyWaiter({ semaphore.signal() }) else { return }
+        scheduler.blocking { semaphore.wait() }
+    }
+
+    /// Suspends the calling task until the queue holds no jobs.
+    ///
+    /// - Throws: ``JobError`` as the blocking form.
+    ///
+    /// Threading: any task.
+    public func waitUntilAllJobsAreFinished() async throws(JobError) {
+        try checkNotInside()
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            if !addEmptyWaiter({ continuation.resume() }) { continuation.resume() }
+        }
+    }
+
+    private func checkNotInside() throws(JobError) {
+        if let current = ThreadContext.existing?.currentJob, current.state.withLock({ $0.queue }) === self {
+            throw JobError(
+                .waitWouldDeadlock,
+                "\(current.description) waits for its own queue \(name) to empty",
+                jobs: [current.description]
+            )
+        }
+    }
+
+    private func addEmptyWaiter(_ waiter: @escaping @Sendable () -> Void) -> Bool {
+        scheduler.core.withLock { _ in
+            guard count > 0 else { return false }
+            emptyWaiters.append(waiter)
+            return true
+        }
+    }
+
+    // MARK: - Engine side (called by Job)
+
+    /// Puts waiting jobs on the ready lists (each only if it is still waiting).
+    func makeReady(_ job: Job) { makeReady(CollectionOfOne(job)) }
+
+    func makeReady<Jobs: Collection<Job>>(_ jobs: Jobs) {
+        let wakes = scheduler.core.withLock { core -> [Scheduler.Wake] in
+            var pushed = 0
+            for job in jobs {
+                let accepted = job.state.withLock { state -> Bool in
+                    guard state.phase == .waiting, state.baseReadiness else { return false }
+                    state.phase = .readyQueued
+                    return true
+                }
+                if accepted {
+                    pushReady(job)
+                    pushed += 1
+                }
+            }
+            guard pushed > 0 else { return [] }
+            scheduler.noteRunnable(self, &core)
+            return scheduler.wakeForNewWork(&core, units: min(pushed, max(0, width - running)))
+        }
+        scheduler.perform(wakes)
+    }
+
+    /// Takes a job off the ready list because it is no longer ready (a dependency was added, or a
+    /// custom readiness condition went false).
+    func withdrawFromReadyList(_ job: Job) {
+        scheduler.core.withLock { _ in
+            let wasQueued = job.state.withLock { state -> Bool in
+                guard state.phase == .readyQueued else { return false }
+                state.phase = .waiting
+                return true
+            }
+            if wasQueued { removeReady(job) }
+        }
+    }
+
+    /// Moves a ready-listed job to the list of its new priority.
+    func reprioritize(_ job: Job) {
+        scheduler.core.withLock { _ in
+            let stillQueued = job.state.withLock { $0.phase == .readyQueued }
+            guard stillQueued else { return }
+            removeReady(job)
+            pushReady(job)
+        }
+    }
+
+    /// Releases the job's slot and takes it out of the queue, after its completion block and
+    /// dependents. Called exactly once per enqueued job.
+    func jobDidFinish(_ job: Job) {
+        let (wakes, waiters) = scheduler.core.withLock { core -> ([Scheduler.Wake], [@Sendable () -> Void]) in
+            if job.holdsQueueSlot {
+                job.holdsQueueSlot = false
+                running -= 1
+            }
+            unlink(job)
+            job.state.withLock { $0.queue = nil }
+            var waiters: [@Sendable () -> Void] = []
+            if count == 0 {
+                waiters = emptyWaiters
+                emptyWaiters = []
+            }
+            scheduler.noteRunnable(self, &core)
+            return (canStartJob ? scheduler.wakeForNewWork(&core) : [], waiters)
+        }
+        scheduler.perform(wakes)
+        for waiter in waiters { waiter() }
+    }
+
+    // MARK: - Intrusive lists (under `scheduler.core`)
+
+    private func link(_ job: Job) {
+        job.queueNext = nil
+        job.queuePrevious = jobsTail
+        if let tail = jobsTail {
+            tail.queueNext = job
+        } else {
+            jobsHead = job
+        }
+        jobsTail = job
+        count += 1
+    }
+
+    private func unlink(_ job: Job) {
+        let next = job.queueNext
+        if let previous = job.queuePrevious {
+            previous.queueNext = next
+        } else {
+            jobsHead = next
+        }
+        if let next {
+            next.queuePrevious = job.queuePrevious
+        } else {
+            jobsTail = job.queuePrevious
+        }
+        job.queueNext = nil
+        job.queuePrevious = nil
+        count -= 1
+    }
+
+    private func pushReady(_ job: Job) {
+        let bucket = job.state.withLock { $0.priority.bucket }
+        job.readyBucket = bucket
+        job.readyNext = nil
+        job.readyPrevious = readyTails[bucket]
+        if let tail = readyTails[bucket] {
+            tail.readyNext = job
+        } else {
+            readyHeads[bucket] = job
+        }
+        readyTails[bucket] = job
+        readyCount += 1
+    }
+
+    private func removeReady(_ job: Job) {
+        removeReady(job, from: job.readyBucket)
+    }
+
+    private func removeReady(_ job: Job, from bucket: Int) {
+        let next = job.readyNext
+        if let previous = job.readyPrevious {
+            previous.readyNext = next
+        } else {
+            readyHeads[bucket] = next
+        }
+        if let next {
+            next.readyPrevious = job.readyPrevious
+        } else {
+            readyTails[bucket] = job.readyPrevious
+        }
+        job.readyNext = nil
+        job.readyPrevious = nil
+        readyCount -= 1
+    }
+
+    /// Takes the first job of the highest non-empty priority list and marks it starting.
+    func popReadyJob() -> Job? {
+        for bucket in 0..<5 {
+            while let job = readyHeads[bucket] {
+                removeReady(job, from: bucket)
+                let take = job.state.withLock { state -> Bool in
+                    guard state.phase == .readyQueued else { return false }
+                    if state.baseReadiness {
+                        state.phase = .starting
+                        return true
+                    }
+                    state.phase = .waiting
+                    return false
+                }
+                if take {
+                    job.holdsQueueSlot = true
+                    running += 1
+                    return job
+                }
+            }
+        }
+        return nil
+    }
+}
