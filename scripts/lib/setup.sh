@@ -1,0 +1,37 @@
+# Shared by Kiln's scripts: set-up of a fresh Debian 12 machine and small helpers.
+# Source it; it defines functions only.
+
+step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+
+# apt-get install the given Debian packages if any is missing.
+ensure_debian_packages() {
+    local missing=()
+    for package in "$@"; do
+        dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
+    done
+    ((${#missing[@]} == 0)) && return 0
+    step "installing ${missing[*]}"
+    local sudo=""
+    [[ $(id -u) != 0 ]] && sudo="sudo"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}"
+}
+
+# Swift 6.3 must be on PATH; the C libraries later parts of Kiln need come from Debian.
+ensure_toolchain() {
+    if ! command -v swift >/dev/null; then
+        echo "error: swift not found on PATH; install Swift 6.3 (https://www.swift.org/install/linux/)" >&2
+        exit 1
+    fi
+    ensure_debian_packages pkg-config
+}
+
+# Fails if the build log has warnings from Kiln's own sources (dependencies are not ours to fix).
+check_no_warnings() {
+    local root
+    root=$(pwd)
+    if grep -E "^${root}/(Sources|Tests|Packages|Plugins)/.*warning:" "$1" | sort -u | grep .; then
+        echo "error: the build has warnings (above); Kiln builds with zero warnings" >&2
+        exit 1
+    fi
+}
