@@ -6,12 +6,30 @@ import Synchronization
 /// `kiln-bench jobs`: KilnJobs against Foundation's OperationQueue and Dispatch, one process, one run.
 struct JobsBenchmark {
     enum Engine: String, CaseIterable {
+        static func named(_ name: String) -> Engine? {
+            switch name {
+            case "kiln": .kiln
+            case "foundation": .foundation
+            case "dispatch": .dispatch
+            default: nil
+            }
+        }
+
         case kiln = "KilnJobs"
         case foundation = "Foundation OperationQueue"
         case dispatch = "DispatchQueue"
     }
 
     enum Shape: String {
+        var shortName: String {
+            switch self {
+            case .independent: "independent"
+            case .chain: "chain"
+            case .layered: "layered"
+            case .priorities: "priorities"
+            }
+        }
+
         case independent = "independent"
         case chain = "chain"
         case layered = "layered DAG (100 wide, 4 deps)"
@@ -21,11 +39,17 @@ struct JobsBenchmark {
     /// Foundation is quadratic on dependent work; sizes whose projected time exceeds this are skipped.
     let foundationBudgetSeconds = 20.0
     let quick: Bool
+    /// The engines to run (all by default).
+    var engines = Engine.allCases
+    /// Runs per cell; the table shows the median time (and the highest peak RSS).
+    var repeats = 3
+    /// The shapes to run, by their short names (all by default).
+    var shapes: Set<String> = ["independent", "chain", "layered", "priorities"]
 
     func run() {
         let cores = ProcessInfo.processInfo.activeProcessorCount
         print("kiln-bench jobs — \(cores) cores, empty job bodies, µs per job = wall time / jobs (lower is better)")
-        print("peak RSS is the process high-water mark during that run (reset before each run)\n")
+        print("median of \(repeats) runs per cell; peak RSS is the process high-water mark during a run (reset before each)\n")
         var table = Table(headers: ["shape", "jobs", "engine", "µs/job", "total s", "peak RSS MB", "note"])
         let scale = quick ? 10 : 1
         let plan: [(Shape, [Int])] = [
@@ -34,8 +58,8 @@ struct JobsBenchmark {
             (.layered, [10_000, 100_000].map { $0 / scale }),
             (.priorities, [10_000 / scale]),
         ]
-        for (shape, sizes) in plan {
-            for engine in Engine.allCases {
+        for (shape, sizes) in plan where shapes.contains(shape.shortName) {
+            for engine in engines {
                 var previous: (jobs: Int, seconds: Double)?
                 for jobs in sizes {
                     if engine == .foundation, let previous {
@@ -47,7 +71,20 @@ struct JobsBenchmark {
                             continue
                         }
                     }
-                    let (measurement, note) = runOne(shape, engine: engine, jobs: jobs)
+                    // Foundation's slow cells run once: they are far from the others either way.
+                    let runs = engine == .foundation && (previous?.seconds ?? 0) > 1 ? 1 : repeats
+                    var samples: [Measurement] = []
+                    var note = ""
+                    for _ in 0..<runs {
+                        let (sample, sampleNote) = runOne(shape, engine: engine, jobs: jobs)
+                        samples.append(sample)
+                        note = sampleNote
+                    }
+                    let sorted = samples.map(\.seconds).sorted()
+                    let measurement = Measurement(
+                        seconds: sorted[sorted.count / 2],
+                        peakMegabytes: samples.map(\.peakMegabytes).max() ?? 0
+                    )
                     previous = (jobs, measurement.seconds)
                     table.add([
                         shape.rawValue, "\(jobs)", engine.rawValue,

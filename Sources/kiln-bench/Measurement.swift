@@ -21,6 +21,9 @@ func measure(_ body: () throws -> Void) rethrows -> Measurement {
 }
 
 func resetPeakResidentSetSize() {
+    // Give freed heap back first, or the previous run's garbage counts as this run's peak.
+    typealias MallocTrim = @convention(c) (Int) -> Int32
+    if let symbol = dlsym(nil, "malloc_trim") { _ = unsafeBitCast(symbol, to: MallocTrim.self)(0) }
     let descriptor = open("/proc/self/clear_refs", O_WRONLY)
     guard descriptor >= 0 else { return }
     _ = write(descriptor, "5", 1)

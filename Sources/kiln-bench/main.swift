@@ -1,11 +1,35 @@
+import Foundation
 // kiln-bench: Kiln's benchmarks, each comparing Kiln with its peers in the same run.
 //
-//   kiln-bench jobs [--quick]   the KilnJobs engine vs Foundation's OperationQueue and Dispatch
+//   kiln-bench jobs [--quick] [--engines kiln,foundation,dispatch] [--repeat N]
+//       [--shapes independent,chain,layered,priorities]
+//       the KilnJobs engine vs Foundation's OperationQueue and Dispatch
 let arguments = Array(CommandLine.arguments.dropFirst())
 switch arguments.first {
 case "jobs":
-    JobsBenchmark(quick: arguments.contains("--quick")).run()
+    var benchmark = JobsBenchmark(quick: arguments.contains("--quick"))
+    if let index = arguments.firstIndex(of: "--engines"), index + 1 < arguments.count {
+        let names = arguments[index + 1].split(separator: ",").map(String.init)
+        let engines = names.compactMap(JobsBenchmark.Engine.named)
+        guard engines.count == names.count else {
+            print("kiln-bench: unknown engine in '\(arguments[index + 1])'; use kiln, foundation, dispatch")
+            exit(2)
+        }
+        benchmark.engines = engines
+    }
+    if let index = arguments.firstIndex(of: "--repeat"), index + 1 < arguments.count {
+        guard let repeats = Int(arguments[index + 1]), repeats > 0 else {
+            print("kiln-bench: --repeat takes a positive number")
+            exit(2)
+        }
+        benchmark.repeats = repeats
+    }
+    if let index = arguments.firstIndex(of: "--shapes"), index + 1 < arguments.count {
+        benchmark.shapes = Set(arguments[index + 1].split(separator: ",").map(String.init))
+    }
+    benchmark.run()
 default:
-    print("usage: kiln-bench jobs [--quick]")
+    print("usage: kiln-bench jobs [--quick] [--engines kiln,foundation,dispatch] [--repeat N]")
     print("  jobs   KilnJobs vs Foundation OperationQueue vs DispatchQueue (µs per job, peak RSS)")
+    exit(2)
 }

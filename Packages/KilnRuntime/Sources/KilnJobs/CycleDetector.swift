@@ -8,7 +8,7 @@
 /// Threading: stateless; safe from any thread. It takes one job lock at a time.
 enum CycleDetector {
     /// Throws if any of `jobs` is in, or depends on, a dependency cycle.
-    static func check<Jobs: Collection<Job>>(_ jobs: Jobs) throws(JobError) {
+    static func check(_ jobs: [Job]) throws(JobError) {
         for job in jobs { try check(job) }
     }
 
@@ -34,11 +34,13 @@ enum CycleDetector {
     static func check(_ root: Job) throws(JobError) {
         let (skip, dependencies) = snapshot(root)
         if skip { return }
-        var stack = [Frame(job: root, dependencies: dependencies)]
-        if dependencies.isEmpty {
-            markChecked(stack[0])
+        // The common case: every dependency was already searched (enqueued earlier) or finished.
+        if dependencies.allSatisfy({ dependency in dependency.state.withLock { $0.cycleChecked || $0.phase == .finished } })
+        {
+            markChecked(Frame(job: root, dependencies: dependencies))
             return
         }
+        var stack = [Frame(job: root, dependencies: dependencies)]
         var onStack: Set<ObjectIdentifier> = [ObjectIdentifier(root)]
         var done: Set<ObjectIdentifier> = []
         while !stack.isEmpty {

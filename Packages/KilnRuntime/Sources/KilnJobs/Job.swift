@@ -53,10 +53,11 @@ open class Job: @unchecked Sendable, CustomStringConvertible {
     /// Number of live observations, read without the lock so unobserved jobs pay nothing.
     let observationCount = Atomic<Int>(0)
 
-    // Intrusive links owned by the job's queue, guarded by `Scheduler.core`.
-    var queueNext: Job?
+    // Intrusive links owned by the job's queue, guarded by `Scheduler.core`. They don't count
+    // references: the queue retains a job once when linking it and releases it when unlinking it.
+    unowned(unsafe) var queueNext: Job?
     unowned(unsafe) var queuePrevious: Job?
-    var readyNext: Job?
+    unowned(unsafe) var readyNext: Job?
     unowned(unsafe) var readyPrevious: Job?
     var readyBucket = 2
     var holdsQueueSlot = false
@@ -130,15 +131,19 @@ open class Job: @unchecked Sendable, CustomStringConvertible {
     private func begin() throws(JobError) -> Double? {
         let context = ThreadContext.existing
         let byQueue = context?.currentJob === self && context?.worker != nil
-        let (phase, cancelled) = state.withLock { ($0.phase, $0.isCancelled) }
-        if phase == .free, !cancelled, !isReady {
-            throw JobError(.notReady, "\(description) is not ready")
+        if !byQueue {
+            // A queue only starts jobs it found ready; a hand start checks the (overridable) readiness.
+            let (phase, cancelled) = state.withLock { ($0.phase, $0.isCancelled) }
+            if phase == .free, !cancelled, !isReady {
+                throw JobError(.notReady, "\(description) is not ready")
+            }
         }
         let observed = isObserved
-        if observed, phase < .executing, !cancelled { deliver(.isExecuting, .willChange) }
+        if observed, !isCancelled, state.withLock({ $0.phase < .executing }) { deliver(.isExecuting, .willChange) }
         let outcome = state.withLock { $0.begin(byQueue: byQueue, description: self.description) }
         switch outcome {
         case .run(let threadPriority):
+            if byQueue, let context { context.currentJobBegan = true }
             if observed { deliver(.isExecuting, .didChange) }
             return threadPriority
         case .finishCancelled:
@@ -168,13 +173,15 @@ open class Job: @unchecked Sendable, CustomStringConvertible {
     }
 
     /// Called by a worker for a job it took off a ready list.
-    final func runFromQueue() {
+    final func runFromQueue(_ context: ThreadContext) {
         var thrown: JobError?
+        context.currentJobBegan = false
         do {
             try start()
         } catch {
             thrown = error
         }
+        if context.currentJobBegan, thrown == nil { return }
         // A plugin's `start()` that threw or forgot `beginExecution()` must not wedge the queue.
         let stuck = state.withLock { $0.phase == .starting }
         if stuck {
@@ -210,15 +217,21 @@ open class Job: @unchecked Sendable, CustomStringConvertible {
             completion()
             context.currentJob = outer
         }
-        // A worker finishing the job it ran picks its next job itself right after, so the first
-        // job made ready here doesn't need another worker woken for it.
-        let ownsEpilogue = context.worker != nil && context.currentJob === self
-        if ownsEpilogue { context.wakeCredit = 1 }
-        for dependent in actions.dependents {
-            dependent.dependencyDidFinish(self, failed: actions.failed, cancelled: actions.cancelled)
+        // Dependents that became ready are pushed together with the slot release, under one
+        // acquisition of the scheduler lock; the worker that ran the job takes its next job there too.
+        var readied = ReadiedJobs()
+        for dependent in actions.dependents
+        where dependent.dependencyDidFinish(self, failed: actions.failed, cancelled: actions.cancelled)
+            && dependent.readyForQueue()
+        {
+            readied.append(dependent)
         }
-        actions.queue?.jobDidFinish(self)
-        if ownsEpilogue { context.wakeCredit = 0 }
+        if let queue = actions.queue {
+            let handOff = context.worker != nil && context.currentJob === self
+            queue.jobDidFinish(self, readied: readied, handOffTo: handOff ? context : nil)
+        } else if !readied.isEmpty {
+            Scheduler.shared.makeReady(readied.all)
+        }
     }
 
     // MARK: - State
@@ -385,6 +398,8 @@ open class Job: @unchecked Sendable, CustomStringConvertible {
             guard state.phase < .starting, !state.dependencies.contains(where: { $0 === job }) else {
                 return (false, nil, false)
             }
+            // Build graphs have a few dependencies per job: one allocation instead of three.
+            if state.dependencies.isEmpty { state.dependencies.reserveCapacity(4) }
             state.dependencies.append(job)
             state.unfinishedDependencies += 1
             return (true, state.queue, state.cycleChecked)
@@ -395,11 +410,14 @@ open class Job: @unchecked Sendable, CustomStringConvertible {
                 if state.phase == .finished {
                     return (true, state.error != nil || state.isCancelled, state.isCancelled)
                 }
+                if state.dependents.isEmpty { state.dependents.reserveCapacity(4) }
                 state.dependents.append(self)
                 return (false, false, false)
             }
             if dependencyState.finished {
-                dependencyDidFinish(job, failed: dependencyState.failed, cancelled: dependencyState.cancelled)
+                if dependencyDidFinish(job, failed: dependencyState.failed, cancelled: dependencyState.cancelled) {
+                    scheduleIfReady()
+                }
             } else if wasChecked {
                 CycleDetector.checkNewEdge(from: self, to: job)
             }
@@ -448,23 +466,33 @@ open class Job: @unchecked Sendable, CustomStringConvertible {
     }
 
     /// Called by a dependency as it finishes.
-    final func dependencyDidFinish(_ dependency: Job, failed: Bool, cancelled: Bool) {
+    ///
+    /// - Returns: Whether the job may now belong on its queue's ready list; the caller then
+    ///   checks ``readyForQueue()`` and pushes it.
+    final func dependencyDidFinish(_ dependency: Job, failed: Bool, cancelled: Bool) -> Bool {
         let observed = isObserved
         if observed { deliver(.isReady, .willChange) }
         let outcome = state.withLock { $0.dependencyFinished(dependency, failed: failed, cancelled: cancelled) }
         switch outcome {
         case .none:
             if observed { deliver(.isReady, .didChange) }
+            return false
         case .becameReady(let phase):
             if observed { deliver(.isReady, .didChange) }
-            if phase == .waiting { scheduleIfReady() }
+            return phase == .waiting
         case .cancelled(let after):
             if observed {
                 deliver(.isReady, .didChange)
                 deliver(.isCancelled, .willChange)
                 deliver(.isCancelled, .didChange)
             }
-            perform(after)
+            switch after {
+            case .finishNow:
+                finishExecution(error: nil)
+                return false
+            case .flush: return true
+            case .nothing: return false
+            }
         }
     }
 
@@ -536,12 +564,19 @@ open class Job: @unchecked Sendable, CustomStringConvertible {
         }
     }
 
+    /// Whether the job is waiting in a queue and ready to go on its ready list. Calls the
+    /// ``isReady`` override, so never call it under a lock.
+    final func readyForQueue() -> Bool {
+        let (phase, queued, cancelled, base) = state.withLock {
+            ($0.phase, $0.queue != nil, $0.isCancelled, $0.baseReadiness)
+        }
+        guard phase == .waiting, queued, base else { return false }
+        return cancelled || isReady
+    }
+
     /// Puts an enqueued, waiting job on its queue's ready list if it is ready.
     final func scheduleIfReady() {
-        let (phase, queue, cancelled, base) = state.withLock { ($0.phase, $0.queue, $0.isCancelled, $0.baseReadiness) }
-        guard phase == .waiting, let queue, base else { return }
-        if !cancelled, !isReady { return }
-        queue.makeReady(self)
+        if readyForQueue() { Scheduler.shared.makeReady([self]) }
     }
 
     // MARK: - Waiting
@@ -620,6 +655,24 @@ open class Job: @unchecked Sendable, CustomStringConvertible {
         let entries = state.withLock { state in state.observers.filter { $0.property == property } }
         for entry in entries { entry.deliver(kind, job: self) }
     }
+}
+
+/// The dependents a finishing job made ready: usually none or one, which need no array.
+struct ReadiedJobs {
+    private(set) var first: Job?
+    private(set) var more: [Job] = []
+
+    var isEmpty: Bool { first == nil }
+
+    mutating func append(_ job: Job) {
+        if first == nil {
+            first = job
+        } else {
+            more.append(job)
+        }
+    }
+
+    var all: [Job] { first.map { [$0] + more } ?? [] }
 }
 
 /// Applies and restores `Job.threadPriority` on Linux threads (per-thread nice values).

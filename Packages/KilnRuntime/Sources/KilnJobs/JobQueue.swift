@@ -19,6 +19,36 @@ import Synchronization
 /// Threading: every member may be called from any thread at any time. `@unchecked Sendable`: the
 /// scheduling fields below are guarded by the shared scheduler's `core` mutex, the name by `label`.
 public final class JobQueue: @unchecked Sendable, CustomStringConvertible {
+    /// Five unowned job references, one per priority level, without an array's allocation.
+    struct UnownedJobs {
+        unowned(unsafe) var veryHigh: Job?
+        unowned(unsafe) var high: Job?
+        unowned(unsafe) var normal: Job?
+        unowned(unsafe) var low: Job?
+        unowned(unsafe) var veryLow: Job?
+
+        subscript(bucket: Int) -> Job? {
+            get {
+                switch bucket {
+                case 0: veryHigh
+                case 1: high
+                case 2: normal
+                case 3: low
+                default: veryLow
+                }
+            }
+            set {
+                switch bucket {
+                case 0: veryHigh = newValue
+                case 1: high = newValue
+                case 2: normal = newValue
+                case 3: low = newValue
+                default: veryLow = newValue
+                }
+            }
+        }
+    }
+
     let scheduler: Scheduler
     private let label: Mutex<String?>
 
@@ -26,15 +56,19 @@ public final class JobQueue: @unchecked Sendable, CustomStringConvertible {
     var width: Int
     var suspended = false
     var running = 0
-    var readyHeads = [Job?](repeating: nil, count: 5)
-    var readyTails = [Job?](repeating: nil, count: 5)
+    // Unowned: a job on a ready list is also on the job list, which holds its reference.
+    var readyHeads = UnownedJobs()
+    var readyTails = UnownedJobs()
     var readyCount = 0
-    var jobsHead: Job?
+    unowned(unsafe) var jobsHead: Job?
     unowned(unsafe) var jobsTail: Job?
     var count = 0
-    var runnableNext: JobQueue?
+    unowned(unsafe) var runnableNext: JobQueue?
     var inRunnableList = false
     var emptyWaiters: [@Sendable () -> Void] = []
+
+    /// How many ready jobs ``addJobs(_:waitUntilFinished:)`` hands to the pool at a time.
+    static let readyChunk = 1024
 
     /// The width a queue gets when none is given: the number of active processors.
     ///
@@ -82,7 +116,7 @@ public final class JobQueue: @unchecked Sendable, CustomStringConvertible {
     public var maxConcurrentJobCount: Int {
         get { scheduler.core.withLock { _ in width } }
         set {
-            let wakes = scheduler.core.withLock { core -> [Scheduler.Wake] in
+            let wakes = scheduler.core.withLock { core -> Scheduler.Wakes in
                 width = max(1, newValue)
                 scheduler.noteRunnable(self, &core)
                 return scheduler.wakeForNewWork(&core, units: min(readyCount, max(0, width - running)))
@@ -97,9 +131,9 @@ public final class JobQueue: @unchecked Sendable, CustomStringConvertible {
     public var isSuspended: Bool {
         get { scheduler.core.withLock { _ in suspended } }
         set {
-            let wakes = scheduler.core.withLock { core -> [Scheduler.Wake] in
+            let wakes = scheduler.core.withLock { core -> Scheduler.Wakes in
                 suspended = newValue
-                guard !newValue else { return [] }
+                guard !newValue else { return .none }
                 scheduler.noteRunnable(self, &core)
                 return scheduler.wakeForNewWork(&core, units: min(readyCount, max(0, width - running)))
             }
@@ -118,7 +152,7 @@ public final class JobQueue: @unchecked Sendable, CustomStringConvertible {
     ///
     /// Threading: any thread.
     public func addJob(_ job: Job) throws(JobError) {
-        try addJobs(CollectionOfOne(job), waitUntilFinished: false)
+        try addJobs([job], waitUntilFinished: false)
     }
 
     /// Adds a block as a ``BlockJob`` and returns it.
@@ -128,7 +162,7 @@ public final class JobQueue: @unchecked Sendable, CustomStringConvertible {
     public func addJob(_ block: @escaping @Sendable () throws -> Void) -> BlockJob {
         let job = BlockJob(block: block)
         // A fresh job can be in no queue and no cycle.
-        try? addJobs(CollectionOfOne(job), waitUntilFinished: false)
+        try? addJobs([job], waitUntilFinished: false)
         return job
     }
 
@@ -140,7 +174,7 @@ public final class JobQueue: @unchecked Sendable, CustomStringConvertible {
     /// - Throws: ``JobError`` as ``addJob(_:)-(Job)``, and as ``Job/waitUntilFinished()`` when waiting.
     ///
     /// Threading: any thread.
-    public func addJobs<Jobs: Collection<Job>>(_ jobs: Jobs, waitUntilFinished: Bool = false) throws(JobError) {
+    public func addJobs(_ jobs: [Job], waitUntilFinished: Bool = false) throws(JobError) {
         try CycleDetector.check(jobs)
         try scheduler.core.withLock { _ throws(JobError) in
             var linked = 0
@@ -167,18 +201,25 @@ public final class JobQueue: @unchecked Sendable, CustomStringConvertible {
                 linked += 1
             }
         }
+        // Hand ready jobs over in chunks, so the pool starts on the first ones while the rest are
+        // still being checked.
         var ready: [Job] = []
-        for job in jobs where job.state.withLock({ $0.phase == .waiting && $0.baseReadiness }) {
-            if job.isCancelled || job.isReady { ready.append(job) }
+        ready.reserveCapacity(min(jobs.count, Self.readyChunk))
+        for job in jobs where job.readyForQueue() {
+            ready.append(job)
+            if ready.count == Self.readyChunk {
+                scheduler.makeReady(ready)
+                ready.removeAll(keepingCapacity: true)
+            }
         }
-        if !ready.isEmpty { makeReady(ready) }
+        if !ready.isEmpty { scheduler.makeReady(ready) }
         if waitUntilFinished {
             for job in jobs { try job.waitUntilFinished() }
         }
     }
 
     /// Undoes the linking of the first `linkedCount` jobs after a failure (under `core`).
-    private func unlinkLast<Jobs: Collection<Job>>(_ linkedCount: Int, of jobs: Jobs) {
+    private func unlinkLast(_ linkedCount: Int, of jobs: [Job]) {
         for job in jobs.prefix(linkedCount) {
             unlink(job)
             job.state.withLock { state in
@@ -271,30 +312,6 @@ public final class JobQueue: @unchecked Sendable, CustomStringConvertible {
 
     // MARK: - Engine side (called by Job)
 
-    /// Puts waiting jobs on the ready lists (each only if it is still waiting).
-    func makeReady(_ job: Job) { makeReady(CollectionOfOne(job)) }
-
-    func makeReady<Jobs: Collection<Job>>(_ jobs: Jobs) {
-        let wakes = scheduler.core.withLock { core -> [Scheduler.Wake] in
-            var pushed = 0
-            for job in jobs {
-                let accepted = job.state.withLock { state -> Bool in
-                    guard state.phase == .waiting, state.baseReadiness else { return false }
-                    state.phase = .readyQueued
-                    return true
-                }
-                if accepted {
-                    pushReady(job)
-                    pushed += 1
-                }
-            }
-            guard pushed > 0 else { return [] }
-            scheduler.noteRunnable(self, &core)
-            return scheduler.wakeForNewWork(&core, units: min(pushed, max(0, width - running)))
-        }
-        scheduler.perform(wakes)
-    }
-
     /// Takes a job off the ready list because it is no longer ready (a dependency was added, or a
     /// custom readiness condition went false).
     func withdrawFromReadyList(_ job: Job) {
@@ -311,30 +328,37 @@ public final class JobQueue: @unchecked Sendable, CustomStringConvertible {
     /// Moves a ready-listed job to the list of its new priority.
     func reprioritize(_ job: Job) {
         scheduler.core.withLock { _ in
-            let stillQueued = job.state.withLock { $0.phase == .readyQueued }
-            guard stillQueued else { return }
+            let bucket = job.state.withLock { $0.phase == .readyQueued ? $0.priority.bucket : nil }
+            guard let bucket else { return }
             removeReady(job)
-            pushReady(job)
+            pushReady(job, bucket: bucket)
         }
     }
 
-    /// Releases the job's slot and takes it out of the queue, after its completion block and
-    /// dependents. Called exactly once per enqueued job.
-    func jobDidFinish(_ job: Job) {
-        let (wakes, waiters) = scheduler.core.withLock { core -> ([Scheduler.Wake], [@Sendable () -> Void]) in
+    /// Releases the job's slot and takes it out of the queue, after its completion block; in the
+    /// same critical section pushes the dependents it made ready, and — when the finishing thread
+    /// is the worker that ran the job — hands that worker its next job. Called exactly once per
+    /// enqueued job.
+    func jobDidFinish(_ job: Job, readied: ReadiedJobs, handOffTo worker: ThreadContext?) {
+        let (wakes, waiters) = scheduler.core.withLock { core -> (Scheduler.Wakes, [@Sendable () -> Void]) in
+            let pushed = readied.isEmpty ? 0 : scheduler.acceptReady(readied, &core)
             if job.holdsQueueSlot {
                 job.holdsQueueSlot = false
                 running -= 1
             }
             unlink(job)
-            job.state.withLock { $0.queue = nil }
             var waiters: [@Sendable () -> Void] = []
             if count == 0 {
                 waiters = emptyWaiters
                 emptyWaiters = []
             }
             scheduler.noteRunnable(self, &core)
-            return (canStartJob ? scheduler.wakeForNewWork(&core) : [], waiters)
+            if let worker {
+                worker.handOff = scheduler.takeJob(&core)
+                // Like a worker's own pick: if work remains, wake one more thread (which cascades).
+                return (core.hasWork ? .one(scheduler.wakeOne(&core)) : .none, waiters)
+            }
+            return (scheduler.wakeForNewWork(&core, units: pushed + 1), waiters)
         }
         scheduler.perform(wakes)
         for waiter in waiters { waiter() }
@@ -343,6 +367,7 @@ public final class JobQueue: @unchecked Sendable, CustomStringConvertible {
     // MARK: - Intrusive lists (under `scheduler.core`)
 
     private func link(_ job: Job) {
+        _ = Unmanaged.passRetained(job)  // released in `unlink`
         job.queueNext = nil
         job.queuePrevious = jobsTail
         if let tail = jobsTail {
@@ -369,10 +394,10 @@ public final class JobQueue: @unchecked Sendable, CustomStringConvertible {
         job.queueNext = nil
         job.queuePrevious = nil
         count -= 1
+        Unmanaged.passUnretained(job).release()  // retained in `link`
     }
 
-    private func pushReady(_ job: Job) {
-        let bucket = job.state.withLock { $0.priority.bucket }
+    func pushReady(_ job: Job, bucket: Int) {
         job.readyBucket = bucket
         job.readyNext = nil
         job.readyPrevious = readyTails[bucket]

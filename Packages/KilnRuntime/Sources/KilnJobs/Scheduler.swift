@@ -38,7 +38,8 @@ final class Scheduler: @unchecked Sendable {
     }
 
     struct Core {
-        var runnableHead: JobQueue?
+        // Unowned: a queue on this list has ready jobs, and its jobs hold it.
+        unowned(unsafe) var runnableHead: JobQueue?
         unowned(unsafe) var runnableTail: JobQueue?
         var idle: [Worker] = []
         var liveThreads = 0
@@ -53,6 +54,13 @@ final class Scheduler: @unchecked Sendable {
         case none
         case signal(Worker)
         case spawn
+    }
+
+    /// Wakes decided under the lock, performed after it; the common zero-or-one case allocates nothing.
+    enum Wakes {
+        case none
+        case one(Wake)
+        case many([Wake])
     }
 
     let core = Mutex(Core())
@@ -101,21 +109,59 @@ final class Scheduler: @unchecked Sendable {
         return .none
     }
 
-    /// Decides wakes after work was made runnable by the calling thread.
-    func wakeForNewWork(_ core: inout Core, units: Int = 1) -> [Wake] {
-        var units = units
-        if let context = ThreadContext.existing, context.wakeCredit > 0 {
-            context.wakeCredit -= 1
-            units -= 1
-        }
-        var wakes: [Wake] = []
-        while units > 0, core.hasWork {
+    /// Decides wakes after `units` jobs were made runnable: one thread per unit, while there are
+    /// idle or startable threads.
+    func wakeForNewWork(_ core: inout Core, units: Int = 1) -> Wakes {
+        guard units > 0, core.hasWork else { return .none }
+        let first = wakeOne(&core)
+        if case .none = first { return .none }
+        guard units > 1, core.hasWork else { return .one(first) }
+        var wakes = [first]
+        var remaining = units - 1
+        while remaining > 0, core.hasWork {
             let wake = wakeOne(&core)
             if case .none = wake { break }
             wakes.append(wake)
-            units -= 1
+            remaining -= 1
         }
-        return wakes
+        return .many(wakes)
+    }
+
+    /// Puts waiting, ready jobs (of any queues) on their queues' ready lists and wakes threads.
+    func makeReady(_ jobs: [Job]) {
+        let wakes = core.withLock { core -> Wakes in
+            let pushed = acceptReady(jobs, &core)
+            return pushed > 0 ? wakeForNewWork(&core, units: pushed) : .none
+        }
+        perform(wakes)
+    }
+
+    /// Moves each job still waiting (and ready as far as the engine knows) to its ready list.
+    /// Call with `core` held. Returns how many were pushed.
+    func acceptReady(_ jobs: [Job], _ core: inout Core) -> Int {
+        var pushed = 0
+        for job in jobs where acceptReady(job, &core) { pushed += 1 }
+        return pushed
+    }
+
+    /// As above, for the jobs a finishing job made ready.
+    func acceptReady(_ jobs: ReadiedJobs, _ core: inout Core) -> Int {
+        guard let first = jobs.first else { return 0 }
+        var pushed = acceptReady(first, &core) ? 1 : 0
+        for job in jobs.more where acceptReady(job, &core) { pushed += 1 }
+        return pushed
+    }
+
+    private func acceptReady(_ job: Job, _ core: inout Core) -> Bool {
+        let accepted = job.state.withLock { state -> (JobQueue, Int)? in
+            guard state.phase == .waiting, state.baseReadiness, let queue = state.queue else { return nil }
+            state.phase = .readyQueued
+            return (queue, state.priority.bucket)
+        }
+        guard let (queue, bucket) = accepted else { return false }
+        queue.pushReady(job, bucket: bucket)
+        noteRunnable(queue, &core)
+        return true
     }
 
     func perform(_ wake: Wake) {
@@ -126,8 +172,12 @@ final class Scheduler: @unchecked Sendable {
         }
     }
 
-    func perform(_ wakes: [Wake]) {
-        for wake in wakes { perform(wake) }
+    func perform(_ wakes: Wakes) {
+        switch wakes {
+        case .none: break
+        case .one(let wake): perform(wake)
+        case .many(let wakes): for wake in wakes { perform(wake) }
+        }
     }
 
     // MARK: Threads
@@ -190,10 +240,15 @@ final class Scheduler: @unchecked Sendable {
             }
             perform(wake)
             switch next {
-            case .job(let job):
-                context.currentJob = job
-                job.runFromQueue()
-                context.currentJob = nil
+            case .job(var job):
+                while true {
+                    context.currentJob = job
+                    job.runFromQueue(context)
+                    context.currentJob = nil
+                    guard let next = context.handOff else { break }
+                    context.handOff = nil
+                    job = next
+                }
             case .task(let task):
                 task()
             case .sleep:
@@ -210,11 +265,11 @@ final class Scheduler: @unchecked Sendable {
     /// Runs `task` on the pool as soon as a thread is free (used by ``BlockJob`` to run its blocks
     /// concurrently). Tasks go before jobs.
     func submit(_ task: @escaping @Sendable () -> Void) {
-        let wakes = core.withLock { core -> [Wake] in
+        let wake = core.withLock { core -> Wake in
             core.tasks.append(task)
-            return [wakeOne(&core)]
+            return wakeOne(&core)
         }
-        perform(wakes)
+        perform(wake)
     }
 
     /// Runs `body`, which blocks the calling thread; if the thread is a pool worker, the pool may

@@ -15,9 +15,12 @@ final class ThreadContext: @unchecked Sendable {
     var currentJob: Job?
     /// The pool worker running on this thread, if any.
     var worker: Worker?
-    /// While a worker finishes a job, the first unit of work it makes runnable is left for itself
-    /// (it picks the next job right after), so it does not wake a sleeping worker for it.
-    var wakeCredit = 0
+    /// The job a worker takes next, handed to it while it released its previous job under the
+    /// scheduler lock (saves taking the lock again).
+    var handOff: Job?
+    /// Set when the job this worker is starting moved to executing on this thread, so the worker
+    /// needn't take the job's lock to check that `start()` did its part.
+    var currentJobBegan = false
 
     private static let key: pthread_key_t = {
         var key = pthread_key_t()
