@@ -2,6 +2,7 @@
 #include "CKilnSystem.h"
 
 #include <sched.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -12,4 +13,11 @@ int ckiln_active_processor_count(void) {
     CPU_ZERO(&set);
     if (sched_getaffinity(0, sizeof(set), &set) != 0) return 0;
     return CPU_COUNT(&set);
+}
+
+int ckiln_lowest_permitted_nice(void) {
+    struct rlimit limit;
+    if (getrlimit(RLIMIT_NICE, &limit) != 0) return 20;
+    rlim_t current = limit.rlim_cur > 40 ? 40 : limit.rlim_cur;
+    return 20 - (int)current;
 }

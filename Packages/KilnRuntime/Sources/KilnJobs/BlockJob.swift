@@ -31,11 +31,13 @@ public final class BlockJob: Job, @unchecked Sendable {
 
     /// Adds a block to run with the others.
     ///
-    /// - Throws: ``JobError`` `.tooLate` once the job has started.
+    /// - Throws: ``JobError`` `.tooLate` once the job has started or finished.
     ///
     /// Threading: any thread.
     public func addExecutionBlock(_ block: @escaping @Sendable () throws -> Void) throws(JobError) {
-        let added = blocks.withLock { blocks -> Bool in
+        // A job cancelled before it ran finishes without `main`, so nothing seals the blocks.
+        let started = state.withLock { $0.phase >= .executing }
+        let added = !started && blocks.withLock { blocks -> Bool in
             guard !blocks.sealed else { return false }
             if blocks.first == nil {
                 blocks.first = block

@@ -80,6 +80,12 @@ enum CycleDetector {
                 let next = stack[top].dependencies[stack[top].index]
                 stack[top].index += 1
                 guard visited.insert(ObjectIdentifier(next)).inserted else { continue }
+                // The target counts even when finished: a completion block runs after its job
+                // finished but before the job's dependents are released.
+                if next === target {
+                    stack.append(Frame(job: next, dependencies: []))
+                    continue
+                }
                 let (finished, dependencies) = next.state.withLock { ($0.phase == .finished, $0.dependencies) }
                 if finished { continue }
                 stack.append(Frame(job: next, dependencies: dependencies))

@@ -47,8 +47,9 @@ public final class InvocationJob<Result: Sendable>: Job, @unchecked Sendable {
 
     /// What the method returned.
     ///
-    /// - Throws: ``JobError`` `.cancelled` if the job was cancelled, `.notFinished` before it has
-    ///   finished; otherwise the error the method threw.
+    /// - Throws: The job's ``Job/error`` if it has one — what the method threw, or the
+    ///   `.dependencyCycle` error of a job cancelled for being in a cycle; otherwise ``JobError``
+    ///   `.cancelled` if the job was cancelled, `.notFinished` before it has finished.
     ///
     /// Threading: any thread.
     public var result: Result {

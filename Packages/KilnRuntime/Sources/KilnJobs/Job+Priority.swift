@@ -3,14 +3,16 @@ extension Job {
     ///
     /// Priorities only order jobs that are ready *in the same queue*: readiness always beats
     /// priority, and priorities never compare across queues. Any raw value is accepted and is
-    /// rounded to the nearest of the five levels, as Foundation does.
+    /// rounded to the nearest of the five levels; a value exactly between two levels (±2, ±6) goes
+    /// to the one farther from `.normal`.
     ///
     /// Threading: a value type; safe to pass between threads.
     public struct Priority: RawRepresentable, Hashable, Comparable, Sendable, CustomStringConvertible {
         /// The level, −8 … 8.
         public let rawValue: Int
 
-        /// Creates a priority, rounding `rawValue` to the nearest level (ties go to the higher one).
+        /// Creates a priority, rounding `rawValue` to the nearest level; ties (±2, ±6) go to the
+        /// level farther from `.normal`.
         public init(rawValue: Int) {
             switch rawValue {
             case ...(-6): self.rawValue = -8

@@ -139,20 +139,22 @@ open class Job: @unchecked Sendable, CustomStringConvertible {
             }
         }
         let observed = isObserved
-        if observed, !isCancelled, state.withLock({ $0.phase < .executing }) { deliver(.isExecuting, .willChange) }
-        let outcome = state.withLock { $0.begin(byQueue: byQueue, description: self.description) }
+        let announced = observed && !isCancelled && state.withLock { $0.phase < .executing }
+        if announced { deliver(.isExecuting, .willChange) }
+        let outcome = state.withLock { $0.begin(byQueue: byQueue) }
+        // Every will-change gets its did-change, even when nothing changed.
+        if announced { deliver(.isExecuting, .didChange) }
         switch outcome {
         case .run(let threadPriority):
             if byQueue, let context { context.currentJobBegan = true }
-            if observed { deliver(.isExecuting, .didChange) }
             return threadPriority
         case .finishCancelled:
             finishExecution(error: nil)
             return nil
         case .nothing:
             return nil
-        case .failure(let error):
-            throw error
+        case .failure(let failure):
+            throw failure.error(for: description)
         }
     }
 
@@ -295,7 +297,7 @@ open class Job: @unchecked Sendable, CustomStringConvertible {
     /// Threading: any thread.
     open var description: String {
         if let name { return name }
-        return "\(type(of: self))(\(ObjectIdentifier(self).debugDescription.suffix(15).dropLast()))"
+        return "\(type(of: self))(0x\(String(UInt(bitPattern: ObjectIdentifier(self)), radix: 16)))"
     }
 
     /// When set, a dependency that fails (finishes with an ``error``) or is cancelled cancels this
@@ -366,10 +368,10 @@ open class Job: @unchecked Sendable, CustomStringConvertible {
             state.completionBlock = block
             return true
         }
+        if observed { deliver(.completionBlock, .didChange) }
         guard accepted else {
             throw JobError(.tooLate, "the completion block of \(description) can't change once it executes")
         }
-        if observed { deliver(.completionBlock, .didChange) }
     }
 
     // MARK: - Dependencies
@@ -395,12 +397,13 @@ open class Job: @unchecked Sendable, CustomStringConvertible {
             deliver(.isReady, .willChange)
         }
         let (added, queue, wasChecked) = state.withLock { state -> (Bool, JobQueue?, Bool) in
-            guard state.phase < .starting, !state.dependencies.contains(where: { $0 === job }) else {
+            guard state.phase < .starting, !state.hasDependency(job) else {
                 return (false, nil, false)
             }
             // Build graphs have a few dependencies per job: one allocation instead of three.
             if state.dependencies.isEmpty { state.dependencies.reserveCapacity(4) }
             state.dependencies.append(job)
+            state.dependencyIndex?.insert(ObjectIdentifier(job))
             state.unfinishedDependencies += 1
             return (true, state.queue, state.cycleChecked)
         }
@@ -442,6 +445,7 @@ open class Job: @unchecked Sendable, CustomStringConvertible {
                 return false
             }
             state.dependencies.remove(at: index)
+            state.dependencyIndex?.remove(ObjectIdentifier(job))
             return true
         }
         if removed {
@@ -471,21 +475,23 @@ open class Job: @unchecked Sendable, CustomStringConvertible {
     ///   checks ``readyForQueue()`` and pushes it.
     final func dependencyDidFinish(_ dependency: Job, failed: Bool, cancelled: Bool) -> Bool {
         let observed = isObserved
-        if observed { deliver(.isReady, .willChange) }
+        // Predict a cancellation so its will-change goes out before the change.
+        let mayCancel = observed && failed && state.withLock { $0.requiresSuccessfulDependencies && !$0.isCancelled }
+        if observed {
+            deliver(.isReady, .willChange)
+            if mayCancel { deliver(.isCancelled, .willChange) }
+        }
         let outcome = state.withLock { $0.dependencyFinished(dependency, failed: failed, cancelled: cancelled) }
+        if observed {
+            deliver(.isReady, .didChange)
+            if mayCancel { deliver(.isCancelled, .didChange) }
+        }
         switch outcome {
         case .none:
-            if observed { deliver(.isReady, .didChange) }
             return false
         case .becameReady(let phase):
-            if observed { deliver(.isReady, .didChange) }
             return phase == .waiting
         case .cancelled(let after):
-            if observed {
-                deliver(.isReady, .didChange)
-                deliver(.isCancelled, .willChange)
-                deliver(.isCancelled, .didChange)
-            }
             switch after {
             case .finishNow:
                 finishExecution(error: nil)
@@ -621,7 +627,7 @@ open class Job: @unchecked Sendable, CustomStringConvertible {
 
     private func checkWaitable() throws(JobError) {
         if isFinished { return }
-        if let current = ThreadContext.existing?.currentJob, current !== self || !current.isFinished {
+        if let current = ThreadContext.existing?.currentJob {
             if current === self {
                 throw JobError(.waitWouldDeadlock, "\(description) waits on itself", jobs: [description])
             }
@@ -685,10 +691,24 @@ enum ThreadPriority {
         let previous = getpriority(__priority_which_t(PRIO_PROCESS.rawValue), thread)
         if previous == -1, errno != 0 { return nil }
         let nice = Int32(min(max(((0.5 - priority) * 40).rounded(), -20), 19))
+        // Going back down to `previous` after `main` needs CAP_SYS_NICE or a high enough
+        // RLIMIT_NICE; if the thread couldn't be restored, leave it alone rather than leave a pool
+        // thread at the wrong priority for every later job.
+        if nice > previous, !canLowerNice(to: previous) { return nil }
         guard setpriority(__priority_which_t(PRIO_PROCESS.rawValue), thread, nice) == 0 else { return nil }
         return previous
         #else
         return nil
+        #endif
+    }
+
+    /// Whether this process may set a thread's nice value down to `value`.
+    static func canLowerNice(to value: Int32) -> Bool {
+        #if os(Linux)
+        if geteuid() == 0 { return true }
+        return value >= ckiln_lowest_permitted_nice()
+        #else
+        return false
         #endif
     }
 

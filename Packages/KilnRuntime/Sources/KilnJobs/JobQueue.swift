@@ -11,7 +11,7 @@ import Synchronization
 /// finishes, but no thread.
 ///
 /// Jobs stay in ``jobs`` until they have finished, their completion block has run and their
-/// dependents have been released; so ``waitUntilAllJobsAreFinished()`` also waits for jobs that
+/// dependents have been released; so `waitUntilAllJobsAreFinished()` also waits for jobs that
 /// completion blocks add to the queue — batches that create the next batch.
 ///
 /// A queue that still holds jobs is kept alive by them until they finish.
@@ -88,11 +88,11 @@ public final class JobQueue: @unchecked Sendable, CustomStringConvertible {
         self.width = max(1, maxConcurrentJobCount)
     }
 
-    /// The queue's name; defaults to `JobQueue <address>`.
+    /// The queue's name; defaults to `JobQueue 0x<address>`.
     ///
     /// Threading: any thread.
     public var name: String {
-        get { label.withLock { $0 } ?? "JobQueue \(ObjectIdentifier(self).debugDescription.suffix(15).dropLast())" }
+        get { label.withLock { $0 } ?? "JobQueue 0x\(String(UInt(bitPattern: ObjectIdentifier(self)), radix: 16))" }
         set { label.withLock { $0 = newValue } }
     }
 
@@ -171,36 +171,34 @@ public final class JobQueue: @unchecked Sendable, CustomStringConvertible {
     /// - Parameters:
     ///   - jobs: The jobs, in the order they should start when equally ready and of equal priority.
     ///   - waitUntilFinished: Block until all of them have finished.
-    /// - Throws: ``JobError`` as ``addJob(_:)-(Job)``, and as ``Job/waitUntilFinished()`` when waiting.
+    /// - Throws: ``JobError`` as `addJob(_:)`, and as `Job.waitUntilFinished()` when waiting.
     ///
     /// Threading: any thread.
     public func addJobs(_ jobs: [Job], waitUntilFinished: Bool = false) throws(JobError) {
         try CycleDetector.check(jobs)
-        try scheduler.core.withLock { _ throws(JobError) in
+        // The failure's message is built after unlocking: it reads `description`, which takes the
+        // job's lock and may be overridden.
+        let failure = scheduler.core.withLock { _ -> (JobState.EnqueueFailure, Job)? in
             var linked = 0
             for job in jobs {
-                let failure = job.state.withLock { state -> JobError? in
-                    if state.phase == .finished {
-                        return JobError(.alreadyFinished, "\(job.description) has already finished; jobs are single-shot")
-                    }
-                    if state.queue != nil {
-                        return JobError(.alreadyEnqueued, "\(job.description) is already in a queue")
-                    }
-                    if state.phase != .free {
-                        return JobError(.alreadyExecuting, "\(job.description) has already started")
-                    }
+                let failure = job.state.withLock { state -> JobState.EnqueueFailure? in
+                    if state.phase == .finished { return .alreadyFinished }
+                    if state.queue != nil { return .alreadyEnqueued }
+                    if state.phase != .free { return .alreadyStarted }
                     state.phase = .waiting
                     state.queue = self
                     return nil
                 }
                 if let failure {
                     unlinkLast(linked, of: jobs)
-                    throw failure
+                    return (failure, job)
                 }
                 link(job)
                 linked += 1
             }
+            return nil
         }
+        if let (failure, job) = failure { throw failure.error(for: job.description) }
         // Hand ready jobs over in chunks, so the pool starts on the first ones while the rest are
         // still being checked.
         var ready: [Job] = []

@@ -34,6 +34,8 @@ struct JobState {
     var threadPriority = 0.5
     var unfinishedDependencies = 0
     var dependencies: [Job] = []
+    /// Identities of `dependencies`, kept once there are many, so adding one stays O(1).
+    var dependencyIndex: Set<ObjectIdentifier>?
     var dependents: [Job] = []
     var completionBlock: (@Sendable () -> Void)?
     var error: (any Error)?
@@ -41,8 +43,19 @@ struct JobState {
     var name: String?
     var observers: [ObservationEntry] = []
     var finishWaiters: [@Sendable () -> Void] = []
-    /// The queue the job was added to; kept until the queue has let go of the job.
+    /// The queue the job was added to. Kept after the job finished (``JobQueue/current`` in a
+    /// completion block needs it); a finished job therefore keeps its queue alive while it lives.
     var queue: JobQueue?
+
+    /// Whether `job` is already a dependency.
+    mutating func hasDependency(_ job: Job) -> Bool {
+        if let dependencyIndex { return dependencyIndex.contains(ObjectIdentifier(job)) }
+        if dependencies.count >= 16 {
+            dependencyIndex = Set(dependencies.map(ObjectIdentifier.init))
+            return dependencyIndex!.contains(ObjectIdentifier(job))
+        }
+        return dependencies.contains { $0 === job }
+    }
 
     /// Dependencies satisfied (or cancelled), ignoring subclass conditions.
     var baseReadiness: Bool { isCancelled || unfinishedDependencies == 0 }
@@ -106,36 +119,59 @@ struct JobState {
         case finishCancelled
         /// Cancelled and already finished: nothing to do.
         case nothing
-        case failure(JobError)
+        /// Misuse; the caller builds the ``JobError`` once the lock is released (its message
+        /// reads the job's `description`, which takes the lock and may be overridden).
+        case failure(BeginFailure)
+    }
+
+    /// Why a job may not start.
+    enum BeginFailure {
+        case alreadyFinished, alreadyExecuting, enqueued, startingByQueue
+        case notReady(unfinished: Int)
+
+        func error(for description: String) -> JobError {
+            switch self {
+            case .alreadyFinished: JobError(.alreadyFinished, "\(description) has already finished; jobs are single-shot")
+            case .alreadyExecuting: JobError(.alreadyExecuting, "\(description) is already executing")
+            case .enqueued: JobError(.enqueued, "\(description) belongs to a queue; the queue starts it, not start()")
+            case .startingByQueue: JobError(.enqueued, "\(description) is being started by its queue")
+            case .notReady(let unfinished):
+                JobError(.notReady, "\(description) is not ready: \(unfinished) dependencies unfinished")
+            }
+        }
     }
 
     /// Moves the job to executing if it may start.
     ///
-    /// - Parameters:
-    ///   - byQueue: The caller is the queue's worker that took the job off the ready list.
-    ///   - description: Used in error messages.
-    mutating func begin(byQueue: Bool, description: @autoclosure () -> String) -> BeginOutcome {
+    /// - Parameter byQueue: The caller is the queue's worker that took the job off the ready list.
+    mutating func begin(byQueue: Bool) -> BeginOutcome {
         switch phase {
         case .finished:
-            if isCancelled { return .nothing }
-            return .failure(JobError(.alreadyFinished, "\(description()) has already finished; jobs are single-shot"))
+            return isCancelled ? .nothing : .failure(.alreadyFinished)
         case .executing:
-            return .failure(JobError(.alreadyExecuting, "\(description()) is already executing"))
+            return .failure(.alreadyExecuting)
         case .waiting, .readyQueued:
-            return .failure(
-                JobError(.enqueued, "\(description()) belongs to a queue; the queue starts it, not start()")
-            )
+            return .failure(.enqueued)
         case .starting where !byQueue:
-            return .failure(JobError(.enqueued, "\(description()) is being started by its queue"))
+            return .failure(.startingByQueue)
         case .starting, .free:
             if isCancelled { return .finishCancelled }
-            if unfinishedDependencies > 0 {
-                return .failure(
-                    JobError(.notReady, "\(description()) is not ready: \(unfinishedDependencies) dependencies unfinished")
-                )
-            }
+            if unfinishedDependencies > 0 { return .failure(.notReady(unfinished: unfinishedDependencies)) }
             phase = .executing
             return .run(threadPriority: threadPriority)
+        }
+    }
+
+    /// Why a job can't be added to a queue.
+    enum EnqueueFailure {
+        case alreadyFinished, alreadyEnqueued, alreadyStarted
+
+        func error(for description: String) -> JobError {
+            switch self {
+            case .alreadyFinished: JobError(.alreadyFinished, "\(description) has already finished; jobs are single-shot")
+            case .alreadyEnqueued: JobError(.alreadyEnqueued, "\(description) is already in a queue")
+            case .alreadyStarted: JobError(.alreadyExecuting, "\(description) has already started")
+            }
         }
     }
 
@@ -172,6 +208,7 @@ struct JobState {
         )
         dependents = []
         dependencies = []
+        dependencyIndex = nil
         completionBlock = nil
         finishWaiters = []
         return actions

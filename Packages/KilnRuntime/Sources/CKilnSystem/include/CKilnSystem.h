@@ -9,4 +9,7 @@ int ckiln_gettid(void);
 /// The number of CPUs this process may run on (its affinity mask), or 0 if unknown.
 int ckiln_active_processor_count(void);
 
+/// The lowest nice value this process may set without CAP_SYS_NICE: 20 − RLIMIT_NICE's soft limit.
+int ckiln_lowest_permitted_nice(void);
+
 #endif
