@@ -6,7 +6,7 @@ import Synchronization
 ///
 /// Threading: any thread; guarded by its mutex.
 public final class Counter: Sendable {
-    private let value = Mutex(0)
+    private let value = LockedValue(0)
     /// Creates a counter at zero.
     public init() {}
     /// Adds one and returns the new value.
@@ -19,7 +19,7 @@ public final class Counter: Sendable {
 ///
 /// Threading: any thread; guarded by its mutex.
 public final class EventLog: Sendable {
-    private let entries = Mutex<[String]>([])
+    private let entries = LockedValue<[String]>([])
     /// Creates an empty log.
     public init() {}
     /// Appends an event.
@@ -32,7 +32,7 @@ public final class EventLog: Sendable {
 ///
 /// Threading: any thread; guarded by its mutex.
 public final class ConcurrencyProbe: Sendable {
-    private let state = Mutex((current: 0, peak: 0))
+    private let state = LockedValue((current: 0, peak: 0))
     /// Creates a probe.
     public init() {}
     /// Runs `body` inside the region.
@@ -53,7 +53,7 @@ public final class ConcurrencyProbe: Sendable {
 /// Threading: any thread.
 public final class Gate: Sendable {
     private let semaphore = DispatchSemaphore(value: 0)
-    private let opened = Mutex(false)
+    private let opened = LockedValue(false)
     /// Creates a closed gate.
     public init() {}
     /// Opens the gate for every waiter, now and later.
@@ -96,5 +96,68 @@ public final class RecordingJob: Job, @unchecked Sendable {
     public override func main() throws {
         log.record(name ?? "?")
         try work()
+    }
+}
+
+/// A value guarded by a lock, for state that test closures share between threads (a `LockedValue`,
+/// which ThreadSanitizer builds can see).
+///
+/// Threading: any thread; guarded by its mutex.
+public final class Locked<Value: Sendable>: Sendable {
+    private let mutex: LockedValue<Value>
+    /// Creates a box holding `value`.
+    public init(_ value: Value) { mutex = LockedValue(value) }
+    /// The current value.
+    public var value: Value {
+        get { mutex.withLock { $0 } }
+        set { mutex.withLock { $0 = newValue } }
+    }
+    /// Runs `body` on the value under the lock and returns what it returns.
+    @discardableResult
+    public func withLock<Result: Sendable>(_ body: (inout Value) -> Result) -> Result {
+        mutex.withLock { body(&$0) }
+    }
+}
+
+/// Counts arrivals and lets a waiter block until a number of them have happened.
+///
+/// Threading: any thread.
+public final class Arrivals: Sendable {
+    private let semaphore = DispatchSemaphore(value: 0)
+    /// Creates a counter with no arrivals.
+    public init() {}
+    /// Records one arrival.
+    public func arrive() { semaphore.signal() }
+    /// Blocks until `count` more arrivals have happened (consuming them) or `seconds` pass.
+    ///
+    /// - Returns: `true` if all of them arrived in time.
+    public func wait(for count: Int, seconds: Double = 10) -> Bool {
+        let deadline = DispatchTime.now() + seconds
+        for _ in 0..<count where semaphore.wait(timeout: deadline) == .timedOut {
+            return false
+        }
+        return true
+    }
+}
+
+/// A one-shot barrier: each of `parties` callers blocks until all of them have arrived.
+///
+/// Threading: any thread.
+public final class Barrier: Sendable {
+    private let parties: Int
+    private let arrived = LockedValue(0)
+    private let gate = Gate()
+    /// Creates a barrier for `parties` callers.
+    public init(parties: Int) { self.parties = parties }
+    /// Arrives and blocks until every party has arrived or `seconds` pass.
+    ///
+    /// - Returns: `true` if every party arrived in time.
+    public func arriveAndWait(seconds: Double = 10) -> Bool {
+        let last = arrived.withLock { arrived -> Bool in
+            arrived += 1
+            return arrived == parties
+        }
+        if last { gate.open() }
+        return gate.wait(seconds: seconds)
     }
 }

@@ -11,13 +11,13 @@ import Synchronization
 /// guarded by `blocks`.
 public final class BlockJob: Job, @unchecked Sendable {
     /// The blocks, and whether `main` has taken them (after which none can be added).
-    private let blocks: Mutex<(first: (@Sendable () throws -> Void)?, more: [@Sendable () throws -> Void], sealed: Bool)>
+    private let blocks: EngineLock<(first: (@Sendable () throws -> Void)?, more: [@Sendable () throws -> Void], sealed: Bool)>
 
     /// Creates a job with one block.
     ///
     /// Threading: any thread.
     public init(block: @escaping @Sendable () throws -> Void) {
-        blocks = Mutex((block, [], false))
+        blocks = EngineLock((block, [], false))
         super.init()
     }
 
@@ -25,7 +25,7 @@ public final class BlockJob: Job, @unchecked Sendable {
     ///
     /// Threading: any thread.
     public override init() {
-        blocks = Mutex((nil, [], false))
+        blocks = EngineLock((nil, [], false))
         super.init()
     }
 
@@ -69,7 +69,7 @@ public final class BlockJob: Job, @unchecked Sendable {
             try first()
             return
         }
-        let group = ConcurrentBlocks([first] + more)
+        let group = ConcurrentBlocks([first] + more, job: self)
         for _ in 0..<min(more.count, Scheduler.shared.threadCount) {
             Scheduler.shared.submit { group.drain() }
         }
@@ -83,14 +83,22 @@ public final class BlockJob: Job, @unchecked Sendable {
 /// job's own thread only ever waits for blocks already running elsewhere, so it cannot deadlock.
 private final class ConcurrentBlocks: Sendable {
     private let blocks: [@Sendable () throws -> Void]
-    private let progress = Mutex<(next: Int, finished: Int, error: (any Error)?)>((0, 0, nil))
+    private let job: Job
+    private let progress = EngineLock<(next: Int, finished: Int, error: (any Error)?)>((0, 0, nil))
     private let allDone = DispatchSemaphore(value: 0)
 
-    init(_ blocks: [@Sendable () throws -> Void]) {
+    init(_ blocks: [@Sendable () throws -> Void], job: Job) {
         self.blocks = blocks
+        self.job = job
     }
 
+    /// Runs unclaimed blocks until none is left. On a helper thread, the blocks run as part of
+    /// their job: `JobQueue.current` and the wait checks see it.
     func drain() {
+        let context = ThreadContext.current
+        let outer = context.currentJob
+        context.currentJob = job
+        defer { context.currentJob = outer }
         while true {
             let index = progress.withLock { progress -> Int? in
                 guard progress.next < blocks.count else { return nil }

@@ -18,9 +18,11 @@ enum CycleDetector {
         var index = 0
     }
 
+    /// A job to skip — already searched, finished, or cancelled (it waits for nothing: its queue
+    /// flushes it) — or its dependencies.
     private static func snapshot(_ job: Job) -> (skip: Bool, dependencies: [Job]) {
         job.state.withLock { state in
-            (state.cycleChecked || state.phase == .finished, state.dependencies)
+            (state.cycleChecked || state.phase == .finished || state.isCancelled, state.dependencies)
         }
     }
 
@@ -32,13 +34,20 @@ enum CycleDetector {
     }
 
     static func check(_ root: Job) throws(JobError) {
+        if let cycle = findCycle(from: root) { throw cycleError(cycle) }
+    }
+
+    /// Searches `root`'s closure, marking what is free of cycles; returns a cycle if there is one
+    /// (its first job repeated at the end).
+    static func findCycle(from root: Job) -> [Job]? {
         let (skip, dependencies) = snapshot(root)
-        if skip { return }
+        if skip { return nil }
         // The common case: every dependency was already searched (enqueued earlier) or finished.
-        if dependencies.allSatisfy({ dependency in dependency.state.withLock { $0.cycleChecked || $0.phase == .finished } })
-        {
+        if dependencies.allSatisfy({ dependency in
+            dependency.state.withLock { $0.cycleChecked || $0.phase == .finished || $0.isCancelled }
+        }) {
             markChecked(Frame(job: root, dependencies: dependencies))
-            return
+            return nil
         }
         var stack = [Frame(job: root, dependencies: dependencies)]
         var onStack: Set<ObjectIdentifier> = [ObjectIdentifier(root)]
@@ -51,8 +60,7 @@ enum CycleDetector {
                 let id = ObjectIdentifier(next)
                 if onStack.contains(id) {
                     let start = stack.firstIndex { $0.job === next } ?? 0
-                    let cycle = stack[start...].map(\.job) + [next]
-                    throw cycleError(cycle)
+                    return stack[start...].map(\.job) + [next]
                 }
                 if done.contains(id) { continue }
                 let (skip, dependencies) = snapshot(next)
@@ -67,6 +75,7 @@ enum CycleDetector {
                 markChecked(frame)
             }
         }
+        return nil
     }
 
     /// A chain of unfinished dependencies leading from `start` to `target` (both included), if any.
@@ -86,8 +95,10 @@ enum CycleDetector {
                     stack.append(Frame(job: next, dependencies: []))
                     continue
                 }
-                let (finished, dependencies) = next.state.withLock { ($0.phase == .finished, $0.dependencies) }
-                if finished { continue }
+                let (done, dependencies) = next.state.withLock {
+                    ($0.phase == .finished || $0.isCancelled, $0.dependencies)
+                }
+                if done { continue }
                 stack.append(Frame(job: next, dependencies: dependencies))
             } else {
                 stack.removeLast()
@@ -100,8 +111,19 @@ enum CycleDetector {
     /// If that closed a cycle, its jobs are unmarked; if any of them is already in a queue, all of
     /// them are cancelled with a ``JobError`` so nothing waits forever.
     static func checkNewEdge(from job: Job, to dependency: Job) {
+        // `job` is searched, so its closure must be: search the new part (the dependency's
+        // closure) now. A cycle found there (not through `job`) is handled the same way.
+        if let cycle = findCycle(from: dependency) {
+            settle(cycle)
+            return
+        }
         guard let path = dependencyPath(from: dependency, to: job) else { return }
-        let cycle = [job] + path
+        settle([job] + path)
+    }
+
+    /// Deals with a cycle found after some of its jobs may have been enqueued: its jobs are
+    /// unmarked; if any is in a queue, all are cancelled with a ``JobError`` so nothing waits forever.
+    private static func settle(_ cycle: [Job]) {
         let members = Array(cycle.dropLast())
         var anyEnqueued = false
         for member in members {

@@ -14,7 +14,7 @@ import Synchronization
 /// by `outcome`.
 public final class InvocationJob<Result: Sendable>: Job, @unchecked Sendable {
     private let invocation: @Sendable () throws -> Result
-    private let outcome = Mutex<Result?>(nil)
+    private let outcome = EngineLock<Result?>(nil)
 
     /// Creates a job that calls `method` on `target`, e.g. `InvocationJob(target: t, method: T.run)`.
     ///

@@ -45,11 +45,11 @@ public enum JobCancellationReason: Sendable {
 /// ## Threading
 /// Every public member may be called from any thread at any time. The engine never runs user
 /// code — ``main()``, completion blocks, observers, ``isReady`` overrides — while it holds one of
-/// its locks. `@unchecked Sendable`: all mutable state is in `state`, guarded by its `Mutex`,
+/// its locks. `@unchecked Sendable`: all mutable state is in `state`, guarded by its lock (a `Mutex`),
 /// except the intrusive queue links, which are guarded by the scheduler's lock.
 open class Job: @unchecked Sendable, CustomStringConvertible {
     /// The lifecycle state; every access goes through `withLock`.
-    let state = Mutex(JobState())
+    let state = EngineLock(JobState())
     /// Number of live observations, read without the lock so unobserved jobs pay nothing.
     let observationCount = Atomic<Int>(0)
 
@@ -120,8 +120,12 @@ open class Job: @unchecked Sendable, CustomStringConvertible {
     ///
     /// Threading: any thread, once per job.
     public final func finish(error: (any Error)? = nil) throws(JobError) {
-        let executing = state.withLock { $0.phase == .executing }
-        guard executing else {
+        let claimed = state.withLock { state -> Bool in
+            guard state.phase == .executing, !state.finishClaimed else { return false }
+            state.finishClaimed = true
+            return true
+        }
+        guard claimed else {
             throw JobError(.notExecuting, "finish(error:) called on \(description), which is not executing")
         }
         finishExecution(error: error)

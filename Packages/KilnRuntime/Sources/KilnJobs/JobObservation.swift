@@ -106,7 +106,7 @@ final class ObservationEntry: Sendable {
     let property: JobPropertyKind
     private let handler: @Sendable (JobChangeKind, Job) -> Void
     /// Whether it is active, and which threads are inside the handler right now.
-    private let gate = Mutex<(active: Bool, deliveringThreads: [pthread_t])>((true, []))
+    private let gate = EngineLock<(active: Bool, deliveringThreads: [pthread_t])>((true, []))
 
     init(property: JobPropertyKind, handler: @escaping @Sendable (JobChangeKind, Job) -> Void) {
         self.property = property

@@ -50,7 +50,7 @@ public final class JobQueue: @unchecked Sendable, CustomStringConvertible {
     }
 
     let scheduler: Scheduler
-    private let label: Mutex<String?>
+    private let label: EngineLock<String?>
 
     // Guarded by `scheduler.core`.
     var width: Int
@@ -84,7 +84,7 @@ public final class JobQueue: @unchecked Sendable, CustomStringConvertible {
     /// Threading: any thread.
     public init(name: String? = nil, maxConcurrentJobCount: Int = JobQueue.defaultMaxConcurrentJobCount) {
         self.scheduler = Scheduler.shared
-        self.label = Mutex(name)
+        self.label = EngineLock(name)
         self.width = max(1, maxConcurrentJobCount)
     }
 

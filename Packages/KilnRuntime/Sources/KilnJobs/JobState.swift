@@ -26,6 +26,8 @@ struct JobState {
     }
 
     var phase = Phase.free
+    /// Set by the first ``Job/finish(error:)`` call, so a second one, even racing, is refused.
+    var finishClaimed = false
     var isCancelled = false
     var requiresSuccessfulDependencies = false
     /// Set once a depth-first search from this job found no cycle (see `CycleDetector`).

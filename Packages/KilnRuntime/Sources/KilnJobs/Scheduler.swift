@@ -63,7 +63,7 @@ final class Scheduler: @unchecked Sendable {
         case many([Wake])
     }
 
-    let core = Mutex(Core())
+    let core = EngineLock(Core())
     let threadCount: Int
 
     init(threadCount: Int) {
@@ -220,8 +220,10 @@ final class Scheduler: @unchecked Sendable {
         while true {
             let (next, wake) = core.withLock { core -> (Next, Wake) in
                 if core.liveThreads - core.blockedThreads > threadCount {
+                    // A surplus thread (lent during a wait that has ended) retires. It may have
+                    // been woken for new work: pass that wake on, or the work would wait.
                     core.liveThreads -= 1
-                    return (.exit, .none)
+                    return (.exit, core.hasWork ? wakeOne(&core) : .none)
                 }
                 if core.taskHead < core.tasks.count {
                     let task = core.tasks[core.taskHead]

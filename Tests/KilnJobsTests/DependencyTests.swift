@@ -1,0 +1,131 @@
+import KilnJobs
+import KilnTestSupport
+import Testing
+
+extension JobEngineTests {
+    @Suite("Dependencies")
+    struct DependencyTests {
+        /// How a dependency ends.
+        enum Outcome: String, CaseIterable, Sendable, CustomTestStringConvertible {
+            case succeeded, failed, cancelled
+            var testDescription: String { rawValue }
+        }
+
+        struct Failure: Error {}
+
+        @Test("addDependency and removeDependency edit dependencies in order, without duplicates")
+        func editDependencies() {
+            let job = Job()
+            let first = Job()
+            let second = Job()
+            job.addDependency(first)
+            job.addDependency(second)
+            job.addDependency(first)
+            #expect(job.dependencies.count == 2)
+            #expect(job.dependencies.first === first)
+            #expect(job.dependencies.last === second)
+            #expect(!job.isReady)
+
+            job.removeDependency(first)
+            #expect(job.dependencies.count == 1)
+            #expect(job.dependencies.first === second)
+            job.removeDependency(second)
+            #expect(job.dependencies.isEmpty)
+            #expect(job.isReady)
+        }
+
+        @Test("removing the last unfinished dependency lets a queued job run")
+        func removingDependencyReleasesQueuedJob() throws {
+            let queue = JobQueue(name: "queue")
+            let runs = Counter()
+            let blocker = Job()
+            let job = ClosureJob { _ in runs.increment() }
+            job.addDependency(blocker)
+            try queue.addJob(job)
+            job.removeDependency(blocker)
+            #expect(queue.empties())
+            #expect(runs.count == 1)
+        }
+
+        @Test("a job waits for a dependency in another queue")
+        func dependencyAcrossQueues() throws {
+            let upstream = JobQueue(name: "upstream")
+            upstream.isSuspended = true
+            let downstream = JobQueue(name: "downstream", maxConcurrentJobCount: 1)
+            let dependency = Job()
+            let sawDependencyFinished = Locked<Bool?>(nil)
+            let job = ClosureJob { _ in sawDependencyFinished.value = dependency.isFinished }
+            job.addDependency(dependency)
+            try upstream.addJob(dependency)
+
+            // A job added after `job` to the serial queue runs only once `job` has been passed over.
+            let sentinel = Job()
+            try downstream.addJobs([job, sentinel])
+            #expect(sentinel.finishes())
+            #expect(!job.isExecuting && !job.isFinished)
+            #expect(sawDependencyFinished.value == nil)
+
+            upstream.isSuspended = false
+            #expect(downstream.empties())
+            #expect(sawDependencyFinished.value == true)
+        }
+
+        @Test("a job becomes ready once every dependency finished, however it finished", arguments: Outcome.allCases)
+        func readyAfterDependencyFinishes(outcome: Outcome) throws {
+            let queue = JobQueue(name: "queue")
+            let runs = Counter()
+            let other = Job()
+            let dependency = ClosureJob { _ in if outcome == .failed { throw Failure() } }
+            let job = ClosureJob { _ in runs.increment() }
+            job.addDependency(other)
+            job.addDependency(dependency)
+            try queue.addJob(job)
+
+            try other.start()
+            #expect(!job.isReady)
+            switch outcome {
+            case .succeeded, .failed: try dependency.start()
+            case .cancelled: dependency.cancel()
+            }
+            #expect(dependency.isFinished)
+            #expect(queue.empties())
+            #expect(runs.count == 1)
+            #expect(!job.isCancelled)
+        }
+
+        @Test("dependency changes after the job started have no effect")
+        func changesAfterStartIgnored() throws {
+            let dependency = Job()
+            try dependency.start()
+            let late = Job()
+            let seen = Locked<[Job]>([])
+            let job = ClosureJob { job in
+                job.addDependency(late)
+                job.removeDependency(dependency)
+                seen.value = job.dependencies
+            }
+            job.addDependency(dependency)
+            try job.start()
+            #expect(seen.value.count == 1)
+            #expect(seen.value.first === dependency)
+            #expect(job.isFinished)
+            #expect(job.error == nil)
+        }
+
+        @Test("a finished job lets go of its dependencies")
+        func finishedJobReleasesDependencies() throws {
+            weak var released: Job?
+            let job = Job()
+            do {
+                let dependency = Job()
+                released = dependency
+                job.addDependency(dependency)
+                try dependency.start()
+            }
+            #expect(job.dependencies.count == 1)
+            try job.start()
+            #expect(job.dependencies.isEmpty)
+            #expect(released == nil)
+        }
+    }
+}
