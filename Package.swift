@@ -11,12 +11,35 @@ let swiftSettings: [SwiftSetting] = [.swiftLanguageMode(.v6)]
 let package = Package(
     name: "Kiln",
     products: [
-        .executable(name: "kiln-bench", targets: ["kiln-bench"])
+        .executable(name: "kiln", targets: ["kiln"]),
+        .executable(name: "kiln-bench", targets: ["kiln-bench"]),
+        .library(name: "KilnHost", targets: ["KilnHost"]),
     ],
     dependencies: [
-        .package(path: "Packages/KilnRuntime")
+        .package(path: "Packages/KilnRuntime"),
+        .package(url: "https://github.com/jpsim/Yams.git", from: "6.2.2"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
     ],
     targets: [
+        .target(
+            name: "KilnHost",
+            dependencies: [
+                .product(name: "KilnJobs", package: "KilnRuntime"),
+                .product(name: "KilnPluginAPI", package: "KilnRuntime"),
+                "CKilnHost",
+                .product(name: "Yams", package: "Yams"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .target(name: "CKilnHost"),
+        .executableTarget(
+            name: "kiln",
+            dependencies: [
+                "KilnHost",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         .executableTarget(
             name: "kiln-bench",
             dependencies: [.product(name: "KilnJobs", package: "KilnRuntime")],

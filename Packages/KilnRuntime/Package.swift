@@ -10,7 +10,8 @@ import PackageDescription
 let package = Package(
     name: "KilnRuntime",
     products: [
-        .library(name: "KilnJobs", type: .dynamic, targets: ["KilnJobs"])
+        .library(name: "KilnJobs", type: .dynamic, targets: ["KilnJobs"]),
+        .library(name: "KilnPluginAPI", type: .dynamic, targets: ["KilnPluginAPI"]),
     ],
     targets: [
         .target(name: "CKilnSystem"),
@@ -23,6 +24,11 @@ let package = Package(
                 // runtime's dynamic exclusivity checks only cost time (a TLS lookup per access).
                 .unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release)),
             ]
-        )
+        ),
+        .target(
+            name: "KilnPluginAPI",
+            dependencies: ["KilnJobs"],
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
     ]
 )

@@ -1,0 +1,123 @@
+import KilnJobs
+
+/// A kind of task — `shell` (built in), `archive`, `http`, … — that turns a Taskfile task into jobs.
+///
+/// The host calls ``configuration(from:task:)`` once per task while it loads the Taskfile, before
+/// anything runs, so a bad `with:` map stops the run with the file, line and column of the
+/// mistake. It then calls ``makeJob(configuration:request:context:)`` once per job: once for a
+/// plain task, once per source file for an `each: sources` task.
+///
+/// The returned ``Job`` may be synchronous (override `main()`) or asynchronous (override
+/// `start()`, call `beginExecution()`, and `finish(error:)` when the work is done — e.g. a network
+/// transfer that holds no thread). The host puts it on the queue of its resource claims, records
+/// its output, and treats an ``Job/error`` as the task's failure.
+///
+/// Threading: every requirement may be called from any thread, concurrently for different tasks
+/// and jobs; implementations must be thread-safe (they are `Sendable`).
+public protocol TaskKind: Sendable {
+    /// The typed configuration this kind validates `with:` into.
+    associatedtype Configuration: Sendable
+
+    /// The name used in Taskfiles (`plugin: archive`); `shell` for tasks with `cmds:`.
+    var name: String { get }
+
+    /// The kind's version; it is part of every job signature, so a new version reruns its jobs.
+    var version: String { get }
+
+    /// Validates a task's configuration.
+    ///
+    /// - Parameters:
+    ///   - value: The task's `with:` map (for the shell kind: a map with `cmds`).
+    ///   - task: The task being loaded.
+    /// - Returns: The typed configuration.
+    /// - Throws: ``TaskConfigurationError`` naming the location of the mistake.
+    func configuration(from value: ConfigurationValue, task: TaskDescription) throws(TaskConfigurationError)
+        -> Configuration
+
+    /// A one-line description of what a job will do (the command, for shell jobs), shown by
+    /// `--dry-run` and the live status line.
+    func summary(of configuration: Configuration, request: JobRequest) -> String
+
+    /// Makes the job for one unit of work.
+    ///
+    /// - Throws: Any error; the host reports it as the failure of that job only.
+    func makeJob(configuration: Configuration, request: JobRequest, context: TaskContext) throws -> Job
+}
+
+/// What the host knows of a task when it validates its configuration.
+///
+/// Threading: a value type; safe to pass between threads.
+public struct TaskDescription: Sendable {
+    /// The task's name, with its include namespace (`lib:compile`).
+    public var name: String
+    /// Where the task is defined.
+    public var location: SourceLocation
+    /// The names of the variables a template may use.
+    public var variableNames: Set<String>
+
+    /// Creates a description.
+    public init(name: String, location: SourceLocation, variableNames: Set<String>) {
+        self.name = name
+        self.location = location
+        self.variableNames = variableNames
+    }
+}
+
+/// One job to make: its task, the files it reads and writes, and the variables of its templates.
+///
+/// Threading: a value type; safe to pass between threads.
+public struct JobRequest: Sendable {
+    /// The task's name.
+    public var taskName: String
+    /// A label for people: the task name, plus the source file for `each:` jobs.
+    public var label: String
+    /// Files the job reads, relative to ``directory``'s project root.
+    public var inputs: [String]
+    /// Files the job writes.
+    public var outputs: [String]
+    /// The resources the job holds while it runs (`cpu`, `disk:…`, `net:host`, user-defined).
+    public var resources: [String]
+    /// The variables its templates see: Taskfile `vars`, plus `source`, `output`, … for `each:` jobs.
+    public var variables: [String: String]
+    /// The absolute directory the job works in.
+    public var directory: String
+    /// The environment the Taskfile declares for it (added to the host's own environment).
+    public var environment: [String: String]
+
+    /// Creates a request.
+    public init(
+        taskName: String, label: String, inputs: [String], outputs: [String], resources: [String],
+        variables: [String: String], directory: String, environment: [String: String]
+    ) {
+        self.taskName = taskName
+        self.label = label
+        self.inputs = inputs
+        self.outputs = outputs
+        self.resources = resources
+        self.variables = variables
+        self.directory = directory
+        self.environment = environment
+    }
+
+    /// Replaces every `{{.NAME}}` (or `{{NAME}}`) in `template` with the variable's value.
+    /// Unknown names are left as written; the host rejects them when it loads the Taskfile.
+    public func render(_ template: String) -> String {
+        Template.render(template, variables: variables)
+    }
+}
+
+/// What a running job may use from the host.
+///
+/// Threading: all members are safe from any thread.
+public struct TaskContext: Sendable {
+    /// Where the job's output goes; the host prints it whole when the job ends, never interleaved.
+    public var output: TaskOutput
+    /// The project root (absolute).
+    public var projectRoot: String
+
+    /// Creates a context.
+    public init(output: TaskOutput, projectRoot: String) {
+        self.output = output
+        self.projectRoot = projectRoot
+    }
+}

@@ -1,0 +1,40 @@
+// Linux process calls for the Kiln host that Swift's Glibc module doesn't expose or can't call
+// (variadic syscall, _GNU_SOURCE-only functions). _GNU_SOURCE is defined only in the .c file.
+#ifndef CKILN_HOST_H
+#define CKILN_HOST_H
+
+#include <sys/types.h>
+
+/// Spawns `/bin/sh -c command` in `directory`, in a new process group, with standard input from
+/// /dev/null and standard output and error both going to `output_fd`. The child starts with an
+/// empty signal mask and default dispositions for SIGINT, SIGTERM, SIGQUIT, SIGHUP and SIGPIPE.
+/// Returns 0 and sets *pid, or an errno value.
+int ckiln_spawn_shell(const char *command, const char *directory, char *const envp[], int output_fd, pid_t *pid);
+
+/// pidfd_open(2): a file descriptor that becomes readable when the process exits; -1 and errno on failure.
+int ckiln_pidfd_open(pid_t pid);
+
+/// Blocks SIGINT, SIGTERM and SIGHUP in the calling thread (and the threads it creates later) and
+/// returns a signalfd that reads them, or -1.
+int ckiln_block_termination_signals(void);
+
+/// Reads one pending signal from a signalfd made by ckiln_block_termination_signals; returns its
+/// number, or 0 if none.
+int ckiln_read_signal(int signal_fd);
+
+/// pipe2(fds, O_CLOEXEC).
+int ckiln_pipe_cloexec(int fds[2]);
+
+/// epoll_create1(EPOLL_CLOEXEC).
+int ckiln_epoll_create(void);
+
+/// Watches `fd` for input (and hang-up) with `token` as its user data; 0 or -1 and errno.
+int ckiln_epoll_add(int epoll_fd, int fd, unsigned long long token);
+
+/// Stops watching `fd`.
+int ckiln_epoll_remove(int epoll_fd, int fd);
+
+/// Waits for events and stores up to `capacity` tokens; returns their count, 0 on timeout, -1 on error.
+int ckiln_epoll_wait(int epoll_fd, unsigned long long *tokens, int capacity, int timeout_ms);
+
+#endif

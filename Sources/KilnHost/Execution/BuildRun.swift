@@ -1,0 +1,403 @@
+import Dispatch
+import Foundation
+import KilnJobs
+import KilnPluginAPI
+import Synchronization
+
+/// Settings of a run.
+///
+/// Threading: a value type; safe to pass between threads.
+public struct RunOptions: Sendable {
+    /// Keep running everything that doesn't depend on a failed job.
+    public var keepGoing = false
+    /// How many jobs of an `each:` task are created at a time (a task's `batch:` overrides it).
+    public var batchSize = 256
+    /// How many batches of one `each:` task exist at once: the next is created as one finishes.
+    public var batchesInFlight = 2
+
+    /// Creates the defaults.
+    public init() {}
+}
+
+/// What a run came to.
+///
+/// Threading: a value type; safe to pass between threads.
+public struct RunSummary: Sendable {
+    /// Jobs that ran and succeeded.
+    public var succeeded = 0
+    /// Jobs that ran and failed.
+    public var failed = 0
+    /// Jobs that didn't run (a dependency failed, the run stopped) or were stopped.
+    public var cancelled = 0
+    /// Whether the run was interrupted (Ctrl-C, SIGTERM).
+    public var interrupted = false
+    /// The most jobs of `each:` tasks that existed at once.
+    public var peakLiveEachJobs = 0
+
+    /// Whether everything succeeded.
+    public var succeededOverall: Bool { failed == 0 && cancelled == 0 && !interrupted }
+}
+
+/// One run of a ``BuildPlan``: jobs on per-resource queues, `each:` tasks created in batches by
+/// completion blocks, failures stopping their dependents.
+///
+/// Threading: ``start()``, ``wait()`` and ``interrupt()`` may be called from any thread.
+/// `@unchecked Sendable`: mutable state is in `state`, guarded by its mutex.
+public final class BuildRun: @unchecked Sendable {
+    private let plan: BuildPlan
+    private let queues: ResourceQueues
+    private let options: RunOptions
+    private let observer: any RunObserver
+    /// For the trivial bookkeeping jobs of `each:` tasks (gates, batch barriers, done markers).
+    private let control = JobQueue(name: "control", maxConcurrentJobCount: 64)
+    private let clockStart = DispatchTime.now().uptimeNanoseconds
+
+    private struct State {
+        var nextJobID = 0
+        var pending = 0
+        var summary = RunSummary()
+        var stopping = false
+        var liveEachJobs = 0
+        /// Jobs not yet finished, by id: cancelled when the run stops.
+        var live: [Int: Job] = [:]
+    }
+    private let state = Mutex(State())
+    private let allDone = DispatchSemaphore(value: 0)
+
+    /// Prepares a run.
+    ///
+    /// - Parameters:
+    ///   - plan: What to run.
+    ///   - queues: The resource queues.
+    ///   - options: Keep-going, batch sizes.
+    ///   - observer: Receives the run's events.
+    public init(plan: BuildPlan, queues: ResourceQueues, options: RunOptions, observer: any RunObserver) {
+        self.plan = plan
+        self.queues = queues
+        self.options = options
+        self.observer = observer
+    }
+
+    /// Seconds since the run was created.
+    public var now: Double { Double(DispatchTime.now().uptimeNanoseconds - clockStart) / 1e9 }
+
+    // MARK: Running
+
+    /// Creates the jobs of every task and adds them to their queues.
+    public func start() {
+        pendingAdd(1)  // held until every task is wired, so the run can't end early
+        var done: [String: Job] = [:]
+        for task in plan.tasks {
+            let dependencies = task.definition.dependencies.compactMap { done[$0.value] }
+            done[task.definition.name] =
+                task.definition.each == .sources
+                ? startEachTask(task, after: dependencies)
+                : startPlainTask(task, after: dependencies)
+        }
+        pendingAdd(-1)
+    }
+
+    /// Blocks until every job has finished; returns the summary.
+    public func wait() -> RunSummary {
+        allDone.wait()
+        allDone.signal()
+        return state.withLock { $0.summary }
+    }
+
+    /// Stops the run as for Ctrl-C: nothing new starts, running commands are terminated.
+    public func interrupt() {
+        let jobs = state.withLock { state -> [Job] in
+            state.stopping = true
+            state.summary.interrupted = true
+            return Array(state.live.values)
+        }
+        for job in jobs { job.cancel() }
+        for (_, queue) in queues.all { queue.cancelAllJobs() }
+        control.cancelAllJobs()
+    }
+
+    /// Stops starting new jobs after a failure (without `--keep-going`); running jobs finish.
+    private func stopScheduling() {
+        let jobs = state.withLock { state -> [Job] in
+            guard !state.stopping else { return [] }
+            state.stopping = true
+            return Array(state.live.values)
+        }
+        for job in jobs where !job.isExecuting { job.cancel() }
+        for (_, queue) in queues.all {
+            for job in queue.jobs where !job.isExecuting { job.cancel() }
+        }
+    }
+
+    private var isStopping: Bool { state.withLock { $0.stopping } }
+
+    private func pendingAdd(_ delta: Int) {
+        let finished = state.withLock { state -> Bool in
+            state.pending += delta
+            return state.pending == 0
+        }
+        if finished { allDone.signal() }
+    }
+
+    // MARK: Plain tasks
+
+    private func startPlainTask(_ task: BuildPlan.Task, after dependencies: [Job]) -> Job {
+        let request = makeRequest(task.definition, source: nil)
+        let (entry, entryQueue, realJob) = makeUnit(task, request: request, onFinish: nil)
+        for dependency in dependencies { entry.addDependency(dependency) }
+        add(entry, to: entryQueue)
+        return realJob
+    }
+
+    // MARK: `each:` tasks
+
+    private func startEachTask(_ task: BuildPlan.Task, after dependencies: [Job]) -> Job {
+        let done = EachTaskDoneJob(name: "\(task.definition.name) (all files)")
+        let gate = BlockJob {}
+        gate.name = "\(task.definition.name) (start)"
+        gate.requiresSuccessfulDependencies = true
+        for dependency in dependencies { gate.addDependency(dependency) }
+        pendingAdd(2)
+        done.completionBlock = { [self] in pendingAdd(-1) }
+        gate.completionBlock = { [self] in
+            defer { pendingAdd(-1) }
+            if gate.isCancelled || isStopping {
+                done.cancel()
+                return
+            }
+            // Sources are listed only now, after the dependencies that may have generated them ran.
+            var sources: [String] = []
+            for pattern in task.definition.sources {
+                sources += Glob.files(matching: Template.render(pattern.value, variables: task.definition.variables), in: task.definition.directory)
+            }
+            observer.jobsPlanned(sources.count)
+            let batches = EachTaskBatches(task: task, sources: sources, batchSize: task.definition.batchSize ?? options.batchSize)
+            for _ in 0..<options.batchesInFlight { launchBatch(batches, done: done) }
+            if sources.isEmpty { done.complete(failures: 0) }
+        }
+        try? control.addJobs([done, gate])
+        return done
+    }
+
+    /// Creates the next batch of an `each:` task; its barrier's completion block creates the one after.
+    private func launchBatch(_ batches: EachTaskBatches, done: EachTaskDoneJob) {
+        guard let range = batches.takeNextRange() else { return }
+        if isStopping {
+            batches.skip(range)
+            if batches.allFinished { done.cancel() }
+            return
+        }
+        let barrier = BlockJob {}
+        barrier.name = "\(batches.task.definition.name) (batch \(range.lowerBound / batches.batchSize + 1))"
+        var entries: [(Job, JobQueue)] = []
+        for source in batches.sources[range] {
+            let request = makeRequest(batches.task.definition, source: source)
+            let (entry, queue, realJob) = makeUnit(batches.task, request: request) { [self] failed in
+                if failed { batches.recordFailure() }
+                state.withLock { $0.liveEachJobs -= 1 }
+            }
+            barrier.addDependency(realJob)
+            entries.append((entry, queue))
+        }
+        state.withLock { state in
+            state.liveEachJobs += range.count
+            state.summary.peakLiveEachJobs = max(state.summary.peakLiveEachJobs, state.liveEachJobs)
+        }
+        pendingAdd(1)
+        barrier.completionBlock = { [self] in
+            batches.finish(range)
+            if batches.allFinished {
+                if isStopping { done.cancel() } else { done.complete(failures: batches.failures) }
+            } else {
+                launchBatch(batches, done: done)
+            }
+            pendingAdd(-1)
+        }
+        try? control.addJob(barrier)
+        for (entry, queue) in entries { add(entry, to: queue) }
+    }
+
+    // MARK: Jobs
+
+    private func makeRequest(_ task: TaskDefinition, source: String?) -> JobRequest {
+        var variables = task.variables
+        var label = task.name
+        var inputs = task.sources.map(\.value)
+        if let source {
+            let url = URL(fileURLWithPath: source)
+            variables["source"] = source
+            variables["source_dir"] = url.deletingLastPathComponent().relativePath
+            variables["source_base"] = url.lastPathComponent
+            variables["source_stem"] = url.deletingPathExtension().lastPathComponent
+            variables["output"] = task.generates.first.map { Template.render($0.value, variables: variables) } ?? ""
+            label = "\(task.name) \(source)"
+            inputs = [source]
+        }
+        return JobRequest(
+            taskName: task.name, label: label, inputs: inputs,
+            outputs: task.generates.map { Template.render($0.value, variables: variables) },
+            resources: task.resources.map(\.value), variables: variables, directory: task.directory,
+            environment: task.environment
+        )
+    }
+
+    /// Makes a job and the slot chain that acquires its resources; returns the first stage and its
+    /// queue, and the real job (which dependents wait for).
+    private func makeUnit(
+        _ task: BuildPlan.Task, request: JobRequest, onFinish: (@Sendable (_ failed: Bool) -> Void)?
+    ) -> (entry: Job, queue: JobQueue, realJob: Job) {
+        let output = TaskOutput()
+        let context = TaskContext(output: output, projectRoot: plan.taskfile.root)
+        let realJob: Job
+        do {
+            realJob = try task.prepared.makeJob(request, context: context)
+        } catch {
+            realJob = FailingJob(error)
+        }
+        let id = state.withLock { state -> Int in
+            defer { state.nextJobID += 1 }
+            return state.nextJobID
+        }
+        let outputs = request.outputs.map { $0.hasPrefix("/") ? $0 : request.directory + "/" + $0 }
+        let resources = queues.resources(for: request.resources, outputs: outputs, directory: request.directory)
+        let info = JobInfo(
+            id: id, task: task.definition.name, label: request.label,
+            summary: task.prepared.summary(for: request), resources: resources
+        )
+        realJob.name = realJob.name ?? request.label
+        realJob.requiresSuccessfulDependencies = true
+
+        // The chain: a slot job per resource but the last, which the real job's own queue provides.
+        var next = realJob
+        var nextQueue = queues.queue(named: resources.last ?? "cpu")
+        var slots: [SlotJob] = []
+        for resource in resources.dropLast().reversed() {
+            let slot = SlotJob(resource: resource, label: request.label, next: next, in: nextQueue, realJob: realJob)
+            slots.append(slot)
+            next = slot
+            nextQueue = queues.queue(named: resource)
+        }
+
+        let chainSlots = slots
+        let observation = realJob.observe(.isExecuting) { [self] change in
+            if change.kind == .didChange, change.value { observer.jobStarted(info, at: now) }
+        }
+        // `each:` jobs were counted when their task listed its sources.
+        if onFinish == nil { observer.jobsPlanned(1) }
+        pendingAdd(1)
+        state.withLock { $0.live[id] = realJob }
+        realJob.completionBlock = { [self] in
+            observation.invalidate()
+            for slot in chainSlots { slot.release() }
+            let outcome = Self.outcome(of: realJob)
+            let failed = outcome != .succeeded
+            state.withLock { state in
+                state.live[id] = nil
+                switch outcome {
+                case .succeeded: state.summary.succeeded += 1
+                case .failed: state.summary.failed += 1
+                case .cancelled: state.summary.cancelled += 1
+                }
+            }
+            observer.jobFinished(info, outcome: outcome, output: output, at: now)
+            onFinish?(failed)
+            if case .failed = outcome, !options.keepGoing { stopScheduling() }
+            pendingAdd(-1)
+        }
+        return (next, nextQueue, realJob)
+    }
+
+    private func add(_ job: Job, to queue: JobQueue) {
+        do {
+            try queue.addJob(job)
+        } catch {
+            job.cancel()
+        }
+    }
+
+    static func outcome(of job: Job) -> JobOutcome {
+        if job.isCancelled {
+            switch job.cancellationReason {
+            case .dependencyFailed(let dependency): return .cancelled("dependency \(dependency.description) failed")
+            case .dependencyCancelled(let dependency): return .cancelled("dependency \(dependency.description) did not run")
+            case .dependencyCycle(let names): return .cancelled("dependency cycle: \(names.joined(separator: " → "))")
+            default: return .cancelled(job.error.map { "stopped: \($0)" } ?? "stopped")
+            }
+        }
+        if let error = job.error { return .failed("\(error)") }
+        return .succeeded
+    }
+}
+
+/// The work of one `each:` task: its sources, cut into batches.
+///
+/// Threading: any thread; guarded by its mutex.
+final class EachTaskBatches: Sendable {
+    let task: BuildPlan.Task
+    let sources: [String]
+    let batchSize: Int
+    private let progress = Mutex<(next: Int, finished: Int, failures: Int)>((0, 0, 0))
+
+    init(task: BuildPlan.Task, sources: [String], batchSize: Int) {
+        self.task = task
+        self.sources = sources
+        self.batchSize = batchSize
+    }
+
+    func takeNextRange() -> Range<Int>? {
+        progress.withLock { progress in
+            guard progress.next < sources.count else { return nil }
+            let range = progress.next..<min(progress.next + batchSize, sources.count)
+            progress.next = range.upperBound
+            return range
+        }
+    }
+
+    func finish(_ range: Range<Int>) { progress.withLock { $0.finished += range.count } }
+    func skip(_ range: Range<Int>) { finish(range) }
+    func recordFailure() { progress.withLock { $0.failures += 1 } }
+    var failures: Int { progress.withLock { $0.failures } }
+    var allFinished: Bool { progress.withLock { $0.finished == sources.count } }
+}
+
+/// The job dependents of an `each:` task wait for: ready only once the task's last batch has
+/// finished (custom readiness, re-evaluated through ``Job/updateReadiness(_:)``); fails if any
+/// of the task's jobs failed, so its dependents don't run.
+///
+/// Threading: as ``Job``; `outcome` is guarded by its mutex.
+final class EachTaskDoneJob: Job, @unchecked Sendable {
+    private let outcome = Mutex<(complete: Bool, failures: Int)>((false, 0))
+
+    init(name: String) {
+        super.init()
+        self.name = name
+        requiresSuccessfulDependencies = true
+    }
+
+    override var isReady: Bool { super.isReady && outcome.withLock { $0.complete } }
+
+    func complete(failures: Int) {
+        updateReadiness { outcome.withLock { $0 = (true, failures) } }
+    }
+
+    override func main() throws {
+        let failures = outcome.withLock { $0.failures }
+        if failures > 0 { throw EachTaskFailure(failures: failures) }
+    }
+}
+
+/// Some jobs of an `each:` task failed.
+struct EachTaskFailure: Error, CustomStringConvertible {
+    var failures: Int
+    var description: String { "\(failures) of its jobs failed" }
+}
+
+/// Stands in for a job its task kind could not make; fails with the kind's error.
+final class FailingJob: Job, @unchecked Sendable {
+    private let failure: any Error
+    init(_ failure: any Error) {
+        self.failure = failure
+        super.init()
+    }
+    override func main() throws { throw failure }
+}

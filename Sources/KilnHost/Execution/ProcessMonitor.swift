@@ -1,0 +1,242 @@
+import CKilnHost
+import Foundation
+import KilnPluginAPI
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Runs commands with `posix_spawn` and watches all of them from one thread with epoll: each
+/// child's output pipe and its pidfd. A running command therefore holds no pool thread.
+///
+/// Each command runs as `/bin/sh -c` in a process group of its own, so terminating it reaches
+/// everything it started. Output is read as it arrives; the completion runs when the process has
+/// exited and its output has reached end-of-file (or 200 ms after the exit, if a background
+/// grandchild keeps the pipe open).
+///
+/// The monitor can also watch a signalfd (``watchTerminationSignals(descriptor:_:)``), so Ctrl-C is
+/// handled on its thread.
+///
+/// Threading: every member is safe from any thread. `@unchecked Sendable`: `children` is guarded by
+/// its mutex; the epoll descriptor is only used through thread-safe system calls.
+public final class ProcessMonitor: CommandRunner, @unchecked Sendable {
+    private struct Child {
+        var pid: pid_t
+        var pidDescriptor: Int32
+        var outputDescriptor: Int32
+        var output: TaskOutput
+        var completion: @Sendable (CommandResult) -> Void
+        var result: CommandResult?
+        var exitedAt: UInt64 = 0
+        var outputClosed = false
+        var killAt: UInt64?
+    }
+
+    private let epoll: Int32
+    private let children = Mutex<(next: UInt64, byToken: [UInt64: Child])>((1, [:]))
+    private let signalHandler = Mutex<(descriptor: Int32, handler: (@Sendable (Int32) -> Void)?)>((-1, nil))
+    private static let signalToken: UInt64 = 0
+    /// Seconds between SIGTERM and SIGKILL.
+    public let terminationGrace: Double
+
+    /// Creates a monitor and starts its thread.
+    ///
+    /// - Parameter terminationGrace: Seconds a terminated command gets before SIGKILL.
+    public init(terminationGrace: Double = 2) {
+        epoll = ckiln_epoll_create()
+        self.terminationGrace = terminationGrace
+        let thread = Thread { [unowned self] in self.loop() }
+        thread.name = "kiln-process-monitor"
+        thread.start()
+    }
+
+    /// Blocks SIGINT, SIGTERM and SIGHUP in the calling thread and every thread it starts later,
+    /// and returns a signalfd that reads them (or -1). Call it first thing in `main`, before any
+    /// other thread exists — a thread started earlier would still receive them and die.
+    public static func blockTerminationSignals() -> Int32 {
+        ckiln_block_termination_signals()
+    }
+
+    /// Calls `handler` on the monitor thread for each signal read from `descriptor` (made by
+    /// ``blockTerminationSignals()``).
+    public func watchTerminationSignals(descriptor: Int32, _ handler: @escaping @Sendable (Int32) -> Void) {
+        guard descriptor >= 0 else { return }
+        signalHandler.withLock { $0 = (descriptor, handler) }
+        _ = ckiln_epoll_add(epoll, descriptor, Self.signalToken)
+    }
+
+    /// Starts a command; see ``CommandRunner/run(_:directory:environment:output:completion:)``.
+    public func run(
+        _ command: String, directory: String, environment: [String: String], output: TaskOutput,
+        completion: @escaping @Sendable (CommandResult) -> Void
+    ) -> RunningCommand {
+        var pipeEnds: [Int32] = [0, 0]
+        guard ckiln_pipe_cloexec(&pipeEnds) == 0 else {
+            completion(.failedToStart("pipe: \(String(cString: strerror(errno)))"))
+            return RunningCommand {}
+        }
+        let (readEnd, writeEnd) = (pipeEnds[0], pipeEnds[1])
+        var pid: pid_t = 0
+        let status = withEnvironmentPointers(environment) { envp in
+            ckiln_spawn_shell(command, directory, envp, writeEnd, &pid)
+        }
+        close(writeEnd)
+        guard status == 0 else {
+            close(readEnd)
+            var reason = String(cString: strerror(status))
+            if status == ENOENT { reason += " (does the directory \(directory) exist?)" }
+            completion(.failedToStart(reason))
+            return RunningCommand {}
+        }
+        _ = fcntl(readEnd, F_SETFL, fcntl(readEnd, F_GETFL) | O_NONBLOCK)
+        let pidDescriptor = ckiln_pidfd_open(pid)
+        let token = children.withLock { children -> UInt64 in
+            let token = children.next
+            children.next += 1
+            children.byToken[token] = Child(
+                pid: pid, pidDescriptor: pidDescriptor, outputDescriptor: readEnd, output: output,
+                completion: completion
+            )
+            return token
+        }
+        // Tokens: output pipe = 2·token, pidfd = 2·token + 1 (0 is the signalfd).
+        _ = ckiln_epoll_add(epoll, readEnd, token * 2)
+        if pidDescriptor >= 0 { _ = ckiln_epoll_add(epoll, pidDescriptor, token * 2 + 1) }
+        return RunningCommand { [weak self] in self?.terminate(token: token) }
+    }
+
+    /// Terminates every running command (SIGTERM now, SIGKILL after the grace period).
+    public func terminateAll() {
+        let tokens = children.withLock { Array($0.byToken.keys) }
+        for token in tokens { terminate(token: token) }
+    }
+
+    /// The number of commands still running.
+    public var runningCount: Int { children.withLock { $0.byToken.count } }
+
+    private func terminate(token: UInt64) {
+        let pid = children.withLock { children -> pid_t? in
+            guard var child = children.byToken[token], child.result == nil else { return nil }
+            child.killAt = Self.now() + UInt64(terminationGrace * 1e9)
+            children.byToken[token] = child
+            return child.pid
+        }
+        if let pid { _ = killpg(pid, SIGTERM) }
+    }
+
+    // MARK: The monitor thread
+
+    private func loop() {
+        var tokens = [UInt64](repeating: 0, count: 64)
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let count = tokens.withUnsafeMutableBufferPointer { ckiln_epoll_wait(epoll, $0.baseAddress, 64, nextTimeout()) }
+            for index in 0..<max(0, Int(count)) {
+                let token = tokens[index]
+                if token == Self.signalToken {
+                    handleSignal()
+                } else if token % 2 == 0 {
+                    readOutput(token: token / 2, buffer: &buffer)
+                } else {
+                    reap(token: token / 2)
+                }
+            }
+            completeFinished()
+        }
+    }
+
+    private func handleSignal() {
+        let (descriptor, handler) = signalHandler.withLock { ($0.descriptor, $0.handler) }
+        while case let signal = ckiln_read_signal(descriptor), signal != 0 { handler?(signal) }
+    }
+
+    private func readOutput(token: UInt64, buffer: inout [UInt8]) {
+        guard let (descriptor, output) = children.withLock({ children in
+            children.byToken[token].map { ($0.outputDescriptor, $0.output) }
+        }) else { return }
+        while true {
+            let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+            if count > 0 {
+                output.append(buffer[0..<count])
+                continue
+            }
+            if count < 0, errno == EINTR { continue }
+            if count == 0 || (errno != EAGAIN && errno != EWOULDBLOCK) {
+                _ = ckiln_epoll_remove(epoll, descriptor)
+                close(descriptor)
+                children.withLock { $0.byToken[token]?.outputClosed = true }
+            }
+            return
+        }
+    }
+
+    private func reap(token: UInt64) {
+        guard let (pid, pidDescriptor) = children.withLock({ children in
+            children.byToken[token].map { ($0.pid, $0.pidDescriptor) }
+        }) else { return }
+        var status: Int32 = 0
+        let reaped = waitpid(pid, &status, WNOHANG)
+        guard reaped == pid else { return }
+        _ = ckiln_epoll_remove(epoll, pidDescriptor)
+        close(pidDescriptor)
+        let result: CommandResult = (status & 0x7f) == 0 ? .exited((status >> 8) & 0xff) : .signaled(status & 0x7f)
+        children.withLock { children in
+            children.byToken[token]?.result = result
+            children.byToken[token]?.exitedAt = Self.now()
+        }
+    }
+
+    /// Completes children that exited and whose output ended (or whose grace ran out); sends
+    /// SIGKILL to terminated children past their grace.
+    private func completeFinished() {
+        let now = Self.now()
+        var done: [Child] = []
+        var kill: [pid_t] = []
+        children.withLock { children in
+            for (token, child) in children.byToken {
+                if child.result != nil, child.outputClosed || now - child.exitedAt > 200_000_000 {
+                    done.append(child)
+                    children.byToken[token] = nil
+                } else if child.result == nil, let killAt = child.killAt, now >= killAt {
+                    kill.append(child.pid)
+                    children.byToken[token]?.killAt = nil
+                }
+            }
+        }
+        for pid in kill { _ = killpg(pid, SIGKILL) }
+        for child in done {
+            if !child.outputClosed {
+                _ = ckiln_epoll_remove(epoll, child.outputDescriptor)
+                close(child.outputDescriptor)
+            }
+            child.completion(child.result ?? .exited(-1))
+        }
+    }
+
+    /// Milliseconds until the next deadline (output grace or SIGKILL), or -1 for none.
+    private func nextTimeout() -> Int32 {
+        let now = Self.now()
+        var soonest: UInt64?
+        children.withLock { children in
+            for child in children.byToken.values {
+                if child.result != nil, !child.outputClosed { soonest = min(soonest ?? .max, child.exitedAt + 200_000_000) }
+                if let killAt = child.killAt { soonest = min(soonest ?? .max, killAt) }
+            }
+        }
+        guard let soonest else { return -1 }
+        return soonest <= now ? 0 : Int32(min((soonest - now) / 1_000_000 + 1, 1000))
+    }
+
+    private static func now() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
+}
+
+/// Calls `body` with a NULL-terminated `KEY=VALUE` array.
+func withEnvironmentPointers<Result>(
+    _ environment: [String: String], _ body: (UnsafePointer<UnsafeMutablePointer<CChar>?>) -> Result
+) -> Result {
+    var pointers: [UnsafeMutablePointer<CChar>?] = environment.map { strdup("\($0.key)=\($0.value)") }
+    pointers.append(nil)
+    defer { for pointer in pointers { free(pointer) } }
+    return pointers.withUnsafeBufferPointer { body($0.baseAddress!) }
+}

@@ -1,0 +1,62 @@
+import KilnPluginAPI
+
+/// One job of a run, as reporters see it.
+///
+/// Threading: a value type; safe to pass between threads.
+public struct JobInfo: Sendable {
+    /// Unique within the run, in creation order.
+    public var id: Int
+    /// The task's name.
+    public var task: String
+    /// The task name, plus the source file for `each:` jobs.
+    public var label: String
+    /// What it does (the command line for shell jobs).
+    public var summary: String
+    /// The concrete resources it holds while it runs, in acquisition order.
+    public var resources: [String]
+}
+
+/// How a job ended.
+///
+/// Threading: a value type; safe to pass between threads.
+public enum JobOutcome: Sendable, Equatable {
+    /// It ran and succeeded.
+    case succeeded
+    /// It ran and failed; the text says how (`exit status 1: cc -c a.c`).
+    case failed(String)
+    /// It didn't run, or was stopped; the text says why.
+    case cancelled(String)
+}
+
+/// Receives the events of a run: the live status line, `--json`, `--trace` and tests implement it.
+///
+/// Threading: methods are called from any thread, concurrently; implementations must be
+/// thread-safe. `jobFinished` is called once per job, after `jobStarted` if the job started.
+public protocol RunObserver: Sendable {
+    /// More jobs became known (a task's jobs, or the files of an `each:` task).
+    func jobsPlanned(_ count: Int)
+    /// A job started running (it holds all its resources).
+    func jobStarted(_ job: JobInfo, at time: Double)
+    /// A job ended. `output` is everything it printed.
+    func jobFinished(_ job: JobInfo, outcome: JobOutcome, output: TaskOutput, at time: Double)
+}
+
+/// Sends every event to several observers.
+///
+/// Threading: as its observers.
+public struct RunObservers: RunObserver {
+    /// The observers, in order.
+    public var observers: [any RunObserver]
+
+    /// Creates a fan-out.
+    public init(_ observers: [any RunObserver]) { self.observers = observers }
+
+    /// Forwards.
+    public func jobsPlanned(_ count: Int) { for observer in observers { observer.jobsPlanned(count) } }
+    /// Forwards.
+    public func jobStarted(_ job: JobInfo, at time: Double) { for observer in observers { observer.jobStarted(job, at: time) } }
+    /// Forwards.
+    public func jobFinished(_ job: JobInfo, outcome: JobOutcome, output: TaskOutput, at time: Double) {
+        for observer in observers { observer.jobFinished(job, outcome: outcome, output: output, at: time) }
+    }
+}

@@ -1,0 +1,141 @@
+import KilnJobs
+import KilnPluginAPI
+import Synchronization
+
+/// The built-in task kind for tasks with `cmds:`: each job runs its commands one after another
+/// with `/bin/sh -c`, stopping at the first that fails.
+///
+/// It registers through ``TaskKindRegistry`` like any plugin's kind; the host has no other path
+/// to it.
+///
+/// Threading: a value type; its methods are safe from any thread.
+public struct ShellTaskKind: TaskKind {
+    /// The command templates of a task.
+    public typealias Configuration = [String]
+
+    /// `shell`.
+    public let name = "shell"
+    /// Bumped when the way commands run changes.
+    public let version = "1"
+
+    private let runner: any CommandRunner
+    private let baseEnvironment: [String: String]
+
+    /// Creates the kind.
+    ///
+    /// - Parameters:
+    ///   - runner: Starts processes.
+    ///   - baseEnvironment: The environment every command starts from (usually the host's own); a
+    ///     task's `env:` is added to it.
+    public init(runner: any CommandRunner, baseEnvironment: [String: String]) {
+        self.runner = runner
+        self.baseEnvironment = baseEnvironment
+    }
+
+    /// Reads `cmds`.
+    public func configuration(from value: ConfigurationValue, task: TaskDescription) throws(TaskConfigurationError)
+        -> [String]
+    {
+        guard let commands = value["cmds"] else { return [] }
+        return try commands.requireStrings("'cmds'")
+    }
+
+    /// The commands after templating, joined with `&&`.
+    public func summary(of configuration: [String], request: JobRequest) -> String {
+        configuration.map(request.render).joined(separator: " && ")
+    }
+
+    /// Makes a ``CommandJob``.
+    public func makeJob(configuration: [String], request: JobRequest, context: TaskContext) throws -> Job {
+        var environment = baseEnvironment
+        environment.merge(request.environment) { _, task in task }
+        return CommandJob(
+            commands: configuration.map(request.render), directory: request.directory, environment: environment,
+            output: context.output, runner: runner
+        )
+    }
+}
+
+/// A command that failed: which one, how, and the end of its output.
+///
+/// Threading: a value type; safe to pass between threads.
+public struct CommandFailure: Error, Sendable, CustomStringConvertible {
+    /// The command line.
+    public var command: String
+    /// How it ended.
+    public var result: CommandResult
+    /// `command: exit status 2`.
+    public var description: String { "\(result.description): \(command)" }
+}
+
+/// An asynchronous job that runs shell commands in sequence. It holds a slot of its queue while
+/// a command runs, but no thread: the process monitor completes it.
+///
+/// Cancelling it terminates the running command's process group.
+///
+/// Threading: as ``Job``. `@unchecked Sendable`: `running` is guarded by its mutex.
+public final class CommandJob: Job, @unchecked Sendable {
+    /// The commands, after templating.
+    public let commands: [String]
+    private let directory: String
+    private let environment: [String: String]
+    private let output: TaskOutput
+    private let runner: any CommandRunner
+    /// The command running now (by index) and its handle; `finished` is the last index that ended,
+    /// so a completion that beats the handle's storing doesn't leave a stale handle behind.
+    private let running = Mutex<(index: Int, finished: Int, handle: RunningCommand?)>((-1, -1, nil))
+
+    init(commands: [String], directory: String, environment: [String: String], output: TaskOutput, runner: any CommandRunner) {
+        self.commands = commands
+        self.directory = directory
+        self.environment = environment
+        self.output = output
+        self.runner = runner
+        super.init()
+    }
+
+    /// `true`: the job finishes when its last command exits.
+    public override var isAsynchronous: Bool { true }
+
+    /// Starts the first command.
+    public override func start() throws(JobError) {
+        guard try beginExecution() else { return }
+        run(0)
+    }
+
+    private func run(_ index: Int) {
+        guard index < commands.count else {
+            try? finish()
+            return
+        }
+        if isCancelled {
+            try? finish()
+            return
+        }
+        let command = commands[index]
+        running.withLock { $0.index = index }
+        let handle = runner.run(command, directory: directory, environment: environment, output: output) { [self] result in
+            running.withLock { running in
+                running.finished = index
+                running.handle = nil
+            }
+            if result.succeeded {
+                run(index + 1)
+            } else {
+                try? finish(error: CommandFailure(command: command, result: result))
+            }
+        }
+        let cancelledMeanwhile = running.withLock { running -> Bool in
+            guard running.index == index, running.finished < index else { return false }
+            running.handle = handle
+            return isCancelled
+        }
+        if cancelledMeanwhile { handle.terminate() }
+    }
+
+    /// Cancels the job and terminates its running command.
+    public override func cancel() {
+        super.cancel()
+        running.withLock { $0.handle }?.terminate()
+    }
+}

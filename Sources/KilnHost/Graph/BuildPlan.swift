@@ -1,0 +1,136 @@
+import Foundation
+import KilnPluginAPI
+
+/// The tasks a run needs — the ones asked for and everything they depend on, nothing else — in
+/// dependency order, each bound to its task kind.
+///
+/// Threading: a value type; safe to pass between threads.
+public struct BuildPlan: Sendable {
+    /// A task of the plan.
+    public struct Task: Sendable {
+        /// Its definition.
+        public var definition: TaskDefinition
+        /// Its kind, holding the validated configuration.
+        public var prepared: PreparedTask
+    }
+
+    /// The loaded Taskfile.
+    public var taskfile: Taskfile
+    /// The selected tasks, dependencies before dependents.
+    public var tasks: [Task]
+    /// The names asked for (after defaulting).
+    public var targets: [String]
+}
+
+/// Turns a ``Taskfile`` and the names on the command line into a ``BuildPlan``.
+///
+/// Threading: a value type; `plan` may run on any thread.
+public struct BuildPlanner: Sendable {
+    private let taskfile: Taskfile
+    private let registry: TaskKindRegistry
+
+    /// Creates a planner.
+    public init(taskfile: Taskfile, registry: TaskKindRegistry) {
+        self.taskfile = taskfile
+        self.registry = registry
+    }
+
+    /// Plans a run of `targets` (the `default` task when empty).
+    ///
+    /// - Throws: ``TaskfileErrors``: an unknown task name, an unknown task kind, a configuration
+    ///   its kind rejected, or a task that writes outside the project root.
+    public func plan(targets requested: [String]) throws(TaskfileErrors) -> BuildPlan {
+        var errors: [TaskfileError] = []
+        var targets = requested
+        if targets.isEmpty {
+            guard taskfile.task(named: "default") != nil else {
+                let names = taskfile.tasks.map(\.name).joined(separator: ", ")
+                throw TaskfileErrors(errors: [
+                    TaskfileError(.unknownTask, "no task given and no 'default' task; name one of: \(names)", at: nil)
+                ])
+            }
+            targets = ["default"]
+        }
+        let index = Dictionary(taskfile.tasks.enumerated().map { ($1.name, $0) }, uniquingKeysWith: { first, _ in first })
+        var order: [Int] = []
+        var visited = Set<Int>()
+        func visit(_ position: Int) {
+            guard visited.insert(position).inserted else { return }
+            for dependency in taskfile.tasks[position].dependencies {
+                if let next = index[dependency.value] { visit(next) }
+            }
+            order.append(position)
+        }
+        for name in targets {
+            if let position = index[name] {
+                visit(position)
+            } else {
+                var message = "no task named '\(name)' in \(taskfile.path)"
+                if let close = suggestion(for: name, among: index.keys) { message += "; did you mean '\(close)'?" }
+                errors.append(TaskfileError(.unknownTask, message, at: nil))
+            }
+        }
+        var tasks: [BuildPlan.Task] = []
+        for position in order {
+            let definition = taskfile.tasks[position]
+            errors += rootEscapes(definition)
+            guard let kind = registry.kind(named: definition.kind.value) else {
+                let known = registry.kinds.map(\.name).joined(separator: ", ")
+                errors.append(TaskfileError(
+                    .unknownTaskKind,
+                    "task '\(definition.name)' uses task kind '\(definition.kind.value)', which no plugin provides; known kinds: \(known)",
+                    at: definition.kind.location
+                ))
+                continue
+            }
+            let description = TaskDescription(
+                name: definition.name, location: definition.location, variableNames: Set(definition.variables.keys)
+            )
+            do {
+                tasks.append(BuildPlan.Task(definition: definition, prepared: try kind.prepare(definition.configuration, for: description)))
+            } catch {
+                errors.append(TaskfileError(
+                    .configurationRejected, "task '\(definition.name)': \(error.message) (task kind '\(kind.name)')",
+                    at: error.location ?? definition.location
+                ))
+            }
+        }
+        if !errors.isEmpty { throw TaskfileErrors(errors: errors) }
+        return BuildPlan(taskfile: taskfile, tasks: tasks, targets: targets)
+    }
+
+    /// Errors for `generates` (and `dir`) that leave the project root, unless the task allows it.
+    private func rootEscapes(_ task: TaskDefinition) -> [TaskfileError] {
+        guard !task.allowsOutsideRoot else { return [] }
+        var errors: [TaskfileError] = []
+        let root = taskfile.root
+        if !Self.isInside(task.directory, root: root) {
+            errors.append(TaskfileError(
+                .outsideRoot,
+                "task '\(task.name)' runs in \(task.directory), outside the project root \(root); add 'allow-outside-root: true' if that is intended",
+                at: task.location
+            ))
+        }
+        // Per-source variables stand for paths inside the root; render them as a placeholder.
+        var variables = task.variables
+        for name in TaskfileLoader.eachVariables { variables[name] = "x" }
+        for output in task.generates {
+            let rendered = Template.render(output.value, variables: variables)
+            let path = rendered.hasPrefix("/") ? rendered : task.directory + "/" + rendered
+            if !Self.isInside(path, root: root) {
+                errors.append(TaskfileError(
+                    .outsideRoot,
+                    "task '\(task.name)' would write \(rendered), outside the project root; add 'allow-outside-root: true' to the task if that is intended",
+                    at: output.location
+                ))
+            }
+        }
+        return errors
+    }
+
+    /// Whether `path`, normalized, is `root` or below it.
+    static func isInside(_ path: String, root: String) -> Bool {
+        let normalized = URL(fileURLWithPath: path).standardizedFileURL.path
+        return normalized == root || normalized.hasPrefix(root.hasSuffix("/") ? root : root + "/")
+    }
+}

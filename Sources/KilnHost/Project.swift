@@ -1,0 +1,95 @@
+import Foundation
+import KilnPluginAPI
+
+/// A project: its Taskfile, loaded, and the task kinds available to it.
+///
+/// Threading: a value type; safe to pass between threads.
+public struct Project: Sendable {
+    /// Names looked for, in order, in the current directory and then each parent.
+    public static let taskfileNames = ["Taskfile.yml", "Taskfile.yaml", "taskfile.yml", "taskfile.yaml"]
+
+    /// The loaded Taskfile.
+    public var taskfile: Taskfile
+    /// The task kinds: the built-in `shell` kind, registered like any plugin's.
+    public var registry: TaskKindRegistry
+
+    /// Finds and loads the project's Taskfile.
+    ///
+    /// - Parameters:
+    ///   - taskfilePath: `--taskfile`, if given.
+    ///   - currentDirectory: Where discovery starts.
+    ///   - runner: Runs the shell kind's commands.
+    /// - Throws: ``TaskfileErrors`` when there is no Taskfile or it is invalid.
+    public init(taskfilePath: String?, currentDirectory: String, runner: any CommandRunner) throws(TaskfileErrors) {
+        let path: String
+        if let taskfilePath {
+            path = taskfilePath.hasPrefix("/") ? taskfilePath : currentDirectory + "/" + taskfilePath
+        } else if let found = Self.discoverTaskfile(from: currentDirectory) {
+            path = found
+        } else {
+            throw TaskfileErrors(errors: [TaskfileError(
+                .unreadableFile,
+                "no Taskfile.yml in \(currentDirectory) or any parent directory; create one or pass --taskfile PATH",
+                at: nil
+            )])
+        }
+        taskfile = try TaskfileLoader().load(path: path)
+        registry = TaskKindRegistry()
+        // The built-in kind goes through the same door as a plugin's.
+        try? registry.register(
+            ShellTaskKind(runner: runner, baseEnvironment: ProcessInfo.processInfo.environment), origin: "built-in"
+        )
+    }
+
+    /// The Taskfile in `directory` or its nearest parent that has one.
+    public static func discoverTaskfile(from directory: String) -> String? {
+        var current = URL(fileURLWithPath: directory).standardizedFileURL.path
+        while true {
+            for name in taskfileNames {
+                let candidate = (current as NSString).appendingPathComponent(name)
+                if FileManager.default.fileExists(atPath: candidate) { return candidate }
+            }
+            let parent = (current as NSString).deletingLastPathComponent
+            if parent == current || parent.isEmpty { return nil }
+            current = parent
+        }
+    }
+
+    /// The jobs a run of `plan` would make, as (label, what it does) — for `--dry-run`. Files of
+    /// `each:` tasks are listed as they are now; a dependency may create more before a real run.
+    public static func dryRunJobs(_ plan: BuildPlan) -> [(label: String, summary: String)] {
+        var jobs: [(String, String)] = []
+        for task in plan.tasks {
+            let definition = task.definition
+            func request(_ source: String?) -> JobRequest {
+                var variables = definition.variables
+                var label = definition.name
+                if let source {
+                    let url = URL(fileURLWithPath: source)
+                    variables["source"] = source
+                    variables["source_dir"] = url.deletingLastPathComponent().relativePath
+                    variables["source_base"] = url.lastPathComponent
+                    variables["source_stem"] = url.deletingPathExtension().lastPathComponent
+                    variables["output"] = definition.generates.first.map { Template.render($0.value, variables: variables) } ?? ""
+                    label += " " + source
+                }
+                return JobRequest(
+                    taskName: definition.name, label: label, inputs: [], outputs: [], resources: [],
+                    variables: variables, directory: definition.directory, environment: definition.environment
+                )
+            }
+            if definition.each == .sources {
+                for pattern in definition.sources {
+                    for source in Glob.files(matching: Template.render(pattern.value, variables: definition.variables), in: definition.directory) {
+                        let job = request(source)
+                        jobs.append((job.label, task.prepared.summary(for: job)))
+                    }
+                }
+            } else {
+                let job = request(nil)
+                jobs.append((job.label, task.prepared.summary(for: job)))
+            }
+        }
+        return jobs
+    }
+}

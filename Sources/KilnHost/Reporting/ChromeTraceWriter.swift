@@ -1,0 +1,90 @@
+import Foundation
+import KilnPluginAPI
+import Synchronization
+
+/// `--trace FILE`: the run as a Chrome Trace Event file (opens in Perfetto or chrome://tracing).
+/// Each resource queue is a process in the trace, with one track per slot of its width, so the
+/// picture shows where the time went and which queue was the bottleneck. A job holding several
+/// resources appears on each of their tracks.
+///
+/// Threading: any thread; events are collected under a mutex and written by ``write(to:)``.
+public final class ChromeTraceWriter: RunObserver {
+    private struct State {
+        var queueIDs: [String: Int] = [:]
+        /// Busy lanes per queue.
+        var lanes: [String: [Bool]] = [:]
+        var open: [Int: (start: Double, placements: [(queue: String, lane: Int)])] = [:]
+        var events: [[String: Any]] = []
+    }
+    private let state = Mutex(State())
+
+    /// Creates an empty trace.
+    public init() {}
+
+    /// Nothing to record.
+    public func jobsPlanned(_ count: Int) {}
+
+    /// Takes the lowest free lane of each queue the job holds.
+    public func jobStarted(_ job: JobInfo, at time: Double) {
+        state.withLock { state in
+            var placements: [(String, Int)] = []
+            for queue in job.resources {
+                var lanes = state.lanes[queue] ?? []
+                let lane = lanes.firstIndex(of: false) ?? lanes.count
+                if lane == lanes.count { lanes.append(true) } else { lanes[lane] = true }
+                state.lanes[queue] = lanes
+                placements.append((queue, lane))
+            }
+            state.open[job.id] = (time, placements)
+        }
+    }
+
+    /// Records a complete event per queue the job held.
+    public func jobFinished(_ job: JobInfo, outcome: JobOutcome, output: TaskOutput, at time: Double) {
+        state.withLock { state in
+            guard let open = state.open.removeValue(forKey: job.id) else { return }
+            let status: String
+            switch outcome {
+            case .succeeded: status = "succeeded"
+            case .failed: status = "failed"
+            case .cancelled: status = "cancelled"
+            }
+            for (queue, lane) in open.placements {
+                state.lanes[queue]?[lane] = false
+                let pid = processID(for: queue, in: &state)
+                state.events.append([
+                    "name": job.label, "cat": job.task, "ph": "X", "pid": pid, "tid": lane + 1,
+                    "ts": Int(open.start * 1e6), "dur": max(1, Int((time - open.start) * 1e6)),
+                    "args": ["command": job.summary, "status": status],
+                ])
+            }
+        }
+    }
+
+    private func processID(for queue: String, in state: inout State) -> Int {
+        if let id = state.queueIDs[queue] { return id }
+        let id = state.queueIDs.count + 1
+        state.queueIDs[queue] = id
+        state.events.append(["name": "process_name", "ph": "M", "pid": id, "args": ["name": "queue \(queue)"]])
+        state.events.append(["name": "process_sort_index", "ph": "M", "pid": id, "args": ["sort_index": id]])
+        return id
+    }
+
+    /// Writes the trace file.
+    ///
+    /// - Throws: The file system's error.
+    public func write(to path: String) throws {
+        let document = state.withLock { state -> [String: Any] in
+            var events = state.events
+            for (queue, lanes) in state.lanes {
+                guard let pid = state.queueIDs[queue] else { continue }
+                for lane in lanes.indices {
+                    events.append(["name": "thread_name", "ph": "M", "pid": pid, "tid": lane + 1, "args": ["name": "\(queue) slot \(lane + 1)"]])
+                }
+            }
+            return ["traceEvents": events, "displayTimeUnit": "ms"]
+        }
+        let data = try JSONSerialization.data(withJSONObject: document, options: [.sortedKeys])
+        try data.write(to: URL(fileURLWithPath: path))
+    }
+}

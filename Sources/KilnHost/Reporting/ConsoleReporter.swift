@@ -1,0 +1,145 @@
+import Foundation
+import KilnPluginAPI
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Prints a run for people. On a terminal: a live status line like ninja's —
+/// `[37/1000] cpu 2/2 · disk:sda1 1/1 · cc -c src/foo.c` — redrawn in place. Off a terminal
+/// (CI, pipes): one plain line per finished job. A job's output is printed whole when it ends,
+/// never interleaved with another's; a failure prints its command and the tail of its output.
+///
+/// Threading: any thread; printing and counters are guarded by one mutex.
+public final class ConsoleReporter: RunObserver {
+    private struct State {
+        var total = 0
+        var finished = 0
+        var running: [Int: JobInfo] = [:]
+        var lastDraw: Double = -1
+        var statusShown = false
+    }
+
+    private let interactive: Bool
+    private let verbose: Bool
+    private let queues: ResourceQueues
+    private let write: @Sendable (String) -> Void
+    private let state = Mutex(State())
+    /// Lines of output shown for a failed job.
+    public let failureTailLines = 40
+
+    /// Creates a reporter.
+    ///
+    /// - Parameters:
+    ///   - interactive: Draw a live status line (a terminal); otherwise plain lines.
+    ///   - verbose: Also print a line per job that didn't run, and every command.
+    ///   - queues: Read for the occupancy shown in the status line.
+    ///   - write: Where text goes (standard output by default).
+    public init(
+        interactive: Bool, verbose: Bool, queues: ResourceQueues,
+        write: @escaping @Sendable (String) -> Void = ConsoleReporter.standardOutput
+    ) {
+        self.interactive = interactive
+        self.verbose = verbose
+        self.queues = queues
+        self.write = write
+    }
+
+    /// Writes to file descriptor 1.
+    public static let standardOutput: @Sendable (String) -> Void = { text in
+        var bytes = Array(text.utf8)[...]
+        while !bytes.isEmpty {
+            let written = bytes.withUnsafeBytes { Glibc.write(1, $0.baseAddress, $0.count) }
+            if written <= 0 { return }
+            bytes = bytes.dropFirst(written)
+        }
+    }
+
+    /// Whether standard output is a terminal that can redraw a line (and not CI).
+    public static var standardOutputIsInteractive: Bool {
+        let environment = ProcessInfo.processInfo.environment
+        return isatty(1) == 1 && environment["TERM"] != "dumb" && environment["CI"] == nil
+    }
+
+    /// Counts jobs.
+    public func jobsPlanned(_ count: Int) {
+        state.withLock { $0.total += count }
+    }
+
+    /// Redraws the status line (throttled).
+    public func jobStarted(_ job: JobInfo, at time: Double) {
+        state.withLock { state in
+            state.running[job.id] = job
+            if verbose { emit(&state, "  \(job.summary)\n") }
+            if interactive, time - state.lastDraw > 0.033 {
+                state.lastDraw = time
+                drawStatus(&state)
+            }
+        }
+    }
+
+    /// Prints the job's line and output.
+    public func jobFinished(_ job: JobInfo, outcome: JobOutcome, output: TaskOutput, at time: Double) {
+        state.withLock { state in
+            state.running[job.id] = nil
+            state.finished += 1
+            let progress = "[\(state.finished)/\(max(state.total, state.finished))]"
+            switch outcome {
+            case .succeeded:
+                let text = output.text
+                if !interactive || !text.isEmpty {
+                    emit(&state, "\(progress) \(job.label)\n" + text + (text.isEmpty || text.hasSuffix("\n") ? "" : "\n"))
+                }
+            case .failed(let reason):
+                var block = "\(progress) FAILED: \(job.label)\n  \(job.summary)\n"
+                let tail = output.tail(lines: failureTailLines)
+                if !tail.isEmpty { block += tail + "\n" }
+                block += "  \(reason)\n"
+                emit(&state, block)
+            case .cancelled(let reason):
+                if verbose { emit(&state, "\(progress) skipped \(job.label): \(reason)\n") }
+            }
+            if interactive { drawStatus(&state) }
+        }
+    }
+
+    /// Prints the closing line and clears the status line.
+    public func runFinished(_ summary: RunSummary, seconds: Double) {
+        state.withLock { state in
+            var parts = ["\(summary.succeeded) succeeded"]
+            if summary.failed > 0 { parts.append("\(summary.failed) failed") }
+            if summary.cancelled > 0 { parts.append("\(summary.cancelled) did not run") }
+            let verdict = summary.interrupted ? "interrupted" : summary.succeededOverall ? "done" : "FAILED"
+            emit(&state, "kiln: \(verdict): \(parts.joined(separator: ", ")) in \(String(format: "%.2f", seconds)) s\n")
+        }
+    }
+
+    /// Writes text above the status line.
+    private func emit(_ state: inout State, _ text: String) {
+        if state.statusShown {
+            write("\r\u{1B}[K")
+            state.statusShown = false
+        }
+        write(text)
+    }
+
+    private func drawStatus(_ state: inout State) {
+        var parts: [String] = []
+        for (name, queue) in queues.all where name != "control" {
+            parts.append("\(name) \(queue.runningJobCount)/\(queue.maxConcurrentJobCount)")
+        }
+        let current = state.running.values.max { $0.id < $1.id }.map(\.label) ?? ""
+        var line = "[\(state.finished)/\(max(state.total, state.finished))] \(parts.joined(separator: " · "))"
+        if !current.isEmpty { line += " · \(current)" }
+        let width = Int(terminalWidth())
+        if line.count > width - 1 { line = String(line.prefix(max(10, width - 2))) + "…" }
+        write("\r\u{1B}[K" + line)
+        state.statusShown = true
+    }
+
+    private func terminalWidth() -> UInt16 {
+        var size = winsize()
+        return ioctl(1, UInt(TIOCGWINSZ), &size) == 0 && size.ws_col > 0 ? size.ws_col : 80
+    }
+}

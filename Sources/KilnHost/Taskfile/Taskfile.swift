@@ -1,0 +1,97 @@
+import KilnPluginAPI
+
+/// A loaded Taskfile, with every include merged in: what the user wrote, resolved and checked.
+///
+/// Names of tasks from an include carry its namespace (`lib:compile`). Every element keeps the
+/// place it was written, so later stages can point at it.
+///
+/// Threading: a value type; safe to pass between threads.
+public struct Taskfile: Sendable {
+    /// The main Taskfile's absolute path.
+    public var path: String
+    /// The project root: the main Taskfile's directory.
+    public var root: String
+    /// The `version:` of the main file.
+    public var version: String
+    /// Resources defined with a width (user-defined queues, and overrides of built-in widths).
+    public var resources: [ResourceDefinition]
+    /// Every task, in the order written (includes after the file that includes them).
+    public var tasks: [TaskDefinition]
+    /// Every file read (the main one first), for messages and the Taskfile cache.
+    public var files: [String]
+
+    /// The task called `name`.
+    public func task(named name: String) -> TaskDefinition? {
+        tasks.first { $0.name == name }
+    }
+}
+
+/// `resources: { link: 1 }` — a queue and its width.
+///
+/// Threading: a value type; safe to pass between threads.
+public struct ResourceDefinition: Sendable, Hashable {
+    /// The resource's name (`link`, or a built-in such as `cpu` to change its width).
+    public var name: String
+    /// How many jobs may hold it at once.
+    public var width: Int
+    /// Where it is defined.
+    public var location: SourceLocation
+}
+
+/// A name written somewhere, with its place (a dependency, a resource claim).
+///
+/// Threading: a value type; safe to pass between threads.
+public struct Located<Value: Sendable & Hashable>: Sendable, Hashable {
+    /// The value.
+    public var value: Value
+    /// Where it was written.
+    public var location: SourceLocation
+}
+
+/// One task of a Taskfile.
+///
+/// Threading: a value type; safe to pass between threads.
+public struct TaskDefinition: Sendable {
+    /// How the task's jobs are made.
+    public enum Each: String, Sendable {
+        /// One job for the whole task.
+        case none
+        /// One job per file matched by `sources`.
+        case sources
+    }
+
+    /// The full name, with include namespace.
+    public var name: String
+    /// Where the task's key is.
+    public var location: SourceLocation
+    /// `desc:`.
+    public var summary: String?
+    /// `deps:`, resolved to full task names.
+    public var dependencies: [Located<String>]
+    /// `cmds:` of a shell task, before templating.
+    public var commands: [Located<String>]
+    /// `sources:` glob patterns, relative to the project root, before templating.
+    public var sources: [Located<String>]
+    /// `generates:` paths or patterns, relative to the project root, before templating.
+    public var generates: [Located<String>]
+    /// Variables visible to the task's templates: the file's `vars`, then the task's own.
+    public var variables: [String: String]
+    /// Environment variables the task's commands get, beside the host's.
+    public var environment: [String: String]
+    /// `dir:`, absolute, after templating.
+    public var directory: String
+    /// `resources:` claims as written (built-ins `cpu`, `disk`, `net:<host>`, or user-defined).
+    public var resources: [Located<String>]
+    /// `each:`.
+    public var each: Each
+    /// `batch:` — how many jobs of an `each:` task exist at once.
+    public var batchSize: Int?
+    /// `plugin:` — the task kind, `shell` when the task has `cmds`.
+    public var kind: Located<String>
+    /// `with:` — the kind's configuration (for shell tasks: a map holding `cmds`).
+    public var configuration: ConfigurationValue
+    /// `allow-outside-root: true` lets the task write outside the project root.
+    public var allowsOutsideRoot: Bool
+    /// The file the task was defined in.
+    public var file: String
+}

@@ -1,0 +1,577 @@
+import Foundation
+import KilnPluginAPI
+import Yams
+
+/// Reads a Taskfile and its includes, checks everything, and returns the merged ``Taskfile`` —
+/// or every mistake found, each with its file, line and column.
+///
+/// Threading: a value type; `load` may run on any thread, concurrently with other loads.
+public struct TaskfileLoader: Sendable {
+    /// Resource names every project has: `cpu`, `disk` (one queue per storage device) and the
+    /// `net` family (`net:<host>`, one queue per host).
+    public static let builtInResources: Set<String> = ["cpu", "disk", "net"]
+
+    /// Variables every task's templates may use besides the Taskfile's own.
+    public static let builtInVariables: Set<String> = ["ROOT_DIR", "TASK", "TASKFILE_DIR"]
+
+    /// Variables the templates of an `each: sources` task may use, set per source file.
+    public static let eachVariables: Set<String> = ["source", "output", "source_dir", "source_base", "source_stem"]
+
+    static let topLevelKeys: Set<String> = ["version", "vars", "env", "tasks", "includes", "resources"]
+    static let taskKeys: Set<String> = [
+        "desc", "deps", "cmds", "sources", "generates", "vars", "env", "dir", "resources", "each", "batch",
+        "plugin", "with", "allow-outside-root",
+    ]
+
+    private let readFile: @Sendable (String) throws -> String
+
+    /// Creates a loader.
+    ///
+    /// - Parameter readFile: Reads a file's text; the seam tests use to feed files from memory.
+    public init(readFile: @escaping @Sendable (String) throws -> String = { try String(contentsOfFile: $0, encoding: .utf8) }) {
+        self.readFile = readFile
+    }
+
+    /// Loads the Taskfile at `path` (absolute, or relative to the current directory).
+    ///
+    /// - Throws: ``TaskfileErrors`` with every mistake found.
+    public func load(path: String) throws(TaskfileErrors) -> Taskfile {
+        let absolute = URL(fileURLWithPath: path).standardizedFileURL.path
+        let session = LoadSession(root: (absolute as NSString).deletingLastPathComponent, readFile: readFile)
+        let version = session.loadFile(
+            absolute, namespace: "", directory: session.root, inherited: [:], chain: [], includedAt: nil
+        )
+        session.resolveDependencies()
+        session.checkResources()
+        session.checkCycles()
+        if !session.errors.isEmpty {
+            throw TaskfileErrors(errors: session.errors)
+        }
+        return Taskfile(
+            path: absolute, root: session.root, version: version ?? "3", resources: session.resources,
+            tasks: session.tasks, files: session.files
+        )
+    }
+}
+
+/// The state of one load: files read so far, tasks, and the mistakes found.
+private final class LoadSession {
+    let root: String
+    let readFile: @Sendable (String) throws -> String
+    var errors: [TaskfileError] = []
+    var files: [String] = []
+    var tasks: [TaskDefinition] = []
+    var taskIndex: [String: Int] = [:]
+    var resources: [ResourceDefinition] = []
+    /// The namespace each task's `deps` are resolved in.
+    var namespaces: [String: String] = [:]
+
+    init(root: String, readFile: @escaping @Sendable (String) throws -> String) {
+        self.root = root
+        self.readFile = readFile
+    }
+
+    func fail(_ code: TaskfileError.Code, _ message: String, at location: SourceLocation?) {
+        errors.append(TaskfileError(code, message, at: location))
+    }
+
+    // MARK: Files
+
+    /// Loads one file; returns its `version`.
+    @discardableResult
+    func loadFile(
+        _ path: String, namespace: String, directory: String, inherited: [String: String], chain: [String],
+        includedAt: SourceLocation?
+    ) -> String? {
+        if chain.contains(path) {
+            fail(.includeCycle, "include cycle: \((chain + [path]).joined(separator: " → "))", at: includedAt)
+            return nil
+        }
+        let text: String
+        do {
+            text = try readFile(path)
+        } catch {
+            let reason = (error as NSError).localizedDescription
+            fail(.unreadableFile, "can't read Taskfile \(path): \(reason)", at: includedAt)
+            return nil
+        }
+        files.append(path)
+        let node: Node?
+        do {
+            node = try Yams.compose(yaml: text, .basic)
+        } catch let error as YamlError {
+            syntaxError(error, file: path)
+            return nil
+        } catch {
+            fail(.syntax, "\(error)", at: SourceLocation(file: path, line: 1, column: 1))
+            return nil
+        }
+        guard let node, let top = mapping(node, file: path, what: "a Taskfile") else {
+            if node == nil { fail(.wrongType, "the Taskfile is empty; expected a map with 'tasks:'", at: .init(file: path, line: 1, column: 1)) }
+            return nil
+        }
+        var version: String?
+        var variables = inherited
+        variables["TASKFILE_DIR"] = (path as NSString).deletingLastPathComponent
+        variables["ROOT_DIR"] = root
+        var environment: [String: String] = [:]
+        var tasksNode: Node?
+        var includesNode: Node?
+        for (key, value) in top {
+            guard let name = key.string else { continue }
+            switch name {
+            case "version":
+                version = scalar(value, file: path, what: "version")
+            case "vars":
+                decodeVariables(value, file: path, into: &variables)
+            case "env":
+                decodeEnvironment(value, file: path, variables: variables, into: &environment)
+            case "resources":
+                decodeResources(value, file: path)
+            case "tasks":
+                tasksNode = value
+            case "includes":
+                includesNode = value
+            default:
+                unknownKey(name, at: location(key, path), allowed: TaskfileLoader.topLevelKeys, in: "the Taskfile")
+            }
+        }
+        if let tasksNode, let entries = mapping(tasksNode, file: path, what: "'tasks'") {
+            for (key, value) in entries {
+                guard let name = scalar(key, file: path, what: "a task name") else { continue }
+                decodeTask(
+                    name: name, key: key, body: value, file: path, namespace: namespace, directory: directory,
+                    fileVariables: variables, fileEnvironment: environment
+                )
+            }
+        } else if tasksNode == nil, includesNode == nil {
+            fail(.wrongType, "the Taskfile has no 'tasks:'", at: location(node, path))
+        }
+        if let includesNode, let entries = mapping(includesNode, file: path, what: "'includes'") {
+            for (key, value) in entries {
+                guard let name = scalar(key, file: path, what: "an include namespace") else { continue }
+                decodeInclude(
+                    name: name, value: value, file: path, namespace: namespace, directory: directory,
+                    variables: variables, chain: chain + [path]
+                )
+            }
+        }
+        return version
+    }
+
+    func decodeInclude(
+        name: String, value: Node, file: String, namespace: String, directory: String, variables: [String: String],
+        chain: [String]
+    ) {
+        let base = (file as NSString).deletingLastPathComponent
+        var includePath: String?
+        var includeDirectory = directory
+        var optional = false
+        if let path = value.string {
+            includePath = path
+        } else if let entries = mapping(value, file: file, what: "include '\(name)'") {
+            for (key, entry) in entries {
+                switch key.string ?? "" {
+                case "taskfile": includePath = scalar(entry, file: file, what: "'taskfile'")
+                case "dir":
+                    if let dir = scalar(entry, file: file, what: "'dir'") { includeDirectory = absolute(dir, base: base) }
+                case "optional": optional = bool(entry, file: file, what: "'optional'") ?? false
+                default:
+                    unknownKey(key.string ?? "", at: location(key, file), allowed: ["taskfile", "dir", "optional"], in: "an include")
+                }
+            }
+            if includePath == nil {
+                fail(.wrongType, "include '\(name)' needs 'taskfile: PATH'", at: location(value, file))
+            }
+        }
+        guard var includePath else { return }
+        includePath = absolute(includePath, base: base)
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: includePath, isDirectory: &isDirectory), isDirectory.boolValue {
+            includePath = (includePath as NSString).appendingPathComponent("Taskfile.yml")
+        }
+        if optional, !FileManager.default.fileExists(atPath: includePath) { return }
+        loadFile(
+            includePath, namespace: namespace + name + ":", directory: includeDirectory, inherited: variables,
+            chain: chain, includedAt: location(value, file)
+        )
+    }
+
+    // MARK: Tasks
+
+    func decodeTask(
+        name localName: String, key: Node, body: Node, file: String, namespace: String, directory: String,
+        fileVariables: [String: String], fileEnvironment: [String: String]
+    ) {
+        let name = namespace + localName
+        let taskLocation = location(key, file)
+        var summary: String?
+        var dependencies: [Located<String>] = []
+        var commandNodes: [Node] = []
+        var sources: [Located<String>] = []
+        var generates: [Located<String>] = []
+        var variables = fileVariables
+        variables["TASK"] = name
+        var environment = fileEnvironment
+        var directoryText: Located<String>?
+        var claims: [Located<String>] = []
+        var each = TaskDefinition.Each.none
+        var batchSize: Int?
+        var plugin: Located<String>?
+        var with: Node?
+        var allowsOutsideRoot = false
+        var taskVariablesNode: Node?
+        var environmentNode: Node?
+
+        switch body.self {
+        case .scalar, .sequence:
+            // go-task's short form: `task: cmd` or `task: [cmd, cmd]`.
+            commandNodes = body.sequence.map(Array.init) ?? [body]
+        case .mapping(let entries):
+            for (keyNode, value) in entries {
+                guard let keyName = keyNode.string else { continue }
+                switch keyName {
+                case "desc": summary = scalar(value, file: file, what: "'desc'")
+                case "deps":
+                    for item in list(value, file: file, what: "'deps'") {
+                        if let dependency = item.string {
+                            dependencies.append(Located(value: dependency, location: location(item, file)))
+                        } else if let taskNode = item["task"], let dependency = taskNode.string {
+                            dependencies.append(Located(value: dependency, location: location(taskNode, file)))
+                        } else {
+                            fail(.wrongType, "each item of 'deps' must be a task name", at: location(item, file))
+                        }
+                    }
+                case "cmds": commandNodes = list(value, file: file, what: "'cmds'")
+                case "sources": sources = strings(value, file: file, what: "'sources'")
+                case "generates": generates = strings(value, file: file, what: "'generates'")
+                case "vars": taskVariablesNode = value
+                case "env": environmentNode = value
+                case "dir":
+                    if let dir = scalar(value, file: file, what: "'dir'") {
+                        directoryText = Located(value: dir, location: location(value, file))
+                    }
+                case "resources": claims = strings(value, file: file, what: "'resources'")
+                case "each":
+                    if let text = scalar(value, file: file, what: "'each'") {
+                        if let mode = TaskDefinition.Each(rawValue: text), mode != .none {
+                            each = mode
+                        } else {
+                            fail(.invalidValue, "'each' must be 'sources', not '\(text)'", at: location(value, file))
+                        }
+                    }
+                case "batch":
+                    if let text = scalar(value, file: file, what: "'batch'") {
+                        if let size = Int(text), size > 0 {
+                            batchSize = size
+                        } else {
+                            fail(.invalidValue, "'batch' must be a positive integer, not '\(text)'", at: location(value, file))
+                        }
+                    }
+                case "plugin":
+                    if let text = scalar(value, file: file, what: "'plugin'") {
+                        plugin = Located(value: text, location: location(value, file))
+                    }
+                case "with": with = value
+                case "allow-outside-root": allowsOutsideRoot = bool(value, file: file, what: "'allow-outside-root'") ?? false
+                default:
+                    unknownKey(keyName, at: location(keyNode, file), allowed: TaskfileLoader.taskKeys, in: "task '\(name)'")
+                }
+            }
+        case .alias:
+            fail(.wrongType, "task '\(name)' must be a map", at: location(body, file))
+        }
+        if let taskVariablesNode { decodeVariables(taskVariablesNode, file: file, into: &variables) }
+        if let environmentNode { decodeEnvironment(environmentNode, file: file, variables: variables, into: &environment) }
+
+        // Templates may use the Taskfile's variables, the built-ins, and per-source ones for `each:`.
+        var known = Set(variables.keys).union(TaskfileLoader.builtInVariables)
+        let sourceKnown = known
+        if each == .sources { known.formUnion(TaskfileLoader.eachVariables) }
+        var commands: [Located<String>] = []
+        var commandValues: [ConfigurationValue] = []
+        for node in commandNodes {
+            let commandNode = node["cmd"] ?? node
+            guard let text = scalar(commandNode, file: file, what: "a command") else { continue }
+            let located = Located(value: text, location: location(commandNode, file))
+            checkTemplate(located, node: commandNode, known: known)
+            commands.append(located)
+            commandValues.append(configurationValue(commandNode, file: file))
+        }
+        for pattern in sources { checkTemplate(pattern, node: nil, known: sourceKnown) }
+        for output in generates { checkTemplate(output, node: nil, known: known) }
+        if let directoryText { checkTemplate(directoryText, node: nil, known: sourceKnown) }
+        if each == .sources, sources.isEmpty {
+            fail(.invalidValue, "task '\(name)' has 'each: sources' but no 'sources'", at: taskLocation)
+        }
+        let taskDirectory = directoryText.map {
+            absolute(Template.render($0.value, variables: variables), base: directory)
+        } ?? directory
+
+        var kind = Located(value: "shell", location: taskLocation)
+        var configuration: ConfigurationValue
+        if let plugin {
+            kind = plugin
+            if !commands.isEmpty {
+                fail(.invalidValue, "task '\(name)' has both 'plugin' and 'cmds'; a plugin task takes its settings from 'with'", at: plugin.location)
+            }
+            configuration = with.map { configurationValue($0, file: file) } ?? ConfigurationValue(.map([]), at: plugin.location)
+            checkTemplates(in: configuration, known: known)
+        } else {
+            if let with {
+                fail(.invalidValue, "'with' configures a plugin task; add 'plugin: NAME' or remove 'with'", at: location(with, file))
+            }
+            configuration = ConfigurationValue(
+                .map([(key: "cmds", keyLocation: taskLocation, value: ConfigurationValue(.list(commandValues), at: taskLocation))]),
+                at: taskLocation
+            )
+        }
+
+        if let existing = taskIndex[name] {
+            errors.append(TaskfileError(
+                .duplicateTask, "task '\(name)' is defined twice", at: taskLocation,
+                notes: [("first defined here", tasks[existing].location)]
+            ))
+            return
+        }
+        taskIndex[name] = tasks.count
+        namespaces[name] = namespace
+        tasks.append(TaskDefinition(
+            name: name, location: taskLocation, summary: summary, dependencies: dependencies, commands: commands,
+            sources: sources, generates: generates, variables: variables, environment: environment,
+            directory: taskDirectory, resources: claims, each: each, batchSize: batchSize, kind: kind,
+            configuration: configuration, allowsOutsideRoot: allowsOutsideRoot, file: file
+        ))
+    }
+
+    func decodeVariables(_ node: Node, file: String, into variables: inout [String: String]) {
+        guard let entries = mapping(node, file: file, what: "'vars'") else { return }
+        for (key, value) in entries {
+            guard let name = scalar(key, file: file, what: "a variable name") else { continue }
+            if value.mapping != nil, value["sh"] != nil {
+                fail(.invalidValue, "variable '\(name)': dynamic variables ('sh:') are not supported; set a value", at: location(value, file))
+                continue
+            }
+            guard let text = scalar(value, file: file, what: "variable '\(name)'") else { continue }
+            let located = Located(value: text, location: location(value, file))
+            checkTemplate(located, node: value, known: Set(variables.keys).union(TaskfileLoader.builtInVariables))
+            variables[name] = Template.render(text, variables: variables)
+        }
+    }
+
+    func decodeEnvironment(_ node: Node, file: String, variables: [String: String], into environment: inout [String: String]) {
+        guard let entries = mapping(node, file: file, what: "'env'") else { return }
+        for (key, value) in entries {
+            guard let name = scalar(key, file: file, what: "an environment variable name"),
+                let text = scalar(value, file: file, what: "environment variable '\(name)'")
+            else { continue }
+            checkTemplate(Located(value: text, location: location(value, file)), node: value, known: Set(variables.keys).union(TaskfileLoader.builtInVariables))
+            environment[name] = Template.render(text, variables: variables)
+        }
+    }
+
+    func decodeResources(_ node: Node, file: String) {
+        guard let entries = mapping(node, file: file, what: "'resources'") else { return }
+        for (key, value) in entries {
+            guard let name = scalar(key, file: file, what: "a resource name") else { continue }
+            let widthNode = value["width"] ?? value
+            guard let text = scalar(widthNode, file: file, what: "the width of resource '\(name)'") else { continue }
+            guard let width = Int(text), width > 0 else {
+                fail(.invalidValue, "the width of resource '\(name)' must be a positive integer, not '\(text)'", at: location(widthNode, file))
+                continue
+            }
+            resources.append(ResourceDefinition(name: name, width: width, location: location(key, file)))
+        }
+    }
+
+    // MARK: Cross-checks
+
+    func resolveDependencies() {
+        for index in tasks.indices {
+            let namespace = namespaces[tasks[index].name] ?? ""
+            tasks[index].dependencies = tasks[index].dependencies.compactMap { dependency in
+                let written = dependency.value
+                let candidates = written.hasPrefix(":") ? [String(written.dropFirst())] : [namespace + written, written]
+                if let found = candidates.first(where: { taskIndex[$0] != nil }) {
+                    return Located(value: found, location: dependency.location)
+                }
+                var message = "unknown task '\(written)' in the deps of '\(tasks[index].name)'"
+                if let close = suggestion(for: namespace + written, among: taskIndex.keys) { message += "; did you mean '\(close)'?" }
+                fail(.unknownTask, message, at: dependency.location)
+                return nil
+            }
+        }
+    }
+
+    func checkResources() {
+        let defined = Set(resources.map(\.name))
+        for task in tasks {
+            for claim in task.resources {
+                let family = claim.value.split(separator: ":", maxSplits: 1).first.map(String.init) ?? claim.value
+                if claim.value.hasPrefix("net:"), claim.value.count > 4 { continue }
+                if claim.value == "cpu" || claim.value == "disk" || defined.contains(claim.value) { continue }
+                var message = "task '\(task.name)' claims resource '\(claim.value)', which no one defined; "
+                message += family == "net" ? "write net:HOST" : "define it under 'resources:' or use cpu, disk or net:HOST"
+                fail(.undefinedResource, message, at: claim.location)
+            }
+        }
+    }
+
+    func checkCycles() {
+        var state: [String: Int] = [:]  // 1 = on the path, 2 = done
+        var path: [(String, SourceLocation)] = []
+        func visit(_ name: String, from location: SourceLocation) {
+            if state[name] == 2 { return }
+            if state[name] == 1 {
+                let start = path.firstIndex { $0.0 == name } ?? 0
+                let cycle = path[start...].map(\.0) + [name]
+                let notes = path[start...].dropFirst().map { ("'\($0.0)' is a dependency here", Optional($0.1)) }
+                    + [("'\(name)' is a dependency here", Optional(location))]
+                errors.append(TaskfileError(
+                    .dependencyCycle, "dependency cycle: \(cycle.joined(separator: " → "))",
+                    at: path[start].1, notes: notes
+                ))
+                return
+            }
+            guard let index = taskIndex[name] else { return }
+            state[name] = 1
+            path.append((name, location))
+            for dependency in tasks[index].dependencies { visit(dependency.value, from: dependency.location) }
+            path.removeLast()
+            state[name] = 2
+        }
+        for task in tasks { visit(task.name, from: task.location) }
+    }
+
+    // MARK: Templates
+
+    func checkTemplate(_ text: Located<String>, node: Node?, known: Set<String>) {
+        for reference in Template.references(in: text.value) where !known.contains(reference.name) {
+            var location = text.location
+            // Point at the reference itself when the scalar is on one line.
+            if !text.value.contains("\n") {
+                let quoted = node?.scalar.map { $0.style == .singleQuoted || $0.style == .doubleQuoted } ?? false
+                location.column += reference.offset + (quoted ? 1 : 0)
+            }
+            var message = "undefined variable '\(reference.name)'"
+            if let close = suggestion(for: reference.name, among: known) {
+                message += "; did you mean '\(close)'?"
+            } else if TaskfileLoader.eachVariables.contains(reference.name) {
+                message += "; it exists only in tasks with 'each: sources'"
+            } else {
+                message += "; define it under 'vars:'"
+            }
+            fail(.undefinedVariable, message, at: location)
+        }
+    }
+
+    func checkTemplates(in value: ConfigurationValue, known: Set<String>) {
+        switch value.kind {
+        case .scalar(let text): checkTemplate(Located(value: text, location: value.location), node: nil, known: known)
+        case .list(let items): for item in items { checkTemplates(in: item, known: known) }
+        case .map(let entries): for entry in entries { checkTemplates(in: entry.value, known: known) }
+        case .null: break
+        }
+    }
+
+    // MARK: Node helpers
+
+    func location(_ node: Node, _ file: String) -> SourceLocation {
+        SourceLocation(file: file, line: node.mark?.line ?? 1, column: node.mark?.column ?? 1)
+    }
+
+    func mapping(_ node: Node, file: String, what: String) -> [(Node, Node)]? {
+        guard let entries = node.mapping else {
+            fail(.wrongType, "\(what) must be a map, not \(describe(node))", at: location(node, file))
+            return nil
+        }
+        return entries.map { ($0.key, $0.value) }
+    }
+
+    func scalar(_ node: Node, file: String, what: String) -> String? {
+        guard let text = node.scalar?.string else {
+            fail(.wrongType, "\(what) must be a string, not \(describe(node))", at: location(node, file))
+            return nil
+        }
+        return text
+    }
+
+    func bool(_ node: Node, file: String, what: String) -> Bool? {
+        guard let text = scalar(node, file: file, what: what) else { return nil }
+        switch text.lowercased() {
+        case "true", "yes", "on": return true
+        case "false", "no", "off": return false
+        default:
+            fail(.wrongType, "\(what) must be true or false, not '\(text)'", at: location(node, file))
+            return nil
+        }
+    }
+
+    func list(_ node: Node, file: String, what: String) -> [Node] {
+        if node.scalar != nil { return [node] }
+        guard let items = node.sequence else {
+            fail(.wrongType, "\(what) must be a list, not \(describe(node))", at: location(node, file))
+            return []
+        }
+        return Array(items)
+    }
+
+    func strings(_ node: Node, file: String, what: String) -> [Located<String>] {
+        list(node, file: file, what: what).compactMap { item in
+            scalar(item, file: file, what: "each item of \(what)").map { Located(value: $0, location: location(item, file)) }
+        }
+    }
+
+    func describe(_ node: Node) -> String {
+        switch node {
+        case .scalar(let scalar): "'\(scalar.string)'"
+        case .mapping: "a map"
+        case .sequence: "a list"
+        case .alias: "an alias"
+        }
+    }
+
+    func unknownKey(_ name: String, at location: SourceLocation, allowed: Set<String>, in what: String) {
+        var message = "unknown key '\(name)' in \(what)"
+        if let close = suggestion(for: name, among: allowed) {
+            message += "; did you mean '\(close)'?"
+        } else {
+            message += "; expected one of: \(allowed.sorted().joined(separator: ", "))"
+        }
+        fail(.unknownKey, message, at: location)
+    }
+
+    func configurationValue(_ node: Node, file: String) -> ConfigurationValue {
+        let here = location(node, file)
+        switch node {
+        case .scalar(let scalar):
+            if scalar.style == .plain, ["null", "~", ""].contains(scalar.string) { return ConfigurationValue(.null, at: here) }
+            return ConfigurationValue(.scalar(scalar.string), at: here)
+        case .sequence(let items):
+            return ConfigurationValue(.list(items.map { configurationValue($0, file: file) }), at: here)
+        case .mapping(let entries):
+            return ConfigurationValue(
+                .map(entries.map { (key: $0.key.string ?? "", keyLocation: location($0.key, file), value: configurationValue($0.value, file: file)) }),
+                at: here
+            )
+        case .alias:
+            return ConfigurationValue(.null, at: here)
+        }
+    }
+
+    func syntaxError(_ error: YamlError, file: String) {
+        switch error {
+        case .scanner(_, let problem, let mark, _), .parser(_, let problem, let mark, _), .composer(_, let problem, let mark, _):
+            fail(.syntax, "YAML syntax: \(problem)", at: SourceLocation(file: file, line: mark.line, column: mark.column))
+        case .duplicatedKeysInMapping(let duplicates, let context):
+            fail(.syntax, "duplicate key \(duplicates.map { "'\($0)'" }.joined(separator: ", ")) in a map", at: SourceLocation(file: file, line: context.mark.line, column: context.mark.column))
+        default:
+            fail(.syntax, "YAML: \(error)", at: SourceLocation(file: file, line: 1, column: 1))
+        }
+    }
+
+    func absolute(_ path: String, base: String) -> String {
+        let joined = path.hasPrefix("/") ? path : (base as NSString).appendingPathComponent(path)
+        return URL(fileURLWithPath: joined).standardizedFileURL.path
+    }
+}

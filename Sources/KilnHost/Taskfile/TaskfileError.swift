@@ -1,0 +1,107 @@
+import KilnPluginAPI
+
+/// A mistake in a Taskfile: what, where, and what was expected.
+///
+/// Threading: a value type; safe to pass between threads.
+public struct TaskfileError: Error, Sendable, CustomStringConvertible {
+    /// The class of mistake. Compare with the static members.
+    ///
+    /// Threading: a value type.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        private let name: String
+        private init(_ name: String) { self.name = name }
+        /// The file doesn't exist or can't be read.
+        public static let unreadableFile = Code("unreadable-file")
+        /// The YAML itself is malformed.
+        public static let syntax = Code("syntax")
+        /// A key the format doesn't have.
+        public static let unknownKey = Code("unknown-key")
+        /// A value of the wrong type (a map where a list was expected, …).
+        public static let wrongType = Code("wrong-type")
+        /// A value of the right type but not allowed (a width of 0, …).
+        public static let invalidValue = Code("invalid-value")
+        /// Two tasks with one name.
+        public static let duplicateTask = Code("duplicate-task")
+        /// `deps:` or the command line names a task that doesn't exist.
+        public static let unknownTask = Code("unknown-task")
+        /// Tasks that depend on each other in a circle.
+        public static let dependencyCycle = Code("dependency-cycle")
+        /// A template uses a variable no one defined.
+        public static let undefinedVariable = Code("undefined-variable")
+        /// A task claims a resource no one defined.
+        public static let undefinedResource = Code("undefined-resource")
+        /// `plugin:` names a task kind no plugin provides.
+        public static let unknownTaskKind = Code("unknown-task-kind")
+        /// The task kind rejected the task's `with:` configuration.
+        public static let configurationRejected = Code("configuration-rejected")
+        /// A task would write outside the project root.
+        public static let outsideRoot = Code("outside-root")
+        /// Files that include each other in a circle.
+        public static let includeCycle = Code("include-cycle")
+        /// The stable name, e.g. `unknown-key`.
+        public var description: String { name }
+    }
+
+    /// The class of mistake.
+    public var code: Code
+    /// What is wrong and what was expected.
+    public var message: String
+    /// Where, if the mistake has a place.
+    public var location: SourceLocation?
+    /// Further places involved (the other tasks of a cycle, the first definition of a duplicate).
+    public var notes: [(message: String, location: SourceLocation?)]
+
+    /// Creates an error.
+    public init(
+        _ code: Code, _ message: String, at location: SourceLocation?,
+        notes: [(message: String, location: SourceLocation?)] = []
+    ) {
+        self.code = code
+        self.message = message
+        self.location = location
+        self.notes = notes
+    }
+
+    /// `file:line:column: error: message`, then one line per note.
+    public var description: String {
+        var lines = ["\(location.map { "\($0): " } ?? "")error: \(message)"]
+        for note in notes { lines.append("\(note.location.map { "\($0): " } ?? "")note: \(note.message)") }
+        return lines.joined(separator: "\n")
+    }
+}
+
+/// Every mistake found in a Taskfile; nothing runs while there is one.
+///
+/// Threading: a value type; safe to pass between threads.
+public struct TaskfileErrors: Error, Sendable, CustomStringConvertible {
+    /// The mistakes, in the order they appear.
+    public var errors: [TaskfileError]
+    /// One block per mistake.
+    public var description: String { errors.map(\.description).joined(separator: "\n") }
+}
+
+/// The closest candidate to `name`, if it is close enough to be a likely typo.
+func suggestion(for name: String, among candidates: some Sequence<String>) -> String? {
+    var best: (String, Int)?
+    for candidate in candidates {
+        let distance = editDistance(name, candidate)
+        if distance <= max(1, name.count / 3), distance < best?.1 ?? .max { best = (candidate, distance) }
+    }
+    return best?.0
+}
+
+private func editDistance(_ a: String, _ b: String) -> Int {
+    let a = Array(a), b = Array(b)
+    guard !a.isEmpty else { return b.count }
+    guard !b.isEmpty else { return a.count }
+    var previous = Array(0...b.count)
+    var current = previous
+    for i in 1...a.count {
+        current[0] = i
+        for j in 1...b.count {
+            current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1))
+        }
+        swap(&previous, &current)
+    }
+    return previous[b.count]
+}

@@ -1,0 +1,40 @@
+import ArgumentParser
+import Foundation
+import KilnHost
+
+/// The `kiln` command: parses arguments and prints; the work is in KilnHost.
+@main
+struct Kiln: ParsableCommand {
+    static let version = "0.1.0"
+
+    static let configuration = CommandConfiguration(
+        commandName: "kiln",
+        abstract: "Run the tasks of a Taskfile on per-resource job queues.",
+        discussion: """
+            Exit codes: 0 success; 1 a job failed; 2 the Taskfile is missing or invalid; \
+            64 bad command-line usage; 130 interrupted (Ctrl-C or SIGTERM).
+            """,
+        version: "kiln \(version)",
+        subcommands: [Run.self, List.self, Graph.self],
+        defaultSubcommand: Run.self
+    )
+}
+
+/// Options every command that reads a Taskfile shares.
+struct TaskfileOptions: ParsableArguments {
+    @Option(name: [.customShort("t"), .long], help: "The Taskfile to use (default: Taskfile.yml here or in a parent directory).")
+    var taskfile: String?
+}
+
+/// Exit codes, as documented in `kiln --help`.
+enum ExitStatus {
+    static let jobFailed: Int32 = 1
+    static let invalidTaskfile: Int32 = 2
+    static let interrupted: Int32 = 130
+}
+
+/// Prints Taskfile errors to standard error and exits with status 2.
+func exitWithTaskfileErrors(_ errors: TaskfileErrors) -> Never {
+    FileHandle.standardError.write(Data((errors.description + "\n").utf8))
+    exit(ExitStatus.invalidTaskfile)
+}

@@ -1,0 +1,121 @@
+import ArgumentParser
+import Foundation
+import KilnHost
+import Synchronization
+
+extension Kiln {
+    struct Run: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Run tasks and everything they depend on.",
+            discussion: """
+                With no TASK, runs the task named 'default'. Without --keep-going the first failure \
+                stops new jobs from starting (running ones finish). Ctrl-C stops every running \
+                command (SIGTERM to its process group, SIGKILL after 2 s) and exits with 130.
+                """
+        )
+
+        @OptionGroup var options: TaskfileOptions
+
+        @Argument(help: "The tasks to run.")
+        var tasks: [String] = []
+
+        @Option(name: .shortAndLong, help: "Width of the cpu queue: how many cpu-bound jobs run at once (default: cores).")
+        var jobs: Int?
+
+        @Flag(name: .shortAndLong, help: "Print the jobs a run would make, and run nothing.")
+        var dryRun = false
+
+        @Flag(name: .shortAndLong, help: "Keep running everything that does not depend on a failed job.")
+        var keepGoing = false
+
+        @Option(help: "Jobs of an 'each: sources' task created at a time (a task's 'batch:' wins).")
+        var batchSize: Int = 256
+
+        @Flag(help: "Print one JSON event per line instead of the status display.")
+        var json = false
+
+        @Option(help: "Write a Chrome Trace Event file of the run (open it in Perfetto).")
+        var trace: String?
+
+        @Flag(name: .shortAndLong, help: "Print every command as it starts, and jobs that did not run.")
+        var verbose = false
+
+        func validate() throws {
+            if let jobs, jobs < 1 { throw ValidationError("-j must be at least 1") }
+            if batchSize < 1 { throw ValidationError("--batch-size must be at least 1") }
+        }
+
+        func run() throws {
+            // Before any thread exists: Ctrl-C and SIGTERM are read from a signalfd, never delivered.
+            let signals = SignalWatcher(descriptor: ProcessMonitor.blockTerminationSignals())
+            let monitor = ProcessMonitor()
+            let project: Project
+            let plan: BuildPlan
+            do {
+                project = try Project(taskfilePath: options.taskfile, currentDirectory: FileManager.default.currentDirectoryPath, runner: monitor)
+                plan = try BuildPlanner(taskfile: project.taskfile, registry: project.registry).plan(targets: tasks)
+            } catch {
+                exitWithTaskfileErrors(error)
+            }
+            if dryRun {
+                for job in Project.dryRunJobs(plan) {
+                    print(job.summary.isEmpty ? job.label : "\(job.label): \(job.summary)")
+                }
+                return
+            }
+            let queues = ResourceQueues(definitions: project.taskfile.resources, cpuWidth: jobs)
+            let console = ConsoleReporter(
+                interactive: ConsoleReporter.standardOutputIsInteractive, verbose: verbose, queues: queues
+            )
+            let jsonWriter = json ? JSONEventWriter() : nil
+            let traceWriter = trace.map { _ in ChromeTraceWriter() }
+            var observers: [any RunObserver] = [jsonWriter ?? console]
+            if let traceWriter { observers.append(traceWriter) }
+            var runOptions = RunOptions()
+            runOptions.keepGoing = keepGoing
+            runOptions.batchSize = batchSize
+            let run = BuildRun(plan: plan, queues: queues, options: runOptions, observer: RunObservers(observers))
+            signals.start(monitor: monitor) { count in
+                if count == 1 {
+                    run.interrupt()
+                } else {
+                    // A second Ctrl-C: don't wait for the grace period.
+                    monitor.terminateAll()
+                }
+            }
+            run.start()
+            let summary = run.wait()
+            let seconds = run.now
+            if let trace, let traceWriter {
+                do {
+                    try traceWriter.write(to: trace)
+                } catch {
+                    FileHandle.standardError.write(Data("kiln: can't write trace \(trace): \(error)\n".utf8))
+                }
+            }
+            if let jsonWriter { jsonWriter.runFinished(summary, seconds: seconds) } else { console.runFinished(summary, seconds: seconds) }
+            if summary.interrupted { throw ExitCode(ExitStatus.interrupted) }
+            if !summary.succeededOverall { throw ExitCode(ExitStatus.jobFailed) }
+        }
+    }
+}
+
+/// Routes SIGINT/SIGTERM/SIGHUP to a handler on the process monitor's thread.
+final class SignalWatcher: Sendable {
+    private let count = Mutex(0)
+    private let descriptor: Int32
+
+    init(descriptor: Int32) {
+        self.descriptor = descriptor
+    }
+
+    func start(monitor: ProcessMonitor, handler: @escaping @Sendable (Int) -> Void) {
+        monitor.watchTerminationSignals(descriptor: descriptor) { [self] _ in
+            let n = count.withLock { count -> Int in
+                count += 1
+                return count
+            }
+            handler(n)
+        }
+    }
+}
