@@ -19,7 +19,7 @@ extension Kiln {
         @Argument(help: "The tasks to run.")
         var tasks: [String] = []
 
-        @Option(name: .shortAndLong, help: "Width of the cpu queue: how many cpu-bound jobs run at once (default: cores).")
+        @Option(name: [.customShort("j", allowingJoined: true), .long], help: "Width of the cpu queue: how many cpu-bound jobs run at once (default: cores).")
         var jobs: Int?
 
         @Flag(name: .shortAndLong, help: "Print the jobs a run would make, and run nothing.")
