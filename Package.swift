@@ -17,7 +17,6 @@ let package = Package(
     ],
     dependencies: [
         .package(path: "Packages/KilnRuntime"),
-        .package(url: "https://github.com/jpsim/Yams.git", from: "6.2.2"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
     ],
     targets: [
@@ -27,11 +26,12 @@ let package = Package(
                 .product(name: "KilnJobs", package: "KilnRuntime"),
                 .product(name: "KilnPluginAPI", package: "KilnRuntime"),
                 "CKilnHost",
-                .product(name: "Yams", package: "Yams"),
+                "CYAML",
             ],
             swiftSettings: swiftSettings
         ),
         .target(name: "CKilnHost"),
+        .systemLibrary(name: "CYAML", pkgConfig: "yaml-0.1", providers: [.apt(["libyaml-dev"])]),
         .executableTarget(
             name: "kiln",
             dependencies: [

@@ -1,4 +1,3 @@
-import Foundation
 import KilnPluginAPI
 
 /// A project: its Taskfile, loaded, and the task kinds available to it.
@@ -23,7 +22,7 @@ public struct Project: Sendable {
     public init(taskfilePath: String?, currentDirectory: String, runner: any CommandRunner) throws(TaskfileErrors) {
         let path: String
         if let taskfilePath {
-            path = taskfilePath.hasPrefix("/") ? taskfilePath : currentDirectory + "/" + taskfilePath
+            path = Path.absolute(taskfilePath, base: currentDirectory)
         } else if let found = Self.discoverTaskfile(from: currentDirectory) {
             path = found
         } else {
@@ -37,19 +36,19 @@ public struct Project: Sendable {
         registry = TaskKindRegistry()
         // The built-in kind goes through the same door as a plugin's.
         try? registry.register(
-            ShellTaskKind(runner: runner, baseEnvironment: ProcessInfo.processInfo.environment), origin: "built-in"
+            ShellTaskKind(runner: runner, baseEnvironment: System.environment), origin: "built-in"
         )
     }
 
     /// The Taskfile in `directory` or its nearest parent that has one.
     public static func discoverTaskfile(from directory: String) -> String? {
-        var current = URL(fileURLWithPath: directory).standardizedFileURL.path
+        var current = Path.normalize(directory)
         while true {
             for name in taskfileNames {
-                let candidate = (current as NSString).appendingPathComponent(name)
-                if FileManager.default.fileExists(atPath: candidate) { return candidate }
+                let candidate = Path.join(current, name)
+                if Files.exists(candidate) { return candidate }
             }
-            let parent = (current as NSString).deletingLastPathComponent
+            let parent = Path.directory(of: current)
             if parent == current || parent.isEmpty { return nil }
             current = parent
         }
@@ -65,11 +64,10 @@ public struct Project: Sendable {
                 var variables = definition.variables
                 var label = definition.name
                 if let source {
-                    let url = URL(fileURLWithPath: source)
                     variables["source"] = source
-                    variables["source_dir"] = url.deletingLastPathComponent().relativePath
-                    variables["source_base"] = url.lastPathComponent
-                    variables["source_stem"] = url.deletingPathExtension().lastPathComponent
+                    variables["source_dir"] = Path.directory(of: source)
+                    variables["source_base"] = Path.lastComponent(source)
+                    variables["source_stem"] = Path.stem(source)
                     variables["output"] = definition.generates.first.map { Template.render($0.value, variables: variables) } ?? ""
                     label += " " + source
                 }

@@ -1,5 +1,4 @@
 import ArgumentParser
-import Foundation
 import KilnHost
 
 extension Kiln {
@@ -24,7 +23,7 @@ extension Kiln {
             let project: Project
             let plan: BuildPlan
             do {
-                project = try Project(taskfilePath: options.taskfile, currentDirectory: FileManager.default.currentDirectoryPath, runner: ProcessMonitor())
+                project = try Project(taskfilePath: options.taskfile, currentDirectory: System.currentDirectory, runner: ProcessMonitor())
                 let targets = tasks.isEmpty ? project.taskfile.tasks.map(\.name) : tasks
                 plan = try BuildPlanner(taskfile: project.taskfile, registry: project.registry).plan(targets: targets)
             } catch {
@@ -45,22 +44,22 @@ extension Kiln {
                 }
                 print("}")
             case .json:
-                let objects: [[String: Any]] = plan.tasks.map { task in
+                let objects: [JSONValue] = plan.tasks.map { task in
                     let definition = task.definition
-                    return [
-                        "name": definition.name, "deps": definition.dependencies.map(\.value),
-                        "kind": definition.kind.value, "each": definition.each.rawValue,
-                        "resources": definition.resources.isEmpty ? ["cpu"] : definition.resources.map(\.value),
-                    ]
+                    let resources = definition.resources.isEmpty ? ["cpu"] : definition.resources.map(\.value)
+                    return .object([
+                        ("name", .string(definition.name)), ("deps", .array(definition.dependencies.map { .string($0.value) })),
+                        ("kind", .string(definition.kind.value)), ("each", .string(definition.each.rawValue)),
+                        ("resources", .array(resources.map(JSONValue.string))),
+                    ])
                 }
-                let data = try JSONSerialization.data(withJSONObject: ["tasks": objects], options: [.prettyPrinted, .sortedKeys])
-                print(String(decoding: data, as: UTF8.self))
+                print(JSONValue.object([("tasks", .array(objects))]).serialized(pretty: true))
             }
         }
 
         private func quote(_ text: String) -> String {
-            "\"" + text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
-                .replacingOccurrences(of: "\\\\n", with: "\\n") + "\""
+            // Keep `\n` (a DOT line break) as written; escape quotes.
+            "\"" + text.split(separator: "\"", omittingEmptySubsequences: false).joined(separator: "\\\"") + "\""
         }
     }
 }

@@ -1,5 +1,4 @@
 import ArgumentParser
-import Foundation
 import KilnHost
 
 /// The `kiln` command: parses arguments and prints; the work is in KilnHost.
@@ -35,6 +34,6 @@ enum ExitStatus {
 
 /// Prints Taskfile errors to standard error and exits with status 2.
 func exitWithTaskfileErrors(_ errors: TaskfileErrors) -> Never {
-    FileHandle.standardError.write(Data((errors.description + "\n").utf8))
-    exit(ExitStatus.invalidTaskfile)
+    System.writeError(errors.description + "\n")
+    Kiln.exit(withError: ExitCode(ExitStatus.invalidTaskfile))
 }

@@ -1,5 +1,4 @@
 import ArgumentParser
-import Foundation
 import KilnHost
 
 extension Kiln {
@@ -14,19 +13,21 @@ extension Kiln {
         func run() throws {
             let project: Project
             do {
-                project = try Project(taskfilePath: options.taskfile, currentDirectory: FileManager.default.currentDirectoryPath, runner: ProcessMonitor())
+                project = try Project(taskfilePath: options.taskfile, currentDirectory: System.currentDirectory, runner: ProcessMonitor())
             } catch {
                 exitWithTaskfileErrors(error)
             }
             let tasks = project.taskfile.tasks
             if json {
-                let objects: [[String: Any]] = tasks.map { task in
-                    var object: [String: Any] = ["name": task.name, "deps": task.dependencies.map(\.value), "kind": task.kind.value]
-                    if let summary = task.summary { object["desc"] = summary }
-                    return object
+                let objects: [JSONValue] = tasks.map { task in
+                    var object: [(String, JSONValue)] = [
+                        ("name", .string(task.name)), ("deps", .array(task.dependencies.map { .string($0.value) })),
+                        ("kind", .string(task.kind.value)),
+                    ]
+                    if let summary = task.summary { object.append(("desc", .string(summary))) }
+                    return .object(object)
                 }
-                let data = try JSONSerialization.data(withJSONObject: ["tasks": objects], options: [.prettyPrinted, .sortedKeys])
-                print(String(decoding: data, as: UTF8.self))
+                print(JSONValue.object([("tasks", .array(objects))]).serialized(pretty: true))
                 return
             }
             let width = tasks.map(\.name.count).max() ?? 0

@@ -1,5 +1,4 @@
 import ArgumentParser
-import Foundation
 import KilnHost
 import Synchronization
 
@@ -52,7 +51,7 @@ extension Kiln {
             let project: Project
             let plan: BuildPlan
             do {
-                project = try Project(taskfilePath: options.taskfile, currentDirectory: FileManager.default.currentDirectoryPath, runner: monitor)
+                project = try Project(taskfilePath: options.taskfile, currentDirectory: System.currentDirectory, runner: monitor)
                 plan = try BuildPlanner(taskfile: project.taskfile, registry: project.registry).plan(targets: tasks)
             } catch {
                 exitWithTaskfileErrors(error)
@@ -90,7 +89,7 @@ extension Kiln {
                 do {
                     try traceWriter.write(to: trace)
                 } catch {
-                    FileHandle.standardError.write(Data("kiln: can't write trace \(trace): \(error)\n".utf8))
+                    System.writeError("kiln: can't write trace \(trace): \(error)\n")
                 }
             }
             if let jsonWriter { jsonWriter.runFinished(summary, seconds: seconds) } else { console.runFinished(summary, seconds: seconds) }

@@ -1,5 +1,4 @@
 import Dispatch
-import Foundation
 import KilnJobs
 import KilnPluginAPI
 import Synchronization
@@ -224,11 +223,10 @@ public final class BuildRun: @unchecked Sendable {
         var label = task.name
         var inputs = task.sources.map(\.value)
         if let source {
-            let url = URL(fileURLWithPath: source)
             variables["source"] = source
-            variables["source_dir"] = url.deletingLastPathComponent().relativePath
-            variables["source_base"] = url.lastPathComponent
-            variables["source_stem"] = url.deletingPathExtension().lastPathComponent
+            variables["source_dir"] = Path.directory(of: source)
+            variables["source_base"] = Path.lastComponent(source)
+            variables["source_stem"] = Path.stem(source)
             variables["output"] = task.generates.first.map { Template.render($0.value, variables: variables) } ?? ""
             label = "\(task.name) \(source)"
             inputs = [source]

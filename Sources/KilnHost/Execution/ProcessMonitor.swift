@@ -1,5 +1,5 @@
 import CKilnHost
-import Foundation
+import Dispatch
 import KilnPluginAPI
 import Synchronization
 
@@ -46,9 +46,7 @@ public final class ProcessMonitor: CommandRunner, @unchecked Sendable {
     public init(terminationGrace: Double = 2) {
         epoll = ckiln_epoll_create()
         self.terminationGrace = terminationGrace
-        let thread = Thread { [unowned self] in self.loop() }
-        thread.name = "kiln-process-monitor"
-        thread.start()
+        System.startThread { [unowned self] in self.loop() }
     }
 
     /// Blocks SIGINT, SIGTERM and SIGHUP in the calling thread and every thread it starts later,

@@ -47,8 +47,10 @@ public struct ShellTaskKind: TaskKind {
 
     /// Makes a ``CommandJob``.
     public func makeJob(configuration: [String], request: JobRequest, context: TaskContext) throws -> Job {
+        // Share the base environment's storage unless the task adds to it: copying it per job
+        // costs kilobytes each in a 10k-job run.
         var environment = baseEnvironment
-        environment.merge(request.environment) { _, task in task }
+        if !request.environment.isEmpty { environment.merge(request.environment) { _, task in task } }
         return CommandJob(
             commands: configuration.map(request.render), directory: request.directory, environment: environment,
             output: context.output, runner: runner

@@ -1,4 +1,3 @@
-import Foundation
 import KilnPluginAPI
 
 /// The tasks a run needs — the ones asked for and everything they depend on, nothing else — in
@@ -130,7 +129,6 @@ public struct BuildPlanner: Sendable {
 
     /// Whether `path`, normalized, is `root` or below it.
     static func isInside(_ path: String, root: String) -> Bool {
-        let normalized = URL(fileURLWithPath: path).standardizedFileURL.path
-        return normalized == root || normalized.hasPrefix(root.hasSuffix("/") ? root : root + "/")
+        Path.isInside(path, root: root)
     }
 }

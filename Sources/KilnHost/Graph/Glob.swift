@@ -1,5 +1,3 @@
-import Foundation
-
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -21,7 +19,7 @@ enum Glob {
             segments.removeFirst()
         }
         var results: [String] = []
-        let start = prefix.hasPrefix("/") ? prefix : (base as NSString).appendingPathComponent(prefix)
+        let start = Path.join(base, prefix)
         walk(directory: start, relative: prefix, segments: segments[...], into: &results)
         return results.sorted()
     }

@@ -1,4 +1,3 @@
-import Foundation
 import KilnPluginAPI
 import Synchronization
 
@@ -14,7 +13,7 @@ public final class ChromeTraceWriter: RunObserver {
         /// Busy lanes per queue.
         var lanes: [String: [Bool]] = [:]
         var open: [Int: (start: Double, placements: [(queue: String, lane: Int)])] = [:]
-        var events: [[String: Any]] = []
+        var events: [JSONValue] = []
     }
     private let state = Mutex(State())
 
@@ -52,11 +51,12 @@ public final class ChromeTraceWriter: RunObserver {
             for (queue, lane) in open.placements {
                 state.lanes[queue]?[lane] = false
                 let pid = processID(for: queue, in: &state)
-                state.events.append([
-                    "name": job.label, "cat": job.task, "ph": "X", "pid": pid, "tid": lane + 1,
-                    "ts": Int(open.start * 1e6), "dur": max(1, Int((time - open.start) * 1e6)),
-                    "args": ["command": job.summary, "status": status],
-                ])
+                state.events.append(.object([
+                    ("name", .string(job.label)), ("cat", .string(job.task)), ("ph", "X"), ("pid", .integer(pid)),
+                    ("tid", .integer(lane + 1)), ("ts", .integer(Int(open.start * 1e6))),
+                    ("dur", .integer(max(1, Int((time - open.start) * 1e6)))),
+                    ("args", .object([("command", .string(job.summary)), ("status", .string(status))])),
+                ]))
             }
         }
     }
@@ -65,8 +65,12 @@ public final class ChromeTraceWriter: RunObserver {
         if let id = state.queueIDs[queue] { return id }
         let id = state.queueIDs.count + 1
         state.queueIDs[queue] = id
-        state.events.append(["name": "process_name", "ph": "M", "pid": id, "args": ["name": "queue \(queue)"]])
-        state.events.append(["name": "process_sort_index", "ph": "M", "pid": id, "args": ["sort_index": id]])
+        state.events.append(.object([
+            ("name", "process_name"), ("ph", "M"), ("pid", .integer(id)), ("args", .object([("name", .string("queue \(queue)"))])),
+        ]))
+        state.events.append(.object([
+            ("name", "process_sort_index"), ("ph", "M"), ("pid", .integer(id)), ("args", .object([("sort_index", .integer(id))])),
+        ]))
         return id
     }
 
@@ -74,17 +78,19 @@ public final class ChromeTraceWriter: RunObserver {
     ///
     /// - Throws: The file system's error.
     public func write(to path: String) throws {
-        let document = state.withLock { state -> [String: Any] in
+        let document = state.withLock { state -> JSONValue in
             var events = state.events
-            for (queue, lanes) in state.lanes {
+            for (queue, lanes) in state.lanes.sorted(by: { $0.key < $1.key }) {
                 guard let pid = state.queueIDs[queue] else { continue }
                 for lane in lanes.indices {
-                    events.append(["name": "thread_name", "ph": "M", "pid": pid, "tid": lane + 1, "args": ["name": "\(queue) slot \(lane + 1)"]])
+                    events.append(.object([
+                        ("name", "thread_name"), ("ph", "M"), ("pid", .integer(pid)), ("tid", .integer(lane + 1)),
+                        ("args", .object([("name", .string("\(queue) slot \(lane + 1)"))])),
+                    ]))
                 }
             }
-            return ["traceEvents": events, "displayTimeUnit": "ms"]
+            return .object([("traceEvents", .array(events)), ("displayTimeUnit", "ms")])
         }
-        let data = try JSONSerialization.data(withJSONObject: document, options: [.sortedKeys])
-        try data.write(to: URL(fileURLWithPath: path))
+        try System.writeFile(path, contents: document.serialized())
     }
 }

@@ -1,4 +1,3 @@
-import Foundation
 import KilnPluginAPI
 import Synchronization
 
@@ -47,19 +46,11 @@ public final class ConsoleReporter: RunObserver {
     }
 
     /// Writes to file descriptor 1.
-    public static let standardOutput: @Sendable (String) -> Void = { text in
-        var bytes = Array(text.utf8)[...]
-        while !bytes.isEmpty {
-            let written = bytes.withUnsafeBytes { Glibc.write(1, $0.baseAddress, $0.count) }
-            if written <= 0 { return }
-            bytes = bytes.dropFirst(written)
-        }
-    }
+    public static let standardOutput: @Sendable (String) -> Void = { text in System.write(text, to: 1) }
 
     /// Whether standard output is a terminal that can redraw a line (and not CI).
     public static var standardOutputIsInteractive: Bool {
-        let environment = ProcessInfo.processInfo.environment
-        return isatty(1) == 1 && environment["TERM"] != "dumb" && environment["CI"] == nil
+        return isatty(1) == 1 && getenv("TERM").map { String(cString: $0) } != "dumb" && getenv("CI") == nil
     }
 
     /// Counts jobs.
@@ -111,7 +102,7 @@ public final class ConsoleReporter: RunObserver {
             if summary.failed > 0 { parts.append("\(summary.failed) failed") }
             if summary.cancelled > 0 { parts.append("\(summary.cancelled) did not run") }
             let verdict = summary.interrupted ? "interrupted" : summary.succeededOverall ? "done" : "FAILED"
-            emit(&state, "kiln: \(verdict): \(parts.joined(separator: ", ")) in \(String(format: "%.2f", seconds)) s\n")
+            emit(&state, "kiln: \(verdict): \(parts.joined(separator: ", ")) in \(formatDecimal(seconds, digits: 2)) s\n")
         }
     }
 

@@ -1,4 +1,3 @@
-import Foundation
 import KilnPluginAPI
 import Synchronization
 
@@ -20,43 +19,47 @@ public final class JSONEventWriter: RunObserver {
     /// Emits `planned`.
     public func jobsPlanned(_ count: Int) {
         guard count > 0 else { return }
-        emit(["event": "planned", "jobs": count])
+        emit([("event", "planned"), ("jobs", .integer(count))])
     }
 
     /// Emits `started`.
     public func jobStarted(_ job: JobInfo, at time: Double) {
         starts.withLock { $0[job.id] = time }
-        emit(["event": "started", "id": job.id, "task": job.task, "job": job.label, "command": job.summary,
-              "resources": job.resources, "time": time])
+        emit([
+            ("event", "started"), ("id", .integer(job.id)), ("task", .string(job.task)), ("job", .string(job.label)),
+            ("command", .string(job.summary)), ("resources", .array(job.resources.map(JSONValue.string))),
+            ("time", .number(time)),
+        ])
     }
 
     /// Emits `finished`.
     public func jobFinished(_ job: JobInfo, outcome: JobOutcome, output: TaskOutput, at time: Double) {
         let started = starts.withLock { $0.removeValue(forKey: job.id) }
-        var event: [String: Any] = ["event": "finished", "id": job.id, "task": job.task, "job": job.label, "time": time]
+        var event: [(String, JSONValue)] = [
+            ("event", "finished"), ("id", .integer(job.id)), ("task", .string(job.task)), ("job", .string(job.label)),
+            ("time", .number(time)),
+        ]
         switch outcome {
-        case .succeeded: event["status"] = "succeeded"
-        case .failed(let reason):
-            event["status"] = "failed"
-            event["reason"] = reason
-        case .cancelled(let reason):
-            event["status"] = "cancelled"
-            event["reason"] = reason
+        case .succeeded: event.append(("status", "succeeded"))
+        case .failed(let reason): event += [("status", "failed"), ("reason", .string(reason))]
+        case .cancelled(let reason): event += [("status", "cancelled"), ("reason", .string(reason))]
         }
-        if let started { event["duration"] = time - started }
-        if !output.isEmpty { event["output"] = output.text }
+        if let started { event.append(("duration", .number(time - started))) }
+        if !output.isEmpty { event.append(("output", .string(output.text))) }
         emit(event)
     }
 
     /// Emits `run-finished`.
     public func runFinished(_ summary: RunSummary, seconds: Double) {
-        emit(["event": "run-finished", "succeeded": summary.succeeded, "failed": summary.failed,
-              "cancelled": summary.cancelled, "interrupted": summary.interrupted, "seconds": seconds])
+        emit([
+            ("event", "run-finished"), ("succeeded", .integer(summary.succeeded)), ("failed", .integer(summary.failed)),
+            ("cancelled", .integer(summary.cancelled)), ("interrupted", .bool(summary.interrupted)),
+            ("seconds", .number(seconds)),
+        ])
     }
 
-    private func emit(_ object: [String: Any]) {
-        guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) else { return }
-        let line = String(decoding: data, as: UTF8.self) + "\n"
+    private func emit(_ object: [(String, JSONValue)]) {
+        let line = JSONValue.object(object).serialized() + "\n"
         lock.withLock { _ in write(line) }
     }
 }

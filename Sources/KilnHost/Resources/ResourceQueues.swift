@@ -1,4 +1,3 @@
-import Foundation
 import KilnJobs
 import Synchronization
 
@@ -87,7 +86,7 @@ public final class ResourceQueues: Sendable {
                 let major = (info.st_dev >> 8) & 0xfff
                 let minor = (info.st_dev & 0xff) | ((info.st_dev >> 12) & 0xfff00)
                 var name = "\(major):\(minor)"
-                if let uevent = try? String(contentsOfFile: "/sys/dev/block/\(major):\(minor)/uevent", encoding: .utf8),
+                if let uevent = try? Files.readText("/sys/dev/block/\(major):\(minor)/uevent"),
                     let line = uevent.split(separator: "\n").first(where: { $0.hasPrefix("DEVNAME=") })
                 {
                     name = String(line.dropFirst("DEVNAME=".count))
@@ -95,7 +94,7 @@ public final class ResourceQueues: Sendable {
                 deviceCache.withLock { $0[directoryKey] = name }
                 return name
             }
-            let parent = (candidate as NSString).deletingLastPathComponent
+            let parent = Path.directory(of: candidate)
             if parent == candidate || parent.isEmpty { return "unknown" }
             candidate = parent
         }

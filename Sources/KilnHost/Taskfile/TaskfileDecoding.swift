@@ -1,6 +1,4 @@
-import Foundation
 import KilnPluginAPI
-import Yams
 
 /// Reads a Taskfile and its includes, checks everything, and returns the merged ``Taskfile`` —
 /// or every mistake found, each with its file, line and column.
@@ -28,7 +26,7 @@ public struct TaskfileLoader: Sendable {
     /// Creates a loader.
     ///
     /// - Parameter readFile: Reads a file's text; the seam tests use to feed files from memory.
-    public init(readFile: @escaping @Sendable (String) throws -> String = { try String(contentsOfFile: $0, encoding: .utf8) }) {
+    public init(readFile: @escaping @Sendable (String) throws -> String = { try Files.readText($0) }) {
         self.readFile = readFile
     }
 
@@ -36,8 +34,8 @@ public struct TaskfileLoader: Sendable {
     ///
     /// - Throws: ``TaskfileErrors`` with every mistake found.
     public func load(path: String) throws(TaskfileErrors) -> Taskfile {
-        let absolute = URL(fileURLWithPath: path).standardizedFileURL.path
-        let session = LoadSession(root: (absolute as NSString).deletingLastPathComponent, readFile: readFile)
+        let absolute = Path.absolute(path, base: Path.currentDirectory)
+        let session = LoadSession(root: Path.directory(of: absolute), readFile: readFile)
         let version = session.loadFile(
             absolute, namespace: "", directory: session.root, inherited: [:], chain: [], includedAt: nil
         )
@@ -97,20 +95,19 @@ private final class LoadSession {
         let text: String
         do {
             text = try readFile(path)
+        } catch let error as Files.ReadError {
+            fail(.unreadableFile, "can't read Taskfile \(path): \(error.reason)", at: includedAt)
+            return nil
         } catch {
-            let reason = (error as NSError).localizedDescription
-            fail(.unreadableFile, "can't read Taskfile \(path): \(reason)", at: includedAt)
+            fail(.unreadableFile, "can't read Taskfile \(path): \(error)", at: includedAt)
             return nil
         }
         files.append(path)
-        let node: Node?
+        let node: YAMLNode?
         do {
-            node = try Yams.compose(yaml: text, .basic)
-        } catch let error as YamlError {
-            syntaxError(error, file: path)
-            return nil
+            node = try YAMLNode.parse(text)
         } catch {
-            fail(.syntax, "\(error)", at: SourceLocation(file: path, line: 1, column: 1))
+            fail(.syntax, "YAML syntax: \(error.message)", at: SourceLocation(file: path, line: Int(error.mark.line), column: Int(error.mark.column)))
             return nil
         }
         guard let node, let top = mapping(node, file: path, what: "a Taskfile") else {
@@ -119,11 +116,11 @@ private final class LoadSession {
         }
         var version: String?
         var variables = inherited
-        variables["TASKFILE_DIR"] = (path as NSString).deletingLastPathComponent
+        variables["TASKFILE_DIR"] = Path.directory(of: path)
         variables["ROOT_DIR"] = root
         var environment: [String: String] = [:]
-        var tasksNode: Node?
-        var includesNode: Node?
+        var tasksYAMLNode: YAMLNode?
+        var includesYAMLNode: YAMLNode?
         for (key, value) in top {
             guard let name = key.string else { continue }
             switch name {
@@ -136,14 +133,14 @@ private final class LoadSession {
             case "resources":
                 decodeResources(value, file: path)
             case "tasks":
-                tasksNode = value
+                tasksYAMLNode = value
             case "includes":
-                includesNode = value
+                includesYAMLNode = value
             default:
                 unknownKey(name, at: location(key, path), allowed: TaskfileLoader.topLevelKeys, in: "the Taskfile")
             }
         }
-        if let tasksNode, let entries = mapping(tasksNode, file: path, what: "'tasks'") {
+        if let tasksYAMLNode, let entries = mapping(tasksYAMLNode, file: path, what: "'tasks'") {
             for (key, value) in entries {
                 guard let name = scalar(key, file: path, what: "a task name") else { continue }
                 decodeTask(
@@ -151,10 +148,10 @@ private final class LoadSession {
                     fileVariables: variables, fileEnvironment: environment
                 )
             }
-        } else if tasksNode == nil, includesNode == nil {
+        } else if tasksYAMLNode == nil, includesYAMLNode == nil {
             fail(.wrongType, "the Taskfile has no 'tasks:'", at: location(node, path))
         }
-        if let includesNode, let entries = mapping(includesNode, file: path, what: "'includes'") {
+        if let includesYAMLNode, let entries = mapping(includesYAMLNode, file: path, what: "'includes'") {
             for (key, value) in entries {
                 guard let name = scalar(key, file: path, what: "an include namespace") else { continue }
                 decodeInclude(
@@ -167,10 +164,10 @@ private final class LoadSession {
     }
 
     func decodeInclude(
-        name: String, value: Node, file: String, namespace: String, directory: String, variables: [String: String],
+        name: String, value: YAMLNode, file: String, namespace: String, directory: String, variables: [String: String],
         chain: [String]
     ) {
-        let base = (file as NSString).deletingLastPathComponent
+        let base = Path.directory(of: file)
         var includePath: String?
         var includeDirectory = directory
         var optional = false
@@ -193,11 +190,10 @@ private final class LoadSession {
         }
         guard var includePath else { return }
         includePath = absolute(includePath, base: base)
-        var isDirectory: ObjCBool = false
-        if FileManager.default.fileExists(atPath: includePath, isDirectory: &isDirectory), isDirectory.boolValue {
-            includePath = (includePath as NSString).appendingPathComponent("Taskfile.yml")
+        if Files.isDirectory(includePath) {
+            includePath = Path.join(includePath, "Taskfile.yml")
         }
-        if optional, !FileManager.default.fileExists(atPath: includePath) { return }
+        if optional, !Files.exists(includePath) { return }
         loadFile(
             includePath, namespace: namespace + name + ":", directory: includeDirectory, inherited: variables,
             chain: chain, includedAt: location(value, file)
@@ -207,14 +203,14 @@ private final class LoadSession {
     // MARK: Tasks
 
     func decodeTask(
-        name localName: String, key: Node, body: Node, file: String, namespace: String, directory: String,
+        name localName: String, key: YAMLNode, body: YAMLNode, file: String, namespace: String, directory: String,
         fileVariables: [String: String], fileEnvironment: [String: String]
     ) {
         let name = namespace + localName
         let taskLocation = location(key, file)
         var summary: String?
         var dependencies: [Located<String>] = []
-        var commandNodes: [Node] = []
+        var commandYAMLNodes: [YAMLNode] = []
         var sources: [Located<String>] = []
         var generates: [Located<String>] = []
         var variables = fileVariables
@@ -225,35 +221,35 @@ private final class LoadSession {
         var each = TaskDefinition.Each.none
         var batchSize: Int?
         var plugin: Located<String>?
-        var with: Node?
+        var with: YAMLNode?
         var allowsOutsideRoot = false
-        var taskVariablesNode: Node?
-        var environmentNode: Node?
+        var taskVariablesYAMLNode: YAMLNode?
+        var environmentYAMLNode: YAMLNode?
 
-        switch body.self {
+        switch body {
         case .scalar, .sequence:
             // go-task's short form: `task: cmd` or `task: [cmd, cmd]`.
-            commandNodes = body.sequence.map(Array.init) ?? [body]
-        case .mapping(let entries):
-            for (keyNode, value) in entries {
-                guard let keyName = keyNode.string else { continue }
+            commandYAMLNodes = body.sequence ?? [body]
+        case .mapping(let entries, _):
+            for (keyYAMLNode, value) in entries {
+                guard let keyName = keyYAMLNode.string else { continue }
                 switch keyName {
                 case "desc": summary = scalar(value, file: file, what: "'desc'")
                 case "deps":
                     for item in list(value, file: file, what: "'deps'") {
                         if let dependency = item.string {
                             dependencies.append(Located(value: dependency, location: location(item, file)))
-                        } else if let taskNode = item["task"], let dependency = taskNode.string {
-                            dependencies.append(Located(value: dependency, location: location(taskNode, file)))
+                        } else if let taskYAMLNode = item["task"], let dependency = taskYAMLNode.string {
+                            dependencies.append(Located(value: dependency, location: location(taskYAMLNode, file)))
                         } else {
                             fail(.wrongType, "each item of 'deps' must be a task name", at: location(item, file))
                         }
                     }
-                case "cmds": commandNodes = list(value, file: file, what: "'cmds'")
+                case "cmds": commandYAMLNodes = list(value, file: file, what: "'cmds'")
                 case "sources": sources = strings(value, file: file, what: "'sources'")
                 case "generates": generates = strings(value, file: file, what: "'generates'")
-                case "vars": taskVariablesNode = value
-                case "env": environmentNode = value
+                case "vars": taskVariablesYAMLNode = value
+                case "env": environmentYAMLNode = value
                 case "dir":
                     if let dir = scalar(value, file: file, what: "'dir'") {
                         directoryText = Located(value: dir, location: location(value, file))
@@ -282,14 +278,12 @@ private final class LoadSession {
                 case "with": with = value
                 case "allow-outside-root": allowsOutsideRoot = bool(value, file: file, what: "'allow-outside-root'") ?? false
                 default:
-                    unknownKey(keyName, at: location(keyNode, file), allowed: TaskfileLoader.taskKeys, in: "task '\(name)'")
+                    unknownKey(keyName, at: location(keyYAMLNode, file), allowed: TaskfileLoader.taskKeys, in: "task '\(name)'")
                 }
             }
-        case .alias:
-            fail(.wrongType, "task '\(name)' must be a map", at: location(body, file))
         }
-        if let taskVariablesNode { decodeVariables(taskVariablesNode, file: file, into: &variables) }
-        if let environmentNode { decodeEnvironment(environmentNode, file: file, variables: variables, into: &environment) }
+        if let taskVariablesYAMLNode { decodeVariables(taskVariablesYAMLNode, file: file, into: &variables) }
+        if let environmentYAMLNode { decodeEnvironment(environmentYAMLNode, file: file, variables: variables, into: &environment) }
 
         // Templates may use the Taskfile's variables, the built-ins, and per-source ones for `each:`.
         var known = Set(variables.keys).union(TaskfileLoader.builtInVariables)
@@ -297,13 +291,13 @@ private final class LoadSession {
         if each == .sources { known.formUnion(TaskfileLoader.eachVariables) }
         var commands: [Located<String>] = []
         var commandValues: [ConfigurationValue] = []
-        for node in commandNodes {
-            let commandNode = node["cmd"] ?? node
-            guard let text = scalar(commandNode, file: file, what: "a command") else { continue }
-            let located = Located(value: text, location: location(commandNode, file))
-            checkTemplate(located, node: commandNode, known: known)
+        for node in commandYAMLNodes {
+            let commandYAMLNode = node["cmd"] ?? node
+            guard let text = scalar(commandYAMLNode, file: file, what: "a command") else { continue }
+            let located = Located(value: text, location: location(commandYAMLNode, file))
+            checkTemplate(located, node: commandYAMLNode, known: known)
             commands.append(located)
-            commandValues.append(configurationValue(commandNode, file: file))
+            commandValues.append(configurationValue(commandYAMLNode, file: file))
         }
         for pattern in sources { checkTemplate(pattern, node: nil, known: sourceKnown) }
         for output in generates { checkTemplate(output, node: nil, known: known) }
@@ -351,7 +345,7 @@ private final class LoadSession {
         ))
     }
 
-    func decodeVariables(_ node: Node, file: String, into variables: inout [String: String]) {
+    func decodeVariables(_ node: YAMLNode, file: String, into variables: inout [String: String]) {
         guard let entries = mapping(node, file: file, what: "'vars'") else { return }
         for (key, value) in entries {
             guard let name = scalar(key, file: file, what: "a variable name") else { continue }
@@ -366,7 +360,7 @@ private final class LoadSession {
         }
     }
 
-    func decodeEnvironment(_ node: Node, file: String, variables: [String: String], into environment: inout [String: String]) {
+    func decodeEnvironment(_ node: YAMLNode, file: String, variables: [String: String], into environment: inout [String: String]) {
         guard let entries = mapping(node, file: file, what: "'env'") else { return }
         for (key, value) in entries {
             guard let name = scalar(key, file: file, what: "an environment variable name"),
@@ -377,14 +371,14 @@ private final class LoadSession {
         }
     }
 
-    func decodeResources(_ node: Node, file: String) {
+    func decodeResources(_ node: YAMLNode, file: String) {
         guard let entries = mapping(node, file: file, what: "'resources'") else { return }
         for (key, value) in entries {
             guard let name = scalar(key, file: file, what: "a resource name") else { continue }
-            let widthNode = value["width"] ?? value
-            guard let text = scalar(widthNode, file: file, what: "the width of resource '\(name)'") else { continue }
+            let widthYAMLNode = value["width"] ?? value
+            guard let text = scalar(widthYAMLNode, file: file, what: "the width of resource '\(name)'") else { continue }
             guard let width = Int(text), width > 0 else {
-                fail(.invalidValue, "the width of resource '\(name)' must be a positive integer, not '\(text)'", at: location(widthNode, file))
+                fail(.invalidValue, "the width of resource '\(name)' must be a positive integer, not '\(text)'", at: location(widthYAMLNode, file))
                 continue
             }
             resources.append(ResourceDefinition(name: name, width: width, location: location(key, file)))
@@ -452,7 +446,7 @@ private final class LoadSession {
 
     // MARK: Templates
 
-    func checkTemplate(_ text: Located<String>, node: Node?, known: Set<String>) {
+    func checkTemplate(_ text: Located<String>, node: YAMLNode?, known: Set<String>) {
         for reference in Template.references(in: text.value) where !known.contains(reference.name) {
             var location = text.location
             // Point at the reference itself when the scalar is on one line.
@@ -481,29 +475,39 @@ private final class LoadSession {
         }
     }
 
-    // MARK: Node helpers
+    // MARK: YAMLNode helpers
 
-    func location(_ node: Node, _ file: String) -> SourceLocation {
-        SourceLocation(file: file, line: node.mark?.line ?? 1, column: node.mark?.column ?? 1)
+    func location(_ node: YAMLNode, _ file: String) -> SourceLocation {
+        SourceLocation(file: file, line: Int(node.mark.line), column: Int(node.mark.column))
     }
 
-    func mapping(_ node: Node, file: String, what: String) -> [(Node, Node)]? {
+    func mapping(_ node: YAMLNode, file: String, what: String) -> [(YAMLNode, YAMLNode)]? {
         guard let entries = node.mapping else {
             fail(.wrongType, "\(what) must be a map, not \(describe(node))", at: location(node, file))
             return nil
         }
-        return entries.map { ($0.key, $0.value) }
+        var seen = Set<String>()
+        var unique: [(YAMLNode, YAMLNode)] = []
+        unique.reserveCapacity(entries.count)
+        for entry in entries {
+            if let key = entry.key.string, !seen.insert(key).inserted {
+                fail(.syntax, "duplicate key '\(key)' in \(what)", at: location(entry.key, file))
+                continue
+            }
+            unique.append((entry.key, entry.value))
+        }
+        return unique
     }
 
-    func scalar(_ node: Node, file: String, what: String) -> String? {
-        guard let text = node.scalar?.string else {
+    func scalar(_ node: YAMLNode, file: String, what: String) -> String? {
+        guard let text = node.string else {
             fail(.wrongType, "\(what) must be a string, not \(describe(node))", at: location(node, file))
             return nil
         }
         return text
     }
 
-    func bool(_ node: Node, file: String, what: String) -> Bool? {
+    func bool(_ node: YAMLNode, file: String, what: String) -> Bool? {
         guard let text = scalar(node, file: file, what: what) else { return nil }
         switch text.lowercased() {
         case "true", "yes", "on": return true
@@ -514,7 +518,7 @@ private final class LoadSession {
         }
     }
 
-    func list(_ node: Node, file: String, what: String) -> [Node] {
+    func list(_ node: YAMLNode, file: String, what: String) -> [YAMLNode] {
         if node.scalar != nil { return [node] }
         guard let items = node.sequence else {
             fail(.wrongType, "\(what) must be a list, not \(describe(node))", at: location(node, file))
@@ -523,18 +527,17 @@ private final class LoadSession {
         return Array(items)
     }
 
-    func strings(_ node: Node, file: String, what: String) -> [Located<String>] {
+    func strings(_ node: YAMLNode, file: String, what: String) -> [Located<String>] {
         list(node, file: file, what: what).compactMap { item in
             scalar(item, file: file, what: "each item of \(what)").map { Located(value: $0, location: location(item, file)) }
         }
     }
 
-    func describe(_ node: Node) -> String {
+    func describe(_ node: YAMLNode) -> String {
         switch node {
         case .scalar(let scalar): "'\(scalar.string)'"
         case .mapping: "a map"
         case .sequence: "a list"
-        case .alias: "an alias"
         }
     }
 
@@ -548,37 +551,23 @@ private final class LoadSession {
         fail(.unknownKey, message, at: location)
     }
 
-    func configurationValue(_ node: Node, file: String) -> ConfigurationValue {
+    func configurationValue(_ node: YAMLNode, file: String) -> ConfigurationValue {
         let here = location(node, file)
         switch node {
         case .scalar(let scalar):
             if scalar.style == .plain, ["null", "~", ""].contains(scalar.string) { return ConfigurationValue(.null, at: here) }
             return ConfigurationValue(.scalar(scalar.string), at: here)
-        case .sequence(let items):
+        case .sequence(let items, _):
             return ConfigurationValue(.list(items.map { configurationValue($0, file: file) }), at: here)
-        case .mapping(let entries):
+        case .mapping(let entries, _):
             return ConfigurationValue(
                 .map(entries.map { (key: $0.key.string ?? "", keyLocation: location($0.key, file), value: configurationValue($0.value, file: file)) }),
                 at: here
             )
-        case .alias:
-            return ConfigurationValue(.null, at: here)
-        }
-    }
-
-    func syntaxError(_ error: YamlError, file: String) {
-        switch error {
-        case .scanner(_, let problem, let mark, _), .parser(_, let problem, let mark, _), .composer(_, let problem, let mark, _):
-            fail(.syntax, "YAML syntax: \(problem)", at: SourceLocation(file: file, line: mark.line, column: mark.column))
-        case .duplicatedKeysInMapping(let duplicates, let context):
-            fail(.syntax, "duplicate key \(duplicates.map { "'\($0)'" }.joined(separator: ", ")) in a map", at: SourceLocation(file: file, line: context.mark.line, column: context.mark.column))
-        default:
-            fail(.syntax, "YAML: \(error)", at: SourceLocation(file: file, line: 1, column: 1))
         }
     }
 
     func absolute(_ path: String, base: String) -> String {
-        let joined = path.hasPrefix("/") ? path : (base as NSString).appendingPathComponent(path)
-        return URL(fileURLWithPath: joined).standardizedFileURL.path
+        Path.absolute(path, base: base)
     }
 }

@@ -1,0 +1,120 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// POSIX path arithmetic on strings: no file system access, no Foundation.
+///
+/// Threading: stateless.
+enum Path {
+    /// `a/b` for `a` and `b`; `b` itself if it is absolute.
+    static func join(_ base: String, _ path: String) -> String {
+        if path.hasPrefix("/") || base.isEmpty { return path }
+        return base.hasSuffix("/") ? base + path : base + "/" + path
+    }
+
+    /// The directory part: `/a/b` → `/a`, `b` → `.`, `/a` → `/`.
+    static func directory(of path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return "." }
+        if slash == path.startIndex { return "/" }
+        return String(path[..<slash])
+    }
+
+    /// The last component: `/a/b.c` → `b.c`.
+    static func lastComponent(_ path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return path }
+        return String(path[path.index(after: slash)...])
+    }
+
+    /// The last component without its extension: `src/a.tar.gz` → `a.tar`.
+    static func stem(_ path: String) -> String {
+        let name = lastComponent(path)
+        guard let dot = name.lastIndex(of: "."), dot != name.startIndex else { return name }
+        return String(name[..<dot])
+    }
+
+    /// Resolves `.` and `..` and repeated slashes, lexically; relative paths stay relative.
+    static func normalize(_ path: String) -> String {
+        let absolute = path.hasPrefix("/")
+        var parts: [Substring] = []
+        for part in path.split(separator: "/", omittingEmptySubsequences: true) {
+            if part == "." { continue }
+            if part == "..", let last = parts.last, last != ".." {
+                parts.removeLast()
+                continue
+            }
+            if part == "..", absolute { continue }
+            parts.append(part)
+        }
+        let joined = parts.joined(separator: "/")
+        if absolute { return "/" + joined }
+        return joined.isEmpty ? "." : joined
+    }
+
+    /// `path` made absolute against `base` and normalized.
+    static func absolute(_ path: String, base: String) -> String {
+        normalize(join(base, path))
+    }
+
+    /// Whether `path` (normalized) is `root` or inside it.
+    static func isInside(_ path: String, root: String) -> Bool {
+        let normalized = normalize(path)
+        return normalized == root || normalized.hasPrefix(root == "/" ? "/" : root + "/")
+    }
+
+    /// The process's current directory.
+    static var currentDirectory: String {
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        guard getcwd(&buffer, buffer.count) != nil else { return "." }
+        return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+}
+
+/// Small file-system reads with `errno`-based messages.
+///
+/// Threading: stateless.
+public enum Files {
+    /// A failure to read or write a file.
+    ///
+    /// Threading: a value type.
+    public struct ReadError: Error, CustomStringConvertible {
+        /// The file.
+        public var path: String
+        /// The system's reason.
+        public var reason: String
+        /// `path: reason`.
+        public var description: String { "\(path): \(reason)" }
+    }
+
+    /// The whole file as UTF-8 text.
+    ///
+    /// - Throws: ``ReadError`` naming the path and the system's reason.
+    public static func readText(_ path: String) throws(ReadError) -> String {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { throw ReadError(path: path, reason: String(cString: strerror(errno))) }
+        defer { close(descriptor) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 1 << 16)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw ReadError(path: path, reason: String(cString: strerror(errno)))
+            }
+            if count == 0 { break }
+            bytes.append(contentsOf: chunk[0..<count])
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// Whether something exists at `path`.
+    public static func exists(_ path: String) -> Bool {
+        var info = stat()
+        return stat(path, &info) == 0
+    }
+
+    /// Whether `path` is a directory.
+    public static func isDirectory(_ path: String) -> Bool {
+        var info = stat()
+        return stat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR
+    }
+}

@@ -1,0 +1,204 @@
+import CYAML
+
+/// A YAML document as a small tree, read with libyaml's event parser: scalars keep their text,
+/// style and position; maps keep their order. Anchors and aliases are resolved, and `<<` merge
+/// keys are applied. Every value is text: a Taskfile's schema decides what a scalar means.
+///
+/// Threading: a value type; safe to pass between threads.
+indirect enum YAMLNode: Sendable {
+    /// A scalar, as written (quotes removed, escapes resolved).
+    case scalar(YAMLScalar)
+    /// A map, in the order written.
+    case mapping([(key: YAMLNode, value: YAMLNode)], YAMLMark)
+    /// A sequence.
+    case sequence([YAMLNode], YAMLMark)
+
+    /// Where the node starts.
+    var mark: YAMLMark {
+        switch self {
+        case .scalar(let scalar): scalar.mark
+        case .mapping(_, let mark), .sequence(_, let mark): mark
+        }
+    }
+
+    /// The scalar, if this is one.
+    var scalar: YAMLScalar? {
+        if case .scalar(let scalar) = self { return scalar }
+        return nil
+    }
+
+    /// The text of a scalar.
+    var string: String? { scalar?.string }
+
+    /// The entries of a map.
+    var mapping: [(key: YAMLNode, value: YAMLNode)]? {
+        if case .mapping(let entries, _) = self { return entries }
+        return nil
+    }
+
+    /// The items of a sequence.
+    var sequence: [YAMLNode]? {
+        if case .sequence(let items, _) = self { return items }
+        return nil
+    }
+
+    /// The value of `key` in a map.
+    subscript(key: String) -> YAMLNode? {
+        mapping?.first { $0.key.string == key }?.value
+    }
+}
+
+/// A position in a YAML text, 1-based.
+///
+/// Threading: a value type.
+struct YAMLMark: Sendable, Hashable {
+    var line: Int32
+    var column: Int32
+}
+
+/// A scalar's text, how it was quoted, and where it is.
+///
+/// Threading: a value type.
+struct YAMLScalar: Sendable {
+    /// How a scalar was written.
+    enum Style: Sendable {
+        case plain, singleQuoted, doubleQuoted, literal, folded
+    }
+
+    var string: String
+    var style: Style
+    var mark: YAMLMark
+}
+
+/// A YAML syntax error: libyaml's problem and its position.
+///
+/// Threading: a value type.
+struct YAMLSyntaxError: Error, Sendable {
+    var message: String
+    var mark: YAMLMark
+}
+
+extension YAMLNode {
+    /// Parses the first document of `text`; `nil` for an empty one.
+    ///
+    /// - Throws: ``YAMLSyntaxError``.
+    static func parse(_ text: String) throws(YAMLSyntaxError) -> YAMLNode? {
+        var parser = yaml_parser_t()
+        guard yaml_parser_initialize(&parser) == 1 else {
+            throw YAMLSyntaxError(message: "can't initialize the YAML parser", mark: YAMLMark(line: 1, column: 1))
+        }
+        defer { yaml_parser_delete(&parser) }
+        var bytes = Array(text.utf8)
+        return try bytes.withUnsafeMutableBufferPointer { buffer throws(YAMLSyntaxError) -> YAMLNode? in
+            yaml_parser_set_input_string(&parser, buffer.baseAddress, buffer.count)
+            var builder = Builder()
+            return try builder.run(&parser)
+        }
+    }
+
+    private struct Builder {
+        /// An open container. A class, so appending to it never copies what it holds.
+        final class Frame {
+            let isMapping: Bool
+            let mark: YAMLMark
+            let anchor: String?
+            var entries: [(key: YAMLNode, value: YAMLNode)] = []
+            var items: [YAMLNode] = []
+            var pendingKey: YAMLNode?
+
+            init(isMapping: Bool, mark: YAMLMark, anchor: String?) {
+                self.isMapping = isMapping
+                self.mark = mark
+                self.anchor = anchor
+            }
+        }
+        var stack: [Frame] = []
+        var anchors: [String: YAMLNode] = [:]
+        var root: YAMLNode?
+        var done = false
+
+        mutating func run(_ parser: inout yaml_parser_t) throws(YAMLSyntaxError) -> YAMLNode? {
+            var event = yaml_event_t()
+            while !done {
+                guard yaml_parser_parse(&parser, &event) == 1 else {
+                    let problem = parser.problem.map { String(cString: $0) } ?? "malformed YAML"
+                    var message = problem
+                    if let context = parser.context {
+                        message = "\(problem) (\(String(cString: context)) at line \(parser.context_mark.line + 1))"
+                    }
+                    throw YAMLSyntaxError(
+                        message: message,
+                        mark: YAMLMark(line: Int32(parser.problem_mark.line + 1), column: Int32(parser.problem_mark.column + 1))
+                    )
+                }
+                defer { yaml_event_delete(&event) }
+                let mark = YAMLMark(line: Int32(event.start_mark.line + 1), column: Int32(event.start_mark.column + 1))
+                switch event.type {
+                case YAML_SCALAR_EVENT:
+                    let scalar = event.data.scalar
+                    let text = scalar.value.map { value in
+                        String(decoding: UnsafeBufferPointer(start: value, count: scalar.length), as: UTF8.self)
+                    } ?? ""
+                    let style: YAMLScalar.Style
+                    switch scalar.style {
+                    case YAML_SINGLE_QUOTED_SCALAR_STYLE: style = .singleQuoted
+                    case YAML_DOUBLE_QUOTED_SCALAR_STYLE: style = .doubleQuoted
+                    case YAML_LITERAL_SCALAR_STYLE: style = .literal
+                    case YAML_FOLDED_SCALAR_STYLE: style = .folded
+                    default: style = .plain
+                    }
+                    let node = YAMLNode.scalar(YAMLScalar(string: text, style: style, mark: mark))
+                    if let anchor = scalar.anchor { anchors[String(cString: anchor)] = node }
+                    add(node)
+                case YAML_SEQUENCE_START_EVENT:
+                    stack.append(Frame(isMapping: false, mark: mark, anchor: event.data.sequence_start.anchor.map { String(cString: $0) }))
+                case YAML_MAPPING_START_EVENT:
+                    stack.append(Frame(isMapping: true, mark: mark, anchor: event.data.mapping_start.anchor.map { String(cString: $0) }))
+                case YAML_SEQUENCE_END_EVENT, YAML_MAPPING_END_EVENT:
+                    let frame = stack.removeLast()
+                    let node: YAMLNode = frame.isMapping ? .mapping(frame.entries, frame.mark) : .sequence(frame.items, frame.mark)
+                    if let anchor = frame.anchor { anchors[anchor] = node }
+                    add(node)
+                case YAML_ALIAS_EVENT:
+                    let name = event.data.alias.anchor.map { String(cString: $0) } ?? ""
+                    guard let node = anchors[name] else {
+                        throw YAMLSyntaxError(message: "unknown alias '*\(name)'", mark: mark)
+                    }
+                    add(node)
+                case YAML_DOCUMENT_END_EVENT, YAML_STREAM_END_EVENT:
+                    done = true
+                default:
+                    break
+                }
+            }
+            return root
+        }
+
+        /// Adds a finished node to the open container, or makes it the root.
+        mutating func add(_ node: YAMLNode) {
+            guard let top = stack.last else {
+                root = node
+                return
+            }
+            guard top.isMapping else {
+                top.items.append(node)
+                return
+            }
+            guard let key = top.pendingKey else {
+                top.pendingKey = node
+                return
+            }
+            top.pendingKey = nil
+            if key.string == "<<", key.scalar?.style == .plain {
+                // Merge key: the referenced maps' entries, unless this map sets them itself.
+                for source in node.sequence ?? [node] {
+                    for entry in source.mapping ?? [] where !top.entries.contains(where: { $0.key.string == entry.key.string }) {
+                        top.entries.append(entry)
+                    }
+                }
+            } else {
+                top.entries.append((key, node))
+            }
+        }
+    }
+}
