@@ -61,7 +61,7 @@ public struct Project: Sendable {
         for task in plan.tasks {
             let definition = task.definition
             func request(_ source: String?) -> JobRequest {
-                var variables = definition.variables
+                var variables = definition.templateVariables
                 var label = definition.name
                 if let source {
                     variables["source"] = source
@@ -78,7 +78,7 @@ public struct Project: Sendable {
             }
             if definition.each == .sources {
                 for pattern in definition.sources {
-                    for source in Glob.files(matching: Template.render(pattern.value, variables: definition.variables), in: definition.directory) {
+                    for source in Glob.files(matching: Template.render(pattern.value, variables: definition.templateVariables), in: definition.directory) {
                         let job = request(source)
                         jobs.append((job.label, task.prepared.summary(for: job)))
                     }

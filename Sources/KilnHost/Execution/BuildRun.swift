@@ -13,6 +13,9 @@ public struct RunOptions: Sendable {
     public var batchSize = 256
     /// How many batches of one `each:` task exist at once: the next is created as one finishes.
     public var batchesInFlight = 2
+    /// How many tasks' jobs exist at once: as jobs finish, their completion blocks create the
+    /// next tasks' (in dependency order), so a 100k-task Taskfile never means 100k live jobs.
+    public var liveTaskWindow = 1024
 
     /// Creates the defaults.
     public init() {}
@@ -51,12 +54,29 @@ public final class BuildRun: @unchecked Sendable {
     private let control = JobQueue(name: "control", maxConcurrentJobCount: 64)
     private let clockStart = DispatchTime.now().uptimeNanoseconds
 
+    /// What dependents created later need to know of a task.
+    private enum TaskProgress {
+        /// Its jobs exist; dependents wait for this job.
+        case live(Job)
+        /// It finished successfully: nothing to wait for.
+        case succeeded
+        /// It failed or didn't run: dependents are cancelled because of this job.
+        case failed(Job)
+    }
+
     private struct State {
         var nextJobID = 0
         var pending = 0
+        /// The next task of the plan to create, and how many created tasks are still live.
+        var nextTask = 0
+        var liveTasks = 0
+        var creating = false
+        var progress: [String: TaskProgress] = [:]
         var summary = RunSummary()
         var stopping = false
         var liveEachJobs = 0
+        var creatingDone = false
+        var createAgain = false
         /// Jobs not yet finished, by id: cancelled when the run stops.
         var live: [Int: Job] = [:]
     }
@@ -82,18 +102,79 @@ public final class BuildRun: @unchecked Sendable {
 
     // MARK: Running
 
-    /// Creates the jobs of every task and adds them to their queues.
+    /// Creates the jobs of the first tasks and adds them to their queues; the rest are created as
+    /// those finish.
     public func start() {
-        pendingAdd(1)  // held until every task is wired, so the run can't end early
-        var done: [String: Job] = [:]
-        for task in plan.tasks {
-            let dependencies = task.definition.dependencies.compactMap { done[$0.value] }
-            done[task.definition.name] =
-                task.definition.each == .sources
-                ? startEachTask(task, after: dependencies)
-                : startPlainTask(task, after: dependencies)
+        pendingAdd(1)  // held until every task has been created, so the run can't end early
+        createTasks()
+    }
+
+    /// Creates tasks in plan order while fewer than `liveTaskWindow` are live. One thread holds
+    /// the creator's role at a time; a call that finds it taken asks the holder to look again.
+    private func createTasks() {
+        let claimed = state.withLock { state -> Bool in
+            if state.creating {
+                state.createAgain = true
+                return false
+            }
+            state.creating = true
+            return true
         }
-        pendingAdd(-1)
+        guard claimed else { return }
+        while true {
+            let next = state.withLock { state -> (BuildPlan.Task, [TaskProgress])? in
+                state.createAgain = false
+                guard state.nextTask < plan.tasks.count, state.liveTasks < options.liveTaskWindow else { return nil }
+                let task = plan.tasks[state.nextTask]
+                state.nextTask += 1
+                state.liveTasks += 1
+                return (task, task.definition.dependencies.compactMap { state.progress[$0.value] })
+            }
+            if let (task, dependencies) = next {
+                let doneJob =
+                    task.definition.each == .sources
+                    ? startEachTask(task, after: dependencies)
+                    : startPlainTask(task, after: dependencies)
+                state.withLock { state in
+                    // The task may already have finished (and recorded its outcome) meanwhile.
+                    if state.progress[task.definition.name] == nil { state.progress[task.definition.name] = .live(doneJob) }
+                }
+                continue
+            }
+            let (again, allCreated) = state.withLock { state -> (Bool, Bool) in
+                if state.createAgain {
+                    state.createAgain = false
+                    return (true, false)
+                }
+                state.creating = false
+                let allCreated = state.nextTask == plan.tasks.count && !state.creatingDone
+                if allCreated { state.creatingDone = true }
+                return (false, allCreated)
+            }
+            if allCreated { pendingAdd(-1) }
+            if !again { return }
+        }
+    }
+
+    /// Called once per task when its last job is done.
+    private func taskFinished(_ name: String, doneJob: Job) {
+        let failed = doneJob.isCancelled || doneJob.error != nil
+        state.withLock { state in
+            state.liveTasks -= 1
+            state.progress[name] = failed ? .failed(doneJob) : .succeeded
+        }
+        createTasks()
+    }
+
+    /// Makes `job` wait for what dependencies still run, and cancels it if one already failed.
+    private func wire(_ job: Job, after dependencies: [TaskProgress]) {
+        for dependency in dependencies {
+            switch dependency {
+            case .live(let dependency): job.addDependency(dependency)
+            case .failed(let dependency): job.addDependency(dependency)  // finished: cancels `job` at once
+            case .succeeded: break
+            }
+        }
     }
 
     /// Blocks until every job has finished; returns the summary.
@@ -140,24 +221,33 @@ public final class BuildRun: @unchecked Sendable {
 
     // MARK: Plain tasks
 
-    private func startPlainTask(_ task: BuildPlan.Task, after dependencies: [Job]) -> Job {
+    private func startPlainTask(_ task: BuildPlan.Task, after dependencies: [TaskProgress]) -> Job {
         let request = makeRequest(task.definition, source: nil)
-        let (entry, entryQueue, realJob) = makeUnit(task, request: request, onFinish: nil)
-        for dependency in dependencies { entry.addDependency(dependency) }
+        let name = task.definition.name
+        let (entry, entryQueue, realJob) = makeUnit(task, request: request) { [self] _, job in
+            taskFinished(name, doneJob: job)
+        }
+        wire(entry, after: dependencies)
+        // Created after a failure stopped the run: it doesn't run, but it is reported.
+        if isStopping { realJob.cancel() }
         add(entry, to: entryQueue)
         return realJob
     }
 
     // MARK: `each:` tasks
 
-    private func startEachTask(_ task: BuildPlan.Task, after dependencies: [Job]) -> Job {
+    private func startEachTask(_ task: BuildPlan.Task, after dependencies: [TaskProgress]) -> Job {
         let done = EachTaskDoneJob(name: "\(task.definition.name) (all files)")
         let gate = BlockJob {}
         gate.name = "\(task.definition.name) (start)"
         gate.requiresSuccessfulDependencies = true
-        for dependency in dependencies { gate.addDependency(dependency) }
+        wire(gate, after: dependencies)
         pendingAdd(2)
-        done.completionBlock = { [self] in pendingAdd(-1) }
+        let name = task.definition.name
+        done.completionBlock = { [self] in
+            taskFinished(name, doneJob: done)
+            pendingAdd(-1)
+        }
         gate.completionBlock = { [self] in
             defer { pendingAdd(-1) }
             if gate.isCancelled || isStopping {
@@ -167,7 +257,7 @@ public final class BuildRun: @unchecked Sendable {
             // Sources are listed only now, after the dependencies that may have generated them ran.
             var sources: [String] = []
             for pattern in task.definition.sources {
-                sources += Glob.files(matching: Template.render(pattern.value, variables: task.definition.variables), in: task.definition.directory)
+                sources += Glob.files(matching: Template.render(pattern.value, variables: task.definition.templateVariables), in: task.definition.directory)
             }
             observer.jobsPlanned(sources.count)
             let batches = EachTaskBatches(task: task, sources: sources, batchSize: task.definition.batchSize ?? options.batchSize)
@@ -191,7 +281,7 @@ public final class BuildRun: @unchecked Sendable {
         var entries: [(Job, JobQueue)] = []
         for source in batches.sources[range] {
             let request = makeRequest(batches.task.definition, source: source)
-            let (entry, queue, realJob) = makeUnit(batches.task, request: request) { [self] failed in
+            let (entry, queue, realJob) = makeUnit(batches.task, request: request, countsAsPlanned: false) { [self] failed, _ in
                 if failed { batches.recordFailure() }
                 state.withLock { $0.liveEachJobs -= 1 }
             }
@@ -219,7 +309,7 @@ public final class BuildRun: @unchecked Sendable {
     // MARK: Jobs
 
     private func makeRequest(_ task: TaskDefinition, source: String?) -> JobRequest {
-        var variables = task.variables
+        var variables = task.templateVariables
         var label = task.name
         var inputs = task.sources.map(\.value)
         if let source {
@@ -242,7 +332,8 @@ public final class BuildRun: @unchecked Sendable {
     /// Makes a job and the slot chain that acquires its resources; returns the first stage and its
     /// queue, and the real job (which dependents wait for).
     private func makeUnit(
-        _ task: BuildPlan.Task, request: JobRequest, onFinish: (@Sendable (_ failed: Bool) -> Void)?
+        _ task: BuildPlan.Task, request: JobRequest, countsAsPlanned: Bool = true,
+        onFinish: @escaping @Sendable (_ failed: Bool, _ job: Job) -> Void
     ) -> (entry: Job, queue: JobQueue, realJob: Job) {
         let output = TaskOutput()
         let context = TaskContext(output: output, projectRoot: plan.taskfile.root)
@@ -281,7 +372,7 @@ public final class BuildRun: @unchecked Sendable {
             if change.kind == .didChange, change.value { observer.jobStarted(info, at: now) }
         }
         // `each:` jobs were counted when their task listed its sources.
-        if onFinish == nil { observer.jobsPlanned(1) }
+        if countsAsPlanned { observer.jobsPlanned(1) }
         pendingAdd(1)
         state.withLock { $0.live[id] = realJob }
         realJob.completionBlock = { [self] in
@@ -298,7 +389,7 @@ public final class BuildRun: @unchecked Sendable {
                 }
             }
             observer.jobFinished(info, outcome: outcome, output: output, at: now)
-            onFinish?(failed)
+            onFinish(failed, realJob)
             if case .failed = outcome, !options.keepGoing { stopScheduling() }
             pendingAdd(-1)
         }

@@ -111,7 +111,7 @@ public struct BuildPlanner: Sendable {
             ))
         }
         // Per-source variables stand for paths inside the root; render them as a placeholder.
-        var variables = task.variables
+        var variables = task.templateVariables
         for name in TaskfileLoader.eachVariables { variables[name] = "x" }
         for output in task.generates {
             let rendered = Template.render(output.value, variables: variables)

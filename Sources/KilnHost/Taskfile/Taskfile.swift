@@ -74,7 +74,8 @@ public struct TaskDefinition: Sendable {
     public var sources: [Located<String>]
     /// `generates:` paths or patterns, relative to the project root, before templating.
     public var generates: [Located<String>]
-    /// Variables visible to the task's templates: the file's `vars`, then the task's own.
+    /// Variables visible to the task's templates: the file's `vars`, then the task's own. Tasks
+    /// without `vars:` share their file's dictionary. ``templateVariables`` adds `TASK`.
     public var variables: [String: String]
     /// Environment variables the task's commands get, beside the host's.
     public var environment: [String: String]
@@ -88,10 +89,29 @@ public struct TaskDefinition: Sendable {
     public var batchSize: Int?
     /// `plugin:` — the task kind, `shell` when the task has `cmds`.
     public var kind: Located<String>
-    /// `with:` — the kind's configuration (for shell tasks: a map holding `cmds`).
-    public var configuration: ConfigurationValue
+    /// `with:` — a plugin task's configuration; `nil` for shell tasks, whose configuration is
+    /// made from ``commands`` when asked for (it would double the memory of a large Taskfile).
+    public var pluginConfiguration: ConfigurationValue?
     /// `allow-outside-root: true` lets the task write outside the project root.
     public var allowsOutsideRoot: Bool
     /// The file the task was defined in.
     public var file: String
+
+    /// The variables for rendering this task's templates: ``variables`` plus `TASK`.
+    public var templateVariables: [String: String] {
+        var result = variables
+        result["TASK"] = name
+        return result
+    }
+
+    /// The configuration handed to the task's kind: `with:` for plugin tasks, a map holding `cmds`
+    /// for shell tasks.
+    public var configuration: ConfigurationValue {
+        if let pluginConfiguration { return pluginConfiguration }
+        let commandValues = commands.map { ConfigurationValue(.scalar($0.value), at: $0.location) }
+        return ConfigurationValue(
+            .map([(key: "cmds", keyLocation: location, value: ConfigurationValue(.list(commandValues), at: location))]),
+            at: location
+        )
+    }
 }

@@ -214,7 +214,6 @@ private final class LoadSession {
         var sources: [Located<String>] = []
         var generates: [Located<String>] = []
         var variables = fileVariables
-        variables["TASK"] = name
         var environment = fileEnvironment
         var directoryText: Located<String>?
         var claims: [Located<String>] = []
@@ -287,17 +286,16 @@ private final class LoadSession {
 
         // Templates may use the Taskfile's variables, the built-ins, and per-source ones for `each:`.
         var known = Set(variables.keys).union(TaskfileLoader.builtInVariables)
+        known.insert("TASK")
         let sourceKnown = known
         if each == .sources { known.formUnion(TaskfileLoader.eachVariables) }
         var commands: [Located<String>] = []
-        var commandValues: [ConfigurationValue] = []
         for node in commandYAMLNodes {
             let commandYAMLNode = node["cmd"] ?? node
             guard let text = scalar(commandYAMLNode, file: file, what: "a command") else { continue }
             let located = Located(value: text, location: location(commandYAMLNode, file))
             checkTemplate(located, node: commandYAMLNode, known: known)
             commands.append(located)
-            commandValues.append(configurationValue(commandYAMLNode, file: file))
         }
         for pattern in sources { checkTemplate(pattern, node: nil, known: sourceKnown) }
         for output in generates { checkTemplate(output, node: nil, known: known) }
@@ -305,27 +303,24 @@ private final class LoadSession {
         if each == .sources, sources.isEmpty {
             fail(.invalidValue, "task '\(name)' has 'each: sources' but no 'sources'", at: taskLocation)
         }
+        var directoryVariables = variables
+        directoryVariables["TASK"] = name
         let taskDirectory = directoryText.map {
-            absolute(Template.render($0.value, variables: variables), base: directory)
+            absolute(Template.render($0.value, variables: directoryVariables), base: directory)
         } ?? directory
 
         var kind = Located(value: "shell", location: taskLocation)
-        var configuration: ConfigurationValue
+        var configuration: ConfigurationValue?
         if let plugin {
             kind = plugin
             if !commands.isEmpty {
                 fail(.invalidValue, "task '\(name)' has both 'plugin' and 'cmds'; a plugin task takes its settings from 'with'", at: plugin.location)
             }
-            configuration = with.map { configurationValue($0, file: file) } ?? ConfigurationValue(.map([]), at: plugin.location)
-            checkTemplates(in: configuration, known: known)
-        } else {
-            if let with {
-                fail(.invalidValue, "'with' configures a plugin task; add 'plugin: NAME' or remove 'with'", at: location(with, file))
-            }
-            configuration = ConfigurationValue(
-                .map([(key: "cmds", keyLocation: taskLocation, value: ConfigurationValue(.list(commandValues), at: taskLocation))]),
-                at: taskLocation
-            )
+            let value = with.map { configurationValue($0, file: file) } ?? ConfigurationValue(.map([]), at: plugin.location)
+            checkTemplates(in: value, known: known)
+            configuration = value
+        } else if let with {
+            fail(.invalidValue, "'with' configures a plugin task; add 'plugin: NAME' or remove 'with'", at: location(with, file))
         }
 
         if let existing = taskIndex[name] {
@@ -341,7 +336,7 @@ private final class LoadSession {
             name: name, location: taskLocation, summary: summary, dependencies: dependencies, commands: commands,
             sources: sources, generates: generates, variables: variables, environment: environment,
             directory: taskDirectory, resources: claims, each: each, batchSize: batchSize, kind: kind,
-            configuration: configuration, allowsOutsideRoot: allowsOutsideRoot, file: file
+            pluginConfiguration: configuration, allowsOutsideRoot: allowsOutsideRoot, file: file
         ))
     }
 

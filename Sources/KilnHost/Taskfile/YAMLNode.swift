@@ -5,7 +5,7 @@ import CYAML
 /// keys are applied. Every value is text: a Taskfile's schema decides what a scalar means.
 ///
 /// Threading: a value type; safe to pass between threads.
-indirect enum YAMLNode: Sendable {
+enum YAMLNode: Sendable {
     /// A scalar, as written (quotes removed, escapes resolved).
     case scalar(YAMLScalar)
     /// A map, in the order written.
