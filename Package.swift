@@ -53,6 +53,23 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(
+            name: "KilnHostTests",
+            dependencies: [
+                "KilnHost",
+                .product(name: "KilnJobs", package: "KilnRuntime"),
+                .product(name: "KilnPluginAPI", package: "KilnRuntime"),
+                "KilnTestSupport",
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // End to end: runs the `kiln` executable that `swift build --build-tests` puts beside the
+        // test bundle (a test target can't depend on an executable target's product by path).
+        .testTarget(
+            name: "KilnCLITests",
+            dependencies: ["KilnTestSupport"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
             name: "KilnJobsTests",
             dependencies: [
                 .product(name: "KilnJobs", package: "KilnRuntime"),

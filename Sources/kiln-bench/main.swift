@@ -1,6 +1,8 @@
 import Foundation
 // kiln-bench: Kiln's benchmarks, each comparing Kiln with its peers in the same run.
 //
+//   kiln-bench host --kiln PATH --ninja PATH --task PATH [--work DIR] [--quick]
+//       kiln vs ninja vs go-task on generated projects
 //   kiln-bench jobs [--quick] [--engines kiln,foundation,dispatch] [--repeat N]
 //       [--shapes independent,chain,layered,priorities]
 //       the KilnJobs engine vs Foundation's OperationQueue and Dispatch
@@ -28,7 +30,27 @@ case "jobs":
         benchmark.shapes = Set(arguments[index + 1].split(separator: ",").map(String.init))
     }
     benchmark.run()
+case "host":
+    func value(_ flag: String) -> String? {
+        arguments.firstIndex(of: flag).flatMap { $0 + 1 < arguments.count ? arguments[$0 + 1] : nil }
+    }
+    guard let kiln = value("--kiln"), let ninja = value("--ninja"), let task = value("--task") else {
+        print("usage: kiln-bench host --kiln PATH --ninja PATH --task PATH [--work DIR] [--quick]")
+        exit(2)
+    }
+    let benchmark = HostBenchmark(
+        kiln: kiln, ninja: ninja, task: task, quick: arguments.contains("--quick"),
+        workDirectory: value("--work") ?? "/tmp/kiln-bench-host"
+    )
+    do {
+        try benchmark.run()
+    } catch {
+        print("kiln-bench host: \(error)")
+        exit(1)
+    }
 default:
+    print("usage: kiln-bench host --kiln PATH --ninja PATH --task PATH [--work DIR] [--quick]")
+    print("  host   kiln vs ninja vs go-task on generated projects (wall time, peak RSS, ratios)")
     print("usage: kiln-bench jobs [--quick] [--engines kiln,foundation,dispatch] [--repeat N]")
     print("  jobs   KilnJobs vs Foundation OperationQueue vs DispatchQueue (µs per job, peak RSS)")
     exit(2)

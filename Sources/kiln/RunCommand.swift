@@ -57,10 +57,14 @@ extension Kiln {
                 exitWithTaskfileErrors(error)
             }
             if dryRun {
+                var text = ""
                 for job in Project.dryRunJobs(plan) {
-                    print(job.summary.isEmpty ? job.label : "\(job.label): \(job.summary)")
+                    text += job.summary.isEmpty ? job.label : "\(job.label): \(job.summary)"
+                    text += "\n"
                 }
-                return
+                System.write(text, to: 1)
+                // Like ninja, leave freeing a large graph to the kernel.
+                Kiln.exit()
             }
             let queues = ResourceQueues(definitions: project.taskfile.resources, cpuWidth: jobs)
             let console = ConsoleReporter(
@@ -93,8 +97,10 @@ extension Kiln {
                 }
             }
             if let jsonWriter { jsonWriter.runFinished(summary, seconds: seconds) } else { console.runFinished(summary, seconds: seconds) }
-            if summary.interrupted { throw ExitCode(ExitStatus.interrupted) }
-            if !summary.succeededOverall { throw ExitCode(ExitStatus.jobFailed) }
+            // Exit here rather than return: the kernel frees a large graph faster than deinit does.
+            if summary.interrupted { Kiln.exit(withError: ExitCode(ExitStatus.interrupted)) }
+            if !summary.succeededOverall { Kiln.exit(withError: ExitCode(ExitStatus.jobFailed)) }
+            Kiln.exit()
         }
     }
 }

@@ -377,7 +377,6 @@ public final class BuildRun: @unchecked Sendable {
         state.withLock { $0.live[id] = realJob }
         realJob.completionBlock = { [self] in
             observation.invalidate()
-            for slot in chainSlots { slot.release() }
             let outcome = Self.outcome(of: realJob)
             let failed = outcome != .succeeded
             state.withLock { state in
@@ -391,6 +390,10 @@ public final class BuildRun: @unchecked Sendable {
             observer.jobFinished(info, outcome: outcome, output: output, at: now)
             onFinish(failed, realJob)
             if case .failed = outcome, !options.keepGoing { stopScheduling() }
+            // Only now may a waiting job take the slots: after the observers heard this job end
+            // (a trace never shows more jobs on a queue than its width) and after a failure
+            // stopped the run (a job waiting for one of these slots must not start).
+            for slot in chainSlots { slot.release() }
             pendingAdd(-1)
         }
         return (next, nextQueue, realJob)

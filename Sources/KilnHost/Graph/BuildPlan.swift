@@ -103,18 +103,29 @@ public struct BuildPlanner: Sendable {
         guard !task.allowsOutsideRoot else { return [] }
         var errors: [TaskfileError] = []
         let root = taskfile.root
-        if !Self.isInside(task.directory, root: root) {
+        if task.directory != root, !Self.isInside(task.directory, root: root) {
             errors.append(TaskfileError(
                 .outsideRoot,
                 "task '\(task.name)' runs in \(task.directory), outside the project root \(root); add 'allow-outside-root: true' if that is intended",
                 at: task.location
             ))
         }
-        // Per-source variables stand for paths inside the root; render them as a placeholder.
-        var variables = task.templateVariables
-        for name in TaskfileLoader.eachVariables { variables[name] = "x" }
+        var variables: [String: String]?
         for output in task.generates {
-            let rendered = Template.render(output.value, variables: variables)
+            var rendered = output.value
+            if rendered.utf8.contains(UInt8(ascii: "{")) {
+                // Per-source variables stand for paths inside the root; render them as a placeholder.
+                if variables == nil {
+                    variables = task.templateVariables
+                    for name in TaskfileLoader.eachVariables { variables?[name] = "x" }
+                }
+                rendered = Template.render(rendered, variables: variables ?? [:])
+            }
+            // The common case — a relative path without `..` under a directory inside the root —
+            // needs no normalizing.
+            if !rendered.hasPrefix("/"), !rendered.contains(".."), task.directory == root || task.directory.hasPrefix(root + "/") {
+                continue
+            }
             let path = rendered.hasPrefix("/") ? rendered : task.directory + "/" + rendered
             if !Self.isInside(path, root: root) {
                 errors.append(TaskfileError(

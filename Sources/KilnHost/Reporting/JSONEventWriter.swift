@@ -54,7 +54,7 @@ public final class JSONEventWriter: RunObserver {
         emit([
             ("event", "run-finished"), ("succeeded", .integer(summary.succeeded)), ("failed", .integer(summary.failed)),
             ("cancelled", .integer(summary.cancelled)), ("interrupted", .bool(summary.interrupted)),
-            ("seconds", .number(seconds)),
+            ("seconds", .number(seconds)), ("peakLiveEachJobs", .integer(summary.peakLiveEachJobs)),
         ])
     }
 

@@ -285,10 +285,8 @@ private final class LoadSession {
         if let environmentYAMLNode { decodeEnvironment(environmentYAMLNode, file: file, variables: variables, into: &environment) }
 
         // Templates may use the Taskfile's variables, the built-ins, and per-source ones for `each:`.
-        var known = Set(variables.keys).union(TaskfileLoader.builtInVariables)
-        known.insert("TASK")
-        let sourceKnown = known
-        if each == .sources { known.formUnion(TaskfileLoader.eachVariables) }
+        let known = KnownVariables(variables: variables, each: each == .sources)
+        let sourceKnown = KnownVariables(variables: variables, each: false)
         var commands: [Located<String>] = []
         for node in commandYAMLNodes {
             let commandYAMLNode = node["cmd"] ?? node
@@ -350,7 +348,7 @@ private final class LoadSession {
             }
             guard let text = scalar(value, file: file, what: "variable '\(name)'") else { continue }
             let located = Located(value: text, location: location(value, file))
-            checkTemplate(located, node: value, known: Set(variables.keys).union(TaskfileLoader.builtInVariables))
+            checkTemplate(located, node: value, known: KnownVariables(variables: variables, each: false, task: false))
             variables[name] = Template.render(text, variables: variables)
         }
     }
@@ -361,7 +359,10 @@ private final class LoadSession {
             guard let name = scalar(key, file: file, what: "an environment variable name"),
                 let text = scalar(value, file: file, what: "environment variable '\(name)'")
             else { continue }
-            checkTemplate(Located(value: text, location: location(value, file)), node: value, known: Set(variables.keys).union(TaskfileLoader.builtInVariables))
+            checkTemplate(
+                Located(value: text, location: location(value, file)), node: value,
+                known: KnownVariables(variables: variables, each: false, task: false)
+            )
             environment[name] = Template.render(text, variables: variables)
         }
     }
@@ -441,7 +442,9 @@ private final class LoadSession {
 
     // MARK: Templates
 
-    func checkTemplate(_ text: Located<String>, node: YAMLNode?, known: Set<String>) {
+    func checkTemplate(_ text: Located<String>, node: YAMLNode?, known: KnownVariables) {
+        // Most strings have no template at all.
+        guard text.value.utf8.contains(UInt8(ascii: "{")) else { return }
         for reference in Template.references(in: text.value) where !known.contains(reference.name) {
             var location = text.location
             // Point at the reference itself when the scalar is on one line.
@@ -450,7 +453,7 @@ private final class LoadSession {
                 location.column += reference.offset + (quoted ? 1 : 0)
             }
             var message = "undefined variable '\(reference.name)'"
-            if let close = suggestion(for: reference.name, among: known) {
+            if let close = suggestion(for: reference.name, among: known.names) {
                 message += "; did you mean '\(close)'?"
             } else if TaskfileLoader.eachVariables.contains(reference.name) {
                 message += "; it exists only in tasks with 'each: sources'"
@@ -461,7 +464,7 @@ private final class LoadSession {
         }
     }
 
-    func checkTemplates(in value: ConfigurationValue, known: Set<String>) {
+    func checkTemplates(in value: ConfigurationValue, known: KnownVariables) {
         switch value.kind {
         case .scalar(let text): checkTemplate(Located(value: text, location: value.location), node: nil, known: known)
         case .list(let items): for item in items { checkTemplates(in: item, known: known) }
@@ -564,5 +567,24 @@ private final class LoadSession {
 
     func absolute(_ path: String, base: String) -> String {
         Path.absolute(path, base: base)
+    }
+}
+
+/// The variables a template may use at one place, without building a set per task.
+private struct KnownVariables {
+    var variables: [String: String]
+    var each: Bool
+    var task = true
+
+    func contains(_ name: String) -> Bool {
+        variables[name] != nil || TaskfileLoader.builtInVariables.contains(name) || (task && name == "TASK")
+            || (each && TaskfileLoader.eachVariables.contains(name))
+    }
+
+    /// Every name, for suggestions.
+    var names: [String] {
+        var result = Array(variables.keys) + TaskfileLoader.builtInVariables
+        if each { result += TaskfileLoader.eachVariables }
+        return result
     }
 }

@@ -1,0 +1,182 @@
+import Foundation
+
+/// `kiln-bench host`: kiln against ninja and go-task on generated projects, in one run.
+///
+/// Projects: N independent `cp` tasks (1k, 10k) and a 10k-task deep DAG (100 layers of 100, each
+/// task depending on 3 of the previous layer). Every tool builds every project from clean at -j2;
+/// the table shows wall time, the tool's own peak RSS, and kiln's ratios to ninja and go-task.
+/// Then: kiln's startup plus graph construction (`kiln run --dry-run`, output discarded) beside
+/// `ninja -n` and `task --dry`, and the peak RSS of `each:` tasks over growing file counts, which
+/// stays flat because jobs are created in batches.
+struct HostBenchmark {
+    var kiln: String
+    var ninja: String
+    var task: String
+    var quick: Bool
+    var workDirectory: String
+
+    struct Project {
+        var name: String
+        var directory: String
+        var outputs: String
+    }
+
+    func run() throws {
+        print("kiln-bench host — \(ProcessInfo.processInfo.activeProcessorCount) cores, -j2, every build from clean")
+        print("peak RSS is each tool's own (wait4 ru_maxrss); times are wall clock, median of 3 runs where shown\n")
+        try FileManager.default.createDirectory(atPath: workDirectory, withIntermediateDirectories: true)
+        let sizes = quick ? [200, 1_000] : [1_000, 10_000]
+        var projects: [Project] = []
+        for size in sizes { projects.append(try generateIndependent(size)) }
+        projects.append(try generateDeepDAG(layers: quick ? 20 : 100, width: 100))
+
+        var table = Table(headers: ["project", "tool", "wall s", "peak RSS MB", "kiln ÷ tool (time)", "kiln ÷ tool (RSS)"])
+        for project in projects {
+            let repeats = project.name.contains("10000") ? 1 : 3
+            let kilnRun = measureBuild(project, repeats: repeats) { [kiln] in [kiln, "run", "-j2"] }
+            let ninjaRun = measureBuild(project, repeats: repeats) { [ninja] in [ninja, "-j2"] }
+            let taskRun = measureBuild(project, repeats: 1, timeout: 300) { [task] in
+                [task, "--taskfile", "Taskfile.gotask.yml", "--concurrency", "2", "default"]
+            }
+            for (tool, run) in [("kiln", kilnRun), ("ninja", ninjaRun), ("go-task", taskRun)] {
+                let ratio = tool == "kiln" ? "" : format(kilnRun.seconds / run.seconds) + "×"
+                let rssRatio = tool == "kiln" ? "" : format(kilnRun.peakMegabytes / run.peakMegabytes) + "×"
+                let failed = run.status == 0 ? "" : run.status == 137 ? " (killed at 300 s)" : " (exit \(run.status))"
+                table.add([project.name, tool + failed, format(run.seconds), format(run.peakMegabytes, digits: 1), ratio, rssRatio])
+            }
+            FileHandle.standardError.write(Data("  done: \(project.name)\n".utf8))
+        }
+        print(table.render())
+        print("\nTargets: kiln's full build ≤ 1.0× ninja's wall time; peak RSS ≤ 2× ninja's.\n")
+
+        // Startup plus graph construction.
+        var startup = Table(headers: ["10k-task project", "command", "median ms", "peak RSS MB"])
+        if let big = projects.first(where: { $0.name.hasPrefix("independent") && $0.name.contains(quick ? "1000" : "10000") }) {
+            for (label, arguments) in [
+                ("kiln", [kiln, "run", "--dry-run"]), ("ninja", [ninja, "-n"]),
+                ("go-task", [task, "--taskfile", "Taskfile.gotask.yml", "--dry", "default"]),
+            ] {
+                var samples: [ChildRun] = []
+                for _ in 0..<5 { samples.append(runChild(arguments, in: big.directory)) }
+                let median = samples.map(\.seconds).sorted()[2]
+                startup.add([big.name, "\(label) " + arguments.dropFirst().joined(separator: " "), format(median * 1000, digits: 1),
+                             format(samples.map(\.peakMegabytes).max() ?? 0, digits: 1)])
+                if label == "ninja" { resetNinja(big) }
+            }
+        }
+        print(startup.render())
+        print("\nTarget: kiln's startup plus graph construction for 10k tasks ≤ 50 ms.\n")
+
+        // Batching: peak memory of an `each:` task as the file count grows.
+        var batching = Table(headers: ["each: files", "kiln wall s", "kiln peak RSS MB", "peak live jobs"])
+        for files in quick ? [1_000, 5_000] : [10_000, 50_000] {
+            let directory = try generateEach(files)
+            let result = runChild([kiln, "run", "-j2", "--json"], in: directory, captureOutput: true)
+            let peak = result.output.split(separator: "\n").last { $0.contains("run-finished") }
+                .flatMap { line in line.range(of: "\"peakLiveEachJobs\":").map { line[$0.upperBound...].prefix { $0.isNumber } } }
+                .map(String.init) ?? "?"
+            batching.add(["\(files)", format(result.seconds), format(result.peakMegabytes, digits: 1), peak])
+        }
+        print(batching.render())
+        print("\nBatches of 256, two in flight: live jobs stay ≤ 512 and peak RSS stays flat as files grow.")
+    }
+
+    private func resetNinja(_ project: Project) {
+        try? FileManager.default.removeItem(atPath: project.directory + "/.ninja_log")
+        try? FileManager.default.removeItem(atPath: project.directory + "/.ninja_deps")
+    }
+
+    /// Median of `repeats` clean builds.
+    private func measureBuild(_ project: Project, repeats: Int, timeout: Int = 600, command: () -> [String]) -> ChildRun {
+        var runs: [ChildRun] = []
+        for _ in 0..<repeats {
+            try? FileManager.default.removeItem(atPath: project.outputs)
+            try? FileManager.default.createDirectory(atPath: project.outputs, withIntermediateDirectories: true)
+            resetNinja(project)
+            try? FileManager.default.removeItem(atPath: project.directory + "/.task")
+            runs.append(runChild(command(), in: project.directory, timeout: timeout))
+        }
+        runs.sort { $0.seconds < $1.seconds }
+        return runs[runs.count / 2]
+    }
+
+    // MARK: Generated projects
+
+    private func generateIndependent(_ count: Int) throws -> Project {
+        let directory = workDirectory + "/independent-\(count)"
+        try makeSources(directory, count)
+        var taskfile = "version: '3'\ntasks:\n"
+        var ninjaFile = "rule cp\n  command = cp $in $out\n"
+        var names: [String] = []
+        for index in 0..<count {
+            taskfile += "  t\(index):\n    sources: [src/f\(index).txt]\n    generates: [out/f\(index).txt]\n    cmds: ['cp src/f\(index).txt out/f\(index).txt']\n"
+            ninjaFile += "build out/f\(index).txt: cp src/f\(index).txt\n"
+            names.append("t\(index)")
+        }
+        taskfile += "  default:\n    deps: [\(names.joined(separator: ", "))]\n"
+        try writeTaskfiles(taskfile, in: directory)
+        try ninjaFile.write(toFile: directory + "/build.ninja", atomically: true, encoding: .utf8)
+        return Project(name: "independent \(count)", directory: directory, outputs: directory + "/out")
+    }
+
+    private func generateDeepDAG(layers: Int, width: Int) throws -> Project {
+        let count = layers * width
+        let directory = workDirectory + "/dag-\(count)"
+        try makeSources(directory, count)
+        var taskfile = "version: '3'\ntasks:\n"
+        var ninjaFile = "rule cp\n  command = cp $in $out\n"
+        for index in 0..<count {
+            let layer = index / width
+            var dependencies: [Int] = []
+            if layer > 0 {
+                let base = (layer - 1) * width
+                dependencies = [0, 7, 31].map { base + (index % width + $0) % width }
+            }
+            taskfile += "  t\(index):\n"
+            if !dependencies.isEmpty { taskfile += "    deps: [\(dependencies.map { "t\($0)" }.joined(separator: ", "))]\n" }
+            taskfile += "    cmds: ['cp src/f\(index).txt out/f\(index).txt']\n"
+            let implicit = dependencies.isEmpty ? "" : " | " + dependencies.map { "out/f\($0).txt" }.joined(separator: " ")
+            ninjaFile += "build out/f\(index).txt: cp src/f\(index).txt\(implicit)\n"
+        }
+        let last = ((layers - 1) * width..<count).map { "t\($0)" }
+        taskfile += "  default:\n    deps: [\(last.joined(separator: ", "))]\n"
+        try writeTaskfiles(taskfile, in: directory)
+        try ninjaFile.write(toFile: directory + "/build.ninja", atomically: true, encoding: .utf8)
+        return Project(name: "deep DAG \(count) (\(layers) layers)", directory: directory, outputs: directory + "/out")
+    }
+
+    private func generateEach(_ count: Int) throws -> String {
+        let directory = workDirectory + "/each-\(count)"
+        try makeSources(directory, count)
+        let taskfile = """
+            version: '3'
+            tasks:
+              default:
+                each: sources
+                sources: ['src/*.txt']
+                cmds: [':']
+
+            """
+        try taskfile.write(toFile: directory + "/Taskfile.yml", atomically: true, encoding: .utf8)
+        return directory
+    }
+
+    /// The same tasks for kiln (`Taskfile.yml`) and go-task (`Taskfile.gotask.yml`, with
+    /// `run: once`: by default go-task reruns a dependency for every task that depends on it, which
+    /// is exponential on a deep DAG — 23 GB and killed after five minutes on 2,000 tasks here).
+    private func writeTaskfiles(_ taskfile: String, in directory: String) throws {
+        try taskfile.write(toFile: directory + "/Taskfile.yml", atomically: true, encoding: .utf8)
+        let gotask = taskfile.replacingOccurrences(of: "version: '3'\n", with: "version: '3'\nrun: once\n")
+        try gotask.write(toFile: directory + "/Taskfile.gotask.yml", atomically: true, encoding: .utf8)
+    }
+
+    private func makeSources(_ directory: String, _ count: Int) throws {
+        let sources = directory + "/src"
+        if FileManager.default.fileExists(atPath: sources + "/f\(count - 1).txt") { return }
+        try FileManager.default.createDirectory(atPath: sources, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: directory + "/out", withIntermediateDirectories: true)
+        for index in 0..<count {
+            try "\(index)\n".write(toFile: sources + "/f\(index).txt", atomically: false, encoding: .utf8)
+        }
+    }
+}

@@ -1,0 +1,215 @@
+import KilnPluginAPI
+import KilnTestSupport
+import Testing
+
+@testable import KilnHost
+
+/// Runs of shell and probe tasks: output, failures, stopping and `--keep-going`, `dir:` and `env:`.
+@Suite struct BuildRunTests {
+    @Test func aJobsOutputIsCapturedWholeStandardOutputAndErrorTogether() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let taskfile = try loadTaskfile(in: directory, [
+            "Taskfile.yml": """
+            version: '3'
+            tasks:
+              talk:
+                cmds:
+                  - 'i=1; while [ $i -le 300 ]; do echo "out $i"; i=$((i+1)); done'
+                  - echo err >&2
+                  - printf 'no newline'
+            """,
+        ])
+        let (summary, observer, _) = try await run(taskfile, targets: ["talk"])
+        #expect(summary.succeeded == 1)
+        let expected = (1...300).map { "out \($0)\n" }.joined() + "err\nno newline"
+        #expect(observer.finished(task: "talk").only?.output == expected)
+    }
+
+    @Test func aNonZeroExitFailsTheJobNamingTheCommandAndCancelsItsDependents() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let taskfile = try loadTaskfile(in: directory, [
+            "Taskfile.yml": """
+            version: '3'
+            tasks:
+              broken:
+                cmds:
+                  - echo before
+                  - echo failing; exit 3
+                  - touch never.ran
+              dependent:
+                deps: [broken]
+                cmds: [touch dependent.ran]
+            """,
+        ])
+        let (summary, observer, _) = try await run(taskfile, targets: ["dependent"])
+        let broken = try #require(observer.finished(task: "broken").only)
+        #expect(broken.outcome == .failed("exit status 3: echo failing; exit 3"))
+        #expect(broken.output == "before\nfailing\n")
+        #expect(!directory.exists("never.ran"))
+        #expect(!directory.exists("dependent.ran"))
+        let dependent = try #require(observer.finished(task: "dependent").only)
+        guard case .cancelled = dependent.outcome else {
+            Issue.record("'dependent' should not have run: \(dependent.outcome)")
+            return
+        }
+        #expect(summary.failed == 1 && summary.cancelled == 1 && summary.succeeded == 0)
+    }
+
+    @Test func afterAFailureNoJobWaitingForTheFailedJobsSlotsStarts() async throws {
+        // The failing job holds the only cpu slot (it is first in line); five jobs wait for it.
+        // When it fails, none of them may start — 20 rounds, since a wrong order of releasing the
+        // slots and stopping the run would let one slip through only sometimes.
+        for _ in 0..<20 {
+            let directory = try TemporaryDirectory()
+            defer { directory.remove() }
+            var text = """
+                version: '3'
+                resources:
+                  x: 1
+                tasks:
+                  fail:
+                    plugin: probe
+                    with: {fail: true}
+                    resources: [cpu, x]
+
+                """
+            for index in 0..<5 { text += "  waiter\(index):\n    plugin: probe\n    resources: [cpu]\n" }
+            let taskfile = try loadTaskfile(in: directory, ["Taskfile.yml": text])
+            let lab = ProbeLab()
+            let (summary, observer, _) = try await run(
+                taskfile, targets: taskfile.tasks.map(\.name), kinds: [ProbeTaskKind(lab: lab)], cpuWidth: 1
+            )
+            #expect(observer.started.map(\.job.task) == ["fail"])
+            #expect(summary.failed == 1 && summary.cancelled == 5)
+        }
+    }
+
+    @Test func afterAFailureAJobThatBecomesReadyLaterDoesNotStart() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let taskfile = try loadTaskfile(in: directory, [
+            "Taskfile.yml": """
+            version: '3'
+            tasks:
+              fail:
+                plugin: probe
+                with: {fail: true}
+              sentinel:
+                deps: [fail]
+                plugin: probe
+              hold:
+                plugin: probe
+              after:
+                deps: [hold]
+                plugin: probe
+            """,
+        ])
+        let lab = ProbeLab()
+        lab.hold("fail")
+        lab.hold("hold")
+        let plan = try BuildPlanner(taskfile: taskfile, registry: try makeRegistry([ProbeTaskKind(lab: lab)]))
+            .plan(targets: ["sentinel", "after"])
+        let observer = RecordingObserver()
+        let buildRun = BuildRun(
+            plan: plan, queues: ResourceQueues(definitions: [], cpuWidth: 4), options: RunOptions(), observer: observer
+        )
+        buildRun.start()
+        defer { buildRun.interrupt() }
+        #expect(await waitForResult(within: 30) { lab.waitUntilStarted("fail", seconds: 30) } == true)
+        #expect(await waitForResult(within: 30) { lab.waitUntilStarted("hold", seconds: 30) } == true)
+        lab.open("fail")
+        // The sentinel is released only after the failed job's completion (which stops the run).
+        #expect(await waitUntil(within: 30) { !observer.finished(task: "sentinel").isEmpty })
+        lab.open("hold")
+        let summary = try #require(await waitForResult(within: 30) { buildRun.wait() })
+        #expect(lab.runs["after"] == nil)
+        #expect(observer.started.allSatisfy { $0.job.task != "after" })
+        #expect(summary.failed == 1)
+        #expect(summary.succeeded == 1)  // `hold`, which was running, finishes
+    }
+
+    @Test func keepGoingRunsEverythingThatDoesNotDependOnTheFailure() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let taskfile = try loadTaskfile(in: directory, [
+            "Taskfile.yml": """
+            version: '3'
+            tasks:
+              fail: exit 1
+              dependent:
+                deps: [fail]
+                cmds: [touch dependent.ran]
+              indirect:
+                deps: [dependent]
+                cmds: [touch indirect.ran]
+              a: touch a.ran
+              b:
+                deps: [a]
+                cmds: [touch b.ran]
+              c: touch c.ran
+            """,
+        ])
+        var options = RunOptions()
+        options.keepGoing = true
+        let (summary, _, _) = try await run(
+            taskfile, targets: ["indirect", "b", "c"], cpuWidth: 1, options: options
+        )
+        #expect(directory.exists("a.ran") && directory.exists("b.ran") && directory.exists("c.ran"))
+        #expect(!directory.exists("dependent.ran") && !directory.exists("indirect.ran"))
+        #expect(summary.succeeded == 3 && summary.failed == 1 && summary.cancelled == 2)
+    }
+
+    @Test func theTasksDirectoryAndEnvironmentReachItsCommands() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        try directory.makeDirectory("sub/dir")
+        let taskfile = try loadTaskfile(in: directory, [
+            "Taskfile.yml": """
+            version: '3'
+            env:
+              GLOBAL: from-file
+              KEPT: kept
+            tasks:
+              show:
+                dir: sub/dir
+                env:
+                  LOCAL: from-task
+                  GLOBAL: overridden
+                cmds:
+                  - pwd > {{.ROOT_DIR}}/pwd.txt
+                  - echo "$LOCAL $GLOBAL $KEPT" > {{.ROOT_DIR}}/env.txt
+                  - test -n "$PATH"
+            """,
+        ])
+        let (summary, _, _) = try await run(taskfile, targets: ["show"])
+        #expect(summary.succeeded == 1)
+        #expect(directory.read("pwd.txt") == directory.path("sub/dir") + "\n")
+        #expect(directory.read("env.txt") == "from-task overridden kept\n")
+    }
+
+    @Test func aCommandInAMissingDirectoryFailsNamingTheDirectory() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let taskfile = try loadTaskfile(in: directory, [
+            "Taskfile.yml": """
+            version: '3'
+            tasks:
+              lost:
+                dir: nowhere
+                cmds: [touch ../lost.ran]
+            """,
+        ])
+        let (summary, observer, _) = try await run(taskfile, targets: ["lost"])
+        #expect(summary.failed == 1)
+        let lost = try #require(observer.finished(task: "lost").only)
+        guard case .failed(let reason) = lost.outcome else {
+            Issue.record("expected a failure, got \(lost.outcome)")
+            return
+        }
+        #expect(reason.contains(directory.path("nowhere")))
+        #expect(reason.contains("exist"))
+        #expect(!directory.exists("lost.ran"))
+    }
+}
