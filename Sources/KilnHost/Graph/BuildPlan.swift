@@ -70,9 +70,11 @@ public struct BuildPlanner: Sendable {
             }
         }
         var tasks: [BuildPlan.Task] = []
+        tasks.reserveCapacity(order.count)
+        let rootWithSlash = taskfile.root == "/" ? "/" : taskfile.root + "/"
         for position in order {
             let definition = taskfile.tasks[position]
-            errors += rootEscapes(definition)
+            errors += rootEscapes(definition, rootWithSlash: rootWithSlash)
             guard let kind = registry.kind(named: definition.kind.value) else {
                 let known = registry.kinds.map(\.name).joined(separator: ", ")
                 errors.append(TaskfileError(
@@ -83,7 +85,7 @@ public struct BuildPlanner: Sendable {
                 continue
             }
             let description = TaskDescription(
-                name: definition.name, location: definition.location, variableNames: Set(definition.variables.keys)
+                name: definition.name, location: definition.location, variables: definition.variables
             )
             do {
                 tasks.append(BuildPlan.Task(definition: definition, prepared: try kind.prepare(definition.configuration, for: description)))
@@ -99,7 +101,7 @@ public struct BuildPlanner: Sendable {
     }
 
     /// Errors for `generates` (and `dir`) that leave the project root, unless the task allows it.
-    private func rootEscapes(_ task: TaskDefinition) -> [TaskfileError] {
+    private func rootEscapes(_ task: TaskDefinition, rootWithSlash: String) -> [TaskfileError] {
         guard !task.allowsOutsideRoot else { return [] }
         var errors: [TaskfileError] = []
         let root = taskfile.root
@@ -111,6 +113,7 @@ public struct BuildPlanner: Sendable {
             ))
         }
         var variables: [String: String]?
+        let directoryInside = task.directory == root || task.directory.hasPrefix(rootWithSlash)
         for output in task.generates {
             var rendered = output.value
             if rendered.utf8.contains(UInt8(ascii: "{")) {
@@ -123,9 +126,7 @@ public struct BuildPlanner: Sendable {
             }
             // The common case — a relative path without `..` under a directory inside the root —
             // needs no normalizing.
-            if !rendered.hasPrefix("/"), !rendered.contains(".."), task.directory == root || task.directory.hasPrefix(root + "/") {
-                continue
-            }
+            if !rendered.hasPrefix("/"), !Path.hasParentReference(rendered), directoryInside { continue }
             let path = rendered.hasPrefix("/") ? rendered : task.directory + "/" + rendered
             if !Self.isInside(path, root: root) {
                 errors.append(TaskfileError(

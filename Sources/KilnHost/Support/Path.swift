@@ -55,6 +55,16 @@ enum Path {
         normalize(join(base, path))
     }
 
+    /// Whether a path has a `..` component (a byte scan; no normalizing).
+    static func hasParentReference(_ path: String) -> Bool {
+        var previous: UInt8 = 0
+        for byte in path.utf8 {
+            if byte == UInt8(ascii: "."), previous == UInt8(ascii: ".") { return true }
+            previous = byte
+        }
+        return false
+    }
+
     /// Whether `path` (normalized) is `root` or inside it.
     static func isInside(_ path: String, root: String) -> Bool {
         let normalized = normalize(path)
@@ -89,21 +99,33 @@ public enum Files {
     ///
     /// - Throws: ``ReadError`` naming the path and the system's reason.
     public static func readText(_ path: String) throws(ReadError) -> String {
+        String(decoding: try readBytes(path), as: UTF8.self)
+    }
+
+    /// The whole file.
+    ///
+    /// - Throws: ``ReadError`` naming the path and the system's reason.
+    public static func readBytes(_ path: String) throws(ReadError) -> [UInt8] {
         let descriptor = open(path, O_RDONLY | O_CLOEXEC)
         guard descriptor >= 0 else { throw ReadError(path: path, reason: String(cString: strerror(errno))) }
         defer { close(descriptor) }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 1 << 16)
+        var info = stat()
+        let expected = fstat(descriptor, &info) == 0 ? max(0, Int(info.st_size)) : 0
+        // Read straight into a buffer of the file's size (plus room to notice growth).
+        var bytes = [UInt8](repeating: 0, count: expected + 1)
+        var filled = 0
         while true {
-            let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+            if filled == bytes.count { bytes += [UInt8](repeating: 0, count: max(4096, bytes.count)) }
+            let count = bytes.withUnsafeMutableBytes { read(descriptor, $0.baseAddress! + filled, $0.count - filled) }
             if count < 0 {
                 if errno == EINTR { continue }
                 throw ReadError(path: path, reason: String(cString: strerror(errno)))
             }
             if count == 0 { break }
-            bytes.append(contentsOf: chunk[0..<count])
+            filled += count
         }
-        return String(decoding: bytes, as: UTF8.self)
+        bytes.removeLast(bytes.count - filled)
+        return bytes
     }
 
     /// Whether something exists at `path`.

@@ -22,12 +22,22 @@ public struct TaskfileLoader: Sendable {
     ]
 
     private let readFile: @Sendable (String) throws -> String
+    private let usesCache: Bool
 
-    /// Creates a loader.
+    /// Creates a loader that reads files from disk and keeps the checked model in the project's
+    /// Taskfile cache (`.kiln/taskfile.cache`; see ``TaskfileCache``).
     ///
-    /// - Parameter readFile: Reads a file's text; the seam tests use to feed files from memory.
-    public init(readFile: @escaping @Sendable (String) throws -> String = { try Files.readText($0) }) {
+    /// - Parameter usesCache: Whether to read and write the cache.
+    public init(usesCache: Bool = true) {
+        self.readFile = { try Files.readText($0) }
+        self.usesCache = usesCache
+    }
+
+    /// Creates a loader that reads files through `readFile` — the seam tests use to feed files
+    /// from memory — and never uses the cache.
+    public init(readFile: @escaping @Sendable (String) throws -> String) {
         self.readFile = readFile
+        self.usesCache = false
     }
 
     /// Loads the Taskfile at `path` (absolute, or relative to the current directory).
@@ -35,7 +45,9 @@ public struct TaskfileLoader: Sendable {
     /// - Throws: ``TaskfileErrors`` with every mistake found.
     public func load(path: String) throws(TaskfileErrors) -> Taskfile {
         let absolute = Path.absolute(path, base: Path.currentDirectory)
-        let session = LoadSession(root: Path.directory(of: absolute), readFile: readFile)
+        let root = Path.directory(of: absolute)
+        if usesCache, let cached = TaskfileCache.load(taskfilePath: absolute, root: root) { return cached }
+        let session = LoadSession(root: root, readFile: readFile)
         let version = session.loadFile(
             absolute, namespace: "", directory: session.root, inherited: [:], chain: [], includedAt: nil
         )
@@ -52,10 +64,12 @@ public struct TaskfileLoader: Sendable {
             }
             throw TaskfileErrors(errors: sorted.map(\.element))
         }
-        return Taskfile(
+        let taskfile = Taskfile(
             path: absolute, root: session.root, version: version ?? "3", resources: session.resources,
             tasks: session.tasks, files: session.files
         )
+        if usesCache { TaskfileCache.save(taskfile, missingOptional: session.missingOptional) }
+        return taskfile
     }
 }
 
@@ -65,6 +79,8 @@ private final class LoadSession {
     let readFile: @Sendable (String) throws -> String
     var errors: [TaskfileError] = []
     var files: [String] = []
+    /// Optional includes that didn't exist: creating one must invalidate the cache.
+    var missingOptional: [String] = []
     var tasks: [TaskDefinition] = []
     var taskIndex: [String: Int] = [:]
     var resources: [ResourceDefinition] = []
@@ -193,7 +209,10 @@ private final class LoadSession {
         if Files.isDirectory(includePath) {
             includePath = Path.join(includePath, "Taskfile.yml")
         }
-        if optional, !Files.exists(includePath) { return }
+        if optional, !Files.exists(includePath) {
+            missingOptional.append(includePath)
+            return
+        }
         loadFile(
             includePath, namespace: namespace + name + ":", directory: includeDirectory, inherited: variables,
             chain: chain, includedAt: location(value, file)

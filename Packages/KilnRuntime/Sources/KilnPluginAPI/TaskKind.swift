@@ -52,14 +52,15 @@ public struct TaskDescription: Sendable {
     public var name: String
     /// Where the task is defined.
     public var location: SourceLocation
-    /// The names of the variables a template may use.
-    public var variableNames: Set<String>
+    /// The Taskfile variables the task's templates may use (beside the built-ins `ROOT_DIR`,
+    /// `TASK`, `TASKFILE_DIR`, and the per-source ones of `each:` tasks).
+    public var variables: [String: String]
 
     /// Creates a description.
-    public init(name: String, location: SourceLocation, variableNames: Set<String>) {
+    public init(name: String, location: SourceLocation, variables: [String: String]) {
         self.name = name
         self.location = location
-        self.variableNames = variableNames
+        self.variables = variables
     }
 }
 

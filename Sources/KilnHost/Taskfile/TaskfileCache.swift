@@ -1,0 +1,387 @@
+import KilnPluginAPI
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The checked model of a Taskfile, saved under `.kiln/taskfile.cache` after a successful load so
+/// the next run can skip YAML parsing and checking: for a 10k-task Taskfile that is most of
+/// kiln's start-up time and memory.
+///
+/// The cache is valid only for the same main Taskfile path and the same contents of every file
+/// the load read (each hashed; an optional include that was missing must still be missing), and
+/// for the same cache format. Anything else — a changed byte, a new include, a corrupt or
+/// truncated cache — means a normal load, which then rewrites it. Writes go to a temporary file
+/// renamed into place, so a reader never sees half a cache.
+///
+/// Threading: stateless; safe from any thread.
+enum TaskfileCache {
+    static let magic = Array("KILNTFC\u{1}".utf8)
+    /// Bump when the encoding or the meaning of ``Taskfile`` changes.
+    static let formatVersion = 3
+
+    /// The cache file of a project.
+    static func path(root: String) -> String { root + "/.kiln/taskfile.cache" }
+
+    /// The cached model, if the cache is valid for `taskfilePath`.
+    static func load(taskfilePath: String, root: String) -> Taskfile? {
+        guard let bytes = try? Files.readBytes(path(root: root)) else { return nil }
+        var reader = BinaryReader(bytes: bytes)
+        guard reader.readBytes(count: magic.count) == magic, reader.readInteger() == formatVersion,
+            reader.readString() == taskfilePath
+        else { return nil }
+        // Every file the load read, with the hash of its contents (0: it must not exist).
+        guard let fileCount = reader.readInteger(), fileCount < 100_000 else { return nil }
+        for _ in 0..<fileCount {
+            guard let file = reader.readString(), let hash = reader.readUInt64() else { return nil }
+            let current = (try? Files.readBytes(file)).map(fingerprint) ?? 0
+            if current != hash { return nil }
+        }
+        return reader.readTaskfile()
+    }
+
+    /// Saves `taskfile`, whose load read `files` (with `missingOptional` includes absent).
+    static func save(_ taskfile: Taskfile, missingOptional: [String]) {
+        var writer = BinaryWriter()
+        writer.append(magic)
+        writer.write(formatVersion)
+        writer.write(taskfile.path)
+        var entries: [(String, UInt64)] = []
+        for file in taskfile.files {
+            guard let bytes = try? Files.readBytes(file) else { return }
+            entries.append((file, fingerprint(bytes)))
+        }
+        entries += missingOptional.map { ($0, 0) }
+        writer.write(entries.count)
+        for (file, hash) in entries {
+            writer.write(file)
+            writer.write(hash)
+        }
+        writer.write(taskfile)
+        let directory = taskfile.root + "/.kiln"
+        mkdir(directory, 0o755)
+        let temporary = directory + "/taskfile.cache.\(getpid()).tmp"
+        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        guard descriptor >= 0 else { return }
+        let complete = writer.bytes.withUnsafeBytes { buffer -> Bool in
+            var offset = 0
+            while offset < buffer.count {
+                let written = Glibc.write(descriptor, buffer.baseAddress! + offset, buffer.count - offset)
+                if written <= 0 { return false }
+                offset += written
+            }
+            return true
+        }
+        close(descriptor)
+        if complete { rename(temporary, path(root: taskfile.root)) } else { unlink(temporary) }
+    }
+
+    /// FNV-1a over the contents, mixed with the length (a 64-bit content fingerprint).
+    static func fingerprint(_ bytes: [UInt8]) -> UInt64 {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in bytes {
+            hash ^= UInt64(byte)
+            hash &*= 0x0000_0100_0000_01b3
+        }
+        hash ^= UInt64(bytes.count) &* 0x9e37_79b9_7f4a_7c15
+        return hash == 0 ? 1 : hash
+    }
+}
+
+// MARK: - Encoding
+
+/// Appends values in a compact binary form: LEB128 integers, length-prefixed UTF-8 strings, and
+/// a table so each distinct string is written once.
+struct BinaryWriter {
+    var bytes: [UInt8] = []
+    private var strings: [String: Int] = [:]
+
+    mutating func append(_ raw: [UInt8]) { bytes += raw }
+
+    mutating func write(_ value: Int) {
+        var value = UInt64(bitPattern: Int64(value)) << 1 ^ UInt64(bitPattern: Int64(value) >> 63)  // zigzag
+        while value >= 0x80 {
+            bytes.append(UInt8(value & 0x7f) | 0x80)
+            value >>= 7
+        }
+        bytes.append(UInt8(value))
+    }
+
+    mutating func write(_ value: UInt64) {
+        for shift in stride(from: 0, to: 64, by: 8) { bytes.append(UInt8((value >> UInt64(shift)) & 0xff)) }
+    }
+
+    mutating func write(_ value: Bool) { bytes.append(value ? 1 : 0) }
+
+    /// A string: a back-reference if it was written before.
+    mutating func write(_ value: String) {
+        if let index = strings[value] {
+            write(-1 - index)
+            return
+        }
+        strings[value] = strings.count
+        let utf8 = Array(value.utf8)
+        write(utf8.count)
+        bytes += utf8
+    }
+
+    mutating func write(_ value: String?) {
+        write(value != nil)
+        if let value { write(value) }
+    }
+
+    mutating func write(_ location: SourceLocation) {
+        write(location.file)
+        write(location.line)
+        write(location.column)
+    }
+
+    mutating func write(_ located: [Located<String>]) {
+        write(located.count)
+        for item in located {
+            write(item.value)
+            write(item.location)
+        }
+    }
+
+    mutating func write(_ dictionary: [String: String]) {
+        write(dictionary.count)
+        for (key, value) in dictionary.sorted(by: { $0.key < $1.key }) {
+            write(key)
+            write(value)
+        }
+    }
+
+    mutating func write(_ value: ConfigurationValue) {
+        write(value.location)
+        switch value.kind {
+        case .null: write(0)
+        case .scalar(let text):
+            write(1)
+            write(text)
+        case .list(let items):
+            write(2)
+            write(items.count)
+            for item in items { write(item) }
+        case .map(let entries):
+            write(3)
+            write(entries.count)
+            for entry in entries {
+                write(entry.key)
+                write(entry.keyLocation)
+                write(entry.value)
+            }
+        }
+    }
+
+    mutating func write(_ taskfile: Taskfile) {
+        write(taskfile.path)
+        write(taskfile.root)
+        write(taskfile.version)
+        write(taskfile.files.count)
+        for file in taskfile.files { write(file) }
+        write(taskfile.resources.count)
+        for resource in taskfile.resources {
+            write(resource.name)
+            write(resource.width)
+            write(resource.location)
+        }
+        // Tasks of one file share their variables dictionary: write each distinct one once.
+        var tables: [[String: String]: Int] = [:]
+        var order: [[String: String]] = []
+        for task in taskfile.tasks {
+            for dictionary in [task.variables, task.environment] where tables[dictionary] == nil {
+                tables[dictionary] = order.count
+                order.append(dictionary)
+            }
+        }
+        write(order.count)
+        for dictionary in order { write(dictionary) }
+        write(taskfile.tasks.count)
+        for task in taskfile.tasks {
+            write(task.name)
+            write(task.location)
+            write(task.summary)
+            write(task.dependencies)
+            write(task.commands)
+            write(task.sources)
+            write(task.generates)
+            write(tables[task.variables] ?? 0)
+            write(tables[task.environment] ?? 0)
+            write(task.directory)
+            write(task.resources)
+            write(task.each == .sources)
+            write(task.batchSize ?? 0)
+            write(task.kind.value)
+            write(task.kind.location)
+            write(task.pluginConfiguration != nil)
+            if let configuration = task.pluginConfiguration { write(configuration) }
+            write(task.allowsOutsideRoot)
+            write(task.file)
+        }
+    }
+}
+
+/// Reads what ``BinaryWriter`` wrote; every read returns `nil` on truncated or malformed input.
+struct BinaryReader {
+    let bytes: [UInt8]
+    var offset = 0
+    private var strings: [String] = []
+
+    init(bytes: [UInt8]) { self.bytes = bytes }
+
+    mutating func readBytes(count: Int) -> [UInt8]? {
+        guard count >= 0, offset + count <= bytes.count else { return nil }
+        defer { offset += count }
+        return Array(bytes[offset..<offset + count])
+    }
+
+    mutating func readInteger() -> Int? {
+        var value: UInt64 = 0
+        var shift: UInt64 = 0
+        while offset < bytes.count, shift < 64 {
+            let byte = bytes[offset]
+            offset += 1
+            value |= UInt64(byte & 0x7f) << shift
+            if byte < 0x80 { return Int(Int64(bitPattern: (value >> 1) ^ (0 &- (value & 1)))) }
+            shift += 7
+        }
+        return nil
+    }
+
+    mutating func readUInt64() -> UInt64? {
+        guard offset + 8 <= bytes.count else { return nil }
+        var value: UInt64 = 0
+        for index in 0..<8 { value |= UInt64(bytes[offset + index]) << UInt64(index * 8) }
+        offset += 8
+        return value
+    }
+
+    mutating func readBool() -> Bool? {
+        guard offset < bytes.count else { return nil }
+        defer { offset += 1 }
+        return bytes[offset] != 0
+    }
+
+    mutating func readString() -> String? {
+        guard let length = readInteger() else { return nil }
+        if length < 0 {
+            let index = -1 - length
+            return index < strings.count ? strings[index] : nil
+        }
+        guard offset + length <= bytes.count else { return nil }
+        let string = String(decoding: bytes[offset..<offset + length], as: UTF8.self)
+        offset += length
+        strings.append(string)
+        return string
+    }
+
+    mutating func readOptionalString() -> String?? {
+        guard let present = readBool() else { return nil }
+        return present ? readString().map { Optional($0) } : .some(nil)
+    }
+
+    mutating func readLocation() -> SourceLocation? {
+        guard let file = readString(), let line = readInteger(), let column = readInteger() else { return nil }
+        return SourceLocation(file: file, line: line, column: column)
+    }
+
+    mutating func readLocated() -> [Located<String>]? {
+        guard let count = readInteger(), count >= 0, count <= bytes.count else { return nil }
+        var result: [Located<String>] = []
+        result.reserveCapacity(count)
+        for _ in 0..<count {
+            guard let value = readString(), let location = readLocation() else { return nil }
+            result.append(Located(value: value, location: location))
+        }
+        return result
+    }
+
+    mutating func readDictionary() -> [String: String]? {
+        guard let count = readInteger(), count >= 0, count <= bytes.count else { return nil }
+        var result: [String: String] = [:]
+        result.reserveCapacity(count)
+        for _ in 0..<count {
+            guard let key = readString(), let value = readString() else { return nil }
+            result[key] = value
+        }
+        return result
+    }
+
+    mutating func readConfiguration(depth: Int = 0) -> ConfigurationValue? {
+        guard depth < 64, let location = readLocation(), let tag = readInteger() else { return nil }
+        switch tag {
+        case 0: return ConfigurationValue(.null, at: location)
+        case 1: return readString().map { ConfigurationValue(.scalar($0), at: location) }
+        case 2:
+            guard let count = readInteger(), count >= 0, count <= bytes.count else { return nil }
+            var items: [ConfigurationValue] = []
+            for _ in 0..<count {
+                guard let item = readConfiguration(depth: depth + 1) else { return nil }
+                items.append(item)
+            }
+            return ConfigurationValue(.list(items), at: location)
+        case 3:
+            guard let count = readInteger(), count >= 0, count <= bytes.count else { return nil }
+            var entries: [(key: String, keyLocation: SourceLocation, value: ConfigurationValue)] = []
+            for _ in 0..<count {
+                guard let key = readString(), let keyLocation = readLocation(), let value = readConfiguration(depth: depth + 1)
+                else { return nil }
+                entries.append((key, keyLocation, value))
+            }
+            return ConfigurationValue(.map(entries), at: location)
+        default: return nil
+        }
+    }
+
+    mutating func readTaskfile() -> Taskfile? {
+        guard let path = readString(), let root = readString(), let version = readString(),
+            let fileCount = readInteger(), fileCount >= 0, fileCount <= bytes.count
+        else { return nil }
+        var files: [String] = []
+        for _ in 0..<fileCount {
+            guard let file = readString() else { return nil }
+            files.append(file)
+        }
+        guard let resourceCount = readInteger(), resourceCount >= 0, resourceCount <= bytes.count else { return nil }
+        var resources: [ResourceDefinition] = []
+        for _ in 0..<resourceCount {
+            guard let name = readString(), let width = readInteger(), let location = readLocation() else { return nil }
+            resources.append(ResourceDefinition(name: name, width: width, location: location))
+        }
+        guard let tableCount = readInteger(), tableCount >= 0, tableCount <= bytes.count else { return nil }
+        var tables: [[String: String]] = []
+        for _ in 0..<tableCount {
+            guard let table = readDictionary() else { return nil }
+            tables.append(table)
+        }
+        guard let taskCount = readInteger(), taskCount >= 0, taskCount <= bytes.count else { return nil }
+        var tasks: [TaskDefinition] = []
+        tasks.reserveCapacity(taskCount)
+        for _ in 0..<taskCount {
+            guard let name = readString(), let location = readLocation(), let summary = readOptionalString(),
+                let dependencies = readLocated(), let commands = readLocated(), let sources = readLocated(),
+                let generates = readLocated(), let variablesIndex = readInteger(), tables.indices.contains(variablesIndex),
+                let environmentIndex = readInteger(), tables.indices.contains(environmentIndex),
+                let directory = readString(), let claims = readLocated(), let each = readBool(), let batch = readInteger(),
+                let kindName = readString(), let kindLocation = readLocation(), let hasConfiguration = readBool()
+            else { return nil }
+            var configuration: ConfigurationValue?
+            if hasConfiguration {
+                guard let value = readConfiguration() else { return nil }
+                configuration = value
+            }
+            guard let allowsOutsideRoot = readBool(), let file = readString() else { return nil }
+            tasks.append(TaskDefinition(
+                name: name, location: location, summary: summary, dependencies: dependencies, commands: commands,
+                sources: sources, generates: generates, variables: tables[variablesIndex],
+                environment: tables[environmentIndex], directory: directory, resources: claims,
+                each: each ? .sources : .none, batchSize: batch > 0 ? batch : nil,
+                kind: Located(value: kindName, location: kindLocation), pluginConfiguration: configuration,
+                allowsOutsideRoot: allowsOutsideRoot, file: file
+            ))
+        }
+        guard offset == bytes.count else { return nil }
+        return Taskfile(path: path, root: root, version: version, resources: resources, tasks: tasks, files: files)
+    }
+}
