@@ -83,7 +83,7 @@ extension Kiln {
                     run.interrupt()
                 } else {
                     // A second Ctrl-C: don't wait for the grace period.
-                    monitor.terminateAll()
+                    monitor.killAll()
                 }
             }
             run.start()

@@ -15,7 +15,7 @@ public struct RunOptions: Sendable {
     public var batchesInFlight = 2
     /// How many tasks' jobs exist at once: as jobs finish, their completion blocks create the
     /// next tasks' (in dependency order), so a 100k-task Taskfile never means 100k live jobs.
-    public var liveTaskWindow = 1024
+    public var liveTaskWindow = 512
 
     /// Creates the defaults.
     public init() {}
@@ -71,7 +71,8 @@ public final class BuildRun: @unchecked Sendable {
         var nextTask = 0
         var liveTasks = 0
         var creating = false
-        var progress: [String: TaskProgress] = [:]
+        /// Per task, by its position in the plan.
+        var progress: [TaskProgress?] = []
         var summary = RunSummary()
         var stopping = false
         var liveEachJobs = 0
@@ -122,22 +123,24 @@ public final class BuildRun: @unchecked Sendable {
         }
         guard claimed else { return }
         while true {
-            let next = state.withLock { state -> (BuildPlan.Task, [TaskProgress])? in
+            let next = state.withLock { state -> (Int, [TaskProgress])? in
                 state.createAgain = false
                 guard state.nextTask < plan.tasks.count, state.liveTasks < options.liveTaskWindow else { return nil }
-                let task = plan.tasks[state.nextTask]
+                let position = state.nextTask
                 state.nextTask += 1
                 state.liveTasks += 1
-                return (task, task.definition.dependencies.compactMap { state.progress[$0.value] })
+                if state.progress.isEmpty { state.progress = Array(repeating: nil, count: plan.tasks.count) }
+                return (position, plan.dependencyPositions[position].compactMap { state.progress[$0] })
             }
-            if let (task, dependencies) = next {
+            if let (position, dependencies) = next {
+                let task = plan.tasks[position]
                 let doneJob =
                     task.definition.each == .sources
-                    ? startEachTask(task, after: dependencies)
-                    : startPlainTask(task, after: dependencies)
+                    ? startEachTask(task, position: position, after: dependencies)
+                    : startPlainTask(task, position: position, after: dependencies)
                 state.withLock { state in
                     // The task may already have finished (and recorded its outcome) meanwhile.
-                    if state.progress[task.definition.name] == nil { state.progress[task.definition.name] = .live(doneJob) }
+                    if state.progress[position] == nil { state.progress[position] = .live(doneJob) }
                 }
                 continue
             }
@@ -157,11 +160,11 @@ public final class BuildRun: @unchecked Sendable {
     }
 
     /// Called once per task when its last job is done.
-    private func taskFinished(_ name: String, doneJob: Job) {
+    private func taskFinished(_ position: Int, doneJob: Job) {
         let failed = doneJob.isCancelled || doneJob.error != nil
         state.withLock { state in
             state.liveTasks -= 1
-            state.progress[name] = failed ? .failed(doneJob) : .succeeded
+            state.progress[position] = failed ? .failed(doneJob) : .succeeded
         }
         createTasks()
     }
@@ -221,11 +224,10 @@ public final class BuildRun: @unchecked Sendable {
 
     // MARK: Plain tasks
 
-    private func startPlainTask(_ task: BuildPlan.Task, after dependencies: [TaskProgress]) -> Job {
+    private func startPlainTask(_ task: BuildPlan.Task, position: Int, after dependencies: [TaskProgress]) -> Job {
         let request = makeRequest(task.definition, source: nil)
-        let name = task.definition.name
         let (entry, entryQueue, realJob) = makeUnit(task, request: request) { [self] _, job in
-            taskFinished(name, doneJob: job)
+            taskFinished(position, doneJob: job)
         }
         wire(entry, after: dependencies)
         // Created after a failure stopped the run: it doesn't run, but it is reported.
@@ -236,16 +238,15 @@ public final class BuildRun: @unchecked Sendable {
 
     // MARK: `each:` tasks
 
-    private func startEachTask(_ task: BuildPlan.Task, after dependencies: [TaskProgress]) -> Job {
+    private func startEachTask(_ task: BuildPlan.Task, position: Int, after dependencies: [TaskProgress]) -> Job {
         let done = EachTaskDoneJob(name: "\(task.definition.name) (all files)")
         let gate = BlockJob {}
         gate.name = "\(task.definition.name) (start)"
         gate.requiresSuccessfulDependencies = true
         wire(gate, after: dependencies)
         pendingAdd(2)
-        let name = task.definition.name
         done.completionBlock = { [self] in
-            taskFinished(name, doneJob: done)
+            taskFinished(position, doneJob: done)
             pendingAdd(-1)
         }
         gate.completionBlock = { [self] in

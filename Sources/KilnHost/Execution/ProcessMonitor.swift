@@ -31,6 +31,13 @@ public final class ProcessMonitor: CommandRunner, @unchecked Sendable {
         var exitedAt: UInt64 = 0
         var outputClosed = false
         var killAt: UInt64?
+        /// ``terminate(token:)`` sent SIGTERM (and maybe SIGKILL since).
+        var terminated = false
+        /// The monitor thread is reaping the shell: too late to terminate it.
+        var reaping = false
+        /// The shell exited after it was terminated. It is left a zombie — so its process id, the
+        /// id of its process group, can't be reused — until the rest of the group is killed too.
+        var exitedAfterTermination = false
     }
 
     private let epoll: Int32
@@ -110,12 +117,40 @@ public final class ProcessMonitor: CommandRunner, @unchecked Sendable {
         for token in tokens { terminate(token: token) }
     }
 
+    /// Kills every running command's process group now (SIGKILL), without the grace period —
+    /// for a second Ctrl-C. Each completion still runs once its command is gone.
+    public func killAll() {
+        let groups = children.withLock { children -> [pid_t] in
+            var groups: [pid_t] = []
+            for (token, var child) in children.byToken where child.result == nil && !child.reaping {
+                child.terminated = true
+                if child.exitedAfterTermination {
+                    child.killAt = 0  // `completeFinished` kills the rest of the group and reaps the shell
+                } else {
+                    child.killAt = nil
+                    groups.append(child.pid)
+                }
+                children.byToken[token] = child
+            }
+            return groups
+        }
+        // Safe outside the lock: a terminated shell is left unreaped, so its group id stays its own.
+        for group in groups { _ = killpg(group, SIGKILL) }
+    }
+
     /// The number of commands still running.
     public var runningCount: Int { children.withLock { $0.byToken.count } }
 
+    /// Sends SIGTERM to the command's process group and schedules SIGKILL after the grace period.
+    /// Whatever the group still holds once the shell has exited — a grandchild that ignores
+    /// SIGTERM — is killed when the group's output ends or the grace period is over, whichever
+    /// comes first, before the command completes: terminating a command leaves nothing behind.
     private func terminate(token: UInt64) {
         let pid = children.withLock { children -> pid_t? in
-            guard var child = children.byToken[token], child.result == nil else { return nil }
+            guard var child = children.byToken[token], child.result == nil, !child.reaping,
+                !child.exitedAfterTermination
+            else { return nil }
+            child.terminated = true
             child.killAt = Self.now() + UInt64(terminationGrace * 1e9)
             children.byToken[token] = child
             return child.pid
@@ -170,12 +205,30 @@ public final class ProcessMonitor: CommandRunner, @unchecked Sendable {
     }
 
     private func reap(token: UInt64) {
-        guard let (pid, pidDescriptor) = children.withLock({ children in
-            children.byToken[token].map { ($0.pid, $0.pidDescriptor) }
+        guard let (pid, pidDescriptor, terminated) = children.withLock({ children -> (pid_t, Int32, Bool)? in
+            guard var child = children.byToken[token] else { return nil }
+            // Decided under the lock: either `terminate` already ran, or it never will.
+            if child.terminated {
+                child.exitedAfterTermination = true
+                child.exitedAt = Self.now()
+            } else {
+                child.reaping = true
+            }
+            children.byToken[token] = child
+            return (child.pid, child.pidDescriptor, child.terminated)
         }) else { return }
+        if terminated {
+            // Reaped in `completeFinished`, after the rest of the group is killed.
+            _ = ckiln_epoll_remove(epoll, pidDescriptor)
+            close(pidDescriptor)
+            return
+        }
         var status: Int32 = 0
         let reaped = waitpid(pid, &status, WNOHANG)
-        guard reaped == pid else { return }
+        guard reaped == pid else {
+            children.withLock { $0.byToken[token]?.reaping = false }
+            return
+        }
         _ = ckiln_epoll_remove(epoll, pidDescriptor)
         close(pidDescriptor)
         let result: CommandResult = (status & 0x7f) == 0 ? .exited((status >> 8) & 0xff) : .signaled(status & 0x7f)
@@ -191,9 +244,15 @@ public final class ProcessMonitor: CommandRunner, @unchecked Sendable {
         let now = Self.now()
         var done: [Child] = []
         var kill: [pid_t] = []
+        var killAndReap: [Child] = []
         children.withLock { children in
             for (token, child) in children.byToken {
-                if child.result != nil, child.outputClosed || now - child.exitedAt > 200_000_000 {
+                if child.exitedAfterTermination {
+                    if child.outputClosed || now >= child.killAt ?? 0 {
+                        killAndReap.append(child)
+                        children.byToken[token] = nil
+                    }
+                } else if child.result != nil, child.outputClosed || now - child.exitedAt > 200_000_000 {
                     done.append(child)
                     children.byToken[token] = nil
                 } else if child.result == nil, let killAt = child.killAt, now >= killAt {
@@ -203,6 +262,14 @@ public final class ProcessMonitor: CommandRunner, @unchecked Sendable {
             }
         }
         for pid in kill { _ = killpg(pid, SIGKILL) }
+        for var child in killAndReap {
+            // The shell is a zombie, so the group's id is still its own: nothing else can be hit.
+            _ = killpg(child.pid, SIGKILL)
+            var status: Int32 = 0
+            while waitpid(child.pid, &status, 0) < 0, errno == EINTR {}
+            child.result = (status & 0x7f) == 0 ? .exited((status >> 8) & 0xff) : .signaled(status & 0x7f)
+            done.append(child)
+        }
         for child in done {
             if !child.outputClosed {
                 _ = ckiln_epoll_remove(epoll, child.outputDescriptor)
@@ -218,6 +285,7 @@ public final class ProcessMonitor: CommandRunner, @unchecked Sendable {
         var soonest: UInt64?
         children.withLock { children in
             for child in children.byToken.values {
+                if child.exitedAfterTermination, !child.outputClosed { soonest = min(soonest ?? .max, child.killAt ?? 0) }
                 if child.result != nil, !child.outputClosed { soonest = min(soonest ?? .max, child.exitedAt + 200_000_000) }
                 if let killAt = child.killAt { soonest = min(soonest ?? .max, killAt) }
             }

@@ -19,6 +19,8 @@ public struct BuildPlan: Sendable {
     public var tasks: [Task]
     /// The names asked for (after defaulting).
     public var targets: [String]
+    /// For each task, the positions in ``tasks`` of its dependencies (all earlier).
+    public var dependencyPositions: [[Int]]
 }
 
 /// Turns a ``Taskfile`` and the names on the command line into a ``BuildPlan``.
@@ -97,7 +99,11 @@ public struct BuildPlanner: Sendable {
             }
         }
         if !errors.isEmpty { throw TaskfileErrors(errors: errors) }
-        return BuildPlan(taskfile: taskfile, tasks: tasks, targets: targets)
+        var positions: [String: Int] = [:]
+        positions.reserveCapacity(tasks.count)
+        for (position, task) in tasks.enumerated() { positions[task.definition.name] = position }
+        let dependencyPositions = tasks.map { task in task.definition.dependencies.compactMap { positions[$0.value] } }
+        return BuildPlan(taskfile: taskfile, tasks: tasks, targets: targets, dependencyPositions: dependencyPositions)
     }
 
     /// Errors for `generates` (and `dir`) that leave the project root, unless the task allows it.

@@ -50,6 +50,9 @@ public struct Located<Value: Sendable & Hashable>: Sendable, Hashable {
 
 /// One task of a Taskfile.
 ///
+/// A value type whose fixed fields live in one shared, immutable storage object: copying a task
+/// (into a plan, a closure, an array) costs a reference, which matters for 10k-task Taskfiles.
+///
 /// Threading: a value type; safe to pass between threads.
 public struct TaskDefinition: Sendable {
     /// How the task's jobs are made.
@@ -60,42 +63,142 @@ public struct TaskDefinition: Sendable {
         case sources
     }
 
-    /// The full name, with include namespace.
-    public var name: String
-    /// Where the task's key is.
-    public var location: SourceLocation
-    /// `desc:`.
-    public var summary: String?
+    /// The fixed fields. Immutable, so sharing it between copies is safe.
+    private final class Storage: Sendable {
+        let name: String
+        let location: SourceLocation
+        let summary: String?
+        let commands: [Located<String>]
+        let sources: [Located<String>]
+        let generates: [Located<String>]
+        let variables: [String: String]
+        let environment: [String: String]
+        let directory: String
+        let resources: [Located<String>]
+        let each: Each
+        let batchSize: Int?
+        let kind: Located<String>
+        let pluginConfiguration: ConfigurationValue?
+        let allowsOutsideRoot: Bool
+        let file: String
+
+        init(
+            name: String,
+            location: SourceLocation,
+            summary: String?,
+            commands: [Located<String>],
+            sources: [Located<String>],
+            generates: [Located<String>],
+            variables: [String: String],
+            environment: [String: String],
+            directory: String,
+            resources: [Located<String>],
+            each: Each,
+            batchSize: Int?,
+            kind: Located<String>,
+            pluginConfiguration: ConfigurationValue?,
+            allowsOutsideRoot: Bool,
+            file: String
+        ) {
+            self.name = name
+            self.location = location
+            self.summary = summary
+            self.commands = commands
+            self.sources = sources
+            self.generates = generates
+            self.variables = variables
+            self.environment = environment
+            self.directory = directory
+            self.resources = resources
+            self.each = each
+            self.batchSize = batchSize
+            self.kind = kind
+            self.pluginConfiguration = pluginConfiguration
+            self.allowsOutsideRoot = allowsOutsideRoot
+            self.file = file
+        }
+    }
+
+    private let storage: Storage
+
     /// `deps:`, resolved to full task names.
     public var dependencies: [Located<String>]
+
+    /// The full name, with include namespace.
+    public var name: String { storage.name }
+    /// Where the task's key is.
+    public var location: SourceLocation { storage.location }
+    /// `desc:`.
+    public var summary: String? { storage.summary }
     /// `cmds:` of a shell task, before templating.
-    public var commands: [Located<String>]
-    /// `sources:` glob patterns, relative to the project root, before templating.
-    public var sources: [Located<String>]
-    /// `generates:` paths or patterns, relative to the project root, before templating.
-    public var generates: [Located<String>]
+    public var commands: [Located<String>] { storage.commands }
+    /// `sources:` glob patterns, relative to the task's directory, before templating.
+    public var sources: [Located<String>] { storage.sources }
+    /// `generates:` paths or patterns, relative to the task's directory, before templating.
+    public var generates: [Located<String>] { storage.generates }
     /// Variables visible to the task's templates: the file's `vars`, then the task's own. Tasks
     /// without `vars:` share their file's dictionary. ``templateVariables`` adds `TASK`.
-    public var variables: [String: String]
+    public var variables: [String: String] { storage.variables }
     /// Environment variables the task's commands get, beside the host's.
-    public var environment: [String: String]
+    public var environment: [String: String] { storage.environment }
     /// `dir:`, absolute, after templating.
-    public var directory: String
+    public var directory: String { storage.directory }
     /// `resources:` claims as written (built-ins `cpu`, `disk`, `net:<host>`, or user-defined).
-    public var resources: [Located<String>]
+    public var resources: [Located<String>] { storage.resources }
     /// `each:`.
-    public var each: Each
+    public var each: Each { storage.each }
     /// `batch:` — how many jobs of an `each:` task exist at once.
-    public var batchSize: Int?
+    public var batchSize: Int? { storage.batchSize }
     /// `plugin:` — the task kind, `shell` when the task has `cmds`.
-    public var kind: Located<String>
+    public var kind: Located<String> { storage.kind }
     /// `with:` — a plugin task's configuration; `nil` for shell tasks, whose configuration is
     /// made from ``commands`` when asked for (it would double the memory of a large Taskfile).
-    public var pluginConfiguration: ConfigurationValue?
+    public var pluginConfiguration: ConfigurationValue? { storage.pluginConfiguration }
     /// `allow-outside-root: true` lets the task write outside the project root.
-    public var allowsOutsideRoot: Bool
+    public var allowsOutsideRoot: Bool { storage.allowsOutsideRoot }
     /// The file the task was defined in.
-    public var file: String
+    public var file: String { storage.file }
+
+    /// Creates a task.
+    public init(
+        name: String,
+        location: SourceLocation,
+        summary: String?,
+        dependencies: [Located<String>],
+        commands: [Located<String>],
+        sources: [Located<String>],
+        generates: [Located<String>],
+        variables: [String: String],
+        environment: [String: String],
+        directory: String,
+        resources: [Located<String>],
+        each: Each,
+        batchSize: Int?,
+        kind: Located<String>,
+        pluginConfiguration: ConfigurationValue?,
+        allowsOutsideRoot: Bool,
+        file: String
+    ) {
+        self.dependencies = dependencies
+        storage = Storage(
+            name: name,
+            location: location,
+            summary: summary,
+            commands: commands,
+            sources: sources,
+            generates: generates,
+            variables: variables,
+            environment: environment,
+            directory: directory,
+            resources: resources,
+            each: each,
+            batchSize: batchSize,
+            kind: kind,
+            pluginConfiguration: pluginConfiguration,
+            allowsOutsideRoot: allowsOutsideRoot,
+            file: file
+        )
+    }
 
     /// The variables for rendering this task's templates: ``variables`` plus `TASK`.
     public var templateVariables: [String: String] {

@@ -4,16 +4,27 @@
 public struct SourceLocation: Hashable, Sendable, CustomStringConvertible {
     /// The Taskfile's path, as the user named it or as it was discovered.
     public var file: String
+    // 32-bit storage: a large Taskfile holds many locations.
+    private var storedLine: Int32
+    private var storedColumn: Int32
+
     /// 1-based line.
-    public var line: Int
+    public var line: Int {
+        get { Int(storedLine) }
+        set { storedLine = Int32(clamping: newValue) }
+    }
+
     /// 1-based column.
-    public var column: Int
+    public var column: Int {
+        get { Int(storedColumn) }
+        set { storedColumn = Int32(clamping: newValue) }
+    }
 
     /// Creates a location.
     public init(file: String, line: Int, column: Int) {
         self.file = file
-        self.line = line
-        self.column = column
+        self.storedLine = Int32(clamping: line)
+        self.storedColumn = Int32(clamping: column)
     }
 
     /// `file:line:column`, the form editors and terminals turn into links.

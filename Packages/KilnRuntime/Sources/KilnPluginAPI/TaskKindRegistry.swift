@@ -70,13 +70,7 @@ public struct RegisteredTaskKind: Sendable {
         version = kind.version
         self.origin = origin
         prepare = { value, task throws(TaskConfigurationError) in
-            let configuration = try kind.configuration(from: value, task: task)
-            return PreparedTask(
-                kindName: kind.name,
-                kindVersion: kind.version,
-                summary: { request in kind.summary(of: configuration, request: request) },
-                make: { request, context in try kind.makeJob(configuration: configuration, request: request, context: context) }
-            )
+            PreparedTask(ConfiguredKind(kind: kind, configuration: try kind.configuration(from: value, task: task)))
         }
     }
 
@@ -94,18 +88,50 @@ public struct RegisteredTaskKind: Sendable {
 ///
 /// Threading: a value type; safe to pass between threads; its closures are thread-safe.
 public struct PreparedTask: Sendable {
+    /// One object per task holding the kind and its typed configuration (a Taskfile with 10k tasks
+    /// has 10k of them, so one allocation each, not one per closure).
+    private let configured: any AnyConfiguredKind
+
+    init(_ configured: any AnyConfiguredKind) { self.configured = configured }
+
     /// The kind's name.
-    public let kindName: String
+    public var kindName: String { configured.kindName }
     /// The kind's version.
-    public let kindVersion: String
-    let summary: @Sendable (JobRequest) -> String
-    let make: @Sendable (JobRequest, TaskContext) throws -> Job
+    public var kindVersion: String { configured.kindVersion }
 
     /// What a job will do, in one line.
-    public func summary(for request: JobRequest) -> String { summary(request) }
+    public func summary(for request: JobRequest) -> String { configured.summary(for: request) }
 
     /// Makes a job.
     ///
     /// - Throws: Whatever the kind throws.
-    public func makeJob(_ request: JobRequest, context: TaskContext) throws -> Job { try make(request, context) }
+    public func makeJob(_ request: JobRequest, context: TaskContext) throws -> Job {
+        try configured.makeJob(request, context: context)
+    }
+}
+
+/// A kind with one task's configuration, its type erased.
+protocol AnyConfiguredKind: AnyObject, Sendable {
+    var kindName: String { get }
+    var kindVersion: String { get }
+    func summary(for request: JobRequest) -> String
+    func makeJob(_ request: JobRequest, context: TaskContext) throws -> Job
+}
+
+/// `@unchecked Sendable`: both stored properties are immutable and `Sendable`.
+final class ConfiguredKind<Kind: TaskKind>: AnyConfiguredKind, @unchecked Sendable {
+    let kind: Kind
+    let configuration: Kind.Configuration
+
+    init(kind: Kind, configuration: Kind.Configuration) {
+        self.kind = kind
+        self.configuration = configuration
+    }
+
+    var kindName: String { kind.name }
+    var kindVersion: String { kind.version }
+    func summary(for request: JobRequest) -> String { kind.summary(of: configuration, request: request) }
+    func makeJob(_ request: JobRequest, context: TaskContext) throws -> Job {
+        try kind.makeJob(configuration: configuration, request: request, context: context)
+    }
 }
