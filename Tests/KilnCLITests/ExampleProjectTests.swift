@@ -36,7 +36,12 @@ import Testing
         #expect(result.status == 0, "\(result)")
         let lines = result.standardOutput.split(separator: "\n").map(String.init)
         for file in ["lexer", "main", "parser"] {
-            #expect(lines.contains("compile src/\(file).c: mkdir -p build/obj && cc -O2 -Wall -Wextra -Iinclude -c src/\(file).c -o build/obj/\(file).o"), "\(result)")
+            #expect(
+                lines.contains(
+                    "compile src/\(file).c: mkdir -p build/obj && cc -O2 -Wall -Wextra -Iinclude -c src/\(file).c -o build/obj/\(file).o"
+                ),
+                "\(result)"
+            )
         }
         #expect(lines.contains("link: cc build/obj/*.o -o build/calc"))
         #expect(lines.contains("test: sh tests/run.sh build/calc"))
@@ -55,7 +60,11 @@ import Testing
         #expect(result.status == 0, "\(result)")
         let lines = result.standardOutput.split(separator: "\n").map(String.init)
         #expect(lines.count == 5)
-        #expect(lines.contains { $0.hasPrefix("* compile:") && $0.hasSuffix("Compile each C file (one job per file, on the cpu queue)") })
+        #expect(
+            lines.contains {
+                $0.hasPrefix("* compile:") && $0.hasSuffix("Compile each C file (one job per file, on the cpu queue)")
+            }
+        )
         #expect(lines.contains { $0.hasPrefix("* package:tarball:") && $0.contains("Pack the calculator") })
     }
 
@@ -67,7 +76,9 @@ import Testing
         #expect(result.status == 0, "\(result)")
         let document = try #require(try parseJSON(result.standardOutput) as? [String: Any])
         let tasks = try #require(document["tasks"] as? [[String: Any]])
-        #expect(tasks.compactMap { $0["name"] as? String } == ["compile", "link", "test", "default", "package:tarball"])
+        #expect(
+            tasks.compactMap { $0["name"] as? String } == ["compile", "link", "test", "default", "package:tarball"]
+        )
         let byName = Dictionary(uniqueKeysWithValues: tasks.map { ($0["name"] as? String ?? "", $0) })
         #expect(byName["default"]?["deps"] as? [String] == ["test", "package:tarball"])
         #expect(byName["package:tarball"]?["deps"] as? [String] == ["link", "test"])
@@ -85,10 +96,12 @@ import Testing
         #expect(lines.first == "digraph kiln {")
         #expect(lines.last == "}")
         let edges = Set(lines.filter { $0.contains(" -> ") })
-        #expect(edges == [
-            #""link" -> "compile";"#, #""test" -> "link";"#, #""package:tarball" -> "link";"#,
-            #""package:tarball" -> "test";"#, #""default" -> "test";"#, #""default" -> "package:tarball";"#,
-        ])
+        #expect(
+            edges == [
+                #""link" -> "compile";"#, #""test" -> "link";"#, #""package:tarball" -> "link";"#,
+                #""package:tarball" -> "test";"#, #""default" -> "test";"#, #""default" -> "package:tarball";"#,
+            ]
+        )
         #expect(lines.contains(#""compile" [label="compile\n(each source)"];"#))
     }
 
@@ -167,7 +180,9 @@ import Testing
         #expect(names.contains("queue link"))
         #expect(names.contains { $0.hasPrefix("queue disk:") })
         // The link job holds cpu and link: it is drawn on both queues.
-        let linkQueues = Set(jobs.filter { $0["name"] as? String == "link" }.compactMap { $0["pid"] as? Int }.compactMap { queues[$0] })
+        let linkQueues = Set(
+            jobs.filter { $0["name"] as? String == "link" }.compactMap { $0["pid"] as? Int }.compactMap { queues[$0] }
+        )
         #expect(linkQueues == ["queue cpu", "queue link"])
     }
 

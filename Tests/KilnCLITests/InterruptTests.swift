@@ -3,7 +3,7 @@ import KilnTestSupport
 import Testing
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Ctrl-C and SIGTERM: `kiln` stops every command — with everything the commands started — and
@@ -38,7 +38,10 @@ import Glibc
     /// until each of those has written `NAME.started`, sends `signal`, and expects status 130 and
     /// no process left whose command line holds the test's marker.
     private func expectInterruption(
-        by signal: Int32, tasks: String, started: [String], sourceLocation: SourceLocation = #_sourceLocation
+        by signal: Int32,
+        tasks: String,
+        started: [String],
+        sourceLocation: SourceLocation = #_sourceLocation
     ) async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
@@ -49,7 +52,9 @@ import Glibc
         let sleeper = directory.path("bin/\(marker)-sleep")
         try FileManager.default.createSymbolicLink(atPath: sleeper, withDestinationPath: "/bin/sleep")
         defer { for process in processes(containing: marker) { kill(process.pid, SIGKILL) } }
-        try directory.write("Taskfile.yml", """
+        try directory.write(
+            "Taskfile.yml",
+            """
             version: '3'
             vars:
               SLEEP: \(sleeper)
@@ -57,7 +62,8 @@ import Glibc
             \(tasks)
               default:
                 deps: [\(started.joined(separator: ", "))]
-            """)
+            """
+        )
 
         let kiln = try KilnProcess.start(["run", "-j8"], in: directory.path, sourceLocation: sourceLocation)
         let running = await waitUntil(within: 60) { started.allSatisfy { directory.exists("\($0).started") } }
@@ -74,6 +80,10 @@ import Glibc
         // Processes killed as kiln exits may take a moment to disappear.
         let gone = await waitUntil(within: 10) { processes(containing: marker).isEmpty }
         let left = processes(containing: marker).map { "\($0.pid): \($0.commandLine)" }
-        #expect(gone, "processes left behind after kiln exited:\n\(left.joined(separator: "\n"))", sourceLocation: sourceLocation)
+        #expect(
+            gone,
+            "processes left behind after kiln exited:\n\(left.joined(separator: "\n"))",
+            sourceLocation: sourceLocation
+        )
     }
 }

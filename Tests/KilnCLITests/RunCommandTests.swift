@@ -7,14 +7,17 @@ import Testing
     @Test func anInvalidTaskfileRunsNothingAndExitsWithStatus2() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        try directory.write("Taskfile.yml", """
+        try directory.write(
+            "Taskfile.yml",
+            """
             version: '3'
             tasks:
               create: touch created.txt
               broken:
                 deps: [nope]
                 cmds: ['echo {{.UNDEFINED}}']
-            """)
+            """
+        )
         let result = try await KilnProcess.run(["run", "create"], in: directory.path)
         #expect(result.status == 2, "\(result)")
         #expect(!directory.exists("created.txt"))
@@ -27,7 +30,9 @@ import Testing
     @Test func aTaskfileMistakeOnlyThePlannerSeesRunsNothingAndExitsWithStatus2() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        try directory.write("Taskfile.yml", """
+        try directory.write(
+            "Taskfile.yml",
+            """
             version: '3'
             tasks:
               create: touch created.txt
@@ -35,7 +40,8 @@ import Testing
                 deps: [create]
                 generates: ['../escaped']
                 cmds: [touch ../escaped]
-            """)
+            """
+        )
         let result = try await KilnProcess.run(["run", "escape"], in: directory.path)
         #expect(result.status == 2, "\(result)")
         #expect(!directory.exists("created.txt"))
@@ -53,21 +59,27 @@ import Testing
     @Test func theOutputOfParallelJobsIsPrintedWholeNeverInterleaved() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        try directory.write("Taskfile.yml", """
+        try directory.write(
+            "Taskfile.yml",
+            """
             version: '3'
             tasks:
               a: 'i=1000; while [ $i -lt 3000 ]; do echo "a-line $i"; i=$((i+1)); done'
               b: 'i=1000; while [ $i -lt 3000 ]; do echo "b-line $i"; i=$((i+1)); done'
               default:
                 deps: [a, b]
-            """)
+            """
+        )
         let result = try await KilnProcess.run(["run", "-j2"], in: directory.path)
         #expect(result.status == 0, "\(result)")
         let lines = result.standardOutput.split(separator: "\n").map(String.init)
         for task in ["a", "b"] {
             let expected = (1000..<3000).map { "\(task)-line \($0)" }
             let first = try #require(lines.firstIndex(of: expected[0]), "\(task)'s output is missing")
-            #expect(Array(lines[first..<min(lines.count, first + expected.count)]) == expected, "\(task)'s output is not in one piece")
+            #expect(
+                Array(lines[first..<min(lines.count, first + expected.count)]) == expected,
+                "\(task)'s output is not in one piece"
+            )
         }
     }
 
@@ -75,14 +87,17 @@ import Testing
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         let command = #"i=1; while [ $i -le 100 ]; do echo "line-$((1000 + i))"; i=$((i+1)); done; exit 3"#
-        try directory.write("Taskfile.yml", """
+        try directory.write(
+            "Taskfile.yml",
+            """
             version: '3'
             tasks:
               broken: '\(command)'
               dependent:
                 deps: [broken]
                 cmds: [touch dependent.ran]
-            """)
+            """
+        )
         let result = try await KilnProcess.run(["run", "dependent"], in: directory.path)
         #expect(result.status == 1, "\(result)")
         #expect(!directory.exists("dependent.ran"))
@@ -99,7 +114,9 @@ import Testing
     @Test func keepGoingRunsWhatDoesNotDependOnTheFailureAndStillExitsWithStatus1() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        try directory.write("Taskfile.yml", """
+        try directory.write(
+            "Taskfile.yml",
+            """
             version: '3'
             tasks:
               fail: exit 1
@@ -112,7 +129,8 @@ import Testing
                 cmds: [touch second.ran]
               default:
                 deps: [dependent, second]
-            """)
+            """
+        )
         let result = try await KilnProcess.run(["run", "--keep-going", "-j1"], in: directory.path)
         #expect(result.status == 1, "\(result)")
         #expect(directory.exists("first.ran") && directory.exists("second.ran"))

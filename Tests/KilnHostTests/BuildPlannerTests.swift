@@ -12,7 +12,9 @@ struct ArchiveTaskKind: TaskKind {
 
     func configuration(from value: ConfigurationValue, task: TaskDescription) throws(TaskConfigurationError) -> String {
         try value.rejectUnknownKeys(["format"], in: "'with'")
-        guard let format = value["format"] else { throw TaskConfigurationError("'format' is required", at: value.location) }
+        guard let format = value["format"] else {
+            throw TaskConfigurationError("'format' is required", at: value.location)
+        }
         let text = try format.requireString("'format'")
         guard ["tgz", "zip"].contains(text) else {
             throw TaskConfigurationError("unsupported format '\(text)'; use tgz or zip", at: format.location)
@@ -33,26 +35,29 @@ struct ArchiveTaskKind: TaskKind {
     @Test func aPlanHoldsExactlyTheTargetsAndTheirTransitiveDependenciesDependenciesFirst() throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        let taskfile = try loadTaskfile(in: directory, [
-            "Taskfile.yml": """
-            version: '3'
-            tasks:
-              c:
-                deps: [b]
-                cmds: [echo c]
-              unrelated: echo unrelated
-              b:
-                deps: [a]
-                cmds: [echo b]
-              d:
-                deps: [a]
-                cmds: [echo d]
-              a: echo a
-              e:
-                deps: [c, d]
-                cmds: [echo e]
-            """,
-        ])
+        let taskfile = try loadTaskfile(
+            in: directory,
+            [
+                "Taskfile.yml": """
+                version: '3'
+                tasks:
+                  c:
+                    deps: [b]
+                    cmds: [echo c]
+                  unrelated: echo unrelated
+                  b:
+                    deps: [a]
+                    cmds: [echo b]
+                  d:
+                    deps: [a]
+                    cmds: [echo d]
+                  a: echo a
+                  e:
+                    deps: [c, d]
+                    cmds: [echo e]
+                """
+            ]
+        )
         let planner = BuildPlanner(taskfile: taskfile, registry: try makeRegistry())
         let single = try planner.plan(targets: ["c"]).tasks.map(\.definition.name)
         #expect(single == ["a", "b", "c"])
@@ -66,16 +71,19 @@ struct ArchiveTaskKind: TaskKind {
     @Test func withoutTargetsThePlanIsTheDefaultTaskAndItsDependencies() throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        let taskfile = try loadTaskfile(in: directory, [
-            "Taskfile.yml": """
-            version: '3'
-            tasks:
-              build: echo build
-              other: echo other
-              default:
-                deps: [build]
-            """,
-        ])
+        let taskfile = try loadTaskfile(
+            in: directory,
+            [
+                "Taskfile.yml": """
+                version: '3'
+                tasks:
+                  build: echo build
+                  other: echo other
+                  default:
+                    deps: [build]
+                """
+            ]
+        )
         let plan = try BuildPlanner(taskfile: taskfile, registry: try makeRegistry()).plan(targets: [])
         #expect(plan.targets == ["default"])
         #expect(plan.tasks.map(\.definition.name) == ["build", "default"])
@@ -84,28 +92,31 @@ struct ArchiveTaskKind: TaskKind {
     @Test func includedTasksResolveDependenciesInTheirNamespaceAndColonNamesInTheMainFile() throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        let taskfile = try loadTaskfile(in: directory, [
-            "Taskfile.yml": """
-            version: '3'
-            includes:
-              lib: lib.yml
-            tasks:
-              helper: echo main helper
-              setup: echo setup
-              all:
-                deps: ['lib:build']
-                cmds: [echo all]
-            """,
-            "lib.yml": """
-            version: '3'
-            tasks:
-              build:
-                deps: [helper, ':helper', setup]
-                cmds: [echo build]
-              helper: echo lib helper
-              unused: echo unused
-            """,
-        ])
+        let taskfile = try loadTaskfile(
+            in: directory,
+            [
+                "Taskfile.yml": """
+                version: '3'
+                includes:
+                  lib: lib.yml
+                tasks:
+                  helper: echo main helper
+                  setup: echo setup
+                  all:
+                    deps: ['lib:build']
+                    cmds: [echo all]
+                """,
+                "lib.yml": """
+                version: '3'
+                tasks:
+                  build:
+                    deps: [helper, ':helper', setup]
+                    cmds: [echo build]
+                  helper: echo lib helper
+                  unused: echo unused
+                """,
+            ]
+        )
         let planner = BuildPlanner(taskfile: taskfile, registry: try makeRegistry())
         let build = try #require(taskfile.task(named: "lib:build"))
         #expect(build.dependencies.map(\.value) == ["lib:helper", "helper", "setup"])
@@ -115,13 +126,16 @@ struct ArchiveTaskKind: TaskKind {
     }
 
     /// Every task of `plan` comes after the tasks it depends on.
-    private func expectDependenciesFirst(_ plan: BuildPlan, sourceLocation: Testing.SourceLocation = #_sourceLocation) throws {
+    private func expectDependenciesFirst(_ plan: BuildPlan, sourceLocation: Testing.SourceLocation = #_sourceLocation)
+        throws
+    {
         let position = Dictionary(uniqueKeysWithValues: plan.tasks.enumerated().map { ($1.definition.name, $0) })
         for (index, task) in plan.tasks.enumerated() {
             for dependency in task.definition.dependencies {
                 let dependencyPosition = try #require(position[dependency.value], sourceLocation: sourceLocation)
                 #expect(
-                    dependencyPosition < index, "\(dependency.value) must come before \(task.definition.name)",
+                    dependencyPosition < index,
+                    "\(dependency.value) must come before \(task.definition.name)",
                     sourceLocation: sourceLocation
                 )
             }
@@ -133,15 +147,18 @@ struct ArchiveTaskKind: TaskKind {
     @Test func aTaskKindNoPluginProvidesIsReportedAtThePluginKey() throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        let taskfile = try loadTaskfile(in: directory, [
-            "Taskfile.yml": """
-            version: '3'
-            tasks:
-              pack:
-                plugin: archiver
-                with: {format: tgz}
-            """,
-        ])
+        let taskfile = try loadTaskfile(
+            in: directory,
+            [
+                "Taskfile.yml": """
+                version: '3'
+                tasks:
+                  pack:
+                    plugin: archiver
+                    with: {format: tgz}
+                """
+            ]
+        )
         let errors = try planErrors(taskfile, targets: ["pack"], kinds: [ArchiveTaskKind()])
         let error = try #require(errors.only)
         #expect(error.code == .unknownTaskKind)
@@ -152,16 +169,19 @@ struct ArchiveTaskKind: TaskKind {
     @Test func aConfigurationItsKindRejectsIsReportedAtTheValueTheKindNamed() throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        let taskfile = try loadTaskfile(in: directory, [
-            "Taskfile.yml": """
-            version: '3'
-            tasks:
-              pack:
-                plugin: archive
-                with:
-                  format: rar
-            """,
-        ])
+        let taskfile = try loadTaskfile(
+            in: directory,
+            [
+                "Taskfile.yml": """
+                version: '3'
+                tasks:
+                  pack:
+                    plugin: archive
+                    with:
+                      format: rar
+                """
+            ]
+        )
         let errors = try planErrors(taskfile, targets: ["pack"], kinds: [ArchiveTaskKind()])
         let error = try #require(errors.only)
         #expect(error.code == .configurationRejected)
@@ -172,33 +192,36 @@ struct ArchiveTaskKind: TaskKind {
     @Test func writesAndDirectoriesOutsideTheRootAreRefusedUnlessTheTaskAllowsThem() throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        let taskfile = try loadTaskfile(in: directory, [
-            "Taskfile.yml": """
-            version: '3'
-            tasks:
-              up:
-                generates: ['../x']
-                cmds: [echo]
-              absolute:
-                generates: [/elsewhere/out]
-                cmds: [echo]
-              away:
-                dir: ..
-                cmds: [echo]
-              sibling:
-                generates: ['../\(Self.lastComponent(directory.path))-sibling/out']
-                cmds: [echo]
-              allowed:
-                generates: ['../x', /elsewhere/out]
-                dir: ..
-                allow-outside-root: true
-                cmds: [echo]
-              inside:
-                generates: ['build/../out', '\(directory.path)/dist/app']
-                dir: sub/..
-                cmds: [echo]
-            """,
-        ])
+        let taskfile = try loadTaskfile(
+            in: directory,
+            [
+                "Taskfile.yml": """
+                version: '3'
+                tasks:
+                  up:
+                    generates: ['../x']
+                    cmds: [echo]
+                  absolute:
+                    generates: [/elsewhere/out]
+                    cmds: [echo]
+                  away:
+                    dir: ..
+                    cmds: [echo]
+                  sibling:
+                    generates: ['../\(Self.lastComponent(directory.path))-sibling/out']
+                    cmds: [echo]
+                  allowed:
+                    generates: ['../x', /elsewhere/out]
+                    dir: ..
+                    allow-outside-root: true
+                    cmds: [echo]
+                  inside:
+                    generates: ['build/../out', '\(directory.path)/dist/app']
+                    dir: sub/..
+                    cmds: [echo]
+                """
+            ]
+        )
         let file = directory.path("Taskfile.yml")
         let errors = try planErrors(taskfile, targets: taskfile.tasks.map(\.name))
         #expect(errors.map(\.code) == Array(repeating: .outsideRoot, count: 4))
@@ -209,19 +232,22 @@ struct ArchiveTaskKind: TaskKind {
     @Test func plannerMistakesAreReportedSortedByPosition() throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        let taskfile = try loadTaskfile(in: directory, [
-            "Taskfile.yml": """
-            version: '3'
-            tasks:
-              app:
-                deps: [lib]
-                generates: ['../app']
-                cmds: [echo]
-              lib:
-                generates: ['../lib']
-                cmds: [echo]
-            """,
-        ])
+        let taskfile = try loadTaskfile(
+            in: directory,
+            [
+                "Taskfile.yml": """
+                version: '3'
+                tasks:
+                  app:
+                    deps: [lib]
+                    generates: ['../app']
+                    cmds: [echo]
+                  lib:
+                    generates: ['../lib']
+                    cmds: [echo]
+                """
+            ]
+        )
         let file = directory.path("Taskfile.yml")
         let errors = try planErrors(taskfile, targets: ["app"])
         #expect(errors.map(\.location) == [at(file, 5, 17), at(file, 8, 17)])
@@ -230,14 +256,17 @@ struct ArchiveTaskKind: TaskKind {
     @Test func anUnknownTargetIsReportedWithTheClosestTaskName() throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        let taskfile = try loadTaskfile(in: directory, [
-            "Taskfile.yml": """
-            version: '3'
-            tasks:
-              build: echo build
-              test: echo test
-            """,
-        ])
+        let taskfile = try loadTaskfile(
+            in: directory,
+            [
+                "Taskfile.yml": """
+                version: '3'
+                tasks:
+                  build: echo build
+                  test: echo test
+                """
+            ]
+        )
         let errors = try planErrors(taskfile, targets: ["buld"])
         let error = try #require(errors.only)
         #expect(error.code == .unknownTask)
@@ -248,14 +277,17 @@ struct ArchiveTaskKind: TaskKind {
     @Test func noTargetAndNoDefaultTaskIsAnErrorNamingTheTasks() throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        let taskfile = try loadTaskfile(in: directory, [
-            "Taskfile.yml": """
-            version: '3'
-            tasks:
-              build: echo build
-              test: echo test
-            """,
-        ])
+        let taskfile = try loadTaskfile(
+            in: directory,
+            [
+                "Taskfile.yml": """
+                version: '3'
+                tasks:
+                  build: echo build
+                  test: echo test
+                """
+            ]
+        )
         let errors = try planErrors(taskfile, targets: [])
         let error = try #require(errors.only)
         #expect(error.code == .unknownTask)

@@ -9,17 +9,20 @@ import Testing
     @Test func aJobsOutputIsCapturedWholeStandardOutputAndErrorTogether() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        let taskfile = try loadTaskfile(in: directory, [
-            "Taskfile.yml": """
-            version: '3'
-            tasks:
-              talk:
-                cmds:
-                  - 'i=1; while [ $i -le 300 ]; do echo "out $i"; i=$((i+1)); done'
-                  - echo err >&2
-                  - printf 'no newline'
-            """,
-        ])
+        let taskfile = try loadTaskfile(
+            in: directory,
+            [
+                "Taskfile.yml": """
+                version: '3'
+                tasks:
+                  talk:
+                    cmds:
+                      - 'i=1; while [ $i -le 300 ]; do echo "out $i"; i=$((i+1)); done'
+                      - echo err >&2
+                      - printf 'no newline'
+                """
+            ]
+        )
         let (summary, observer, _) = try await run(taskfile, targets: ["talk"])
         #expect(summary.succeeded == 1)
         let expected = (1...300).map { "out \($0)\n" }.joined() + "err\nno newline"
@@ -29,20 +32,23 @@ import Testing
     @Test func aNonZeroExitFailsTheJobNamingTheCommandAndCancelsItsDependents() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        let taskfile = try loadTaskfile(in: directory, [
-            "Taskfile.yml": """
-            version: '3'
-            tasks:
-              broken:
-                cmds:
-                  - echo before
-                  - echo failing; exit 3
-                  - touch never.ran
-              dependent:
-                deps: [broken]
-                cmds: [touch dependent.ran]
-            """,
-        ])
+        let taskfile = try loadTaskfile(
+            in: directory,
+            [
+                "Taskfile.yml": """
+                version: '3'
+                tasks:
+                  broken:
+                    cmds:
+                      - echo before
+                      - echo failing; exit 3
+                      - touch never.ran
+                  dependent:
+                    deps: [broken]
+                    cmds: [touch dependent.ran]
+                """
+            ]
+        )
         let (summary, observer, _) = try await run(taskfile, targets: ["dependent"])
         let broken = try #require(observer.finished(task: "broken").only)
         #expect(broken.outcome == .failed("exit status 3: echo failing; exit 3"))
@@ -79,7 +85,10 @@ import Testing
             let taskfile = try loadTaskfile(in: directory, ["Taskfile.yml": text])
             let lab = ProbeLab()
             let (summary, observer, _) = try await run(
-                taskfile, targets: taskfile.tasks.map(\.name), kinds: [ProbeTaskKind(lab: lab)], cpuWidth: 1
+                taskfile,
+                targets: taskfile.tasks.map(\.name),
+                kinds: [ProbeTaskKind(lab: lab)],
+                cpuWidth: 1
             )
             #expect(observer.started.map(\.job.task) == ["fail"])
             #expect(summary.failed == 1 && summary.cancelled == 5)
@@ -89,23 +98,26 @@ import Testing
     @Test func afterAFailureAJobThatBecomesReadyLaterDoesNotStart() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        let taskfile = try loadTaskfile(in: directory, [
-            "Taskfile.yml": """
-            version: '3'
-            tasks:
-              fail:
-                plugin: probe
-                with: {fail: true}
-              sentinel:
-                deps: [fail]
-                plugin: probe
-              hold:
-                plugin: probe
-              after:
-                deps: [hold]
-                plugin: probe
-            """,
-        ])
+        let taskfile = try loadTaskfile(
+            in: directory,
+            [
+                "Taskfile.yml": """
+                version: '3'
+                tasks:
+                  fail:
+                    plugin: probe
+                    with: {fail: true}
+                  sentinel:
+                    deps: [fail]
+                    plugin: probe
+                  hold:
+                    plugin: probe
+                  after:
+                    deps: [hold]
+                    plugin: probe
+                """
+            ]
+        )
         let lab = ProbeLab()
         lab.hold("fail")
         lab.hold("hold")
@@ -113,7 +125,10 @@ import Testing
             .plan(targets: ["sentinel", "after"])
         let observer = RecordingObserver()
         let buildRun = BuildRun(
-            plan: plan, queues: ResourceQueues(definitions: [], cpuWidth: 4), options: RunOptions(), observer: observer
+            plan: plan,
+            queues: ResourceQueues(definitions: [], cpuWidth: 4),
+            options: RunOptions(),
+            observer: observer
         )
         buildRun.start()
         defer { buildRun.interrupt() }
@@ -133,28 +148,34 @@ import Testing
     @Test func keepGoingRunsEverythingThatDoesNotDependOnTheFailure() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        let taskfile = try loadTaskfile(in: directory, [
-            "Taskfile.yml": """
-            version: '3'
-            tasks:
-              fail: exit 1
-              dependent:
-                deps: [fail]
-                cmds: [touch dependent.ran]
-              indirect:
-                deps: [dependent]
-                cmds: [touch indirect.ran]
-              a: touch a.ran
-              b:
-                deps: [a]
-                cmds: [touch b.ran]
-              c: touch c.ran
-            """,
-        ])
+        let taskfile = try loadTaskfile(
+            in: directory,
+            [
+                "Taskfile.yml": """
+                version: '3'
+                tasks:
+                  fail: exit 1
+                  dependent:
+                    deps: [fail]
+                    cmds: [touch dependent.ran]
+                  indirect:
+                    deps: [dependent]
+                    cmds: [touch indirect.ran]
+                  a: touch a.ran
+                  b:
+                    deps: [a]
+                    cmds: [touch b.ran]
+                  c: touch c.ran
+                """
+            ]
+        )
         var options = RunOptions()
         options.keepGoing = true
         let (summary, _, _) = try await run(
-            taskfile, targets: ["indirect", "b", "c"], cpuWidth: 1, options: options
+            taskfile,
+            targets: ["indirect", "b", "c"],
+            cpuWidth: 1,
+            options: options
         )
         #expect(directory.exists("a.ran") && directory.exists("b.ran") && directory.exists("c.ran"))
         #expect(!directory.exists("dependent.ran") && !directory.exists("indirect.ran"))
@@ -165,24 +186,27 @@ import Testing
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         try directory.makeDirectory("sub/dir")
-        let taskfile = try loadTaskfile(in: directory, [
-            "Taskfile.yml": """
-            version: '3'
-            env:
-              GLOBAL: from-file
-              KEPT: kept
-            tasks:
-              show:
-                dir: sub/dir
+        let taskfile = try loadTaskfile(
+            in: directory,
+            [
+                "Taskfile.yml": """
+                version: '3'
                 env:
-                  LOCAL: from-task
-                  GLOBAL: overridden
-                cmds:
-                  - pwd > {{.ROOT_DIR}}/pwd.txt
-                  - echo "$LOCAL $GLOBAL $KEPT" > {{.ROOT_DIR}}/env.txt
-                  - test -n "$PATH"
-            """,
-        ])
+                  GLOBAL: from-file
+                  KEPT: kept
+                tasks:
+                  show:
+                    dir: sub/dir
+                    env:
+                      LOCAL: from-task
+                      GLOBAL: overridden
+                    cmds:
+                      - pwd > {{.ROOT_DIR}}/pwd.txt
+                      - echo "$LOCAL $GLOBAL $KEPT" > {{.ROOT_DIR}}/env.txt
+                      - test -n "$PATH"
+                """
+            ]
+        )
         let (summary, _, _) = try await run(taskfile, targets: ["show"])
         #expect(summary.succeeded == 1)
         #expect(directory.read("pwd.txt") == directory.path("sub/dir") + "\n")
@@ -192,15 +216,18 @@ import Testing
     @Test func aCommandInAMissingDirectoryFailsNamingTheDirectory() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        let taskfile = try loadTaskfile(in: directory, [
-            "Taskfile.yml": """
-            version: '3'
-            tasks:
-              lost:
-                dir: nowhere
-                cmds: [touch ../lost.ran]
-            """,
-        ])
+        let taskfile = try loadTaskfile(
+            in: directory,
+            [
+                "Taskfile.yml": """
+                version: '3'
+                tasks:
+                  lost:
+                    dir: nowhere
+                    cmds: [touch ../lost.ran]
+                """
+            ]
+        )
         let (summary, observer, _) = try await run(taskfile, targets: ["lost"])
         #expect(summary.failed == 1)
         let lost = try #require(observer.finished(task: "lost").only)

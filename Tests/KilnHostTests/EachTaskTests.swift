@@ -11,20 +11,29 @@ import Testing
         defer { directory.remove() }
         let count = 2_000
         for index in 0..<count { try directory.write("src/f\(index).txt", "") }
-        let taskfile = try loadTaskfile(in: directory, [
-            "Taskfile.yml": """
-            version: '3'
-            tasks:
-              touch:
-                each: sources
-                batch: 64
-                sources: ['src/*.txt']
-                cmds: ['echo {{.source}} >> ran.log']
-            """,
-        ])
+        let taskfile = try loadTaskfile(
+            in: directory,
+            [
+                "Taskfile.yml": """
+                version: '3'
+                tasks:
+                  touch:
+                    each: sources
+                    batch: 64
+                    sources: ['src/*.txt']
+                    cmds: ['echo {{.source}} >> ran.log']
+                """
+            ]
+        )
         var options = RunOptions()
         options.batchesInFlight = 2
-        let (summary, observer, _) = try await run(taskfile, targets: ["touch"], cpuWidth: 8, options: options, within: 300)
+        let (summary, observer, _) = try await run(
+            taskfile,
+            targets: ["touch"],
+            cpuWidth: 8,
+            options: options,
+            within: 300
+        )
         #expect(summary.failed == 0 && summary.cancelled == 0)
         #expect(summary.succeeded == count)
         #expect(summary.peakLiveEachJobs > 0)
@@ -41,20 +50,23 @@ import Testing
         defer { directory.remove() }
         let count = 100
         for index in 0..<count { try directory.write("src/f\(index).txt", "") }
-        let taskfile = try loadTaskfile(in: directory, [
-            "Taskfile.yml": """
-            version: '3'
-            tasks:
-              each:
-                each: sources
-                batch: 8
-                sources: ['src/*.txt']
-                cmds: ['echo {{.source}} >> ran.log']
-              after:
-                deps: [each]
-                cmds: ['wc -l < ran.log > count.txt']
-            """,
-        ])
+        let taskfile = try loadTaskfile(
+            in: directory,
+            [
+                "Taskfile.yml": """
+                version: '3'
+                tasks:
+                  each:
+                    each: sources
+                    batch: 8
+                    sources: ['src/*.txt']
+                    cmds: ['echo {{.source}} >> ran.log']
+                  after:
+                    deps: [each]
+                    cmds: ['wc -l < ran.log > count.txt']
+                """
+            ]
+        )
         let (summary, observer, _) = try await run(taskfile, targets: ["after"], cpuWidth: 8)
         #expect(summary.succeeded == count + 1)
         #expect(directory.read("count.txt")?.split(whereSeparator: \.isWhitespace).first == "\(count)")
@@ -67,22 +79,25 @@ import Testing
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         for index in 0..<20 { try directory.write("src/f\(index).txt", "") }
-        let taskfile = try loadTaskfile(in: directory, [
-            "Taskfile.yml": """
-            version: '3'
-            tasks:
-              each:
-                each: sources
-                batch: 4
-                sources: ['src/*.txt']
-                cmds: ['test {{.source_base}} != f7.txt']
-              after:
-                deps: [each]
-                cmds: [touch after.ran]
-              unrelated:
-                cmds: [touch unrelated.ran]
-            """,
-        ])
+        let taskfile = try loadTaskfile(
+            in: directory,
+            [
+                "Taskfile.yml": """
+                version: '3'
+                tasks:
+                  each:
+                    each: sources
+                    batch: 4
+                    sources: ['src/*.txt']
+                    cmds: ['test {{.source_base}} != f7.txt']
+                  after:
+                    deps: [each]
+                    cmds: [touch after.ran]
+                  unrelated:
+                    cmds: [touch unrelated.ran]
+                """
+            ]
+        )
         var options = RunOptions()
         options.keepGoing = true  // so only the failure's own consequences stop anything
         let (summary, observer, _) = try await run(taskfile, targets: ["after", "unrelated"], options: options)

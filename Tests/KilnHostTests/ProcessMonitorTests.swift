@@ -3,11 +3,11 @@ import KilnTestSupport
 import Synchronization
 import Testing
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 @testable import KilnHost
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// The process monitor: how commands are stopped.
 @Suite struct ProcessMonitorTests {
@@ -19,7 +19,9 @@ import Glibc
         let result = Mutex<CommandResult?>(nil)
         let done = Gate()
         let handle = monitor.run(
-            "trap '' TERM; touch started; sleep 1000", directory: directory.path, environment: System.environment,
+            "trap '' TERM; touch started; sleep 1000",
+            directory: directory.path,
+            environment: System.environment,
             output: TaskOutput()
         ) { ending in
             result.withLock { $0 = ending }

@@ -14,22 +14,25 @@ import Testing
         for index in 0..<40 { try directory.write("src/file\(index).txt", "\(index)\n") }
         // Each job takes a lock directory, which `mkdir` refuses to create if it exists: a second
         // job holding the resource at the same time would fail.
-        let taskfile = try loadTaskfile(in: directory, [
-            "Taskfile.yml": """
-            version: '3'
-            resources:
-              lock: 1
-            tasks:
-              locked:
-                each: sources
-                sources: ['src/*.txt']
-                resources: [lock, cpu]
-                cmds:
-                  - mkdir held.lock
-                  - echo {{.source}} >> ran.log
-                  - rmdir held.lock
-            """,
-        ])
+        let taskfile = try loadTaskfile(
+            in: directory,
+            [
+                "Taskfile.yml": """
+                version: '3'
+                resources:
+                  lock: 1
+                tasks:
+                  locked:
+                    each: sources
+                    sources: ['src/*.txt']
+                    resources: [lock, cpu]
+                    cmds:
+                      - mkdir held.lock
+                      - echo {{.source}} >> ran.log
+                      - rmdir held.lock
+                """
+            ]
+        )
         let (summary, observer, _) = try await run(taskfile, targets: ["locked"], cpuWidth: 8)
         #expect(summary.failed == 0, "\(observer.finished.filter { $0.outcome != .succeeded }.map(\.output))")
         #expect(summary.succeeded == 40)
@@ -44,17 +47,22 @@ import Testing
         let device = try #require(Self.deviceName(of: directory.path))
         // An output that doesn't exist yet is on the device of its nearest existing directory.
         let output = directory.path("build/obj/new.o")
-        #expect(queues.resources(for: ["disk", "cpu"], outputs: [output], directory: directory.path) == [
-            "cpu", "disk:\(device)",
-        ])
+        #expect(
+            queues.resources(for: ["disk", "cpu"], outputs: [output], directory: directory.path) == [
+                "cpu", "disk:\(device)",
+            ]
+        )
         // Without outputs, the job's directory decides.
         #expect(queues.resources(for: ["disk"], outputs: [], directory: directory.path) == ["disk:\(device)"])
         // Outputs on two devices claim both queues.
         let memory = "/dev/shm"
         if let memoryDevice = Self.deviceName(of: memory), memoryDevice != device {
-            #expect(queues.resources(for: ["disk"], outputs: [output, memory + "/x"], directory: directory.path) == [
-                "disk:\(device)", "disk:\(memoryDevice)",
-            ].sorted())
+            #expect(
+                queues.resources(for: ["disk"], outputs: [output, memory + "/x"], directory: directory.path)
+                    == [
+                        "disk:\(device)", "disk:\(memoryDevice)",
+                    ].sorted()
+            )
         }
         #expect(queues.queue(named: "disk:\(device)").maxConcurrentJobCount == 1)
         #expect(queues.queue(named: "disk:\(device)").name == "disk:\(device)")
@@ -82,12 +90,19 @@ import Testing
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         let resources = (0..<6).map { ("r\($0)", 1) }
-        let taskfile = try loadTaskfile(in: directory, [
-            "Taskfile.yml": Self.randomClaims(seed: 0x6B69_6C6E, tasks: 300, resources: resources, claims: 3...4)
-        ])
+        let taskfile = try loadTaskfile(
+            in: directory,
+            [
+                "Taskfile.yml": Self.randomClaims(seed: 0x6B69_6C6E, tasks: 300, resources: resources, claims: 3...4)
+            ]
+        )
         let lab = ProbeLab()
         let (summary, _, _) = try await run(
-            taskfile, targets: taskfile.tasks.map(\.name), kinds: [ProbeTaskKind(lab: lab)], cpuWidth: 4, within: 60
+            taskfile,
+            targets: taskfile.tasks.map(\.name),
+            kinds: [ProbeTaskKind(lab: lab)],
+            cpuWidth: 4,
+            within: 60
         )
         #expect(summary.succeeded == 300)
         #expect(summary.failed == 0 && summary.cancelled == 0)
@@ -100,12 +115,19 @@ import Testing
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         let resources = [("one", 1), ("two", 2), ("three", 3)]
-        let taskfile = try loadTaskfile(in: directory, [
-            "Taskfile.yml": Self.randomClaims(seed: 42, tasks: 300, resources: resources, claims: 1...3)
-        ])
+        let taskfile = try loadTaskfile(
+            in: directory,
+            [
+                "Taskfile.yml": Self.randomClaims(seed: 42, tasks: 300, resources: resources, claims: 1...3)
+            ]
+        )
         let lab = ProbeLab()
         let (summary, _, _) = try await run(
-            taskfile, targets: taskfile.tasks.map(\.name), kinds: [ProbeTaskKind(lab: lab)], cpuWidth: 3, within: 60
+            taskfile,
+            targets: taskfile.tasks.map(\.name),
+            kinds: [ProbeTaskKind(lab: lab)],
+            cpuWidth: 3,
+            within: 60
         )
         #expect(summary.succeeded == 300)
         for (name, width) in resources + [("cpu", 3)] {
@@ -117,13 +139,20 @@ import Testing
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         let resources = [("one", 1), ("two", 2)]
-        let taskfile = try loadTaskfile(in: directory, [
-            "Taskfile.yml": Self.randomClaims(seed: 7, tasks: 300, resources: resources, claims: 1...2)
-        ])
+        let taskfile = try loadTaskfile(
+            in: directory,
+            [
+                "Taskfile.yml": Self.randomClaims(seed: 7, tasks: 300, resources: resources, claims: 1...2)
+            ]
+        )
         let trace = ChromeTraceWriter()
         let (summary, _, queues) = try await run(
-            taskfile, targets: taskfile.tasks.map(\.name), kinds: [ProbeTaskKind(lab: ProbeLab())], cpuWidth: 2,
-            extraObservers: [trace], within: 60
+            taskfile,
+            targets: taskfile.tasks.map(\.name),
+            kinds: [ProbeTaskKind(lab: ProbeLab())],
+            cpuWidth: 2,
+            extraObservers: [trace],
+            within: 60
         )
         #expect(summary.succeeded == 300)
         try trace.write(to: directory.path("trace.json"))
@@ -139,7 +168,10 @@ import Testing
     /// A Taskfile of `tasks` probe tasks, each claiming `cpu` and a random subset of `resources`
     /// (of a size in `claims`), written in random order.
     static func randomClaims(
-        seed: UInt64, tasks: Int, resources: [(String, Int)], claims: ClosedRange<Int>
+        seed: UInt64,
+        tasks: Int,
+        resources: [(String, Int)],
+        claims: ClosedRange<Int>
     ) -> String {
         var generator = SeededGenerator(seed: seed)
         var text = "version: '3'\nresources:\n"
@@ -147,7 +179,9 @@ import Testing
         text += "tasks:\n"
         for index in 0..<tasks {
             let count = Int.random(in: claims, using: &generator)
-            let chosen = (resources.map(\.0).shuffled(using: &generator).prefix(count) + ["cpu"]).shuffled(using: &generator)
+            let chosen = (resources.map(\.0).shuffled(using: &generator).prefix(count) + ["cpu"]).shuffled(
+                using: &generator
+            )
             text += "  t\(index):\n    plugin: probe\n    resources: [\(chosen.joined(separator: ", "))]\n"
         }
         return text

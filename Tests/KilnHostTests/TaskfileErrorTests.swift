@@ -9,14 +9,17 @@ import Testing
     @Test func malformedYAMLIsASyntaxErrorAtTheOffendingToken() throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        let errors = try loadErrors(in: directory, [
-            "Taskfile.yml": """
-            version: '3'
-            tasks:
-              build:
-                cmds: echo a: b
-            """,
-        ])
+        let errors = try loadErrors(
+            in: directory,
+            [
+                "Taskfile.yml": """
+                version: '3'
+                tasks:
+                  build:
+                    cmds: echo a: b
+                """
+            ]
+        )
         let error = try #require(errors.only)
         #expect(error.code == .syntax)
         #expect(error.location == at(directory.path("Taskfile.yml"), 4, 17))
@@ -26,15 +29,18 @@ import Testing
     @Test func aDuplicateTaskNameIsASyntaxErrorAtTheSecondKey() throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        let errors = try loadErrors(in: directory, [
-            "Taskfile.yml": """
-            version: '3'
-            tasks:
-              build: echo one
-              test: echo two
-              build: echo three
-            """,
-        ])
+        let errors = try loadErrors(
+            in: directory,
+            [
+                "Taskfile.yml": """
+                version: '3'
+                tasks:
+                  build: echo one
+                  test: echo two
+                  build: echo three
+                """
+            ]
+        )
         let error = try #require(errors.only)
         #expect(error.code == .syntax)
         #expect(error.location == at(directory.path("Taskfile.yml"), 5, 3))
@@ -44,16 +50,19 @@ import Testing
     @Test func aDuplicateKeyInsideATaskIsASyntaxErrorAtTheSecondKey() throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        let errors = try loadErrors(in: directory, [
-            "Taskfile.yml": """
-            version: '3'
-            tasks:
-              build:
-                cmds: [echo one]
-                desc: first
-                desc: second
-            """,
-        ])
+        let errors = try loadErrors(
+            in: directory,
+            [
+                "Taskfile.yml": """
+                version: '3'
+                tasks:
+                  build:
+                    cmds: [echo one]
+                    desc: first
+                    desc: second
+                """
+            ]
+        )
         let error = try #require(errors.only)
         #expect(error.code == .syntax)
         #expect(error.location == at(directory.path("Taskfile.yml"), 6, 5))
@@ -63,15 +72,18 @@ import Testing
     @Test func anUnknownKeyIsReportedWithTheClosestKnownKey() throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        let errors = try loadErrors(in: directory, [
-            "Taskfile.yml": """
-            version: '3'
-            varz: {A: b}
-            tasks:
-              build:
-                cmd: echo one
-            """,
-        ])
+        let errors = try loadErrors(
+            in: directory,
+            [
+                "Taskfile.yml": """
+                version: '3'
+                varz: {A: b}
+                tasks:
+                  build:
+                    cmd: echo one
+                """
+            ]
+        )
         let file = directory.path("Taskfile.yml")
         #expect(errors.map(\.code) == [.unknownKey, .unknownKey])
         #expect(errors.map(\.location) == [at(file, 2, 1), at(file, 5, 5)])
@@ -82,18 +94,21 @@ import Testing
     @Test func aValueOfTheWrongTypeIsReportedAtTheValue() throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        let errors = try loadErrors(in: directory, [
-            "Taskfile.yml": """
-            version: '3'
-            tasks:
-              build:
-                deps: {compile: yes}
-                cmds: [echo]
-              compile:
-                desc: [not, a, string]
-                cmds: echo
-            """,
-        ])
+        let errors = try loadErrors(
+            in: directory,
+            [
+                "Taskfile.yml": """
+                version: '3'
+                tasks:
+                  build:
+                    deps: {compile: yes}
+                    cmds: [echo]
+                  compile:
+                    desc: [not, a, string]
+                    cmds: echo
+                """
+            ]
+        )
         let file = directory.path("Taskfile.yml")
         #expect(errors.map(\.code) == [.wrongType, .wrongType])
         #expect(errors.map(\.location) == [at(file, 4, 11), at(file, 7, 11)])
@@ -115,38 +130,44 @@ import Testing
         InvalidValueCase(
             name: "batch: 0",
             text: """
-            version: '3'
-            tasks:
-              compile:
-                each: sources
-                sources: ['*.c']
-                batch: 0
-                cmds: ['cc -c {{.source}}']
-            """,
-            line: 6, column: 12, message: "'batch' must be a positive integer, not '0'"
+                version: '3'
+                tasks:
+                  compile:
+                    each: sources
+                    sources: ['*.c']
+                    batch: 0
+                    cmds: ['cc -c {{.source}}']
+                """,
+            line: 6,
+            column: 12,
+            message: "'batch' must be a positive integer, not '0'"
         ),
         InvalidValueCase(
             name: "width: 0",
             text: """
-            version: '3'
-            resources:
-              link: {width: 0}
-            tasks:
-              build: echo
-            """,
-            line: 3, column: 17, message: "the width of resource 'link' must be a positive integer, not '0'"
+                version: '3'
+                resources:
+                  link: {width: 0}
+                tasks:
+                  build: echo
+                """,
+            line: 3,
+            column: 17,
+            message: "the width of resource 'link' must be a positive integer, not '0'"
         ),
         InvalidValueCase(
             name: "each: files",
             text: """
-            version: '3'
-            tasks:
-              compile:
-                each: files
-                sources: ['*.c']
-                cmds: [cc -c x.c]
-            """,
-            line: 4, column: 11, message: "'each' must be 'sources', not 'files'"
+                version: '3'
+                tasks:
+                  compile:
+                    each: files
+                    sources: ['*.c']
+                    cmds: [cc -c x.c]
+                """,
+            line: 4,
+            column: 11,
+            message: "'each' must be 'sources', not 'files'"
         ),
     ]
 
@@ -164,20 +185,23 @@ import Testing
     @Test func aTaskDefinedAgainThroughAnIncludeIsADuplicateWithANoteAtTheFirst() throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        let errors = try loadErrors(in: directory, [
-            "Taskfile.yml": """
-            version: '3'
-            includes:
-              lib: lib.yml
-            tasks:
-              'lib:build': echo main
-            """,
-            "lib.yml": """
-            version: '3'
-            tasks:
-              build: echo lib
-            """,
-        ])
+        let errors = try loadErrors(
+            in: directory,
+            [
+                "Taskfile.yml": """
+                version: '3'
+                includes:
+                  lib: lib.yml
+                tasks:
+                  'lib:build': echo main
+                """,
+                "lib.yml": """
+                version: '3'
+                tasks:
+                  build: echo lib
+                """,
+            ]
+        )
         let error = try #require(errors.only)
         #expect(error.code == .duplicateTask)
         #expect(error.location == at(directory.path("lib.yml"), 3, 3))
@@ -188,16 +212,19 @@ import Testing
     @Test func anUnknownDependencyIsReportedWithTheClosestTaskName() throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        let errors = try loadErrors(in: directory, [
-            "Taskfile.yml": """
-            version: '3'
-            tasks:
-              build: echo build
-              test:
-                deps: [buld]
-                cmds: [echo test]
-            """,
-        ])
+        let errors = try loadErrors(
+            in: directory,
+            [
+                "Taskfile.yml": """
+                version: '3'
+                tasks:
+                  build: echo build
+                  test:
+                    deps: [buld]
+                    cmds: [echo test]
+                """
+            ]
+        )
         let error = try #require(errors.only)
         #expect(error.code == .unknownTask)
         #expect(error.location == at(directory.path("Taskfile.yml"), 5, 12))
@@ -207,16 +234,19 @@ import Testing
     @Test func aDependencyWithTwoLettersSwappedIsSuggestedTheIntendedTask() throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        let errors = try loadErrors(in: directory, [
-            "Taskfile.yml": """
-            version: '3'
-            tasks:
-              build: echo build
-              test:
-                deps: [biuld]
-                cmds: [echo test]
-            """,
-        ])
+        let errors = try loadErrors(
+            in: directory,
+            [
+                "Taskfile.yml": """
+                version: '3'
+                tasks:
+                  build: echo build
+                  test:
+                    deps: [biuld]
+                    cmds: [echo test]
+                """
+            ]
+        )
         let error = try #require(errors.only)
         #expect(error.code == .unknownTask)
         #expect(error.message.contains("did you mean 'build'?"))
@@ -225,71 +255,84 @@ import Testing
     @Test func aDependencyCycleIsReportedOnceListingTheCycleWithANoteAtEachDependency() throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        let errors = try loadErrors(in: directory, [
-            "Taskfile.yml": """
-            version: '3'
-            tasks:
-              a:
-                deps: [b]
-                cmds: [echo a]
-              b:
-                deps: [c]
-                cmds: [echo b]
-              c:
-                deps: [a]
-                cmds: [echo c]
-              d:
-                deps: [a]
-                cmds: [echo d]
-            """,
-        ])
+        let errors = try loadErrors(
+            in: directory,
+            [
+                "Taskfile.yml": """
+                version: '3'
+                tasks:
+                  a:
+                    deps: [b]
+                    cmds: [echo a]
+                  b:
+                    deps: [c]
+                    cmds: [echo b]
+                  c:
+                    deps: [a]
+                    cmds: [echo c]
+                  d:
+                    deps: [a]
+                    cmds: [echo d]
+                """
+            ]
+        )
         let file = directory.path("Taskfile.yml")
         let error = try #require(errors.only)
         #expect(error.code == .dependencyCycle)
         #expect(error.location == at(file, 3, 3))
         #expect(error.message.contains("a → b → c → a"))
         #expect(error.notes.map(\.location) == [at(file, 4, 12), at(file, 7, 12), at(file, 10, 12)])
-        #expect(error.notes.map(\.message) == [
-            "'b' is a dependency here", "'c' is a dependency here", "'a' is a dependency here",
-        ])
+        #expect(
+            error.notes.map(\.message) == [
+                "'b' is a dependency here", "'c' is a dependency here", "'a' is a dependency here",
+            ]
+        )
     }
 
     @Test func anUndefinedVariableIsReportedAtTheReferenceInsideTheCommand() throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        let errors = try loadErrors(in: directory, [
-            "Taskfile.yml": """
-            version: '3'
-            vars:
-              NAME: kiln
-            tasks:
-              build:
-                cmds:
-                  - echo {{.NAME}} {{.NAMEE}}
-                  - 'echo {{.MISSING}}'
-                  - "echo {{.MISSING}}"
-                  - cmd: echo {{.OTHER}}
-            """,
-        ])
+        let errors = try loadErrors(
+            in: directory,
+            [
+                "Taskfile.yml": """
+                version: '3'
+                vars:
+                  NAME: kiln
+                tasks:
+                  build:
+                    cmds:
+                      - echo {{.NAME}} {{.NAMEE}}
+                      - 'echo {{.MISSING}}'
+                      - "echo {{.MISSING}}"
+                      - cmd: echo {{.OTHER}}
+                """
+            ]
+        )
         let file = directory.path("Taskfile.yml")
         #expect(errors.map(\.code) == Array(repeating: .undefinedVariable, count: 4))
         #expect(errors.map(\.location) == [at(file, 7, 24), at(file, 8, 15), at(file, 9, 15), at(file, 10, 19)])
         #expect(errors.first?.message.contains("undefined variable 'NAMEE'; did you mean 'NAME'?") == true)
-        #expect(errors.dropFirst().first?.message.contains("undefined variable 'MISSING'; define it under 'vars:'") == true)
+        #expect(
+            errors.dropFirst().first?.message.contains("undefined variable 'MISSING'; define it under 'vars:'") == true
+        )
     }
 
     @Test func theColumnOfAnUndefinedVariableCountsCharactersNotBytes() throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        let errors = try loadErrors(in: directory, [
-            "Taskfile.yml": """
-            version: '3'
-            tasks:
-              build:
-                cmds:
-                  - echo → {{.MISSING}}
-            """,
-        ])
+        let errors = try loadErrors(
+            in: directory,
+            [
+                "Taskfile.yml": """
+                version: '3'
+                tasks:
+                  build:
+                    cmds:
+                      - echo → {{.MISSING}}
+                """
+            ]
+        )
         let error = try #require(errors.only)
         #expect(error.code == .undefinedVariable)
         // `      - echo → ` is 15 characters (17 bytes): the reference starts at column 16.
@@ -299,15 +342,18 @@ import Testing
     @Test func theColumnOfAnUndefinedVariableInADoubleQuotedScalarCountsEscapesAsWritten() throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        let errors = try loadErrors(in: directory, [
-            "Taskfile.yml": #"""
-            version: '3'
-            tasks:
-              build:
-                cmds:
-                  - "echo \"{{.MISSING}}\""
-            """#,
-        ])
+        let errors = try loadErrors(
+            in: directory,
+            [
+                "Taskfile.yml": #"""
+                version: '3'
+                tasks:
+                  build:
+                    cmds:
+                      - "echo \"{{.MISSING}}\""
+                """#
+            ]
+        )
         let error = try #require(errors.only)
         #expect(error.code == .undefinedVariable)
         // `      - "echo \"` is 16 characters: the reference starts at column 17.
@@ -317,14 +363,17 @@ import Testing
     @Test func perSourceVariablesOutsideAnEachTaskAreUndefinedWithAHint() throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        let errors = try loadErrors(in: directory, [
-            "Taskfile.yml": """
-            version: '3'
-            tasks:
-              build:
-                cmds: ['cc -c {{.source}}']
-            """,
-        ])
+        let errors = try loadErrors(
+            in: directory,
+            [
+                "Taskfile.yml": """
+                version: '3'
+                tasks:
+                  build:
+                    cmds: ['cc -c {{.source}}']
+                """
+            ]
+        )
         let error = try #require(errors.only)
         #expect(error.code == .undefinedVariable)
         #expect(error.location == at(directory.path("Taskfile.yml"), 4, 19))
@@ -334,17 +383,20 @@ import Testing
     @Test func aClaimOfAResourceNoOneDefinedIsReportedAtTheClaim() throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        let errors = try loadErrors(in: directory, [
-            "Taskfile.yml": """
-            version: '3'
-            resources:
-              link: 1
-            tasks:
-              build:
-                resources: [cpu, gpu, net, link, disk, 'net:example.com']
-                cmds: [echo]
-            """,
-        ])
+        let errors = try loadErrors(
+            in: directory,
+            [
+                "Taskfile.yml": """
+                version: '3'
+                resources:
+                  link: 1
+                tasks:
+                  build:
+                    resources: [cpu, gpu, net, link, disk, 'net:example.com']
+                    cmds: [echo]
+                """
+            ]
+        )
         let file = directory.path("Taskfile.yml")
         #expect(errors.map(\.code) == [.undefinedResource, .undefinedResource])
         #expect(errors.map(\.location) == [at(file, 6, 22), at(file, 6, 27)])
@@ -355,22 +407,25 @@ import Testing
     @Test func filesThatIncludeEachOtherAreAnIncludeCycleAtTheClosingInclude() throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        let errors = try loadErrors(in: directory, [
-            "Taskfile.yml": """
-            version: '3'
-            includes:
-              a: a.yml
-            tasks:
-              main: echo
-            """,
-            "a.yml": """
-            version: '3'
-            includes:
-              back: Taskfile.yml
-            tasks:
-              one: echo
-            """,
-        ])
+        let errors = try loadErrors(
+            in: directory,
+            [
+                "Taskfile.yml": """
+                version: '3'
+                includes:
+                  a: a.yml
+                tasks:
+                  main: echo
+                """,
+                "a.yml": """
+                version: '3'
+                includes:
+                  back: Taskfile.yml
+                tasks:
+                  one: echo
+                """,
+            ]
+        )
         let main = directory.path("Taskfile.yml"), included = directory.path("a.yml")
         let error = try #require(errors.only)
         #expect(error.code == .includeCycle)
@@ -381,15 +436,18 @@ import Testing
     @Test func anIncludeThatCannotBeReadIsReportedAtTheInclude() throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        let errors = try loadErrors(in: directory, [
-            "Taskfile.yml": """
-            version: '3'
-            includes:
-              lib: missing/Lib.yml
-            tasks:
-              main: echo
-            """,
-        ])
+        let errors = try loadErrors(
+            in: directory,
+            [
+                "Taskfile.yml": """
+                version: '3'
+                includes:
+                  lib: missing/Lib.yml
+                tasks:
+                  main: echo
+                """
+            ]
+        )
         let error = try #require(errors.only)
         #expect(error.code == .unreadableFile)
         #expect(error.location == at(directory.path("Taskfile.yml"), 3, 8))
@@ -399,33 +457,40 @@ import Testing
     @Test func everyMistakeIsReportedTogetherSortedByPosition() throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        let errors = try loadErrors(in: directory, [
-            "Taskfile.yml": """
-            version: '3'
-            includes:
-              lib: lib.yml
-            tasks:
-              build:
-                deps: [nope]
-                resources: [gpu]
-                cmds: ['echo {{.X}}']
-              test:
-                depz: [build]
-                cmds: [echo]
-            """,
-            "lib.yml": """
-            version: '3'
-            tasks:
-              one:
-                batch: 0
-                cmds: [echo]
-            """,
-        ])
+        let errors = try loadErrors(
+            in: directory,
+            [
+                "Taskfile.yml": """
+                version: '3'
+                includes:
+                  lib: lib.yml
+                tasks:
+                  build:
+                    deps: [nope]
+                    resources: [gpu]
+                    cmds: ['echo {{.X}}']
+                  test:
+                    depz: [build]
+                    cmds: [echo]
+                """,
+                "lib.yml": """
+                version: '3'
+                tasks:
+                  one:
+                    batch: 0
+                    cmds: [echo]
+                """,
+            ]
+        )
         let main = directory.path("Taskfile.yml"), included = directory.path("lib.yml")
-        #expect(errors.map(\.code) == [.unknownTask, .undefinedResource, .undefinedVariable, .unknownKey, .invalidValue])
-        #expect(errors.map(\.location) == [
-            at(main, 6, 12), at(main, 7, 17), at(main, 8, 18), at(main, 10, 5), at(included, 4, 12),
-        ])
+        #expect(
+            errors.map(\.code) == [.unknownTask, .undefinedResource, .undefinedVariable, .unknownKey, .invalidValue]
+        )
+        #expect(
+            errors.map(\.location) == [
+                at(main, 6, 12), at(main, 7, 17), at(main, 8, 18), at(main, 10, 5), at(included, 4, 12),
+            ]
+        )
     }
 }
 

@@ -9,60 +9,65 @@ import Testing
     @Test func everyTaskKeyIsReadIntoTheTaskDefinition() throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        let taskfile = try loadTaskfile(in: directory, [
-            "Taskfile.yml": """
-            version: '3'
-            vars:
-              CC: cc
-              OPT: -O2
-              CFLAGS: '{{.OPT}} -Wall'
-            env:
-              MODE: release
-            resources:
-              link: 1
-              pool: {width: 3}
-            tasks:
-              compile:
-                desc: Compile every C file
-                each: sources
-                batch: 8
-                sources: ['src/*.c', 'gen/*.c']
-                generates: ['build/{{.source_stem}}.o']
-                resources: [cpu, pool]
-                cmds:
-                  - mkdir -p build
-                  - cmd: '{{.CC}} {{.CFLAGS}} -c {{.source}} -o {{.output}}'
-              link:
-                deps: [compile, {task: prepare}]
-                sources: build/*.o
-                generates: build/app
-                resources: link
-                dir: out
+        let taskfile = try loadTaskfile(
+            in: directory,
+            [
+                "Taskfile.yml": """
+                version: '3'
                 vars:
-                  OUT: app
+                  CC: cc
+                  OPT: -O2
+                  CFLAGS: '{{.OPT}} -Wall'
                 env:
-                  MODE: debug
-                  EXTRA: '{{.OUT}}'
-                cmds: ['{{.CC}} -o {{.OUT}} ../build/*.o']
-              prepare:
-                cmds: [mkdir -p out]
-              archive:
-                plugin: archive
-                with:
-                  format: tgz
-                  files: [a, b]
-                allow-outside-root: true
-            """,
-        ])
+                  MODE: release
+                resources:
+                  link: 1
+                  pool: {width: 3}
+                tasks:
+                  compile:
+                    desc: Compile every C file
+                    each: sources
+                    batch: 8
+                    sources: ['src/*.c', 'gen/*.c']
+                    generates: ['build/{{.source_stem}}.o']
+                    resources: [cpu, pool]
+                    cmds:
+                      - mkdir -p build
+                      - cmd: '{{.CC}} {{.CFLAGS}} -c {{.source}} -o {{.output}}'
+                  link:
+                    deps: [compile, {task: prepare}]
+                    sources: build/*.o
+                    generates: build/app
+                    resources: link
+                    dir: out
+                    vars:
+                      OUT: app
+                    env:
+                      MODE: debug
+                      EXTRA: '{{.OUT}}'
+                    cmds: ['{{.CC}} -o {{.OUT}} ../build/*.o']
+                  prepare:
+                    cmds: [mkdir -p out]
+                  archive:
+                    plugin: archive
+                    with:
+                      format: tgz
+                      files: [a, b]
+                    allow-outside-root: true
+                """
+            ]
+        )
         let file = directory.path("Taskfile.yml")
         #expect(taskfile.path == file)
         #expect(taskfile.root == directory.path)
         #expect(taskfile.version == "3")
         #expect(taskfile.files == [file])
-        #expect(taskfile.resources == [
-            ResourceDefinition(name: "link", width: 1, location: at(file, 9, 3)),
-            ResourceDefinition(name: "pool", width: 3, location: at(file, 10, 3)),
-        ])
+        #expect(
+            taskfile.resources == [
+                ResourceDefinition(name: "link", width: 1, location: at(file, 9, 3)),
+                ResourceDefinition(name: "pool", width: 3, location: at(file, 10, 3)),
+            ]
+        )
         #expect(taskfile.tasks.map(\.name) == ["compile", "link", "prepare", "archive"])
 
         let compile = try #require(taskfile.task(named: "compile"))
@@ -73,7 +78,9 @@ import Testing
         #expect(compile.sources.map(\.value) == ["src/*.c", "gen/*.c"])
         #expect(compile.generates.map(\.value) == ["build/{{.source_stem}}.o"])
         #expect(compile.resources.map(\.value) == ["cpu", "pool"])
-        #expect(compile.commands.map(\.value) == ["mkdir -p build", "{{.CC}} {{.CFLAGS}} -c {{.source}} -o {{.output}}"])
+        #expect(
+            compile.commands.map(\.value) == ["mkdir -p build", "{{.CC}} {{.CFLAGS}} -c {{.source}} -o {{.output}}"]
+        )
         #expect(compile.commands.map(\.location) == [at(file, 20, 9), at(file, 21, 14)])
         #expect(compile.variables["CFLAGS"] == "-O2 -Wall")
         #expect(compile.environment == ["MODE": "release"])
@@ -106,14 +113,17 @@ import Testing
     @Test func goTaskShortFormsAreCommands() throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        let taskfile = try loadTaskfile(in: directory, [
-            "Taskfile.yml": """
-            version: '3'
-            tasks:
-              one: echo one
-              two: [echo a, 'echo b']
-            """,
-        ])
+        let taskfile = try loadTaskfile(
+            in: directory,
+            [
+                "Taskfile.yml": """
+                version: '3'
+                tasks:
+                  one: echo one
+                  two: [echo a, 'echo b']
+                """
+            ]
+        )
         let file = directory.path("Taskfile.yml")
         let one = try #require(taskfile.task(named: "one"))
         #expect(one.commands.map(\.value) == ["echo one"])
@@ -127,40 +137,45 @@ import Testing
     @Test func includesAddTheirTasksUnderTheirNamespace() throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        let taskfile = try loadTaskfile(in: directory, [
-            "Taskfile.yml": """
-            version: '3'
-            includes:
-              lib: lib
-              tools:
-                taskfile: tools/Tools.yml
-                dir: tools-work
-              extra:
-                taskfile: missing.yml
-                optional: true
-            tasks:
-              setup: echo setup
-              all:
-                deps: ['lib:build', 'tools:check']
-                cmds: [echo all]
-            """,
-            "lib/Taskfile.yml": """
-            version: '3'
-            tasks:
-              build:
-                deps: [helper, ':setup']
-                cmds: ['echo {{.TASKFILE_DIR}}']
-              helper: echo helper
-            """,
-            "tools/Tools.yml": """
-            version: '3'
-            tasks:
-              check: pwd
-            """,
-        ])
-        #expect(taskfile.files == [
-            directory.path("Taskfile.yml"), directory.path("lib/Taskfile.yml"), directory.path("tools/Tools.yml"),
-        ])
+        let taskfile = try loadTaskfile(
+            in: directory,
+            [
+                "Taskfile.yml": """
+                version: '3'
+                includes:
+                  lib: lib
+                  tools:
+                    taskfile: tools/Tools.yml
+                    dir: tools-work
+                  extra:
+                    taskfile: missing.yml
+                    optional: true
+                tasks:
+                  setup: echo setup
+                  all:
+                    deps: ['lib:build', 'tools:check']
+                    cmds: [echo all]
+                """,
+                "lib/Taskfile.yml": """
+                version: '3'
+                tasks:
+                  build:
+                    deps: [helper, ':setup']
+                    cmds: ['echo {{.TASKFILE_DIR}}']
+                  helper: echo helper
+                """,
+                "tools/Tools.yml": """
+                version: '3'
+                tasks:
+                  check: pwd
+                """,
+            ]
+        )
+        #expect(
+            taskfile.files == [
+                directory.path("Taskfile.yml"), directory.path("lib/Taskfile.yml"), directory.path("tools/Tools.yml"),
+            ]
+        )
         #expect(taskfile.tasks.map(\.name) == ["setup", "all", "lib:build", "lib:helper", "tools:check"])
         let build = try #require(taskfile.task(named: "lib:build"))
         #expect(build.dependencies.map(\.value) == ["lib:helper", "setup"])
@@ -177,25 +192,28 @@ import Testing
     @Test func anchorsAliasesAndMergeKeysAreResolved() throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        let taskfile = try loadTaskfile(in: directory, [
-            "Taskfile.yml": """
-            version: '3'
-            vars:
-              FLAGS: &flags -O2
-            tasks:
-              base: &base
-                desc: shared
-                resources: [cpu]
-                cmds: &commands [echo a, echo b]
-              derived:
-                <<: *base
-                desc: derived
-              copy: *base
-              reuse:
-                cmds: *commands
-                vars: {MORE: *flags}
-            """,
-        ])
+        let taskfile = try loadTaskfile(
+            in: directory,
+            [
+                "Taskfile.yml": """
+                version: '3'
+                vars:
+                  FLAGS: &flags -O2
+                tasks:
+                  base: &base
+                    desc: shared
+                    resources: [cpu]
+                    cmds: &commands [echo a, echo b]
+                  derived:
+                    <<: *base
+                    desc: derived
+                  copy: *base
+                  reuse:
+                    cmds: *commands
+                    vars: {MORE: *flags}
+                """
+            ]
+        )
         let derived = try #require(taskfile.task(named: "derived"))
         #expect(derived.summary == "derived")
         #expect(derived.resources.map(\.value) == ["cpu"])
@@ -211,18 +229,21 @@ import Testing
     @Test func mergedKeysYieldToTheMapsOwnKeysWrittenBeforeTheMerge() throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        let taskfile = try loadTaskfile(in: directory, [
-            "Taskfile.yml": """
-            version: '3'
-            tasks:
-              base: &base
-                desc: shared
-                cmds: [echo base]
-              derived:
-                desc: derived
-                <<: *base
-            """,
-        ])
+        let taskfile = try loadTaskfile(
+            in: directory,
+            [
+                "Taskfile.yml": """
+                version: '3'
+                tasks:
+                  base: &base
+                    desc: shared
+                    cmds: [echo base]
+                  derived:
+                    desc: derived
+                    <<: *base
+                """
+            ]
+        )
         let derived = try #require(taskfile.task(named: "derived"))
         #expect(derived.summary == "derived")
         #expect(derived.commands.map(\.value) == ["echo base"])

@@ -12,7 +12,10 @@ import Testing
 
     private func schema() throws -> [String: Any] {
         let data = try #require(FileManager.default.contents(atPath: Self.schemaPath), "can't read \(Self.schemaPath)")
-        return try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any], "the schema is not a JSON object")
+        return try #require(
+            try JSONSerialization.jsonObject(with: data) as? [String: Any],
+            "the schema is not a JSON object"
+        )
     }
 
     @Test func theSchemaIsAJSONObjectThatRejectsUnknownKeys() throws {

@@ -9,7 +9,8 @@ import Synchronization
 ///
 /// Threading: any task.
 public func waitForResult<Result: Sendable>(
-    within seconds: Double, _ body: @escaping @Sendable () -> Result
+    within seconds: Double,
+    _ body: @escaping @Sendable () -> Result
 ) async -> Result? {
     let once = OneShot<Result?>()
     return await withCheckedContinuation { (continuation: CheckedContinuation<Result?, Never>) in

@@ -39,7 +39,8 @@ public struct TemporaryDirectory: Sendable {
     public func write(_ relative: String, _ text: String) throws -> String {
         let file = path(relative)
         try FileManager.default.createDirectory(
-            atPath: (file as NSString).deletingLastPathComponent, withIntermediateDirectories: true
+            atPath: (file as NSString).deletingLastPathComponent,
+            withIntermediateDirectories: true
         )
         try Data(text.utf8).write(to: URL(fileURLWithPath: file))
         return file

@@ -54,6 +54,7 @@ public struct TaskfileLoader: Sendable {
         session.resolveDependencies()
         session.checkResources()
         session.checkCycles()
+        session.texts = [:]
         if !session.errors.isEmpty {
             let order = Dictionary(session.files.enumerated().map { ($1, $0) }, uniquingKeysWith: { first, _ in first })
             let sorted = session.errors.enumerated().sorted { left, right in
@@ -81,6 +82,8 @@ private final class LoadSession {
     var files: [String] = []
     /// Optional includes that didn't exist: creating one must invalidate the cache.
     var missingOptional: [String] = []
+    /// Each file's text while loading, to point errors at the exact character.
+    var texts: [String: [UInt8]] = [:]
     var tasks: [TaskDefinition] = []
     var taskIndex: [String: Int] = [:]
     var resources: [ResourceDefinition] = []
@@ -119,6 +122,7 @@ private final class LoadSession {
             return nil
         }
         files.append(path)
+        texts[path] = Array(text.utf8)
         let node: YAMLNode?
         do {
             node = try YAMLNode.parse(text)
@@ -249,8 +253,13 @@ private final class LoadSession {
             // go-task's short form: `task: cmd` or `task: [cmd, cmd]`.
             commandYAMLNodes = body.sequence ?? [body]
         case .mapping(let entries, _):
+            var seenKeys = Set<String>()
             for (keyYAMLNode, value) in entries {
                 guard let keyName = keyYAMLNode.string else { continue }
+                guard seenKeys.insert(keyName).inserted else {
+                    fail(.syntax, "duplicate key '\(keyName)' in task '\(name)'", at: location(keyYAMLNode, file))
+                    continue
+                }
                 switch keyName {
                 case "desc": summary = scalar(value, file: file, what: "'desc'")
                 case "deps":
@@ -464,13 +473,16 @@ private final class LoadSession {
     func checkTemplate(_ text: Located<String>, node: YAMLNode?, known: KnownVariables) {
         // Most strings have no template at all.
         guard text.value.utf8.contains(UInt8(ascii: "{")) else { return }
-        for reference in Template.references(in: text.value) where !known.contains(reference.name) {
-            var location = text.location
-            // Point at the reference itself when the scalar is on one line.
-            if !text.value.contains("\n") {
-                let quoted = node?.scalar.map { $0.style == .singleQuoted || $0.style == .doubleQuoted } ?? false
-                location.column += reference.offset + (quoted ? 1 : 0)
-            }
+        let bytes = Array(text.value.utf8)
+        var seen: [String: Int] = [:]
+        for reference in Template.references(in: text.value) {
+            let raw = Self.referenceText(in: bytes, at: reference.offset)
+            let occurrence = seen[raw, default: 0]
+            seen[raw] = occurrence + 1
+            guard !known.contains(reference.name) else { continue }
+            // Point at the reference as written in the file: quotes, escapes and multi-byte
+            // characters before it all count the way an editor counts columns.
+            let location = locate(raw, occurrence: occurrence, after: text.location) ?? text.location
             var message = "undefined variable '\(reference.name)'"
             if let close = suggestion(for: reference.name, among: known.names) {
                 message += "; did you mean '\(close)'?"
@@ -481,6 +493,50 @@ private final class LoadSession {
             }
             fail(.undefinedVariable, message, at: location)
         }
+    }
+
+    /// The `{{…}}` text starting at `offset`.
+    static func referenceText(in bytes: [UInt8], at offset: Int) -> String {
+        var end = offset + 2
+        while end + 1 < bytes.count, !(bytes[end] == UInt8(ascii: "}") && bytes[end + 1] == UInt8(ascii: "}")) { end += 1 }
+        return String(decoding: bytes[offset..<min(bytes.count, end + 2)], as: UTF8.self)
+    }
+
+    /// Where the `occurrence`-th appearance of `raw` after `start` is in the file's text
+    /// (1-based line and column, counting characters), if it is there.
+    func locate(_ raw: String, occurrence: Int, after start: SourceLocation) -> SourceLocation? {
+        guard let bytes = texts[start.file], !raw.isEmpty else { return nil }
+        let needle = Array(raw.utf8)
+        // Find the byte where the scalar starts: skip to its line, then count characters.
+        var index = 0
+        var line = 1
+        while line < start.line, index < bytes.count {
+            if bytes[index] == UInt8(ascii: "\n") { line += 1 }
+            index += 1
+        }
+        var column = 1
+        while column < start.column, index < bytes.count, bytes[index] != UInt8(ascii: "\n") {
+            index += 1
+            while index < bytes.count, bytes[index] & 0xC0 == 0x80 { index += 1 }
+            column += 1
+        }
+        // Search forward, keeping line and column up to date; a scalar is never far.
+        var remaining = occurrence
+        let limit = min(bytes.count, index + 1 << 20)
+        while index + needle.count <= limit {
+            if bytes[index] == needle[0], bytes[index..<index + needle.count].elementsEqual(needle) {
+                if remaining == 0 { return SourceLocation(file: start.file, line: line, column: column) }
+                remaining -= 1
+            }
+            if bytes[index] == UInt8(ascii: "\n") {
+                line += 1
+                column = 1
+            } else if bytes[index] & 0xC0 != 0x80 {
+                column += 1
+            }
+            index += 1
+        }
+        return nil
     }
 
     func checkTemplates(in value: ConfigurationValue, known: KnownVariables) {

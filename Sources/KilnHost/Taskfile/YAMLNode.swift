@@ -105,6 +105,8 @@ extension YAMLNode {
             var entries: [(key: YAMLNode, value: YAMLNode)] = []
             var items: [YAMLNode] = []
             var pendingKey: YAMLNode?
+            /// Keys that came from `<<` merges: the map's own key of the same name replaces them.
+            var mergedKeys: Set<String> = []
 
             init(isMapping: Bool, mark: YAMLMark, anchor: String?) {
                 self.isMapping = isMapping
@@ -194,8 +196,13 @@ extension YAMLNode {
                 for source in node.sequence ?? [node] {
                     for entry in source.mapping ?? [] where !top.entries.contains(where: { $0.key.string == entry.key.string }) {
                         top.entries.append(entry)
+                        if let name = entry.key.string { top.mergedKeys.insert(name) }
                     }
                 }
+            } else if let name = key.string, top.mergedKeys.remove(name) != nil,
+                let index = top.entries.firstIndex(where: { $0.key.string == name })
+            {
+                top.entries[index] = (key, node)
             } else {
                 top.entries.append((key, node))
             }

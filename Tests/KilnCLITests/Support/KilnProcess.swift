@@ -3,7 +3,7 @@ import KilnTestSupport
 import Testing
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The `kiln` executable that `swift build --build-tests` puts beside the test bundle, run as a
@@ -30,7 +30,8 @@ struct KilnProcess: Sendable {
     static func executable(sourceLocation: SourceLocation = #_sourceLocation) throws -> String {
         let testBinary = try #require(
             try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"),
-            "can't read /proc/self/exe", sourceLocation: sourceLocation
+            "can't read /proc/self/exe",
+            sourceLocation: sourceLocation
         )
         let path = (testBinary as NSString).deletingLastPathComponent + "/kiln"
         try #require(
@@ -43,7 +44,9 @@ struct KilnProcess: Sendable {
 
     /// Runs `kiln arguments` in `directory` and waits for it at most `seconds`.
     static func run(
-        _ arguments: [String], in directory: String, within seconds: Double = 180,
+        _ arguments: [String],
+        in directory: String,
+        within seconds: Double = 180,
         sourceLocation: SourceLocation = #_sourceLocation
     ) async throws -> Result {
         let process = try start(arguments, in: directory, sourceLocation: sourceLocation)
@@ -53,7 +56,9 @@ struct KilnProcess: Sendable {
     /// Starts `kiln arguments` in `directory` with default signal dispositions and an empty
     /// signal mask (whatever the test runner has), standard input from /dev/null.
     static func start(
-        _ arguments: [String], in directory: String, sourceLocation: SourceLocation = #_sourceLocation
+        _ arguments: [String],
+        in directory: String,
+        sourceLocation: SourceLocation = #_sourceLocation
     ) throws -> KilnProcess {
         let executable = try executable(sourceLocation: sourceLocation)
         let output = try TemporaryDirectory(prefix: "kiln-cli-output")
@@ -165,6 +170,6 @@ func copyExampleProject(to directory: TemporaryDirectory) throws -> String {
 }
 
 /// Parses one JSON document.
-func parseJSON(_ text: String, sourceLocation: SourceLocation = #_sourceLocation) throws -> Any {
+func parseJSON(_ text: String) throws -> Any {
     try JSONSerialization.jsonObject(with: Data(text.utf8), options: [.fragmentsAllowed])
 }

@@ -97,9 +97,6 @@ final class RecordingObserver: RunObserver {
     var started: [(job: JobInfo, sequence: Int)] { state.withLock { $0.started } }
     var finished: [Finished] { state.withLock { $0.finished } }
 
-    /// The labels of jobs that started, sorted.
-    var startedLabels: [String] { started.map(\.job.label).sorted() }
-
     /// The finished jobs of `task`.
     func finished(task: String) -> [Finished] { finished.filter { $0.job.task == task } }
 }
@@ -108,14 +105,22 @@ final class RecordingObserver: RunObserver {
 ///
 /// - Returns: The summary and what the observer saw.
 func run(
-    _ taskfile: Taskfile, targets: [String], kinds: [any TaskKind] = [], cpuWidth: Int? = nil,
-    options: RunOptions = RunOptions(), extraObservers: [any RunObserver] = [], within seconds: Double = 120
+    _ taskfile: Taskfile,
+    targets: [String],
+    kinds: [any TaskKind] = [],
+    cpuWidth: Int? = nil,
+    options: RunOptions = RunOptions(),
+    extraObservers: [any RunObserver] = [],
+    within seconds: Double = 120
 ) async throws -> (summary: RunSummary, observer: RecordingObserver, queues: ResourceQueues) {
     let plan = try BuildPlanner(taskfile: taskfile, registry: try makeRegistry(kinds)).plan(targets: targets)
     let queues = ResourceQueues(definitions: taskfile.resources, cpuWidth: cpuWidth)
     let observer = RecordingObserver()
     let buildRun = BuildRun(
-        plan: plan, queues: queues, options: options, observer: RunObservers([observer] + extraObservers)
+        plan: plan,
+        queues: queues,
+        options: options,
+        observer: RunObservers([observer] + extraObservers)
     )
     buildRun.start()
     guard let summary = await waitForResult(within: seconds, { buildRun.wait() }) else {
