@@ -18,7 +18,7 @@ import Glibc
 enum TaskfileCache {
     static let magic = Array("KILNTFC\u{1}".utf8)
     /// Bump when the encoding or the meaning of ``Taskfile`` changes.
-    static let formatVersion = 3
+    static let formatVersion = 4
 
     /// The cache file of a project.
     static func path(root: String) -> String { root + "/.kiln/taskfile.cache" }
@@ -91,7 +91,7 @@ enum TaskfileCache {
 // MARK: - Encoding
 
 /// Appends values in a compact binary form: LEB128 integers, length-prefixed UTF-8 strings, and
-/// a table so each distinct string is written once.
+/// a table so each distinct file path (repeated in every location) is written once.
 struct BinaryWriter {
     var bytes: [UInt8] = []
     private var strings: [String: Int] = [:]
@@ -113,16 +113,20 @@ struct BinaryWriter {
 
     mutating func write(_ value: Bool) { bytes.append(value ? 1 : 0) }
 
-    /// A string: a back-reference if it was written before.
+    /// A string, in full.
     mutating func write(_ value: String) {
+        write(value.utf8.count)
+        bytes.append(contentsOf: value.utf8)
+    }
+
+    /// A string that repeats (a file path): a back-reference if it was written before.
+    mutating func writeShared(_ value: String) {
         if let index = strings[value] {
             write(-1 - index)
             return
         }
         strings[value] = strings.count
-        let utf8 = Array(value.utf8)
-        write(utf8.count)
-        bytes += utf8
+        write(value)
     }
 
     mutating func write(_ value: String?) {
@@ -131,7 +135,7 @@ struct BinaryWriter {
     }
 
     mutating func write(_ location: SourceLocation) {
-        write(location.file)
+        writeShared(location.file)
         write(location.line)
         write(location.column)
     }
@@ -264,6 +268,14 @@ struct BinaryReader {
     }
 
     mutating func readString() -> String? {
+        guard let length = readInteger(), length >= 0, offset + length <= bytes.count else { return nil }
+        let string = String(decoding: bytes[offset..<offset + length], as: UTF8.self)
+        offset += length
+        return string
+    }
+
+    /// A string written with ``BinaryWriter/writeShared(_:)``.
+    mutating func readSharedString() -> String? {
         guard let length = readInteger() else { return nil }
         if length < 0 {
             let index = -1 - length
@@ -282,7 +294,7 @@ struct BinaryReader {
     }
 
     mutating func readLocation() -> SourceLocation? {
-        guard let file = readString(), let line = readInteger(), let column = readInteger() else { return nil }
+        guard let file = readSharedString(), let line = readInteger(), let column = readInteger() else { return nil }
         return SourceLocation(file: file, line: line, column: column)
     }
 

@@ -83,7 +83,7 @@ private final class LoadSession {
     /// Optional includes that didn't exist: creating one must invalidate the cache.
     var missingOptional: [String] = []
     /// Each file's text while loading, to point errors at the exact character.
-    var texts: [String: [UInt8]] = [:]
+    var texts: [String: String] = [:]
     var tasks: [TaskDefinition] = []
     var taskIndex: [String: Int] = [:]
     var resources: [ResourceDefinition] = []
@@ -122,10 +122,12 @@ private final class LoadSession {
             return nil
         }
         files.append(path)
-        texts[path] = Array(text.utf8)
+        texts[path] = text
         let node: YAMLNode?
         do {
-            node = try YAMLNode.parse(text)
+            // First pass: everything but the tasks, whose decoding needs the file's vars and env
+            // (which may come after them). The tasks stream in the second pass, one at a time.
+            node = try YAMLNode.parse(text, mode: .skipping("tasks"))
         } catch {
             fail(.syntax, "YAML syntax: \(error.message)", at: SourceLocation(file: path, line: Int(error.mark.line), column: Int(error.mark.column)))
             return nil
@@ -160,14 +162,21 @@ private final class LoadSession {
                 unknownKey(name, at: location(key, path), allowed: TaskfileLoader.topLevelKeys, in: "the Taskfile")
             }
         }
-        if let tasksYAMLNode, let entries = mapping(tasksYAMLNode, file: path, what: "'tasks'") {
-            for (key, value) in entries {
-                guard let name = scalar(key, file: path, what: "a task name") else { continue }
-                decodeTask(
+        if let tasksYAMLNode, mapping(tasksYAMLNode, file: path, what: "'tasks'") != nil {
+            var seen = Set<String>()
+            let fileVariables = variables
+            let fileEnvironment = environment
+            _ = try? YAMLNode.parse(text, mode: .streaming("tasks") { key, value in
+                guard let name = self.scalar(key, file: path, what: "a task name") else { return }
+                guard seen.insert(name).inserted else {
+                    self.fail(.syntax, "duplicate key '\(name)' in 'tasks'", at: self.location(key, path))
+                    return
+                }
+                self.decodeTask(
                     name: name, key: key, body: value, file: path, namespace: namespace, directory: directory,
-                    fileVariables: variables, fileEnvironment: environment
+                    fileVariables: fileVariables, fileEnvironment: fileEnvironment
                 )
-            }
+            })
         } else if tasksYAMLNode == nil, includesYAMLNode == nil {
             fail(.wrongType, "the Taskfile has no 'tasks:'", at: location(node, path))
         }
@@ -505,7 +514,8 @@ private final class LoadSession {
     /// Where the `occurrence`-th appearance of `raw` after `start` is in the file's text
     /// (1-based line and column, counting characters), if it is there.
     func locate(_ raw: String, occurrence: Int, after start: SourceLocation) -> SourceLocation? {
-        guard let bytes = texts[start.file], !raw.isEmpty else { return nil }
+        guard let text = texts[start.file], !raw.isEmpty else { return nil }
+        let bytes = Array(text.utf8)  // only on the error path
         let needle = Array(raw.utf8)
         // Find the byte where the scalar starts: skip to its line, then count characters.
         var index = 0

@@ -82,17 +82,44 @@ extension YAMLNode {
     /// Parses the first document of `text`; `nil` for an empty one.
     ///
     /// - Throws: ``YAMLSyntaxError``.
+    /// How much of a document to build.
+    enum Mode {
+        /// Everything.
+        case whole
+        /// Everything but the value of the top-level key `key`, which becomes an empty map placeholder
+        /// (if it is a map): a Taskfile's first pass, without its tasks.
+        case skipping(String)
+        /// Everything, but each entry of the top-level map `key` is handed to `handler` as soon as it
+        /// is complete and not kept: a Taskfile's second pass, one task in memory at a time.
+        case streaming(String, handler: (_ key: YAMLNode, _ value: YAMLNode) -> Void)
+    }
+
     static func parse(_ text: String) throws(YAMLSyntaxError) -> YAMLNode? {
+        try parse(text, mode: .whole)
+    }
+
+    static func parse(_ text: String, mode: Mode) throws(YAMLSyntaxError) -> YAMLNode? {
         var parser = yaml_parser_t()
         guard yaml_parser_initialize(&parser) == 1 else {
             throw YAMLSyntaxError(message: "can't initialize the YAML parser", mark: YAMLMark(line: 1, column: 1))
         }
         defer { yaml_parser_delete(&parser) }
-        var bytes = Array(text.utf8)
-        return try bytes.withUnsafeMutableBufferPointer { buffer throws(YAMLSyntaxError) -> YAMLNode? in
+        var text = text
+        text.makeContiguousUTF8()
+        // Parse straight from the string's own storage: no copy of a large Taskfile.
+        let result = text.utf8.withContiguousStorageIfAvailable { buffer -> Result<YAMLNode?, YAMLSyntaxError> in
             yaml_parser_set_input_string(&parser, buffer.baseAddress, buffer.count)
-            var builder = Builder()
-            return try builder.run(&parser)
+            var builder = Builder(mode: mode)
+            do throws(YAMLSyntaxError) {
+                return .success(try builder.run(&parser))
+            } catch {
+                return .failure(error)
+            }
+        }
+        switch result {
+        case .success(let node): return node
+        case .failure(let error): throw error
+        case nil: return nil
         }
     }
 
@@ -118,6 +145,24 @@ extension YAMLNode {
         var anchors: [String: YAMLNode] = [:]
         var root: YAMLNode?
         var done = false
+        let mode: Mode
+        /// While above zero, events are inside a skipped subtree and only nesting is followed.
+        var skipDepth = 0
+
+        init(mode: Mode) {
+            self.mode = mode
+        }
+
+        /// Whether a value starting now is the value of the top-level key `key`.
+        func startsValue(ofTopLevelKey key: String) -> Bool {
+            stack.count == 1 && stack[0].isMapping && stack[0].pendingKey?.string == key
+        }
+
+        /// Whether the open container is the top-level map whose entries stream.
+        var inStreamedMap: Bool {
+            guard case .streaming(let key, _) = mode else { return false }
+            return stack.count == 2 && stack[1].isMapping && stack[0].pendingKey?.string == key
+        }
 
         mutating func run(_ parser: inout yaml_parser_t) throws(YAMLSyntaxError) -> YAMLNode? {
             var event = yaml_event_t()
@@ -135,6 +180,19 @@ extension YAMLNode {
                 }
                 defer { yaml_event_delete(&event) }
                 let mark = YAMLMark(line: Int32(event.start_mark.line + 1), column: Int32(event.start_mark.column + 1))
+                if skipDepth > 0 {
+                    switch event.type {
+                    case YAML_SEQUENCE_START_EVENT, YAML_MAPPING_START_EVENT: skipDepth += 1
+                    case YAML_SEQUENCE_END_EVENT, YAML_MAPPING_END_EVENT: skipDepth -= 1
+                    default: break
+                    }
+                    continue
+                }
+                if case .skipping(let key) = mode, event.type == YAML_MAPPING_START_EVENT, startsValue(ofTopLevelKey: key) {
+                    skipDepth = 1
+                    add(.mapping([], mark))
+                    continue
+                }
                 switch event.type {
                 case YAML_SCALAR_EVENT:
                     let scalar = event.data.scalar
@@ -164,6 +222,11 @@ extension YAMLNode {
                 case YAML_ALIAS_EVENT:
                     let name = event.data.alias.anchor.map { String(cString: $0) } ?? ""
                     guard let node = anchors[name] else {
+                        // The anchor may be in a skipped subtree: the pass that builds it reports.
+                        if case .skipping = mode {
+                            add(.scalar(YAMLScalar(string: "", style: .plain, mark: mark)))
+                            continue
+                        }
                         throw YAMLSyntaxError(message: "unknown alias '*\(name)'", mark: mark)
                     }
                     add(node)
@@ -191,6 +254,16 @@ extension YAMLNode {
                 return
             }
             top.pendingKey = nil
+            if case .streaming(_, let handler) = mode, inStreamedMap {
+                if key.string == "<<", key.scalar?.style == .plain {
+                    for source in node.sequence ?? [node] {
+                        for entry in source.mapping ?? [] { handler(entry.key, entry.value) }
+                    }
+                } else {
+                    handler(key, node)
+                }
+                return
+            }
             if key.string == "<<", key.scalar?.style == .plain {
                 // Merge key: the referenced maps' entries, unless this map sets them itself.
                 for source in node.sequence ?? [node] {
