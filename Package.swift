@@ -27,11 +27,15 @@ let package = Package(
                 .product(name: "KilnPluginAPI", package: "KilnRuntime"),
                 "CKilnHost",
                 "CYAML",
+                "CXXHash",
+                "CSQLite",
             ],
             swiftSettings: swiftSettings
         ),
         .target(name: "CKilnHost"),
         .systemLibrary(name: "CYAML", pkgConfig: "yaml-0.1", providers: [.apt(["libyaml-dev"])]),
+        .systemLibrary(name: "CXXHash", pkgConfig: "libxxhash", providers: [.apt(["libxxhash-dev"])]),
+        .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         .executableTarget(
             name: "kiln",
             dependencies: [
@@ -42,7 +46,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "kiln-bench",
-            dependencies: [.product(name: "KilnJobs", package: "KilnRuntime")],
+            dependencies: [.product(name: "KilnJobs", package: "KilnRuntime"), "KilnHost"],
             path: "Sources/kiln-bench",
             swiftSettings: swiftSettings
         ),

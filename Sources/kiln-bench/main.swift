@@ -1,6 +1,8 @@
 import Foundation
 // kiln-bench: Kiln's benchmarks, each comparing Kiln with its peers in the same run.
 //
+//   kiln-bench hash [--megabytes N]
+//       content-hashing throughput (XXH3-128) beside md5sum and sha256sum
 //   kiln-bench host --kiln PATH --ninja PATH --task PATH [--work DIR] [--quick]
 //       kiln vs ninja vs go-task on generated projects
 //   kiln-bench jobs [--quick] [--engines kiln,foundation,dispatch] [--repeat N]
@@ -30,6 +32,15 @@ case "jobs":
         benchmark.shapes = Set(arguments[index + 1].split(separator: ",").map(String.init))
     }
     benchmark.run()
+case "hash":
+    let sizeIndex = arguments.firstIndex(of: "--megabytes")
+    let megabytes = sizeIndex.flatMap { $0 + 1 < arguments.count ? Int(arguments[$0 + 1]) : nil } ?? 1024
+    do {
+        try HashBenchmark(megabytes: megabytes, directory: NSTemporaryDirectory()).run()
+    } catch {
+        print("kiln-bench hash: \(error)")
+        exit(1)
+    }
 case "host":
     func value(_ flag: String) -> String? {
         arguments.firstIndex(of: flag).flatMap { $0 + 1 < arguments.count ? arguments[$0 + 1] : nil }
@@ -49,6 +60,8 @@ case "host":
         exit(1)
     }
 default:
+    print("usage: kiln-bench hash [--megabytes N]")
+    print("  hash   content hashing throughput, beside md5sum and sha256sum")
     print("usage: kiln-bench host --kiln PATH --ninja PATH --task PATH [--work DIR] [--quick]")
     print("  host   kiln vs ninja vs go-task on generated projects (wall time, peak RSS, ratios)")
     print("usage: kiln-bench jobs [--quick] [--engines kiln,foundation,dispatch] [--repeat N]")

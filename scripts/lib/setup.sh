@@ -17,14 +17,15 @@ ensure_debian_packages() {
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}"
 }
 
-# Swift 6.3 must be on PATH; the C libraries Kiln links come from Debian: libyaml (Taskfiles).
+# Swift 6.3 must be on PATH; the C libraries Kiln links come from Debian: libyaml (Taskfiles),
+# libxxhash (content hashes) and SQLite (build state).
 # The example project needs a C compiler, make-free tar and gzip.
 ensure_toolchain() {
     if ! command -v swift >/dev/null; then
         echo "error: swift not found on PATH; install Swift 6.3 (https://www.swift.org/install/linux/)" >&2
         exit 1
     fi
-    ensure_debian_packages pkg-config libyaml-dev gcc tar gzip time
+    ensure_debian_packages pkg-config libyaml-dev libxxhash-dev libsqlite3-dev gcc tar gzip time
 }
 
 # Fails if the build log has warnings from Kiln's own sources (dependencies are not ours to fix).

@@ -1,0 +1,146 @@
+import CXXHash
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A 128-bit content fingerprint: XXH3-128 of a file's bytes (or of a job's signature parts).
+///
+/// A fast, non-cryptographic hash: it detects change, it doesn't resist attack. The build state
+/// records ``algorithm`` with every hash, so it can change later; a remote cache (which wants
+/// SHA-256 digests) computes its own digests beside it.
+///
+/// Threading: a value type; safe to pass between threads.
+public struct ContentHash: Hashable, Sendable, CustomStringConvertible {
+    /// The name recorded in the build state: `xxh3-128`.
+    public static let algorithm = "xxh3-128"
+
+    /// High and low 64 bits.
+    public var high: UInt64
+    /// Low 64 bits.
+    public var low: UInt64
+
+    /// Creates a hash from its two halves.
+    public init(high: UInt64, low: UInt64) {
+        self.high = high
+        self.low = low
+    }
+
+    /// 32 lowercase hex digits.
+    public var description: String {
+        func hex(_ value: UInt64) -> String {
+            let digits = String(value, radix: 16)
+            return String(repeating: "0", count: 16 - digits.count) + digits
+        }
+        return hex(high) + hex(low)
+    }
+
+    /// The hash of `bytes`.
+    public static func of<Bytes: Collection<UInt8>>(_ bytes: Bytes) -> ContentHash {
+        if let hash = bytes.withContiguousStorageIfAvailable({ buffer in
+            ContentHash(XXH3_128bits(buffer.baseAddress, buffer.count))
+        }) {
+            return hash
+        }
+        return of(Array(bytes))
+    }
+
+    /// The hash of a string's UTF-8.
+    public static func of(_ text: String) -> ContentHash {
+        var text = text
+        text.makeContiguousUTF8()
+        return text.utf8.withContiguousStorageIfAvailable { ContentHash(XXH3_128bits($0.baseAddress, $0.count)) }!
+    }
+
+    init(_ raw: XXH128_hash_t) {
+        high = raw.high64
+        low = raw.low64
+    }
+}
+
+/// Feeds several parts into one hash (a job signature: its definition, inputs, dependencies).
+/// Each part is length-prefixed, so `("ab", "c")` and `("a", "bc")` differ.
+///
+/// Threading: a single owner at a time.
+public struct ContentHasher: ~Copyable {
+    private let state: OpaquePointer
+
+    /// Starts an empty hash.
+    public init() {
+        state = XXH3_createState()
+        XXH3_128bits_reset(state)
+    }
+
+    deinit { XXH3_freeState(state) }
+
+    /// Adds raw bytes (no length prefix).
+    public mutating func combineRaw(_ buffer: UnsafeRawBufferPointer) {
+        XXH3_128bits_update(state, buffer.baseAddress, buffer.count)
+    }
+
+    /// Adds a string, length-prefixed.
+    public mutating func combine(_ text: String) {
+        var text = text
+        text.makeContiguousUTF8()
+        var length = UInt64(text.utf8.count)
+        withUnsafeBytes(of: &length) { combineRaw($0) }
+        text.utf8.withContiguousStorageIfAvailable { combineRaw(UnsafeRawBufferPointer($0)) }
+    }
+
+    /// Adds another hash.
+    public mutating func combine(_ hash: ContentHash) {
+        var parts = (hash.high, hash.low)
+        withUnsafeBytes(of: &parts) { combineRaw($0) }
+    }
+
+    /// The hash of everything added.
+    public consuming func finalize() -> ContentHash {
+        ContentHash(XXH3_128bits_digest(state))
+    }
+}
+
+/// Reading and hashing files.
+///
+/// Threading: stateless; safe from any thread.
+public enum FileContent {
+    /// A file that can't be hashed.
+    ///
+    /// Threading: a value type.
+    public struct Failure: Error, CustomStringConvertible, Sendable {
+        /// The file.
+        public var path: String
+        /// The system's reason.
+        public var reason: String
+        /// `path: reason`.
+        public var description: String { "\(path): \(reason)" }
+    }
+
+    /// XXH3-128 of the file's contents. Large files are mapped into memory, not copied.
+    ///
+    /// - Throws: ``Failure`` if the file can't be opened or read.
+    public static func hash(_ path: String) throws(Failure) -> ContentHash {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { throw Failure(path: path, reason: String(cString: strerror(errno))) }
+        defer { close(descriptor) }
+        var info = stat()
+        guard fstat(descriptor, &info) == 0 else { throw Failure(path: path, reason: String(cString: strerror(errno))) }
+        let size = Int(info.st_size)
+        if size >= 1 << 20, let mapped = mmap(nil, size, PROT_READ, MAP_PRIVATE, descriptor, 0), mapped != MAP_FAILED {
+            defer { munmap(mapped, size) }
+            _ = madvise(mapped, size, MADV_SEQUENTIAL)
+            return ContentHash(XXH3_128bits(mapped, size))
+        }
+        var hasher = ContentHasher()
+        var buffer = [UInt8](repeating: 0, count: 1 << 16)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw Failure(path: path, reason: String(cString: strerror(errno)))
+            }
+            if count == 0 { break }
+            buffer.withUnsafeBytes { hasher.combineRaw(UnsafeRawBufferPointer(rebasing: $0[0..<count])) }
+        }
+        return hasher.finalize()
+    }
+}

@@ -1,0 +1,126 @@
+import Dispatch
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What `stat` says of a file: enough to tell, without reading it, that it hasn't changed.
+///
+/// Threading: a value type.
+public struct FileStat: Hashable, Sendable {
+    /// Modification time, nanoseconds since the epoch.
+    public var modified: Int64
+    /// Status-change time (rename, chmod, write), nanoseconds since the epoch.
+    public var changed: Int64
+    /// Size in bytes.
+    public var size: Int64
+    /// Inode number (a file replaced by rename has a new one).
+    public var inode: UInt64
+
+    /// Creates a value.
+    public init(modified: Int64, changed: Int64, size: Int64, inode: UInt64) {
+        self.modified = modified
+        self.changed = changed
+        self.size = size
+        self.inode = inode
+    }
+
+    /// The file's current status, or `nil` if it doesn't exist.
+    public static func of(_ path: String) -> FileStat? {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        return FileStat(
+            modified: Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec),
+            changed: Int64(info.st_ctim.tv_sec) * 1_000_000_000 + Int64(info.st_ctim.tv_nsec),
+            size: Int64(info.st_size), inode: UInt64(info.st_ino)
+        )
+    }
+}
+
+/// A file's hash as recorded: the status it had and when it was hashed.
+///
+/// Threading: a value type.
+public struct HashedFile: Hashable, Sendable {
+    /// The file's status when it was hashed.
+    public var stat: FileStat
+    /// Its contents' hash.
+    public var hash: ContentHash
+    /// When it was hashed, nanoseconds since the epoch (the real-time clock, like file times).
+    public var hashedAt: Int64
+
+    /// Creates a value.
+    public init(stat: FileStat, hash: ContentHash, hashedAt: Int64) {
+        self.stat = stat
+        self.hash = hash
+        self.hashedAt = hashedAt
+    }
+}
+
+/// Hashes files, reading each only when it may have changed — git's index trick. A file whose
+/// (mtime, ctime, size, inode) is what it was when it was hashed is not read again.
+///
+/// **Racy timestamps.** File times come from the kernel's coarse clock, a few milliseconds per
+/// tick, so a file changed again within the tick of its last change can keep all four values. A
+/// recorded hash is trusted only when the file's mtime is more than ``racyWindow`` older than the
+/// moment it was hashed; a file modified that recently is hashed again, on every run, until it is
+/// old enough. (git calls such entries "racily clean".)
+///
+/// Threading: any member from any thread; the table is guarded by its mutex.
+public final class FileHasher: Sendable {
+    /// How much older than its hash a file's mtime must be for the hash to be trusted.
+    public static let racyWindow: Int64 = 50_000_000
+
+    private let known: Mutex<[String: HashedFile]>
+    private let now: @Sendable () -> Int64
+
+    /// Creates a hasher.
+    ///
+    /// - Parameters:
+    ///   - known: Hashes recorded by earlier runs, by path.
+    ///   - now: The real-time clock in nanoseconds (a seam for tests).
+    public init(known: [String: HashedFile] = [:], now: @escaping @Sendable () -> Int64 = FileHasher.realTime) {
+        self.known = Mutex(known)
+        self.now = now
+    }
+
+    /// `CLOCK_REALTIME` in nanoseconds.
+    public static let realTime: @Sendable () -> Int64 = {
+        var time = timespec()
+        clock_gettime(CLOCK_REALTIME, &time)
+        return Int64(time.tv_sec) * 1_000_000_000 + Int64(time.tv_nsec)
+    }
+
+    /// How a file's hash was obtained.
+    public enum Source: Sendable, Equatable {
+        /// From the record: the file's status matched and wasn't racy.
+        case recorded
+        /// The file was read.
+        case read
+    }
+
+    /// The file's hash, or `nil` if it doesn't exist.
+    ///
+    /// - Throws: ``FileContent/Failure`` if it exists but can't be read.
+    public func hash(_ path: String) throws(FileContent.Failure) -> (hash: ContentHash, source: Source)? {
+        guard let status = FileStat.of(path) else {
+            known.withLock { $0[path] = nil }
+            return nil
+        }
+        if let record = known.withLock({ $0[path] }), record.stat == status,
+            record.hashedAt - status.modified > Self.racyWindow
+        {
+            return (record.hash, .recorded)
+        }
+        let hashedAt = now()
+        let hash = try FileContent.hash(path)
+        // If the file changed while it was read, the hash may mix old and new bytes: keep no
+        // record, so it is read again next time.
+        let unchanged = FileStat.of(path) == status
+        known.withLock { $0[path] = unchanged ? HashedFile(stat: status, hash: hash, hashedAt: hashedAt) : nil }
+        return (hash, .read)
+    }
+
+    /// Everything recorded, for saving in the build state.
+    public var records: [String: HashedFile] { known.withLock { $0 } }
+}

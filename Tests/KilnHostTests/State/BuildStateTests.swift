@@ -1,0 +1,73 @@
+import Foundation
+import KilnHost
+import KilnJobs
+import KilnTestSupport
+import Synchronization
+import Testing
+
+@Suite("The build state")
+struct BuildStateTests {
+    let record = JobRecord(
+        signature: ContentHash(high: 1, low: 2), outputs: ["build/a.o": ContentHash(high: 3, low: 4)], finishedAt: 42
+    )
+
+    @Test("a saved record is there for the next run")
+    func recordsSurviveReopening() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        do {
+            let state = try BuildState(root: directory.path) { _ in }
+            state.save(record, for: "compile src/a.c")
+            state.save(files: ["src/a.c": HashedFile(stat: FileStat(modified: 1, changed: 2, size: 3, inode: 4), hash: ContentHash(high: 5, low: 6), hashedAt: 7)])
+        }
+        let state = try BuildState(root: directory.path) { _ in }
+        #expect(state.loadJobs() == ["compile src/a.c": record])
+        #expect(state.loadFiles()["src/a.c"]?.hash == ContentHash(high: 5, low: 6))
+        state.remove(key: "compile src/a.c")
+        #expect(state.loadJobs().isEmpty)
+    }
+
+    @Test("a corrupt database is moved aside with a warning, and the run starts from nothing")
+    func corruptDatabaseIsMovedAside() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        try directory.makeDirectory(".kiln")
+        try directory.write(".kiln/state.db", String(repeating: "this is not an SQLite database\n", count: 200))
+        let warnings = LockedValue<[String]>([])
+        let state = try BuildState(root: directory.path) { line in warnings.withLock { $0.append(line) } }
+        #expect(state.loadJobs().isEmpty)
+        state.save(record, for: "job")
+        #expect(state.loadJobs()["job"] == record)
+        #expect(warnings.value.count == 1)
+        #expect(warnings.value.first?.contains("moved it to") == true)
+        let entries = try FileManager.default.contentsOfDirectory(atPath: directory.path(".kiln"))
+        #expect(entries.contains { $0.hasPrefix("state.db.corrupt-") })
+    }
+
+    @Test("a second run on the same project fails at once naming the first, or waits with wait: true")
+    func oneRunAtATime() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        var first: BuildState? = try BuildState(root: directory.path) { _ in }
+        do {
+            _ = try BuildState(root: directory.path) { _ in }
+            Issue.record("a second state opened while the first holds the project")
+        } catch {
+            #expect(error.message.contains("pid \(getpid())"))
+            #expect(error.message.contains("--wait"))
+        }
+        // A waiter gets the project once the first lets go.
+        let opened = LockedValue(false)
+        let waiter = Thread {
+            if (try? BuildState(root: directory.path, wait: true) { _ in }) != nil { opened.withLock { $0 = true } }
+        }
+        waiter.start()
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(opened.value == false)
+        first = nil
+        _ = first
+        let deadline = Date().addingTimeInterval(10)
+        while !opened.value, Date() < deadline { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(opened.value)
+    }
+}

@@ -1,0 +1,82 @@
+import Foundation
+import KilnHost
+import KilnTestSupport
+import Synchronization
+import Testing
+
+@Suite("The stat cache")
+struct FileHasherTests {
+    /// Sets a file's mtime to `seconds` ago.
+    func age(_ path: String, seconds: Double) throws {
+        let date = Date(timeIntervalSinceNow: -seconds)
+        try FileManager.default.setAttributes([.modificationDate: date], ofItemAtPath: path)
+    }
+
+    @Test("an unchanged file that is old enough is not read again")
+    func unchangedFileIsNotReadAgain() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let file = try directory.write("a.c", "int a;")
+        try age(file, seconds: 10)
+        let first = FileHasher()
+        #expect(try first.hash(file)?.source == .read)
+        let second = FileHasher(known: first.records)
+        let again = try #require(try second.hash(file))
+        #expect(again.source == .recorded)
+        #expect(again.hash == ContentHash.of("int a;"))
+    }
+
+    @Test("a change of content, size, mtime or inode makes the file read again")
+    func changedFileIsReadAgain() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let file = try directory.write("a.c", "int a;")
+        try age(file, seconds: 10)
+        let first = FileHasher()
+        _ = try first.hash(file)
+        // Same size, new content, new mtime.
+        try directory.write("a.c", "int b;")
+        try age(file, seconds: 5)
+        let second = FileHasher(known: first.records)
+        let changed = try #require(try second.hash(file))
+        #expect(changed.source == .read)
+        #expect(changed.hash == ContentHash.of("int b;"))
+        // Replaced by rename with the same content and mtime: a new inode.
+        let replacement = try directory.write("tmp", "int b;")
+        try age(replacement, seconds: 5)
+        let third = FileHasher(known: second.records)
+        _ = rename(replacement, file)
+        #expect(try third.hash(file)?.source == .read)
+    }
+
+    @Test("a file modified within the racy window of its hash is read again every time")
+    func racyFileIsReadAgain() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let file = try directory.write("a.c", "int a;")
+        let status = try #require(FileStat.of(file))
+        // The clock says the hash was taken 10 ms after the file's mtime: too close to trust.
+        let racyClock: @Sendable () -> Int64 = { status.modified + 10_000_000 }
+        let first = FileHasher(now: racyClock)
+        _ = try first.hash(file)
+        let second = FileHasher(known: first.records, now: racyClock)
+        #expect(try second.hash(file)?.source == .read)
+        // Hashed a second later, the same record is trusted.
+        let settledClock: @Sendable () -> Int64 = { status.modified + 1_000_000_000 }
+        let third = FileHasher(now: settledClock)
+        _ = try third.hash(file)
+        #expect(try FileHasher(known: third.records).hash(file)?.source == .recorded)
+    }
+
+    @Test("a deleted file has no hash and its record is dropped")
+    func deletedFileHasNoHash() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let file = try directory.write("a.c", "int a;")
+        let hasher = FileHasher()
+        _ = try hasher.hash(file)
+        try FileManager.default.removeItem(atPath: file)
+        #expect(try hasher.hash(file) == nil)
+        #expect(hasher.records[file] == nil)
+    }
+}
