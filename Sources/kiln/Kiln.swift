@@ -11,7 +11,8 @@ struct Kiln: ParsableCommand {
         abstract: "Run the tasks of a Taskfile on per-resource job queues.",
         discussion: """
             Exit codes: 0 success; 1 a job failed; 2 the Taskfile is missing or invalid; \
-            64 bad command-line usage; 130 interrupted (Ctrl-C or SIGTERM).
+            3 another kiln run holds the project (see run --wait); 64 bad command-line usage; \
+            130 interrupted (Ctrl-C or SIGTERM).
             """,
         version: "kiln \(version)",
         subcommands: [Run.self, List.self, Graph.self],
@@ -29,6 +30,7 @@ struct TaskfileOptions: ParsableArguments {
 enum ExitStatus {
     static let jobFailed: Int32 = 1
     static let invalidTaskfile: Int32 = 2
+    static let projectBusy: Int32 = 3
     static let interrupted: Int32 = 130
 }
 

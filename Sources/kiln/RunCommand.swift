@@ -39,6 +39,12 @@ extension Kiln {
         @Flag(name: .shortAndLong, help: "Print every command as it starts, and jobs that did not run.")
         var verbose = false
 
+        @Flag(help: "Print why each job runs, or that it is up to date.")
+        var explain = false
+
+        @Flag(help: "Wait for another kiln run on this project to finish, instead of failing at once.")
+        var wait = false
+
         func validate() throws {
             if let jobs, jobs < 1 { throw ValidationError("-j must be at least 1") }
             if batchSize < 1 { throw ValidationError("--batch-size must be at least 1") }
@@ -66,9 +72,17 @@ extension Kiln {
                 // Like ninja, leave freeing a large graph to the kernel.
                 Kiln.exit()
             }
+            let buildState: BuildState
+            do {
+                buildState = try BuildState(root: project.taskfile.root, wait: wait) { System.writeError($0 + "\n") }
+            } catch {
+                System.writeError("kiln: \(error)\n")
+                Kiln.exit(withError: ExitCode(ExitStatus.projectBusy))
+            }
+            let incremental = IncrementalState(state: buildState, root: project.taskfile.root)
             let queues = ResourceQueues(definitions: project.taskfile.resources, cpuWidth: jobs)
             let console = ConsoleReporter(
-                interactive: ConsoleReporter.standardOutputIsInteractive, verbose: verbose, queues: queues
+                interactive: ConsoleReporter.standardOutputIsInteractive, verbose: verbose, explain: explain, queues: queues
             )
             let jsonWriter = json ? JSONEventWriter() : nil
             let traceWriter = trace.map { _ in ChromeTraceWriter() }
@@ -77,6 +91,7 @@ extension Kiln {
             var runOptions = RunOptions()
             runOptions.keepGoing = keepGoing
             runOptions.batchSize = batchSize
+            runOptions.incremental = incremental
             let run = BuildRun(plan: plan, queues: queues, options: runOptions, observer: RunObservers(observers))
             signals.start(monitor: monitor) { count in
                 if count == 1 {
@@ -88,6 +103,7 @@ extension Kiln {
             }
             run.start()
             let summary = run.wait()
+            incremental.saveFiles()
             let seconds = run.now
             if let trace, let traceWriter {
                 do {

@@ -16,6 +16,9 @@ public struct RunOptions: Sendable {
     /// How many tasks' jobs exist at once: as jobs finish, their completion blocks create the
     /// next tasks' (in dependency order), so a 100k-task Taskfile never means 100k live jobs.
     public var liveTaskWindow = 512
+    /// The incremental state: jobs whose signature and outputs are unchanged are skipped. `nil`
+    /// runs everything and remembers nothing.
+    public var incremental: IncrementalState?
 
     /// Creates the defaults.
     public init() {}
@@ -31,6 +34,8 @@ public struct RunSummary: Sendable {
     public var failed = 0
     /// Jobs that didn't run (a dependency failed, the run stopped) or were stopped.
     public var cancelled = 0
+    /// Jobs skipped because nothing they depend on changed.
+    public var upToDate = 0
     /// Whether the run was interrupted (Ctrl-C, SIGTERM).
     public var interrupted = false
     /// The most jobs of `each:` tasks that existed at once.
@@ -52,6 +57,11 @@ public final class BuildRun: @unchecked Sendable {
     private let observer: any RunObserver
     /// For the trivial bookkeeping jobs of `each:` tasks (gates, batch barriers, done markers).
     private let control = JobQueue(name: "control", maxConcurrentJobCount: 64)
+    /// For the up-to-date checks: hashing inputs is I/O, not a task's resource.
+    private let checks = JobQueue(name: "checks")
+    /// For the jobs that end a unit. Never cancelled: each must wait for its real job, so a run
+    /// can't end (and kiln exit) while a command is still being stopped.
+    private let unitEnds = JobQueue(name: "unit ends", maxConcurrentJobCount: 64)
     private let clockStart = DispatchTime.now().uptimeNanoseconds
 
     /// What dependents created later need to know of a task.
@@ -195,6 +205,7 @@ public final class BuildRun: @unchecked Sendable {
             return Array(state.live.values)
         }
         for job in jobs { job.cancel() }
+        checks.cancelAllJobs()
         for (_, queue) in queues.all { queue.cancelAllJobs() }
         control.cancelAllJobs()
     }
@@ -226,26 +237,34 @@ public final class BuildRun: @unchecked Sendable {
 
     private func startPlainTask(_ task: BuildPlan.Task, position: Int, after dependencies: [TaskProgress]) -> Job {
         let request = makeRequest(task.definition, source: nil)
-        let (entry, entryQueue, realJob) = makeUnit(task, request: request) { [self] _, job in
+        let (entry, entryQueue, realJob, target) = makeUnit(task, request: request) { [self] _, job in
             taskFinished(position, doneJob: job)
         }
         wire(entry, after: dependencies)
         // Created after a failure stopped the run: it doesn't run, but it is reported.
-        if isStopping { realJob.cancel() }
+        if isStopping {
+            realJob.cancel()
+            entry.cancel()
+        }
         add(entry, to: entryQueue)
-        return realJob
+        return target
     }
 
     // MARK: `each:` tasks
 
     private func startEachTask(_ task: BuildPlan.Task, position: Int, after dependencies: [TaskProgress]) -> Job {
+        let name = task.definition.name
         let done = EachTaskDoneJob(name: "\(task.definition.name) (all files)")
         let gate = BlockJob {}
         gate.name = "\(task.definition.name) (start)"
         gate.requiresSuccessfulDependencies = true
         wire(gate, after: dependencies)
         pendingAdd(2)
+        let sourcesOfTask = EngineBox<[String]>([])
         done.completionBlock = { [self] in
+            if !done.isCancelled, done.error == nil {
+                options.incremental?.publishEachTask(name, jobKeys: sourcesOfTask.value.map { "\(name) \($0)" })
+            }
             taskFinished(position, doneJob: done)
             pendingAdd(-1)
         }
@@ -261,6 +280,7 @@ public final class BuildRun: @unchecked Sendable {
                 sources += Glob.files(matching: Template.render(pattern.value, variables: task.definition.templateVariables), in: task.definition.directory)
             }
             observer.jobsPlanned(sources.count)
+            sourcesOfTask.set(sources)
             let batches = EachTaskBatches(task: task, sources: sources, batchSize: task.definition.batchSize ?? options.batchSize)
             for _ in 0..<options.batchesInFlight { launchBatch(batches, done: done) }
             if sources.isEmpty { done.complete(failures: 0) }
@@ -282,11 +302,11 @@ public final class BuildRun: @unchecked Sendable {
         var entries: [(Job, JobQueue)] = []
         for source in batches.sources[range] {
             let request = makeRequest(batches.task.definition, source: source)
-            let (entry, queue, realJob) = makeUnit(batches.task, request: request, countsAsPlanned: false) { [self] failed, _ in
+            let (entry, queue, _, target) = makeUnit(batches.task, request: request, countsAsPlanned: false) { [self] failed, _ in
                 if failed { batches.recordFailure() }
                 state.withLock { $0.liveEachJobs -= 1 }
             }
-            barrier.addDependency(realJob)
+            barrier.addDependency(target)
             entries.append((entry, queue))
         }
         state.withLock { state in
@@ -330,12 +350,17 @@ public final class BuildRun: @unchecked Sendable {
         )
     }
 
-    /// Makes a job and the slot chain that acquires its resources; returns the first stage and its
-    /// queue, and the real job (which dependents wait for).
+    /// Makes a job and the slot chain that acquires its resources. Returns the first job to add
+    /// (and its queue), the real job, and the job dependents must wait for.
+    ///
+    /// With incremental state, the unit is check → chain → real job → done: the check (after the
+    /// dependencies) computes the job's signature and either adds the chain or, when the job is up to
+    /// date, cancels the real job before it ever runs; the done job records what a run left and
+    /// succeeds for an up-to-date job, so dependents go on.
     private func makeUnit(
         _ task: BuildPlan.Task, request: JobRequest, countsAsPlanned: Bool = true,
         onFinish: @escaping @Sendable (_ failed: Bool, _ job: Job) -> Void
-    ) -> (entry: Job, queue: JobQueue, realJob: Job) {
+    ) -> (entry: Job, queue: JobQueue, realJob: Job, target: Job) {
         let output = TaskOutput()
         let context = TaskContext(output: output, projectRoot: plan.taskfile.root)
         let realJob: Job
@@ -376,28 +401,91 @@ public final class BuildRun: @unchecked Sendable {
         if countsAsPlanned { observer.jobsPlanned(1) }
         pendingAdd(1)
         state.withLock { $0.live[id] = realJob }
+
+        let incremental = options.incremental
+        let verdict = EngineBox<IncrementalState.Check?>(nil)
+        let check = incremental.map { incremental in
+            let entry = next
+            let entryQueue = nextQueue
+            let dependencies = task.definition.dependencies.map(\.value)
+            let key = request.label
+            let check = BlockJob {
+                verdict.set(incremental.check(key: key, task: task, request: request, dependencies: dependencies))
+            }
+            check.name = "\(request.label) (up-to-date check)"
+            check.requiresSuccessfulDependencies = true
+            check.completionBlock = { [self] in
+                guard !check.isCancelled, check.error == nil, let result = verdict.value else {
+                    realJob.cancel()
+                    return
+                }
+                observer.jobChecked(info, reason: result.reason)
+                if result.reason == .upToDate || isStopping {
+                    realJob.cancel()
+                } else {
+                    add(entry, to: entryQueue)
+                }
+            }
+            return check
+        }
+
         realJob.completionBlock = { [self] in
             observation.invalidate()
-            let outcome = Self.outcome(of: realJob)
-            let failed = outcome != .succeeded
+            var outcome = Self.outcome(of: realJob)
+            if let check {
+                if check.isCancelled {
+                    outcome = Self.outcome(of: check)
+                } else if verdict.value?.reason == .upToDate {
+                    outcome = .upToDate
+                }
+            }
+            let failed = outcome != .succeeded && outcome != .upToDate
+            if let incremental, let result = verdict.value {
+                switch outcome {
+                case .succeeded:
+                    incremental.succeeded(
+                        key: request.label, task: countsAsPlanned ? task.definition.name : nil, check: result, request: request
+                    )
+                case .upToDate:
+                    incremental.upToDate(key: request.label, task: countsAsPlanned ? task.definition.name : nil)
+                case .failed: incremental.failed(key: request.label)
+                case .cancelled: break
+                }
+            }
             state.withLock { state in
                 state.live[id] = nil
                 switch outcome {
                 case .succeeded: state.summary.succeeded += 1
                 case .failed: state.summary.failed += 1
                 case .cancelled: state.summary.cancelled += 1
+                case .upToDate: state.summary.upToDate += 1
                 }
             }
             observer.jobFinished(info, outcome: outcome, output: output, at: now)
-            onFinish(failed, realJob)
+            if check == nil { onFinish(failed, realJob) }
             if case .failed = outcome, !options.keepGoing { stopScheduling() }
             // Only now may a waiting job take the slots: after the observers heard this job end
             // (a trace never shows more jobs on a queue than its width) and after a failure
             // stopped the run (a job waiting for one of these slots must not start).
             for slot in chainSlots { slot.release() }
+            if check == nil { pendingAdd(-1) }
+        }
+
+        guard let check else { return (next, nextQueue, realJob, realJob) }
+        // Dependents wait for this: it succeeds when the job ran successfully or was up to date.
+        let done = BlockJob {
+            let outcome = Self.outcome(of: realJob)
+            if verdict.value?.reason == .upToDate, !check.isCancelled { return }
+            if outcome != .succeeded { throw UnitFailure(label: request.label) }
+        }
+        done.name = request.label
+        done.addDependency(realJob)
+        done.completionBlock = { [self] in
+            onFinish(done.isCancelled || done.error != nil, done)
             pendingAdd(-1)
         }
-        return (next, nextQueue, realJob)
+        add(done, to: unitEnds)
+        return (check, checks, realJob, done)
     }
 
     private func add(_ job: Job, to queue: JobQueue) {
@@ -483,6 +571,20 @@ final class EachTaskDoneJob: Job, @unchecked Sendable {
 struct EachTaskFailure: Error, CustomStringConvertible {
     var failures: Int
     var description: String { "\(failures) of its jobs failed" }
+}
+
+/// The failure of a unit whose job failed or didn't run; dependents name its label.
+struct UnitFailure: Error, CustomStringConvertible {
+    var label: String
+    var description: String { "\(label) did not succeed" }
+}
+
+/// A small value shared between a unit's jobs, guarded by a mutex.
+final class EngineBox<Value: Sendable>: Sendable {
+    private let storage: Mutex<Value>
+    init(_ value: Value) { storage = Mutex(value) }
+    var value: Value { storage.withLock { $0 } }
+    func set(_ value: Value) { storage.withLock { $0 = value } }
 }
 
 /// Stands in for a job its task kind could not make; fails with the kind's error.

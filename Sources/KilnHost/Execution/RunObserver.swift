@@ -26,6 +26,8 @@ public enum JobOutcome: Sendable, Equatable {
     case failed(String)
     /// It didn't run, or was stopped; the text says why.
     case cancelled(String)
+    /// It didn't need to run: nothing it depends on changed.
+    case upToDate
 }
 
 /// Receives the events of a run: the live status line, `--json`, `--trace` and tests implement it.
@@ -39,6 +41,13 @@ public protocol RunObserver: Sendable {
     func jobStarted(_ job: JobInfo, at time: Double)
     /// A job ended. `output` is everything it printed.
     func jobFinished(_ job: JobInfo, outcome: JobOutcome, output: TaskOutput, at time: Double)
+    /// Why a job is about to run, or that it is up to date (incremental runs only).
+    func jobChecked(_ job: JobInfo, reason: RunReason)
+}
+
+extension RunObserver {
+    /// Ignores the reason.
+    public func jobChecked(_ job: JobInfo, reason: RunReason) {}
 }
 
 /// Sends every event to several observers.
@@ -58,5 +67,9 @@ public struct RunObservers: RunObserver {
     /// Forwards.
     public func jobFinished(_ job: JobInfo, outcome: JobOutcome, output: TaskOutput, at time: Double) {
         for observer in observers { observer.jobFinished(job, outcome: outcome, output: output, at: time) }
+    }
+    /// Forwards.
+    public func jobChecked(_ job: JobInfo, reason: RunReason) {
+        for observer in observers { observer.jobChecked(job, reason: reason) }
     }
 }

@@ -47,6 +47,7 @@ public final class ChromeTraceWriter: RunObserver {
             case .succeeded: status = "succeeded"
             case .failed: status = "failed"
             case .cancelled: status = "cancelled"
+            case .upToDate: status = "up to date"
             }
             for (queue, lane) in open.placements {
                 state.lanes[queue]?[lane] = false

@@ -22,6 +22,7 @@ public final class ConsoleReporter: RunObserver {
 
     private let interactive: Bool
     private let verbose: Bool
+    private let explain: Bool
     private let queues: ResourceQueues
     private let write: @Sendable (String) -> Void
     private let state = Mutex(State())
@@ -33,14 +34,16 @@ public final class ConsoleReporter: RunObserver {
     /// - Parameters:
     ///   - interactive: Draw a live status line (a terminal); otherwise plain lines.
     ///   - verbose: Also print a line per job that didn't run, and every command.
+    ///   - explain: Print why each job runs (or that it is up to date), as it is checked.
     ///   - queues: Read for the occupancy shown in the status line.
     ///   - write: Where text goes (standard output by default).
     public init(
-        interactive: Bool, verbose: Bool, queues: ResourceQueues,
+        interactive: Bool, verbose: Bool, explain: Bool = false, queues: ResourceQueues,
         write: @escaping @Sendable (String) -> Void = ConsoleReporter.standardOutput
     ) {
         self.interactive = interactive
         self.verbose = verbose
+        self.explain = explain
         self.queues = queues
         self.write = write
     }
@@ -90,15 +93,24 @@ public final class ConsoleReporter: RunObserver {
                 emit(&state, block)
             case .cancelled(let reason):
                 if verbose { emit(&state, "\(progress) skipped \(job.label): \(reason)\n") }
+            case .upToDate:
+                if verbose { emit(&state, "\(progress) up to date: \(job.label)\n") }
             }
             if interactive { drawStatus(&state) }
         }
     }
 
+    /// With `explain`, prints why the job runs, or that it is up to date.
+    public func jobChecked(_ job: JobInfo, reason: RunReason) {
+        guard explain else { return }
+        state.withLock { state in emit(&state, "kiln explain: \(job.label): \(reason)\n") }
+    }
+
     /// Prints the closing line and clears the status line.
     public func runFinished(_ summary: RunSummary, seconds: Double) {
         state.withLock { state in
-            var parts = ["\(summary.succeeded) succeeded"]
+            var parts = ["\(summary.succeeded) ran"]
+            if summary.upToDate > 0 { parts.append("\(summary.upToDate) up to date") }
             if summary.failed > 0 { parts.append("\(summary.failed) failed") }
             if summary.cancelled > 0 { parts.append("\(summary.cancelled) did not run") }
             let verdict = summary.interrupted ? "interrupted" : summary.succeededOverall ? "done" : "FAILED"

@@ -43,16 +43,26 @@ public final class JSONEventWriter: RunObserver {
         case .succeeded: event.append(("status", "succeeded"))
         case .failed(let reason): event += [("status", "failed"), ("reason", .string(reason))]
         case .cancelled(let reason): event += [("status", "cancelled"), ("reason", .string(reason))]
+        case .upToDate: event.append(("status", "up-to-date"))
         }
         if let started { event.append(("duration", .number(time - started))) }
         if !output.isEmpty { event.append(("output", .string(output.text))) }
         emit(event)
     }
 
+    /// Emits `checked`, with the reason the job runs (or `up to date`).
+    public func jobChecked(_ job: JobInfo, reason: RunReason) {
+        emit([
+            ("event", "checked"), ("id", .integer(job.id)), ("job", .string(job.label)),
+            ("runs", .bool(reason != .upToDate)), ("reason", .string(reason.description)),
+        ])
+    }
+
     /// Emits `run-finished`.
     public func runFinished(_ summary: RunSummary, seconds: Double) {
         emit([
             ("event", "run-finished"), ("succeeded", .integer(summary.succeeded)), ("failed", .integer(summary.failed)),
+            ("upToDate", .integer(summary.upToDate)),
             ("cancelled", .integer(summary.cancelled)), ("interrupted", .bool(summary.interrupted)),
             ("seconds", .number(seconds)), ("peakLiveEachJobs", .integer(summary.peakLiveEachJobs)),
         ])

@@ -16,12 +16,25 @@ public struct JobRecord: Sendable, Equatable {
     public var outputs: [String: ContentHash]
     /// When it finished, nanoseconds since the epoch.
     public var finishedAt: Int64
+    /// The hash of its resolved definition (kind, command, directory, environment).
+    public var definition: ContentHash
+    /// Its inputs' hashes, by path relative to its directory.
+    public var inputs: [String: ContentHash]
+    /// Its dependencies' output signatures, by task name.
+    public var dependencies: [String: ContentHash]
 
     /// Creates a record.
-    public init(signature: ContentHash, outputs: [String: ContentHash], finishedAt: Int64) {
+    public init(
+        signature: ContentHash, outputs: [String: ContentHash], finishedAt: Int64,
+        definition: ContentHash = ContentHash(high: 0, low: 0), inputs: [String: ContentHash] = [:],
+        dependencies: [String: ContentHash] = [:]
+    ) {
         self.signature = signature
         self.outputs = outputs
         self.finishedAt = finishedAt
+        self.definition = definition
+        self.inputs = inputs
+        self.dependencies = dependencies
     }
 
     /// One hash of all the outputs: what a dependent's signature includes, so an output that
@@ -59,7 +72,7 @@ public struct BuildStateError: Error, Sendable, CustomStringConvertible {
 /// Threading: every member from any thread; the connection is used under its mutex.
 public final class BuildState: @unchecked Sendable {
     /// Bump when the tables or the record encoding change: an older state is then discarded.
-    static let format = "1"
+    static let format = "2"
 
     /// The database file.
     public let path: String
@@ -279,11 +292,15 @@ public final class BuildState: @unchecked Sendable {
         writer.write(record.signature.high)
         writer.write(record.signature.low)
         writer.write(Int(record.finishedAt))
-        writer.write(record.outputs.count)
-        for (path, hash) in record.outputs.sorted(by: { $0.key < $1.key }) {
-            writer.write(path)
-            writer.write(hash.high)
-            writer.write(hash.low)
+        writer.write(record.definition.high)
+        writer.write(record.definition.low)
+        for table in [record.outputs, record.inputs, record.dependencies] {
+            writer.write(table.count)
+            for (path, hash) in table.sorted(by: { $0.key < $1.key }) {
+                writer.write(path)
+                writer.write(hash.high)
+                writer.write(hash.low)
+            }
         }
         return writer.bytes
     }
@@ -291,16 +308,24 @@ public final class BuildState: @unchecked Sendable {
     static func decodeRecord(_ bytes: [UInt8]) -> JobRecord? {
         var reader = BinaryReader(bytes: bytes)
         guard let high = reader.readUInt64(), let low = reader.readUInt64(), let finishedAt = reader.readInteger(),
-            let count = reader.readInteger(), count >= 0, count <= bytes.count
+            let definitionHigh = reader.readUInt64(), let definitionLow = reader.readUInt64()
         else { return nil }
-        var outputs: [String: ContentHash] = [:]
-        for _ in 0..<count {
-            guard let path = reader.readString(), let outputHigh = reader.readUInt64(), let outputLow = reader.readUInt64()
-            else { return nil }
-            outputs[path] = ContentHash(high: outputHigh, low: outputLow)
+        var tables: [[String: ContentHash]] = []
+        for _ in 0..<3 {
+            guard let count = reader.readInteger(), count >= 0, count <= bytes.count else { return nil }
+            var table: [String: ContentHash] = [:]
+            for _ in 0..<count {
+                guard let path = reader.readString(), let entryHigh = reader.readUInt64(), let entryLow = reader.readUInt64()
+                else { return nil }
+                table[path] = ContentHash(high: entryHigh, low: entryLow)
+            }
+            tables.append(table)
         }
         guard reader.offset == bytes.count else { return nil }
-        return JobRecord(signature: ContentHash(high: high, low: low), outputs: outputs, finishedAt: Int64(finishedAt))
+        return JobRecord(
+            signature: ContentHash(high: high, low: low), outputs: tables[0], finishedAt: Int64(finishedAt),
+            definition: ContentHash(high: definitionHigh, low: definitionLow), inputs: tables[1], dependencies: tables[2]
+        )
     }
 
     // MARK: The run lock

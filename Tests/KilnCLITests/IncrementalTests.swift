@@ -1,0 +1,203 @@
+import Foundation
+import KilnTestSupport
+import Testing
+
+/// Incremental runs of the real `kiln`: content signatures, the reasons a job reruns, early
+/// cutoff, and a build killed with SIGKILL.
+@Suite("Incremental runs")
+struct IncrementalTests {
+    /// A project whose two-step build leaves a trail: every command appends its name to `ran.log`.
+    func project() throws -> TemporaryDirectory {
+        let directory = try TemporaryDirectory(prefix: "kiln-incremental")
+        try directory.write("src/a.txt", "alpha\n")
+        try directory.write("src/b.txt", "beta\n")
+        try directory.write("Taskfile.yml", """
+            version: '3'
+            tasks:
+              copy:
+                each: sources
+                sources: ['src/*.txt']
+                generates: ['out/{{.source_stem}}.txt']
+                cmds:
+                  - mkdir -p out
+                  - echo "copy {{.source}}" >> ran.log
+                  - tr -d '#' < {{.source}} > {{.output}}
+              join:
+                deps: [copy]
+                sources: ['out/*.txt']
+                generates: [joined.txt]
+                cmds:
+                  - echo join >> ran.log
+                  - cat out/a.txt out/b.txt > joined.txt
+              default:
+                deps: [join]
+
+            """)
+        return directory
+    }
+
+    /// What ran since the log was last cleared, and clears it.
+    func ran(_ directory: TemporaryDirectory) -> [String] {
+        let lines = (directory.read("ran.log") ?? "").split(separator: "\n").map(String.init)
+        try? FileManager.default.removeItem(atPath: directory.path("ran.log"))
+        return lines.sorted()
+    }
+
+    @Test("a second run with nothing changed runs nothing")
+    func noOpRunRunsNothing() async throws {
+        let directory = try project()
+        defer { directory.remove() }
+        var result = try await KilnProcess.run(["run"], in: directory.path)
+        #expect(result.status == 0, "\(result)")
+        #expect(ran(directory) == ["copy src/a.txt", "copy src/b.txt", "join"])
+        result = try await KilnProcess.run(["run", "--explain"], in: directory.path)
+        #expect(result.status == 0, "\(result)")
+        #expect(ran(directory).isEmpty)
+        #expect(result.standardOutput.contains("join: up to date"))
+        #expect(result.standardOutput.contains("up to date in"))
+    }
+
+    @Test("touching a file without changing it reruns nothing: signatures hash content")
+    func touchReRunsNothing() async throws {
+        let directory = try project()
+        defer { directory.remove() }
+        _ = try await KilnProcess.run(["run"], in: directory.path)
+        _ = ran(directory)
+        try FileManager.default.setAttributes([.modificationDate: Date()], ofItemAtPath: directory.path("src/a.txt"))
+        _ = try await KilnProcess.run(["run"], in: directory.path)
+        #expect(ran(directory).isEmpty)
+    }
+
+    @Test("a changed input reruns exactly its job and what depends on its outputs, and says why")
+    func changedInputRerunsItsJob() async throws {
+        let directory = try project()
+        defer { directory.remove() }
+        _ = try await KilnProcess.run(["run"], in: directory.path)
+        _ = ran(directory)
+        try directory.write("src/a.txt", "alpha, again\n")
+        let result = try await KilnProcess.run(["run", "--explain"], in: directory.path)
+        #expect(ran(directory) == ["copy src/a.txt", "join"])
+        #expect(result.standardOutput.contains("copy src/a.txt: input src/a.txt changed"))
+        #expect(result.standardOutput.contains("copy src/b.txt: up to date"))
+        #expect(directory.read("joined.txt") == "alpha, again\nbeta\n")
+    }
+
+    @Test("an output that comes out byte-identical stops the rebuild there (early cutoff)")
+    func earlyCutoff() async throws {
+        let directory = try project()
+        defer { directory.remove() }
+        _ = try await KilnProcess.run(["run"], in: directory.path)
+        _ = ran(directory)
+        // The copy drops '#', so this change leaves out/a.txt as it was.
+        try directory.write("src/a.txt", "al#pha\n")
+        _ = try await KilnProcess.run(["run"], in: directory.path)
+        #expect(ran(directory) == ["copy src/a.txt"])
+    }
+
+    @Test("a deleted or hand-edited output reruns its job")
+    func damagedOutputReruns() async throws {
+        let directory = try project()
+        defer { directory.remove() }
+        _ = try await KilnProcess.run(["run"], in: directory.path)
+        _ = ran(directory)
+        try FileManager.default.removeItem(atPath: directory.path("joined.txt"))
+        var result = try await KilnProcess.run(["run", "--explain"], in: directory.path)
+        #expect(ran(directory) == ["join"])
+        #expect(result.standardOutput.contains("join: output joined.txt is missing"))
+        try directory.write("out/b.txt", "edited by hand\n")
+        result = try await KilnProcess.run(["run", "--explain"], in: directory.path)
+        #expect(result.standardOutput.contains("copy src/b.txt: output out/b.txt was modified"))
+        #expect(ran(directory) == ["copy src/b.txt"])
+        #expect(directory.read("out/b.txt") == "beta\n")
+    }
+
+    @Test("a changed command reruns its job")
+    func changedCommandReruns() async throws {
+        let directory = try project()
+        defer { directory.remove() }
+        _ = try await KilnProcess.run(["run"], in: directory.path)
+        _ = ran(directory)
+        let taskfile = try #require(directory.read("Taskfile.yml"))
+        try directory.write("Taskfile.yml", taskfile.replacingOccurrences(of: "cat out/a.txt out/b.txt", with: "cat out/b.txt out/a.txt"))
+        let result = try await KilnProcess.run(["run", "--explain"], in: directory.path)
+        #expect(ran(directory) == ["join"])
+        #expect(result.standardOutput.contains("join: its command, kind, directory or environment changed"))
+    }
+
+    @Test("a failed job reruns next time even though its inputs didn't change")
+    func failedJobReruns() async throws {
+        let directory = try TemporaryDirectory(prefix: "kiln-incremental")
+        defer { directory.remove() }
+        try directory.write("in.txt", "x\n")
+        try directory.write("Taskfile.yml", """
+            version: '3'
+            tasks:
+              default:
+                sources: [in.txt]
+                generates: [out.txt]
+                cmds: ['echo try >> ran.log', 'test -f allow', 'cp in.txt out.txt']
+
+            """)
+        var result = try await KilnProcess.run(["run"], in: directory.path)
+        #expect(result.status == 1)
+        try directory.write("allow", "")
+        result = try await KilnProcess.run(["run"], in: directory.path)
+        #expect(result.status == 0, "\(result)")
+        #expect(ran(directory) == ["try", "try"])
+    }
+
+    @Test("after kill -9 in the middle of a build, the next run redoes only the unfinished jobs")
+    func killNineLosesOnlyRunningJobs() async throws {
+        let directory = try TemporaryDirectory(prefix: "kiln-incremental")
+        defer { directory.remove() }
+        // Ten quick jobs, then one that blocks until the test has killed kiln.
+        var tasks = ""
+        for index in 0..<10 {
+            try directory.write("src/f\(index).txt", "\(index)\n")
+            tasks += "  quick\(index):\n    sources: [src/f\(index).txt]\n    generates: [out/f\(index).txt]\n"
+            tasks += "    cmds: ['mkdir -p out', 'echo quick\(index) >> ran.log', 'cp src/f\(index).txt out/f\(index).txt']\n"
+        }
+        let quickNames = (0..<10).map { "quick\($0)" }.joined(separator: ", ")
+        tasks += "  slow:\n    deps: [\(quickNames)]\n    sources: [src/f0.txt]\n    generates: [slow.txt]\n"
+        tasks += "    cmds: ['echo slow >> ran.log', 'while [ ! -f release ]; do sleep 0.05; done', 'cp src/f0.txt slow.txt']\n"
+        tasks += "  default:\n    deps: [slow]\n"
+        try directory.write("Taskfile.yml", "version: '3'\ntasks:\n" + tasks)
+        let first = try KilnProcess.start(["run", "-j2"], in: directory.path)
+        // Kill kiln (not gracefully) once the slow job is running.
+        let started = await waitUntil(within: 60) { (directory.read("ran.log") ?? "").contains("slow") }
+        #expect(started)
+        first.send(SIGKILL)
+        _ = try await first.wait(within: 30)
+        try directory.write("release", "")
+        #expect(ran(directory).count == 11)
+        let result = try await KilnProcess.run(["run"], in: directory.path)
+        #expect(result.status == 0, "\(result)")
+        #expect(ran(directory) == ["slow"])
+        #expect(directory.read("slow.txt") == "0\n")
+    }
+
+    @Test("a second run on a busy project fails at once with exit status 3")
+    func busyProjectFails() async throws {
+        let directory = try TemporaryDirectory(prefix: "kiln-incremental")
+        defer {
+            _ = try? directory.write("release", "")
+            directory.remove()
+        }
+        try directory.write("Taskfile.yml", """
+            version: '3'
+            tasks:
+              default: ['while [ ! -f release ]; do sleep 0.05; done']
+
+            """)
+        let first = try KilnProcess.start(["run"], in: directory.path)
+        let holding = await waitUntil(within: 30) { FileManager.default.fileExists(atPath: directory.path(".kiln/lock")) }
+        #expect(holding)
+        try await Task.sleep(for: .milliseconds(200))
+        let second = try await KilnProcess.run(["run"], in: directory.path)
+        #expect(second.status == 3, "\(second)")
+        #expect(second.standardError.contains("another kiln run"))
+        try directory.write("release", "")
+        let finished = try await first.wait(within: 60)
+        #expect(finished.status == 0)
+    }
+}
