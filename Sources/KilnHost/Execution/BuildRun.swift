@@ -88,6 +88,8 @@ public final class BuildRun: @unchecked Sendable {
         var liveEachJobs = 0
         var creatingDone = false
         var createAgain = false
+        /// Verdicts of checks made ahead, in parallel, by plan position.
+        var prechecked: [Int: IncrementalState.Check] = [:]
         /// Jobs not yet finished, by id: cancelled when the run stops.
         var live: [Int: Job] = [:]
     }
@@ -133,6 +135,7 @@ public final class BuildRun: @unchecked Sendable {
         }
         guard claimed else { return }
         while true {
+            precheckSettledTasks()
             let next = state.withLock { state -> (Int, [TaskProgress])? in
                 state.createAgain = false
                 guard state.nextTask < plan.tasks.count, state.liveTasks < options.liveTaskWindow else { return nil }
@@ -149,8 +152,14 @@ public final class BuildRun: @unchecked Sendable {
                     ? startEachTask(task, position: position, after: dependencies)
                     : startPlainTask(task, position: position, after: dependencies)
                 state.withLock { state in
-                    // The task may already have finished (and recorded its outcome) meanwhile.
-                    if state.progress[position] == nil { state.progress[position] = .live(doneJob) }
+                    if let doneJob {
+                        // The task may already have finished (and recorded its outcome) meanwhile.
+                        if state.progress[position] == nil { state.progress[position] = .live(doneJob) }
+                    } else {
+                        // Up to date, settled without a job.
+                        state.progress[position] = .succeeded
+                        state.liveTasks -= 1
+                    }
                 }
                 continue
             }
@@ -166,6 +175,45 @@ public final class BuildRun: @unchecked Sendable {
             }
             if allCreated { pendingAdd(-1) }
             if !again { return }
+        }
+    }
+
+    /// Checks, on every core at once, the next plain tasks whose dependencies have all succeeded
+    /// and keeps the verdicts for `startPlainTask`. A no-op run is thousands of independent checks
+    /// (mostly `stat` calls); doing them one by one would leave the other cores idle.
+    private func precheckSettledTasks() {
+        guard let incremental = options.incremental else { return }
+        let batch = state.withLock { state -> [Int] in
+            if state.progress.isEmpty { state.progress = Array(repeating: nil, count: plan.tasks.count) }
+            var positions: [Int] = []
+            var position = state.nextTask
+            while position < plan.tasks.count, positions.count < 1024, state.prechecked[position] == nil {
+                let task = plan.tasks[position]
+                guard task.definition.each == .none else { break }
+                let settled = plan.dependencyPositions[position].allSatisfy {
+                    if case .succeeded = state.progress[$0] { return true }
+                    return false
+                }
+                guard settled else { break }
+                positions.append(position)
+                position += 1
+            }
+            return positions
+        }
+        guard batch.count > 1 else { return }
+        let verdicts = EngineBox<[Int: IncrementalState.Check]>([:])
+        DispatchQueue.concurrentPerform(iterations: batch.count) { index in
+            let position = batch[index]
+            let task = plan.tasks[position]
+            let request = makeRequest(task.definition, source: nil)
+            let verdict = incremental.check(
+                key: request.label, task: task, request: request, dependencies: task.definition.dependencies.map(\.value)
+            )
+            verdicts.update { $0[position] = verdict }
+        }
+        let results = verdicts.value
+        state.withLock { state in
+            for (position, verdict) in results { state.prechecked[position] = verdict }
         }
     }
 
@@ -235,9 +283,12 @@ public final class BuildRun: @unchecked Sendable {
 
     // MARK: Plain tasks
 
-    private func startPlainTask(_ task: BuildPlan.Task, position: Int, after dependencies: [TaskProgress]) -> Job {
+    /// Starts a plain task's job; `nil` when the task was found up to date and needs none.
+    private func startPlainTask(_ task: BuildPlan.Task, position: Int, after dependencies: [TaskProgress]) -> Job? {
         let request = makeRequest(task.definition, source: nil)
-        let (entry, entryQueue, realJob, target) = makeUnit(task, request: request) { [self] _, job in
+        let verdict = inlineCheck(task, request: request, after: dependencies, countsAsPlanned: true, position: position)
+        if verdict?.reason == .upToDate { return nil }
+        let (entry, entryQueue, realJob, target) = makeUnit(task, request: request, verdict: verdict) { [self] _, job in
             taskFinished(position, doneJob: job)
         }
         wire(entry, after: dependencies)
@@ -302,7 +353,10 @@ public final class BuildRun: @unchecked Sendable {
         var entries: [(Job, JobQueue)] = []
         for source in batches.sources[range] {
             let request = makeRequest(batches.task.definition, source: source)
-            let (entry, queue, _, target) = makeUnit(batches.task, request: request, countsAsPlanned: false) { [self] failed, _ in
+            // The gate ran, so the task's dependencies all succeeded: check each file now.
+            let verdict = inlineCheck(batches.task, request: request, after: [], countsAsPlanned: false)
+            if verdict?.reason == .upToDate { continue }
+            let (entry, queue, _, target) = makeUnit(batches.task, request: request, countsAsPlanned: false, verdict: verdict) { [self] failed, _ in
                 if failed { batches.recordFailure() }
                 state.withLock { $0.liveEachJobs -= 1 }
             }
@@ -310,7 +364,7 @@ public final class BuildRun: @unchecked Sendable {
             entries.append((entry, queue))
         }
         state.withLock { state in
-            state.liveEachJobs += range.count
+            state.liveEachJobs += entries.count
             state.summary.peakLiveEachJobs = max(state.summary.peakLiveEachJobs, state.liveEachJobs)
         }
         pendingAdd(1)
@@ -359,6 +413,7 @@ public final class BuildRun: @unchecked Sendable {
     /// succeeds for an up-to-date job, so dependents go on.
     private func makeUnit(
         _ task: BuildPlan.Task, request: JobRequest, countsAsPlanned: Bool = true,
+        verdict precomputed: IncrementalState.Check? = nil,
         onFinish: @escaping @Sendable (_ failed: Bool, _ job: Job) -> Void
     ) -> (entry: Job, queue: JobQueue, realJob: Job, target: Job) {
         let output = TaskOutput()
@@ -403,8 +458,10 @@ public final class BuildRun: @unchecked Sendable {
         state.withLock { $0.live[id] = realJob }
 
         let incremental = options.incremental
-        let verdict = EngineBox<IncrementalState.Check?>(nil)
-        let check = incremental.map { incremental in
+        let verdict = EngineBox<IncrementalState.Check?>(precomputed)
+        if let precomputed { observer.jobChecked(info, reason: precomputed.reason) }
+        // Checked already (its dependencies had settled): no check job, the job runs directly.
+        let check = precomputed != nil ? nil : incremental.map { incremental in
             let entry = next
             let entryQueue = nextQueue
             let dependencies = task.definition.dependencies.map(\.value)
@@ -486,6 +543,43 @@ public final class BuildRun: @unchecked Sendable {
         }
         add(done, to: unitEnds)
         return (check, checks, realJob, done)
+    }
+
+    /// With incremental state, checks a job on the spot when every dependency has already
+    /// succeeded (their output signatures are known). An up-to-date job is reported and needs no
+    /// job at all — a no-op run creates none. Returns `nil` when the check has to wait for running
+    /// dependencies (a check job does it then).
+    private func inlineCheck(
+        _ task: BuildPlan.Task, request: JobRequest, after dependencies: [TaskProgress], countsAsPlanned: Bool,
+        position: Int? = nil
+    ) -> IncrementalState.Check? {
+        guard let incremental = options.incremental else { return nil }
+        for dependency in dependencies {
+            guard case .succeeded = dependency else { return nil }
+        }
+        let verdict = prechecked(at: position) ?? incremental.check(
+            key: request.label, task: task, request: request, dependencies: task.definition.dependencies.map(\.value)
+        )
+        guard verdict.reason == .upToDate else { return verdict }
+        incremental.upToDate(key: request.label, task: countsAsPlanned ? task.definition.name : nil)
+        let id = state.withLock { state -> Int in
+            defer {
+                state.nextJobID += 1
+                state.summary.upToDate += 1
+            }
+            return state.nextJobID
+        }
+        let info = JobInfo(id: id, task: task.definition.name, label: request.label, summary: "", resources: [])
+        if countsAsPlanned { observer.jobsPlanned(1) }
+        observer.jobChecked(info, reason: .upToDate)
+        observer.jobFinished(info, outcome: .upToDate, output: TaskOutput(), at: now)
+        return verdict
+    }
+
+    /// A verdict `precheckSettledTasks` made for the plain task at `position`, taken out of the table.
+    private func prechecked(at position: Int?) -> IncrementalState.Check? {
+        guard let position else { return nil }
+        return state.withLock { $0.prechecked.removeValue(forKey: position) }
     }
 
     private func add(_ job: Job, to queue: JobQueue) {
@@ -585,6 +679,7 @@ final class EngineBox<Value: Sendable>: Sendable {
     init(_ value: Value) { storage = Mutex(value) }
     var value: Value { storage.withLock { $0 } }
     func set(_ value: Value) { storage.withLock { $0 = value } }
+    func update(_ body: (inout Value) -> Void) { storage.withLock { body(&$0) } }
 }
 
 /// Stands in for a job its task kind could not make; fails with the kind's error.

@@ -165,8 +165,22 @@ public final class BuildState: @unchecked Sendable {
         execute("DELETE FROM jobs WHERE key = ?1") { sqlite3_bind_text($0, 1, key, -1, Self.transient) }
     }
 
+    /// Saves file hashes in one transaction; `nil` forgets a file.
+    public func save(changedFiles: [String: HashedFile?]) {
+        var present: [String: HashedFile] = [:]
+        var gone: [String] = []
+        for (path, file) in changedFiles {
+            if let file { present[path] = file } else { gone.append(path) }
+        }
+        save(files: present)
+        for path in gone {
+            execute("DELETE FROM files WHERE path = ?1") { sqlite3_bind_text($0, 1, path, -1, Self.transient) }
+        }
+    }
+
     /// Saves file hashes in one transaction.
     public func save(files: [String: HashedFile]) {
+        guard !files.isEmpty else { return }
         connection.withLock { handle in
             guard let database = handle.database else { return }
             sqlite3_exec(database, "BEGIN", nil, nil, nil)

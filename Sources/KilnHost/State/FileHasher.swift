@@ -71,7 +71,18 @@ public final class FileHasher: Sendable {
     /// How much older than its hash a file's mtime must be for the hash to be trusted.
     public static let racyWindow: Int64 = 50_000_000
 
-    private let known: Mutex<[String: HashedFile]>
+    /// The records, split over 16 locks by path so parallel checks rarely wait on each other.
+    private final class Shard: Sendable {
+        let table: Mutex<[String: HashedFile]>
+        init(_ table: [String: HashedFile]) { self.table = Mutex(table) }
+    }
+    private let shards: [Shard]
+    /// Paths whose record changed in this run: only they need saving.
+    private let changed = Mutex<Set<String>>([])
+
+    private func shard(_ path: String) -> Shard {
+        shards[path.hashValue & 15]
+    }
     private let now: @Sendable () -> Int64
 
     /// Creates a hasher.
@@ -80,7 +91,9 @@ public final class FileHasher: Sendable {
     ///   - known: Hashes recorded by earlier runs, by path.
     ///   - now: The real-time clock in nanoseconds (a seam for tests).
     public init(known: [String: HashedFile] = [:], now: @escaping @Sendable () -> Int64 = FileHasher.realTime) {
-        self.known = Mutex(known)
+        var split = [[String: HashedFile]](repeating: [:], count: 16)
+        for (path, file) in known { split[path.hashValue & 15][path] = file }
+        self.shards = split.map { Shard($0) }
         self.now = now
     }
 
@@ -104,10 +117,10 @@ public final class FileHasher: Sendable {
     /// - Throws: ``FileContent/Failure`` if it exists but can't be read.
     public func hash(_ path: String) throws(FileContent.Failure) -> (hash: ContentHash, source: Source)? {
         guard let status = FileStat.of(path) else {
-            known.withLock { $0[path] = nil }
+            if shard(path).table.withLock({ $0.removeValue(forKey: path) }) != nil { changed.withLock { _ = $0.insert(path) } }
             return nil
         }
-        if let record = known.withLock({ $0[path] }), record.stat == status,
+        if let record = shard(path).table.withLock({ $0[path] }), record.stat == status,
             record.hashedAt - status.modified > Self.racyWindow
         {
             return (record.hash, .recorded)
@@ -117,10 +130,19 @@ public final class FileHasher: Sendable {
         // If the file changed while it was read, the hash may mix old and new bytes: keep no
         // record, so it is read again next time.
         let unchanged = FileStat.of(path) == status
-        known.withLock { $0[path] = unchanged ? HashedFile(stat: status, hash: hash, hashedAt: hashedAt) : nil }
+        shard(path).table.withLock { $0[path] = unchanged ? HashedFile(stat: status, hash: hash, hashedAt: hashedAt) : nil }
+        changed.withLock { _ = $0.insert(path) }
         return (hash, .read)
     }
 
     /// Everything recorded, for saving in the build state.
-    public var records: [String: HashedFile] { known.withLock { $0 } }
+    public var records: [String: HashedFile] {
+        shards.reduce(into: [:]) { result, shard in shard.table.withLock { result.merge($0) { first, _ in first } } }
+    }
+
+    /// The records that changed in this run (`nil` for a file that no longer exists).
+    public var changedRecords: [String: HashedFile?] {
+        let paths = changed.withLock { $0 }
+        return Dictionary(uniqueKeysWithValues: paths.map { path in (path, shard(path).table.withLock { $0[path] }) })
+    }
 }

@@ -54,7 +54,9 @@ public final class IncrementalState: Sendable {
     private let state: BuildState?
     private let hasher: FileHasher
     private let root: String
-    private let records: Mutex<[String: JobRecord]>
+    /// The records loaded when the run began. Read without a lock: a job's record is only
+    /// replaced after that job's own check, and each job is checked once per run.
+    private let initialRecords: [String: JobRecord]
     /// Output signatures of jobs and tasks finished (or found up to date) in this run.
     private let published = Mutex<[String: ContentHash]>([:])
 
@@ -67,7 +69,7 @@ public final class IncrementalState: Sendable {
     public init(state: BuildState?, root: String) {
         self.state = state
         self.root = root
-        records = Mutex(state?.loadJobs() ?? [:])
+        initialRecords = state?.loadJobs() ?? [:]
         hasher = FileHasher(known: state?.loadFiles() ?? [:])
     }
 
@@ -129,7 +131,7 @@ public final class IncrementalState: Sendable {
         if task.definition.sources.isEmpty, task.definition.generates.isEmpty, !task.definition.commands.isEmpty {
             return check(.alwaysRuns)
         }
-        guard let record = records.withLock({ $0[key] }) else { return check(.noRecord) }
+        guard let record = initialRecords[key] else { return check(.noRecord) }
         if record.signature != signature {
             if record.definition != definition { return check(.definitionChanged) }
             for (path, hash) in inputHashes.sorted(by: { $0.key < $1.key }) where record.inputs[path] != hash {
@@ -164,20 +166,18 @@ public final class IncrementalState: Sendable {
             signature: check.signature, outputs: outputs, finishedAt: FileHasher.realTime(),
             definition: check.parts.definition, inputs: check.parts.inputs, dependencies: check.parts.dependencies
         )
-        records.withLock { $0[key] = record }
         state?.save(record, for: key)
         publish(outputSignature(of: record), under: key, task: task)
     }
 
     /// Publishes the output signature of a job found up to date.
     public func upToDate(key: String, task: String?) {
-        guard let record = records.withLock({ $0[key] }) else { return }
+        guard let record = initialRecords[key] else { return }
         publish(outputSignature(of: record), under: key, task: task)
     }
 
     /// Forgets a job that failed, so the next run tries it again.
     public func failed(key: String) {
-        records.withLock { $0[key] = nil }
         state?.remove(key: key)
     }
 
@@ -196,7 +196,7 @@ public final class IncrementalState: Sendable {
 
     /// Saves the file hashes learned during the run.
     public func saveFiles() {
-        state?.save(files: hasher.records)
+        state?.save(changedFiles: hasher.changedRecords)
     }
 
     /// The parts of a signature, kept in the record so `explain` can name what changed.
@@ -228,6 +228,7 @@ public final class IncrementalState: Sendable {
 
     /// Paths and glob patterns → the files they name, relative to `directory`, sorted.
     private func expand(_ patterns: [String], in directory: String) -> [String] {
+        if patterns.count == 1, !Glob.isMagic(patterns[0]) { return patterns }
         var files: [String] = []
         for pattern in patterns {
             if Glob.isMagic(pattern) {
