@@ -1,5 +1,9 @@
 import KilnPluginAPI
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// A project: its Taskfile, loaded, and the task kinds available to it.
 ///
 /// Threading: a value type; safe to pass between threads.
@@ -52,6 +56,44 @@ public struct Project: Sendable {
             if parent == current || parent.isEmpty { return nil }
             current = parent
         }
+    }
+
+    /// Removes the declared outputs (`generates`) of the plan's tasks — for `each:` tasks, of the
+    /// files their sources match now — and returns how many files were removed. Never touches a
+    /// path outside the project root unless the task allows it.
+    public static func removeOutputs(_ plan: BuildPlan) -> Int {
+        var removed = 0
+        let root = plan.taskfile.root
+        for task in plan.tasks {
+            let definition = task.definition
+            var variableSets: [[String: String]] = []
+            if definition.each == .sources {
+                for pattern in definition.sources {
+                    for source in Glob.files(matching: Template.render(pattern.value, variables: definition.templateVariables), in: definition.directory) {
+                        var variables = definition.templateVariables
+                        variables["source"] = source
+                        variables["source_dir"] = Path.directory(of: source)
+                        variables["source_base"] = Path.lastComponent(source)
+                        variables["source_stem"] = Path.stem(source)
+                        variableSets.append(variables)
+                    }
+                }
+            } else {
+                variableSets = [definition.templateVariables]
+            }
+            for variables in variableSets {
+                for output in definition.generates {
+                    let rendered = Template.render(output.value, variables: variables)
+                    let paths = Glob.isMagic(rendered) ? Glob.files(matching: rendered, in: definition.directory) : [rendered]
+                    for path in paths {
+                        let absolute = Path.absolute(path, base: definition.directory)
+                        guard definition.allowsOutsideRoot || Path.isInside(absolute, root: root) else { continue }
+                        if !Files.isDirectory(absolute), unlink(absolute) == 0 { removed += 1 }
+                    }
+                }
+            }
+        }
+        return removed
     }
 
     /// The jobs a run of `plan` would make, as (label, what it does) — for `--dry-run`. Files of

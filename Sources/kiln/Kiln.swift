@@ -8,14 +8,14 @@ struct Kiln: ParsableCommand {
 
     static let configuration = CommandConfiguration(
         commandName: "kiln",
-        abstract: "Run the tasks of a Taskfile on per-resource job queues.",
+        abstract: "Run the tasks of a Taskfile on per-resource job queues, rebuilding only what changed.",
         discussion: """
             Exit codes: 0 success; 1 a job failed; 2 the Taskfile is missing or invalid; \
             3 another kiln run holds the project (see run --wait); 64 bad command-line usage; \
             130 interrupted (Ctrl-C or SIGTERM).
             """,
         version: "kiln \(version)",
-        subcommands: [Run.self, List.self, Graph.self],
+        subcommands: [Run.self, List.self, Graph.self, Clean.self],
         defaultSubcommand: Run.self
     )
 }

@@ -200,4 +200,21 @@ struct IncrementalTests {
         let finished = try await first.wait(within: 60)
         #expect(finished.status == 0)
     }
+
+    @Test("kiln clean removes every declared output and the state, so the next run rebuilds all")
+    func cleanRemovesOutputsAndState() async throws {
+        let directory = try project()
+        defer { directory.remove() }
+        _ = try await KilnProcess.run(["run"], in: directory.path)
+        _ = ran(directory)
+        let clean = try await KilnProcess.run(["clean"], in: directory.path)
+        #expect(clean.status == 0, "\(clean)")
+        #expect(clean.standardOutput.contains("removed 3 outputs"))
+        for output in ["out/a.txt", "out/b.txt", "joined.txt"] {
+            #expect(!FileManager.default.fileExists(atPath: directory.path(output)), "\(output)")
+        }
+        #expect(FileManager.default.fileExists(atPath: directory.path("src/a.txt")))
+        _ = try await KilnProcess.run(["run"], in: directory.path)
+        #expect(ran(directory) == ["copy src/a.txt", "copy src/b.txt", "join"])
+    }
 }
