@@ -35,6 +35,7 @@ extension Kiln {
             }
             let removed = Project.removeOutputs(plan)
             state.clear()
+            state.close()
             print("kiln: removed \(removed) output\(removed == 1 ? "" : "s") and the build state")
         }
     }

@@ -104,6 +104,7 @@ extension Kiln {
             run.start()
             let summary = run.wait()
             incremental.saveFiles()
+            buildState.close()
             let seconds = run.now
             if let trace, let traceWriter {
                 do {

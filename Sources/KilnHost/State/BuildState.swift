@@ -112,13 +112,24 @@ public final class BuildState: @unchecked Sendable {
         }
     }
 
+    /// Folds the write-ahead log into the database and closes it, so `.kiln` holds one compact
+    /// file. kiln calls it before exiting (it exits without running deinitializers).
+    public func close() {
+        connection.withLock { handle in
+            guard let database = handle.database else { return }
+            sqlite3_exec(database, "PRAGMA wal_checkpoint(TRUNCATE)", nil, nil, nil)
+            sqlite3_close_v2(database)
+            handle.database = nil
+        }
+    }
+
     deinit {
         connection.withLock { handle in
             if let database = handle.database { sqlite3_close_v2(database) }
             handle.database = nil
         }
         flock(lockDescriptor, LOCK_UN)
-        close(lockDescriptor)
+        Glibc.close(lockDescriptor)
     }
 
     // MARK: Records
@@ -230,6 +241,7 @@ public final class BuildState: @unchecked Sendable {
         let setup = """
             PRAGMA journal_mode = WAL;
             PRAGMA synchronous = NORMAL;
+            PRAGMA cache_size = -256;
             CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
             CREATE TABLE IF NOT EXISTS jobs(key TEXT PRIMARY KEY, record BLOB NOT NULL);
             CREATE TABLE IF NOT EXISTS files(path TEXT PRIMARY KEY, modified INTEGER, changed INTEGER, size INTEGER,
@@ -354,7 +366,7 @@ public final class BuildState: @unchecked Sendable {
             var holder = [UInt8](repeating: 0, count: 32)
             let count = holder.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, $0.count, 0) }
             let pid = String(decoding: holder.prefix(max(0, count)), as: UTF8.self).trimmingNewlines
-            close(descriptor)
+            Glibc.close(descriptor)
             throw BuildStateError(
                 message: "another kiln run\(pid.isEmpty ? "" : " (pid \(pid))") is using this project; "
                     + "wait for it to finish, or pass --wait to wait for it"

@@ -84,13 +84,19 @@ public final class FileHasher: Sendable {
         shards[path.hashValue & 15]
     }
     private let now: @Sendable () -> Int64
+    /// Relative paths are resolved against it; records are kept under the path as given, so
+    /// project-relative paths (short, and stored inline by Swift) keep a big table small.
+    private let root: String
 
     /// Creates a hasher.
     ///
     /// - Parameters:
     ///   - known: Hashes recorded by earlier runs, by path.
     ///   - now: The real-time clock in nanoseconds (a seam for tests).
-    public init(known: [String: HashedFile] = [:], now: @escaping @Sendable () -> Int64 = FileHasher.realTime) {
+    public init(
+        known: [String: HashedFile] = [:], root: String = "", now: @escaping @Sendable () -> Int64 = FileHasher.realTime
+    ) {
+        self.root = root
         var split = [[String: HashedFile]](repeating: [:], count: 16)
         for (path, file) in known { split[path.hashValue & 15][path] = file }
         self.shards = split.map { Shard($0) }
@@ -116,7 +122,8 @@ public final class FileHasher: Sendable {
     ///
     /// - Throws: ``FileContent/Failure`` if it exists but can't be read.
     public func hash(_ path: String) throws(FileContent.Failure) -> (hash: ContentHash, source: Source)? {
-        guard let status = FileStat.of(path) else {
+        let file = path.hasPrefix("/") || root.isEmpty ? path : root + "/" + path
+        guard let status = FileStat.of(file) else {
             if shard(path).table.withLock({ $0.removeValue(forKey: path) }) != nil { changed.withLock { _ = $0.insert(path) } }
             return nil
         }
@@ -126,10 +133,10 @@ public final class FileHasher: Sendable {
             return (record.hash, .recorded)
         }
         let hashedAt = now()
-        let hash = try FileContent.hash(path)
+        let hash = try FileContent.hash(file)
         // If the file changed while it was read, the hash may mix old and new bytes: keep no
         // record, so it is read again next time.
-        let unchanged = FileStat.of(path) == status
+        let unchanged = FileStat.of(file) == status
         shard(path).table.withLock { $0[path] = unchanged ? HashedFile(stat: status, hash: hash, hashedAt: hashedAt) : nil }
         changed.withLock { _ = $0.insert(path) }
         return (hash, .read)
@@ -140,9 +147,13 @@ public final class FileHasher: Sendable {
         shards.reduce(into: [:]) { result, shard in shard.table.withLock { result.merge($0) { first, _ in first } } }
     }
 
-    /// The records that changed in this run (`nil` for a file that no longer exists).
-    public var changedRecords: [String: HashedFile?] {
-        let paths = changed.withLock { $0 }
+    /// The records that changed since the last call (`nil` for a file that no longer exists), and
+    /// forgets that they changed — so saving them as a run goes keeps nothing growing.
+    public func takeChangedRecords() -> [String: HashedFile?] {
+        let paths = changed.withLock { changed -> Set<String> in
+            defer { changed.removeAll(keepingCapacity: true) }
+            return changed
+        }
         return Dictionary(uniqueKeysWithValues: paths.map { path in (path, shard(path).table.withLock { $0[path] }) })
     }
 }

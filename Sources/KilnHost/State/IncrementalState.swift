@@ -70,7 +70,7 @@ public final class IncrementalState: Sendable {
         self.state = state
         self.root = root
         initialRecords = state?.loadJobs() ?? [:]
-        hasher = FileHasher(known: state?.loadFiles() ?? [:])
+        hasher = FileHasher(known: state?.loadFiles() ?? [:], root: root)
     }
 
     /// What the check of one job found.
@@ -111,7 +111,7 @@ public final class IncrementalState: Sendable {
         var inputHashes: [String: ContentHash] = [:]
         for input in inputs {
             // A missing or unreadable input counts as the zero hash: it changes when the file appears.
-            let found = (try? self.hasher.hash(Path.join(request.directory, input))) ?? nil
+            let found = (try? self.hasher.hash(projectPath(input, in: request.directory))) ?? nil
             let hash = found?.hash ?? ContentHash(high: 0, low: 0)
             inputHashes[input] = hash
             full.combine(input)
@@ -147,7 +147,7 @@ public final class IncrementalState: Sendable {
             return check(.outputMissing(output))
         }
         for (output, recorded) in record.outputs.sorted(by: { $0.key < $1.key }) {
-            guard let current = (try? self.hasher.hash(Path.join(request.directory, output))) ?? nil else {
+            guard let current = (try? self.hasher.hash(projectPath(output, in: request.directory))) ?? nil else {
                 return check(.outputMissing(output))
             }
             if current.hash != recorded { return check(.outputModified(output)) }
@@ -160,13 +160,14 @@ public final class IncrementalState: Sendable {
     public func succeeded(key: String, task: String?, check: Check, request: JobRequest) {
         var outputs: [String: ContentHash] = [:]
         for output in expand(request.outputs, in: request.directory) {
-            if let found = (try? hasher.hash(Path.join(request.directory, output))) ?? nil { outputs[output] = found.hash }
+            if let found = (try? hasher.hash(projectPath(output, in: request.directory))) ?? nil { outputs[output] = found.hash }
         }
         let record = JobRecord(
             signature: check.signature, outputs: outputs, finishedAt: FileHasher.realTime(),
             definition: check.parts.definition, inputs: check.parts.inputs, dependencies: check.parts.dependencies
         )
         state?.save(record, for: key)
+        state?.save(changedFiles: hasher.takeChangedRecords())
         publish(outputSignature(of: record), under: key, task: task)
     }
 
@@ -196,7 +197,7 @@ public final class IncrementalState: Sendable {
 
     /// Saves the file hashes learned during the run.
     public func saveFiles() {
-        state?.save(changedFiles: hasher.changedRecords)
+        state?.save(changedFiles: hasher.takeChangedRecords())
     }
 
     /// The parts of a signature, kept in the record so `explain` can name what changed.
@@ -218,8 +219,14 @@ public final class IncrementalState: Sendable {
     private func publish(_ signature: ContentHash, under key: String, task: String?) {
         published.withLock { table in
             table[key] = signature
-            if let task { table[task] = signature }
+            if let task, task != key { table[task] = signature }
         }
+    }
+
+    /// `path` (relative to `directory`) relative to the project root when it is inside it.
+    private func projectPath(_ path: String, in directory: String) -> String {
+        let absolute = Path.join(directory, path)
+        return absolute.hasPrefix(root + "/") ? String(absolute.dropFirst(root.count + 1)) : absolute
     }
 
     private func relative(_ directory: String) -> String {
