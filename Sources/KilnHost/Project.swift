@@ -70,12 +70,7 @@ public struct Project: Sendable {
             if definition.each == .sources {
                 for pattern in definition.sources {
                     for source in Glob.files(matching: Template.render(pattern.value, variables: definition.templateVariables), in: definition.directory) {
-                        var variables = definition.templateVariables
-                        variables["source"] = source
-                        variables["source_dir"] = Path.directory(of: source)
-                        variables["source_base"] = Path.lastComponent(source)
-                        variables["source_stem"] = Path.stem(source)
-                        variableSets.append(variables)
+                        variableSets.append(definition.templateVariables(forSource: source))
                     }
                 }
             } else {
@@ -106,11 +101,7 @@ public struct Project: Sendable {
                 var variables = definition.templateVariables
                 var label = definition.name
                 if let source {
-                    variables["source"] = source
-                    variables["source_dir"] = Path.directory(of: source)
-                    variables["source_base"] = Path.lastComponent(source)
-                    variables["source_stem"] = Path.stem(source)
-                    variables["output"] = definition.generates.first.map { Template.render($0.value, variables: variables) } ?? ""
+                    variables = definition.templateVariables(forSource: source)
                     label += " " + source
                 }
                 return JobRequest(

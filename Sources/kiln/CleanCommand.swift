@@ -17,22 +17,8 @@ extension Kiln {
         var wait = false
 
         func run() throws {
-            let project: Project
-            let plan: BuildPlan
-            do {
-                project = try Project(taskfilePath: options.taskfile, currentDirectory: System.currentDirectory, runner: ProcessMonitor())
-                let targets = tasks.isEmpty ? project.taskfile.tasks.map(\.name) : tasks
-                plan = try BuildPlanner(taskfile: project.taskfile, registry: project.registry).plan(targets: targets)
-            } catch {
-                exitWithTaskfileErrors(error)
-            }
-            let state: BuildState
-            do {
-                state = try BuildState(root: project.taskfile.root, wait: wait) { System.writeError($0 + "\n") }
-            } catch {
-                System.writeError("kiln: \(error)\n")
-                Kiln.exit(withError: ExitCode(ExitStatus.projectBusy))
-            }
+            let (project, plan) = loadAndPlan(options, targets: tasks, everyTaskWhenEmpty: true, runner: ProcessMonitor())
+            let state = openBuildState(root: project.taskfile.root, wait: wait)
             let removed = Project.removeOutputs(plan)
             state.clear()
             state.close()

@@ -20,15 +20,7 @@ extension Kiln {
         var format: Format = .dot
 
         func run() throws {
-            let project: Project
-            let plan: BuildPlan
-            do {
-                project = try Project(taskfilePath: options.taskfile, currentDirectory: System.currentDirectory, runner: ProcessMonitor())
-                let targets = tasks.isEmpty ? project.taskfile.tasks.map(\.name) : tasks
-                plan = try BuildPlanner(taskfile: project.taskfile, registry: project.registry).plan(targets: targets)
-            } catch {
-                exitWithTaskfileErrors(error)
-            }
+            let (_, plan) = loadAndPlan(options, targets: tasks, everyTaskWhenEmpty: true, runner: ProcessMonitor())
             switch format {
             case .dot:
                 print("digraph kiln {")

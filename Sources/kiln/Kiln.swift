@@ -34,6 +34,30 @@ enum ExitStatus {
     static let interrupted: Int32 = 130
 }
 
+/// Loads the project and plans `targets` — every task when `targets` is empty and
+/// `everyTaskWhenEmpty`, the `default` task otherwise — or prints the errors and exits with status 2.
+func loadAndPlan(
+    _ options: TaskfileOptions, targets: [String], everyTaskWhenEmpty: Bool, runner: any CommandRunner
+) -> (Project, BuildPlan) {
+    do {
+        let project = try Project(taskfilePath: options.taskfile, currentDirectory: System.currentDirectory, runner: runner)
+        let names = targets.isEmpty && everyTaskWhenEmpty ? project.taskfile.tasks.map(\.name) : targets
+        return (project, try BuildPlanner(taskfile: project.taskfile, registry: project.registry).plan(targets: names))
+    } catch {
+        exitWithTaskfileErrors(error)
+    }
+}
+
+/// Opens the project's build state, or exits with status 3 when another run holds it.
+func openBuildState(root: String, wait: Bool) -> BuildState {
+    do {
+        return try BuildState(root: root, wait: wait) { System.writeError($0 + "\n") }
+    } catch {
+        System.writeError("kiln: \(error)\n")
+        Kiln.exit(withError: ExitCode(ExitStatus.projectBusy))
+    }
+}
+
 /// Prints Taskfile errors to standard error and exits with status 2.
 func exitWithTaskfileErrors(_ errors: TaskfileErrors) -> Never {
     System.writeError(errors.description + "\n")

@@ -54,14 +54,7 @@ extension Kiln {
             // Before any thread exists: Ctrl-C and SIGTERM are read from a signalfd, never delivered.
             let signals = SignalWatcher(descriptor: ProcessMonitor.blockTerminationSignals())
             let monitor = ProcessMonitor()
-            let project: Project
-            let plan: BuildPlan
-            do {
-                project = try Project(taskfilePath: options.taskfile, currentDirectory: System.currentDirectory, runner: monitor)
-                plan = try BuildPlanner(taskfile: project.taskfile, registry: project.registry).plan(targets: tasks)
-            } catch {
-                exitWithTaskfileErrors(error)
-            }
+            let (project, plan) = loadAndPlan(options, targets: tasks, everyTaskWhenEmpty: false, runner: monitor)
             if dryRun {
                 var text = ""
                 for job in Project.dryRunJobs(plan) {
@@ -72,13 +65,7 @@ extension Kiln {
                 // Like ninja, leave freeing a large graph to the kernel.
                 Kiln.exit()
             }
-            let buildState: BuildState
-            do {
-                buildState = try BuildState(root: project.taskfile.root, wait: wait) { System.writeError($0 + "\n") }
-            } catch {
-                System.writeError("kiln: \(error)\n")
-                Kiln.exit(withError: ExitCode(ExitStatus.projectBusy))
-            }
+            let buildState = openBuildState(root: project.taskfile.root, wait: wait)
             let incremental = IncrementalState(state: buildState, root: project.taskfile.root)
             let queues = ResourceQueues(definitions: project.taskfile.resources, cpuWidth: jobs)
             let console = ConsoleReporter(

@@ -388,11 +388,7 @@ public final class BuildRun: @unchecked Sendable {
         var label = task.name
         var inputs = task.sources.map(\.value)
         if let source {
-            variables["source"] = source
-            variables["source_dir"] = Path.directory(of: source)
-            variables["source_base"] = Path.lastComponent(source)
-            variables["source_stem"] = Path.stem(source)
-            variables["output"] = task.generates.first.map { Template.render($0.value, variables: variables) } ?? ""
+            variables = task.templateVariables(forSource: source)
             label = "\(task.name) \(source)"
             inputs = [source]
         }

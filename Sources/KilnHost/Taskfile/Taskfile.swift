@@ -200,6 +200,19 @@ public struct TaskDefinition: Sendable {
         )
     }
 
+    /// The variables of the job for `source` of an `each: sources` task: ``templateVariables``
+    /// plus `source`, `source_dir`, `source_base`, `source_stem` and `output` (the first
+    /// `generates` entry, rendered).
+    public func templateVariables(forSource source: String) -> [String: String] {
+        var result = templateVariables
+        result["source"] = source
+        result["source_dir"] = Path.directory(of: source)
+        result["source_base"] = Path.lastComponent(source)
+        result["source_stem"] = Path.stem(source)
+        result["output"] = generates.first.map { Template.render($0.value, variables: result) } ?? ""
+        return result
+    }
+
     /// The variables for rendering this task's templates: ``variables`` plus `TASK`.
     public var templateVariables: [String: String] {
         var result = variables

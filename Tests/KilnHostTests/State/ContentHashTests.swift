@@ -9,7 +9,7 @@ struct ContentHashTests {
     func fileHashesMatchTheHashOfTheirBytes() throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        var generator = SplitMix(seed: 7)
+        var generator = SeededGenerator(seed: 7)
         for size in [0, 1, 65_535, 65_536, 65_537, 1 << 20, (1 << 20) + 3, 3 << 20] {
             let bytes = (0..<size).map { _ in UInt8(truncatingIfNeeded: generator.next()) }
             let path = directory.path("file-\(size)")
@@ -46,18 +46,5 @@ struct ContentHashTests {
         } catch {
             #expect(error.description.contains("/nonexistent/kiln-test-file"))
         }
-    }
-}
-
-/// A small seeded generator (SplitMix64) for test data.
-struct SplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
