@@ -38,7 +38,7 @@ import Testing
         for file in ["lexer", "main", "parser"] {
             #expect(
                 lines.contains(
-                    "compile src/\(file).c: mkdir -p build/obj && cc -O2 -Wall -Wextra -Iinclude -c src/\(file).c -o build/obj/\(file).o"
+                    "compile src/\(file).c: mkdir -p build/obj && cc -O2 -Wall -Wextra -Iinclude -MMD -MF build/obj/\(file).d -c src/\(file).c -o build/obj/\(file).o"
                 ),
                 "\(result)"
             )

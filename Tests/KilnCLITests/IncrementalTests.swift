@@ -217,4 +217,47 @@ struct IncrementalTests {
         _ = try await KilnProcess.run(["run"], in: directory.path)
         #expect(ran(directory) == ["copy src/a.txt", "copy src/b.txt", "join"])
     }
+
+    @Test("with a depfile, editing a header rebuilds exactly the files that include it (real cc -MMD)")
+    func headerEditRebuildsItsIncluders() async throws {
+        let directory = try TemporaryDirectory(prefix: "kiln-incremental")
+        defer { directory.remove() }
+        try directory.write("include/a.h", "#define A_VALUE 1\n")
+        try directory.write("include/b.h", "#define B_VALUE 2\n")
+        try directory.write("src/a.c", "#include \"a.h\"\nint a(void) { return A_VALUE; }\n")
+        try directory.write("src/b.c", "#include \"b.h\"\nint b(void) { return B_VALUE; }\n")
+        try directory.write("Taskfile.yml", """
+            version: '3'
+            tasks:
+              default:
+                each: sources
+                sources: ['src/*.c']
+                generates: ['build/{{.source_stem}}.o']
+                depfile: 'build/{{.source_stem}}.d'
+                cmds:
+                  - mkdir -p build
+                  - echo "cc {{.source}}" >> ran.log
+                  - cc -Iinclude -MMD -MF build/{{.source_stem}}.d -c {{.source}} -o {{.output}}
+
+            """)
+        var result = try await KilnProcess.run(["run"], in: directory.path)
+        #expect(result.status == 0, "\(result)")
+        #expect(ran(directory) == ["cc src/a.c", "cc src/b.c"])
+        // Read and removed once recorded.
+        #expect(!FileManager.default.fileExists(atPath: directory.path("build/a.d")))
+        try directory.write("include/b.h", "#define B_VALUE 3\n")
+        result = try await KilnProcess.run(["run", "--explain"], in: directory.path)
+        #expect(result.status == 0, "\(result)")
+        #expect(ran(directory) == ["cc src/b.c"])
+        #expect(result.standardOutput.contains("default src/b.c: input include/b.h changed"))
+        // A new include is picked up from the next depfile.
+        try directory.write("src/a.c", "#include \"a.h\"\n#include \"b.h\"\nint a(void) { return A_VALUE + B_VALUE; }\n")
+        _ = try await KilnProcess.run(["run"], in: directory.path)
+        #expect(ran(directory) == ["cc src/a.c"])
+        try directory.write("include/b.h", "#define B_VALUE 4\n")
+        _ = try await KilnProcess.run(["run"], in: directory.path)
+        #expect(ran(directory) == ["cc src/a.c", "cc src/b.c"])
+        result = try await KilnProcess.run(["run"], in: directory.path)
+        #expect(ran(directory).isEmpty, "\(result)")
+    }
 }

@@ -497,7 +497,8 @@ public final class BuildRun: @unchecked Sendable {
                 switch outcome {
                 case .succeeded:
                     incremental.succeeded(
-                        key: request.label, task: countsAsPlanned ? task.definition.name : nil, check: result, request: request
+                        key: request.label, task: countsAsPlanned ? task.definition.name : nil, check: result, request: request,
+                        depfile: task.definition.depfile.map { Template.render($0, variables: request.variables) }
                     )
                 case .upToDate:
                     incremental.upToDate(key: request.label, task: countsAsPlanned ? task.definition.name : nil)

@@ -22,12 +22,14 @@ public struct JobRecord: Sendable, Equatable {
     public var inputs: [String: ContentHash]
     /// Its dependencies' output signatures, by task name.
     public var dependencies: [String: ContentHash]
+    /// Inputs its depfile named (headers a compile read), by path: inputs of its next run.
+    public var discovered: [String: ContentHash]
 
     /// Creates a record.
     public init(
         signature: ContentHash, outputs: [String: ContentHash], finishedAt: Int64,
         definition: ContentHash = ContentHash(high: 0, low: 0), inputs: [String: ContentHash] = [:],
-        dependencies: [String: ContentHash] = [:]
+        dependencies: [String: ContentHash] = [:], discovered: [String: ContentHash] = [:]
     ) {
         self.signature = signature
         self.outputs = outputs
@@ -35,6 +37,7 @@ public struct JobRecord: Sendable, Equatable {
         self.definition = definition
         self.inputs = inputs
         self.dependencies = dependencies
+        self.discovered = discovered
     }
 
     /// One hash of all the outputs: what a dependent's signature includes, so an output that
@@ -72,7 +75,7 @@ public struct BuildStateError: Error, Sendable, CustomStringConvertible {
 /// Threading: every member from any thread; the connection is used under its mutex.
 public final class BuildState: @unchecked Sendable {
     /// Bump when the tables or the record encoding change: an older state is then discarded.
-    static let format = "2"
+    static let format = "3"
 
     /// The database file.
     public let path: String
@@ -320,7 +323,7 @@ public final class BuildState: @unchecked Sendable {
         writer.write(Int(record.finishedAt))
         writer.write(record.definition.high)
         writer.write(record.definition.low)
-        for table in [record.outputs, record.inputs, record.dependencies] {
+        for table in [record.outputs, record.inputs, record.dependencies, record.discovered] {
             writer.write(table.count)
             for (path, hash) in table.sorted(by: { $0.key < $1.key }) {
                 writer.write(path)
@@ -337,7 +340,7 @@ public final class BuildState: @unchecked Sendable {
             let definitionHigh = reader.readUInt64(), let definitionLow = reader.readUInt64()
         else { return nil }
         var tables: [[String: ContentHash]] = []
-        for _ in 0..<3 {
+        for _ in 0..<4 {
             guard let count = reader.readInteger(), count >= 0, count <= bytes.count else { return nil }
             var table: [String: ContentHash] = [:]
             for _ in 0..<count {
@@ -350,7 +353,8 @@ public final class BuildState: @unchecked Sendable {
         guard reader.offset == bytes.count else { return nil }
         return JobRecord(
             signature: ContentHash(high: high, low: low), outputs: tables[0], finishedAt: Int64(finishedAt),
-            definition: ContentHash(high: definitionHigh, low: definitionLow), inputs: tables[1], dependencies: tables[2]
+            definition: ContentHash(high: definitionHigh, low: definitionLow), inputs: tables[1], dependencies: tables[2],
+            discovered: tables[3]
         )
     }
 

@@ -1,6 +1,10 @@
 import KilnPluginAPI
 import Synchronization
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// Why a job runs (or doesn't) — what `--explain` prints.
 ///
 /// Threading: a value type.
@@ -105,33 +109,28 @@ public final class IncrementalState: Sendable {
         }
         let definition = hasher.finalize()
 
-        var full = ContentHasher()
-        full.combine(definition)
-        let inputs = expand(request.inputs, in: request.directory)
         var inputHashes: [String: ContentHash] = [:]
+        // Declared inputs, and those the job's depfile named last time (headers a compile read).
+        let recorded = initialRecords[key]
+        var inputs = expand(request.inputs, in: request.directory)
+        for path in (recorded?.discovered.keys).map(Array.init) ?? [] where !inputs.contains(path) { inputs.append(path) }
         for input in inputs {
             // A missing or unreadable input counts as the zero hash: it changes when the file appears.
             let found = (try? self.hasher.hash(projectPath(input, in: request.directory))) ?? nil
-            let hash = found?.hash ?? ContentHash(high: 0, low: 0)
-            inputHashes[input] = hash
-            full.combine(input)
-            full.combine(hash)
+            inputHashes[input] = found?.hash ?? ContentHash(high: 0, low: 0)
         }
         var dependencyHashes: [String: ContentHash] = [:]
-        for name in dependencies.sorted() {
-            let hash = published.withLock { $0[name] } ?? ContentHash(high: 0, low: 0)
-            dependencyHashes[name] = hash
-            full.combine(name)
-            full.combine(hash)
+        for name in dependencies {
+            dependencyHashes[name] = published.withLock { $0[name] } ?? ContentHash(high: 0, low: 0)
         }
-        let signature = full.finalize()
         let parts = Parts(definition: definition, inputs: inputHashes, dependencies: dependencyHashes)
+        let signature = Self.signature(of: parts)
         let check = { (reason: RunReason) in Check(signature: signature, reason: reason, parts: parts) }
 
         if task.definition.sources.isEmpty, task.definition.generates.isEmpty, !task.definition.commands.isEmpty {
             return check(.alwaysRuns)
         }
-        guard let record = initialRecords[key] else { return check(.noRecord) }
+        guard let record = recorded else { return check(.noRecord) }
         if record.signature != signature {
             if record.definition != definition { return check(.definitionChanged) }
             for (path, hash) in inputHashes.sorted(by: { $0.key < $1.key }) where record.inputs[path] != hash {
@@ -155,16 +154,48 @@ public final class IncrementalState: Sendable {
         return check(.upToDate)
     }
 
-    /// Records a job that just succeeded: hashes its outputs, commits its record, and publishes
-    /// its output signature under `key` (and under `task`, for a plain task).
-    public func succeeded(key: String, task: String?, check: Check, request: JobRequest) {
+    /// The signature of a job: its definition, its inputs' hashes and its dependencies' output
+    /// signatures, each in path or name order.
+    static func signature(of parts: Parts) -> ContentHash {
+        var hasher = ContentHasher()
+        hasher.combine(parts.definition)
+        for (path, hash) in parts.inputs.sorted(by: { $0.key < $1.key }) {
+            hasher.combine(path)
+            hasher.combine(hash)
+        }
+        for (name, hash) in parts.dependencies.sorted(by: { $0.key < $1.key }) {
+            hasher.combine(name)
+            hasher.combine(hash)
+        }
+        return hasher.finalize()
+    }
+
+    /// Records a job that just succeeded: hashes its outputs, reads its depfile (if the task has
+    /// one: the files it names become inputs, and the depfile is removed), commits its record, and
+    /// publishes its output signature under `key` (and under `task`, for a plain task).
+    public func succeeded(key: String, task: String?, check: Check, request: JobRequest, depfile: String? = nil) {
         var outputs: [String: ContentHash] = [:]
         for output in expand(request.outputs, in: request.directory) {
             if let found = (try? hasher.hash(projectPath(output, in: request.directory))) ?? nil { outputs[output] = found.hash }
         }
+        var parts = check.parts
+        var discovered: [String: ContentHash] = [:]
+        if let depfile {
+            let path = Path.join(request.directory, depfile)
+            if let text = try? Files.readText(path) {
+                let declared = Set(outputs.keys)
+                for input in Depfile.prerequisites(text) where !declared.contains(input) {
+                    let found = (try? hasher.hash(projectPath(input, in: request.directory))) ?? nil
+                    discovered[input] = found?.hash ?? ContentHash(high: 0, low: 0)
+                }
+                _ = unlink(path)
+            }
+            // What the next check will hash: the declared inputs and these.
+            for (path, hash) in discovered where parts.inputs[path] == nil { parts.inputs[path] = hash }
+        }
         let record = JobRecord(
-            signature: check.signature, outputs: outputs, finishedAt: FileHasher.realTime(),
-            definition: check.parts.definition, inputs: check.parts.inputs, dependencies: check.parts.dependencies
+            signature: Self.signature(of: parts), outputs: outputs, finishedAt: FileHasher.realTime(),
+            definition: parts.definition, inputs: parts.inputs, dependencies: parts.dependencies, discovered: discovered
         )
         state?.save(record, for: key)
         state?.save(changedFiles: hasher.takeChangedRecords())

@@ -80,6 +80,7 @@ public struct TaskDefinition: Sendable {
         let kind: Located<String>
         let pluginConfiguration: ConfigurationValue?
         let allowsOutsideRoot: Bool
+        let depfile: String?
         let file: String
 
         init(
@@ -98,6 +99,7 @@ public struct TaskDefinition: Sendable {
             kind: Located<String>,
             pluginConfiguration: ConfigurationValue?,
             allowsOutsideRoot: Bool,
+            depfile: String?,
             file: String
         ) {
             self.name = name
@@ -115,6 +117,7 @@ public struct TaskDefinition: Sendable {
             self.kind = kind
             self.pluginConfiguration = pluginConfiguration
             self.allowsOutsideRoot = allowsOutsideRoot
+            self.depfile = depfile
             self.file = file
         }
     }
@@ -156,6 +159,9 @@ public struct TaskDefinition: Sendable {
     public var pluginConfiguration: ConfigurationValue? { storage.pluginConfiguration }
     /// `allow-outside-root: true` lets the task write outside the project root.
     public var allowsOutsideRoot: Bool { storage.allowsOutsideRoot }
+    /// `depfile:` — a Makefile-syntax file the command writes (`cc -MD -MF FILE`) naming the
+    /// files it read; they become the job's inputs next time. Before templating.
+    public var depfile: String? { storage.depfile }
     /// The file the task was defined in.
     public var file: String { storage.file }
 
@@ -177,6 +183,7 @@ public struct TaskDefinition: Sendable {
         kind: Located<String>,
         pluginConfiguration: ConfigurationValue?,
         allowsOutsideRoot: Bool,
+        depfile: String? = nil,
         file: String
     ) {
         self.dependencies = dependencies
@@ -196,6 +203,7 @@ public struct TaskDefinition: Sendable {
             kind: kind,
             pluginConfiguration: pluginConfiguration,
             allowsOutsideRoot: allowsOutsideRoot,
+            depfile: depfile,
             file: file
         )
     }

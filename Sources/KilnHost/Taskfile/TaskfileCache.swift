@@ -18,7 +18,7 @@ import Glibc
 enum TaskfileCache {
     static let magic = Array("KILNTFC\u{1}".utf8)
     /// Bump when the encoding or the meaning of ``Taskfile`` changes.
-    static let formatVersion = 4
+    static let formatVersion = 5
 
     /// The cache file of a project.
     static func path(root: String) -> String { root + "/.kiln/taskfile.cache" }
@@ -221,6 +221,7 @@ struct BinaryWriter {
             write(task.pluginConfiguration != nil)
             if let configuration = task.pluginConfiguration { write(configuration) }
             write(task.allowsOutsideRoot)
+            write(task.depfile)
             write(task.file)
         }
     }
@@ -383,14 +384,16 @@ struct BinaryReader {
                 guard let value = readConfiguration() else { return nil }
                 configuration = value
             }
-            guard let allowsOutsideRoot = readBool(), let file = readString() else { return nil }
+            guard let allowsOutsideRoot = readBool(), let depfile = readOptionalString(), let file = readString() else {
+                return nil
+            }
             tasks.append(TaskDefinition(
                 name: name, location: location, summary: summary, dependencies: dependencies, commands: commands,
                 sources: sources, generates: generates, variables: tables[variablesIndex],
                 environment: tables[environmentIndex], directory: directory, resources: claims,
                 each: each ? .sources : .none, batchSize: batch > 0 ? batch : nil,
                 kind: Located(value: kindName, location: kindLocation), pluginConfiguration: configuration,
-                allowsOutsideRoot: allowsOutsideRoot, file: file
+                allowsOutsideRoot: allowsOutsideRoot, depfile: depfile, file: file
             ))
         }
         guard offset == bytes.count else { return nil }

@@ -18,7 +18,7 @@ public struct TaskfileLoader: Sendable {
     static let topLevelKeys: Set<String> = ["version", "vars", "env", "tasks", "includes", "resources"]
     static let taskKeys: Set<String> = [
         "desc", "deps", "cmds", "sources", "generates", "vars", "env", "dir", "resources", "each", "batch",
-        "plugin", "with", "allow-outside-root",
+        "plugin", "with", "allow-outside-root", "depfile",
     ]
 
     private let readFile: @Sendable (String) throws -> String
@@ -254,6 +254,7 @@ private final class LoadSession {
         var plugin: Located<String>?
         var with: YAMLNode?
         var allowsOutsideRoot = false
+        var depfile: Located<String>?
         var taskVariablesYAMLNode: YAMLNode?
         var environmentYAMLNode: YAMLNode?
 
@@ -313,6 +314,10 @@ private final class LoadSession {
                     }
                 case "with": with = value
                 case "allow-outside-root": allowsOutsideRoot = bool(value, file: file, what: "'allow-outside-root'") ?? false
+                case "depfile":
+                    if let text = scalar(value, file: file, what: "'depfile'") {
+                        depfile = Located(value: text, location: location(value, file))
+                    }
                 default:
                     unknownKey(keyName, at: location(keyYAMLNode, file), allowed: TaskfileLoader.taskKeys, in: "task '\(name)'")
                 }
@@ -334,6 +339,7 @@ private final class LoadSession {
         }
         for pattern in sources { checkTemplate(pattern, node: nil, known: sourceKnown) }
         for output in generates { checkTemplate(output, node: nil, known: known) }
+        if let depfile { checkTemplate(depfile, node: nil, known: known) }
         if let directoryText { checkTemplate(directoryText, node: nil, known: sourceKnown) }
         if each == .sources, sources.isEmpty {
             fail(.invalidValue, "task '\(name)' has 'each: sources' but no 'sources'", at: taskLocation)
@@ -371,7 +377,7 @@ private final class LoadSession {
             name: name, location: taskLocation, summary: summary, dependencies: dependencies, commands: commands,
             sources: sources, generates: generates, variables: variables, environment: environment,
             directory: taskDirectory, resources: claims, each: each, batchSize: batchSize, kind: kind,
-            pluginConfiguration: configuration, allowsOutsideRoot: allowsOutsideRoot, file: file
+            pluginConfiguration: configuration, allowsOutsideRoot: allowsOutsideRoot, depfile: depfile?.value, file: file
         ))
     }
 
