@@ -66,16 +66,9 @@ public struct Project: Sendable {
         let root = plan.taskfile.root
         for task in plan.tasks {
             let definition = task.definition
-            var variableSets: [[String: String]] = []
-            if definition.each == .sources {
-                for pattern in definition.sources {
-                    for source in Glob.files(matching: Template.render(pattern.value, variables: definition.templateVariables), in: definition.directory) {
-                        variableSets.append(definition.templateVariables(forSource: source))
-                    }
-                }
-            } else {
-                variableSets = [definition.templateVariables]
-            }
+            let variableSets =
+                definition.each == .sources
+                ? definition.sourceFiles().map(definition.templateVariables(forSource:)) : [definition.templateVariables]
             for variables in variableSets {
                 for output in definition.generates {
                     let rendered = Template.render(output.value, variables: variables)
@@ -97,27 +90,9 @@ public struct Project: Sendable {
         var jobs: [(String, String)] = []
         for task in plan.tasks {
             let definition = task.definition
-            func request(_ source: String?) -> JobRequest {
-                var variables = definition.templateVariables
-                var label = definition.name
-                if let source {
-                    variables = definition.templateVariables(forSource: source)
-                    label += " " + source
-                }
-                return JobRequest(
-                    taskName: definition.name, label: label, inputs: [], outputs: [], resources: [],
-                    variables: variables, directory: definition.directory, environment: definition.environment
-                )
-            }
-            if definition.each == .sources {
-                for pattern in definition.sources {
-                    for source in Glob.files(matching: Template.render(pattern.value, variables: definition.templateVariables), in: definition.directory) {
-                        let job = request(source)
-                        jobs.append((job.label, task.prepared.summary(for: job)))
-                    }
-                }
-            } else {
-                let job = request(nil)
+            let sources: [String?] = definition.each == .sources ? definition.sourceFiles() : [nil]
+            for source in sources {
+                let job = definition.jobRequest(source: source)
                 jobs.append((job.label, task.prepared.summary(for: job)))
             }
         }

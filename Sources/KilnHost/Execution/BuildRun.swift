@@ -201,15 +201,15 @@ public final class BuildRun: @unchecked Sendable {
             return positions
         }
         guard batch.count > 1 else { return }
-        let verdicts = EngineBox<[Int: IncrementalState.Check]>([:])
+        let verdicts = LockedValue<[Int: IncrementalState.Check]>([:])
         DispatchQueue.concurrentPerform(iterations: batch.count) { index in
             let position = batch[index]
             let task = plan.tasks[position]
-            let request = makeRequest(task.definition, source: nil)
+            let request = task.definition.jobRequest(source: nil)
             let verdict = incremental.check(
                 key: request.label, task: task, request: request, dependencies: task.definition.dependencies.map(\.value)
             )
-            verdicts.update { $0[position] = verdict }
+            verdicts.withLock { $0[position] = verdict }
         }
         let results = verdicts.value
         state.withLock { state in
@@ -285,7 +285,7 @@ public final class BuildRun: @unchecked Sendable {
 
     /// Starts a plain task's job; `nil` when the task was found up to date and needs none.
     private func startPlainTask(_ task: BuildPlan.Task, position: Int, after dependencies: [TaskProgress]) -> Job? {
-        let request = makeRequest(task.definition, source: nil)
+        let request = task.definition.jobRequest(source: nil)
         let verdict = inlineCheck(task, request: request, after: dependencies, countsAsPlanned: true, position: position)
         if verdict?.reason == .upToDate { return nil }
         let (entry, entryQueue, realJob, target) = makeUnit(task, request: request, verdict: verdict) { [self] _, job in
@@ -311,7 +311,7 @@ public final class BuildRun: @unchecked Sendable {
         gate.requiresSuccessfulDependencies = true
         wire(gate, after: dependencies)
         pendingAdd(2)
-        let sourcesOfTask = EngineBox<[String]>([])
+        let sourcesOfTask = LockedValue<[String]>([])
         done.completionBlock = { [self] in
             if !done.isCancelled, done.error == nil {
                 options.incremental?.publishEachTask(name, jobKeys: sourcesOfTask.value.map { "\(name) \($0)" })
@@ -326,12 +326,9 @@ public final class BuildRun: @unchecked Sendable {
                 return
             }
             // Sources are listed only now, after the dependencies that may have generated them ran.
-            var sources: [String] = []
-            for pattern in task.definition.sources {
-                sources += Glob.files(matching: Template.render(pattern.value, variables: task.definition.templateVariables), in: task.definition.directory)
-            }
+            let sources = task.definition.sourceFiles()
             observer.jobsPlanned(sources.count)
-            sourcesOfTask.set(sources)
+            sourcesOfTask.withLock { $0 = sources }
             let batches = EachTaskBatches(task: task, sources: sources, batchSize: task.definition.batchSize ?? options.batchSize)
             for _ in 0..<options.batchesInFlight { launchBatch(batches, done: done) }
             if sources.isEmpty { done.complete(failures: 0) }
@@ -352,7 +349,7 @@ public final class BuildRun: @unchecked Sendable {
         barrier.name = "\(batches.task.definition.name) (batch \(range.lowerBound / batches.batchSize + 1))"
         var entries: [(Job, JobQueue)] = []
         for source in batches.sources[range] {
-            let request = makeRequest(batches.task.definition, source: source)
+            let request = batches.task.definition.jobRequest(source: source)
             // The gate ran, so the task's dependencies all succeeded: check each file now.
             let verdict = inlineCheck(batches.task, request: request, after: [], countsAsPlanned: false)
             if verdict?.reason == .upToDate { continue }
@@ -382,23 +379,6 @@ public final class BuildRun: @unchecked Sendable {
     }
 
     // MARK: Jobs
-
-    private func makeRequest(_ task: TaskDefinition, source: String?) -> JobRequest {
-        var variables = task.templateVariables
-        var label = task.name
-        var inputs = task.sources.map(\.value)
-        if let source {
-            variables = task.templateVariables(forSource: source)
-            label = "\(task.name) \(source)"
-            inputs = [source]
-        }
-        return JobRequest(
-            taskName: task.name, label: label, inputs: inputs,
-            outputs: task.generates.map { Template.render($0.value, variables: variables) },
-            resources: task.resources.map(\.value), variables: variables, directory: task.directory,
-            environment: task.environment
-        )
-    }
 
     /// Makes a job and the slot chain that acquires its resources. Returns the first job to add
     /// (and its queue), the real job, and the job dependents must wait for.
@@ -454,7 +434,7 @@ public final class BuildRun: @unchecked Sendable {
         state.withLock { $0.live[id] = realJob }
 
         let incremental = options.incremental
-        let verdict = EngineBox<IncrementalState.Check?>(precomputed)
+        let verdict = LockedValue<IncrementalState.Check?>(precomputed)
         if let precomputed { observer.jobChecked(info, reason: precomputed.reason) }
         // Checked already (its dependencies had settled): no check job, the job runs directly.
         let check = precomputed != nil ? nil : incremental.map { incremental in
@@ -463,7 +443,8 @@ public final class BuildRun: @unchecked Sendable {
             let dependencies = task.definition.dependencies.map(\.value)
             let key = request.label
             let check = BlockJob {
-                verdict.set(incremental.check(key: key, task: task, request: request, dependencies: dependencies))
+                let result = incremental.check(key: key, task: task, request: request, dependencies: dependencies)
+                verdict.withLock { $0 = result }
             }
             check.name = "\(request.label) (up-to-date check)"
             check.requiresSuccessfulDependencies = true
@@ -668,15 +649,6 @@ struct EachTaskFailure: Error, CustomStringConvertible {
 struct UnitFailure: Error, CustomStringConvertible {
     var label: String
     var description: String { "\(label) did not succeed" }
-}
-
-/// A small value shared between a unit's jobs, guarded by a mutex.
-final class EngineBox<Value: Sendable>: Sendable {
-    private let storage: Mutex<Value>
-    init(_ value: Value) { storage = Mutex(value) }
-    var value: Value { storage.withLock { $0 } }
-    func set(_ value: Value) { storage.withLock { $0 = value } }
-    func update(_ body: (inout Value) -> Void) { storage.withLock { body(&$0) } }
 }
 
 /// Stands in for a job its task kind could not make; fails with the kind's error.

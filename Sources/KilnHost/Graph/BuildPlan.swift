@@ -99,13 +99,7 @@ public struct BuildPlanner: Sendable {
             }
         }
         if !errors.isEmpty {
-            // By file, line and column, like the loader's; errors without a place first.
-            let sorted = errors.enumerated().sorted { left, right in
-                let a = left.element.location, b = right.element.location
-                return (a?.file ?? "", a?.line ?? 0, a?.column ?? 0, left.offset)
-                    < (b?.file ?? "", b?.line ?? 0, b?.column ?? 0, right.offset)
-            }
-            throw TaskfileErrors(errors: sorted.map(\.element))
+            throw TaskfileErrors(sorting: errors, fileOrder: taskfile.files)
         }
         var positions: [String: Int] = [:]
         positions.reserveCapacity(tasks.count)

@@ -256,12 +256,12 @@ public final class IncrementalState: Sendable {
 
     /// `path` (relative to `directory`) relative to the project root when it is inside it.
     private func projectPath(_ path: String, in directory: String) -> String {
-        let absolute = Path.join(directory, path)
-        return absolute.hasPrefix(root + "/") ? String(absolute.dropFirst(root.count + 1)) : absolute
+        relative(Path.join(directory, path))
     }
 
-    private func relative(_ directory: String) -> String {
-        directory == root ? "." : directory.hasPrefix(root + "/") ? String(directory.dropFirst(root.count + 1)) : directory
+    /// An absolute path relative to the project root (`.` for the root); paths outside stay absolute.
+    private func relative(_ absolute: String) -> String {
+        absolute == root ? "." : absolute.hasPrefix(root + "/") ? String(absolute.dropFirst(root.count + 1)) : absolute
     }
 
     /// Paths and glob patterns → the files they name, relative to `directory`, sorted.

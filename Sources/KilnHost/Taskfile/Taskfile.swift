@@ -221,6 +221,26 @@ public struct TaskDefinition: Sendable {
         return result
     }
 
+    /// The files an `each: sources` task's patterns match now, relative to its directory, in
+    /// pattern order.
+    func sourceFiles() -> [String] {
+        sources.flatMap { pattern in
+            Glob.files(matching: Template.render(pattern.value, variables: templateVariables), in: directory)
+        }
+    }
+
+    /// The request for one job of the task: the whole task, or the file `source` of an
+    /// `each: sources` task.
+    func jobRequest(source: String?) -> JobRequest {
+        let variables = source.map(templateVariables(forSource:)) ?? templateVariables
+        return JobRequest(
+            taskName: name, label: source.map { "\(name) \($0)" } ?? name,
+            inputs: source.map { [$0] } ?? sources.map(\.value),
+            outputs: generates.map { Template.render($0.value, variables: variables) },
+            resources: resources.map(\.value), variables: variables, directory: directory, environment: environment
+        )
+    }
+
     /// The variables for rendering this task's templates: ``variables`` plus `TASK`.
     public var templateVariables: [String: String] {
         var result = variables

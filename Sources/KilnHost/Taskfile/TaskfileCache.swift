@@ -18,7 +18,7 @@ import Glibc
 enum TaskfileCache {
     static let magic = Array("KILNTFC\u{1}".utf8)
     /// Bump when the encoding or the meaning of ``Taskfile`` changes.
-    static let formatVersion = 5
+    static let formatVersion = 6
 
     /// The cache file of a project.
     static func path(root: String) -> String { root + "/.kiln/taskfile.cache" }
@@ -30,12 +30,13 @@ enum TaskfileCache {
         guard reader.readBytes(count: magic.count) == magic, reader.readInteger() == formatVersion,
             reader.readString() == taskfilePath
         else { return nil }
-        // Every file the load read, with the hash of its contents (0: it must not exist).
+        // Every file the load read, with the hash of its contents (`absent`: it must not exist).
         guard let fileCount = reader.readInteger(), fileCount < 100_000 else { return nil }
         for _ in 0..<fileCount {
-            guard let file = reader.readString(), let hash = reader.readUInt64() else { return nil }
-            let current = (try? Files.readBytes(file)).map(fingerprint) ?? 0
-            if current != hash { return nil }
+            guard let file = reader.readString(), let high = reader.readUInt64(), let low = reader.readUInt64() else {
+                return nil
+            }
+            if fingerprint(file) != ContentHash(high: high, low: low) { return nil }
         }
         return reader.readTaskfile()
     }
@@ -46,16 +47,18 @@ enum TaskfileCache {
         writer.append(magic)
         writer.write(formatVersion)
         writer.write(taskfile.path)
-        var entries: [(String, UInt64)] = []
+        var entries: [(String, ContentHash)] = []
         for file in taskfile.files {
-            guard let bytes = try? Files.readBytes(file) else { return }
-            entries.append((file, fingerprint(bytes)))
+            let hash = fingerprint(file)
+            guard hash != absent else { return }
+            entries.append((file, hash))
         }
-        entries += missingOptional.map { ($0, 0) }
+        entries += missingOptional.map { ($0, absent) }
         writer.write(entries.count)
         for (file, hash) in entries {
             writer.write(file)
-            writer.write(hash)
+            writer.write(hash.high)
+            writer.write(hash.low)
         }
         writer.write(taskfile)
         let directory = taskfile.root + "/.kiln"
@@ -76,15 +79,12 @@ enum TaskfileCache {
         if complete { rename(temporary, path(root: taskfile.root)) } else { unlink(temporary) }
     }
 
-    /// FNV-1a over the contents, mixed with the length (a 64-bit content fingerprint).
-    static func fingerprint(_ bytes: [UInt8]) -> UInt64 {
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in bytes {
-            hash ^= UInt64(byte)
-            hash &*= 0x0000_0100_0000_01b3
-        }
-        hash ^= UInt64(bytes.count) &* 0x9e37_79b9_7f4a_7c15
-        return hash == 0 ? 1 : hash
+    /// Stands for a file that doesn't exist (or can't be read).
+    static let absent = ContentHash(high: 0, low: 0)
+
+    /// The content hash of a file, or ``absent``.
+    static func fingerprint(_ path: String) -> ContentHash {
+        (try? FileContent.hash(path)) ?? absent
     }
 }
 

@@ -56,14 +56,7 @@ public struct TaskfileLoader: Sendable {
         session.checkCycles()
         session.texts = [:]
         if !session.errors.isEmpty {
-            let order = Dictionary(session.files.enumerated().map { ($1, $0) }, uniquingKeysWith: { first, _ in first })
-            let sorted = session.errors.enumerated().sorted { left, right in
-                let a = left.element.location, b = right.element.location
-                let keyA = (order[a?.file ?? ""] ?? -1, a?.line ?? 0, a?.column ?? 0, left.offset)
-                let keyB = (order[b?.file ?? ""] ?? -1, b?.line ?? 0, b?.column ?? 0, right.offset)
-                return keyA < keyB
-            }
-            throw TaskfileErrors(errors: sorted.map(\.element))
+            throw TaskfileErrors(sorting: session.errors, fileOrder: session.files)
         }
         let taskfile = Taskfile(
             path: absolute, root: session.root, version: version ?? "3", resources: session.resources,

@@ -80,6 +80,19 @@ public struct TaskfileErrors: Error, Sendable, CustomStringConvertible {
     public var description: String { errors.map(\.description).joined(separator: "\n") }
 }
 
+extension TaskfileErrors {
+    /// The errors in reading order: mistakes without a place first, then by file (in the order the
+    /// files were read), line and column; equal places keep the order they were found in.
+    init(sorting errors: [TaskfileError], fileOrder: [String]) {
+        let order = Dictionary(fileOrder.enumerated().map { ($1, $0) }, uniquingKeysWith: { first, _ in first })
+        func key(_ error: TaskfileError, _ found: Int) -> (Int, Int, Int, Int) {
+            guard let location = error.location else { return (-2, 0, 0, found) }
+            return (order[location.file] ?? -1, location.line, location.column, found)
+        }
+        self.init(errors: errors.enumerated().sorted { key($0.element, $0.offset) < key($1.element, $1.offset) }.map(\.element))
+    }
+}
+
 /// The closest candidate to `name`, if it is close enough to be a likely typo.
 func suggestion(for name: String, among candidates: some Sequence<String>) -> String? {
     var best: (String, Int)?
