@@ -25,10 +25,8 @@ public struct Project: Sendable {
     /// - Throws: ``TaskfileErrors`` when there is no Taskfile or it is invalid.
     public init(taskfilePath: String?, currentDirectory: String, runner: any CommandRunner) throws(TaskfileErrors) {
         let path: String
-        if let taskfilePath {
-            path = Path.absolute(taskfilePath, base: currentDirectory)
-        } else if let found = Self.discoverTaskfile(from: currentDirectory) {
-            path = found
+        if let found = Self.locateTaskfile(taskfilePath, currentDirectory: currentDirectory) {
+            path = found.path
         } else {
             throw TaskfileErrors(errors: [TaskfileError(
                 .unreadableFile,
@@ -42,6 +40,20 @@ public struct Project: Sendable {
         try? registry.register(
             ShellTaskKind(runner: runner, baseEnvironment: System.environment), origin: "built-in"
         )
+    }
+
+    /// The main Taskfile — `taskfilePath` (`--taskfile`) made absolute, or the one discovery
+    /// finds from `currentDirectory` — and the project root (its directory), without loading it.
+    public static func locateTaskfile(_ taskfilePath: String?, currentDirectory: String) -> (path: String, root: String)? {
+        let path: String
+        if let taskfilePath {
+            path = Path.absolute(taskfilePath, base: currentDirectory)
+        } else if let found = discoverTaskfile(from: currentDirectory) {
+            path = found
+        } else {
+            return nil
+        }
+        return (path, Path.directory(of: path))
     }
 
     /// The Taskfile in `directory` or its nearest parent that has one.

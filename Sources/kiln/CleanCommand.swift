@@ -19,6 +19,7 @@ extension Kiln {
         func run() throws {
             let (project, plan) = loadAndPlan(options, targets: tasks, everyTaskWhenEmpty: true, runner: ProcessMonitor())
             let state = openBuildState(root: project.taskfile.root, wait: wait)
+            UpToDateSnapshot.remove(root: project.taskfile.root)
             let removed = Project.removeOutputs(plan)
             state.clear()
             state.close()

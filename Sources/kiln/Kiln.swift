@@ -15,7 +15,7 @@ struct Kiln: ParsableCommand {
             130 interrupted (Ctrl-C or SIGTERM).
             """,
         version: "kiln \(version)",
-        subcommands: [Run.self, List.self, Graph.self, Clean.self],
+        subcommands: [Run.self, Status.self, Explain.self, List.self, Graph.self, Clean.self],
         defaultSubcommand: Run.self
     )
 }
@@ -50,12 +50,36 @@ func loadAndPlan(
 
 /// Opens the project's build state, or exits with status 3 when another run holds it.
 func openBuildState(root: String, wait: Bool) -> BuildState {
+    BuildState(root: root, lock: takeLock(root: root, wait: wait)) { System.writeError($0 + "\n") }
+}
+
+/// Takes the project's run lock, or exits with status 3 when another run holds it.
+func takeLock(root: String, wait: Bool) -> ProjectLock {
     do {
-        return try BuildState(root: root, wait: wait) { System.writeError($0 + "\n") }
+        return try ProjectLock(root: root, wait: wait)
     } catch {
         System.writeError("kiln: \(error)\n")
         Kiln.exit(withError: ExitCode(ExitStatus.projectBusy))
     }
+}
+
+/// Opens the build state for reading (status, explain, dry runs): with the lock when it is free;
+/// when another run holds it, without (SQLite lets a reader in beside the writer) and a note that
+/// the answer may change as that run goes on.
+func openBuildStateForReading(root: String) -> BuildState {
+    var lock: ProjectLock?
+    do {
+        lock = try ProjectLock(root: root, wait: false)
+    } catch {
+        System.writeError("kiln: note: another kiln run is using this project; this answer may change as it goes on\n")
+    }
+    return BuildState(root: root, lock: lock) { System.writeError($0 + "\n") }
+}
+
+/// The main Taskfile (absolute) and the project root, found without loading anything; `nil`
+/// when there is none (loading then says so).
+func locateTaskfile(_ options: TaskfileOptions) -> (path: String, root: String)? {
+    Project.locateTaskfile(options.taskfile, currentDirectory: System.currentDirectory)
 }
 
 /// Prints Taskfile errors to standard error and exits with status 2.

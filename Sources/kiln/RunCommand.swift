@@ -1,6 +1,11 @@
 import ArgumentParser
 import KilnHost
+import Dispatch
 import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 extension Kiln {
     struct Run: ParsableCommand {
@@ -51,22 +56,53 @@ extension Kiln {
         }
 
         func run() throws {
+            let started = DispatchTime.now().uptimeNanoseconds
+            let phases = PhaseClock()
             // Before any thread exists: Ctrl-C and SIGTERM are read from a signalfd, never delivered.
             let signals = SignalWatcher(descriptor: ProcessMonitor.blockTerminationSignals())
             let monitor = ProcessMonitor()
+
+            // The last complete run's snapshot: when nothing it watches changed, this run is a no-op
+            // and kiln says so without loading the Taskfile model or the build state.
+            var lock: ProjectLock?
+            var scan: UpToDateSnapshot.Scan?
+            if let located = locateTaskfile(options) {
+                lock = dryRun ? try? ProjectLock(root: located.root, wait: false) : takeLock(root: located.root, wait: wait)
+                scan = UpToDateSnapshot.scan(root: located.root, taskfilePath: located.path, targets: tasks)
+                phases.mark("snapshot")
+                if let scan, scan.isNoOp, !explain, !verbose, !json, trace == nil {
+                    if !dryRun {
+                        var summary = RunSummary()
+                        summary.upToDate = scan.snapshot.jobCount
+                        let seconds = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
+                        ConsoleReporter.printSummary(summary, seconds: seconds)
+                    }
+                    phases.print()
+                    Kiln.exit()
+                }
+            }
             let (project, plan) = loadAndPlan(options, targets: tasks, everyTaskWhenEmpty: false, runner: monitor)
+            phases.mark("load and plan")
+            let root = project.taskfile.root
+            let buildState =
+                dryRun
+                ? BuildState(root: root, lock: lock) { System.writeError($0 + "\n") }
+                : BuildState(root: root, lock: lock ?? takeLock(root: root, wait: wait)) { System.writeError($0 + "\n") }
+            let incremental = IncrementalState(state: buildState, root: root, previous: scan)
+            phases.mark("open state")
             if dryRun {
+                // Exactly the jobs a real run would start now (and those waiting on them).
                 var text = ""
-                for job in Project.dryRunJobs(plan) {
+                for job in incremental.verdicts(plan) where job.reason != .upToDate {
                     text += job.summary.isEmpty ? job.label : "\(job.label): \(job.summary)"
-                    text += "\n"
+                    text += explain ? "\n    because \(job.reason)\n" : "\n"
                 }
                 System.write(text, to: 1)
                 // Like ninja, leave freeing a large graph to the kernel.
                 Kiln.exit()
             }
-            let buildState = openBuildState(root: project.taskfile.root, wait: wait)
-            let incremental = IncrementalState(state: buildState, root: project.taskfile.root)
+            // The run changes what the snapshot describes: it is written again if the run ends well.
+            UpToDateSnapshot.remove(root: root)
             let queues = ResourceQueues(definitions: project.taskfile.resources, cpuWidth: jobs)
             let console = ConsoleReporter(
                 interactive: ConsoleReporter.standardOutputIsInteractive, verbose: verbose, explain: explain, queues: queues
@@ -90,8 +126,13 @@ extension Kiln {
             }
             run.start()
             let summary = run.wait()
+            phases.mark("run")
             incremental.saveFiles()
+            if summary.succeededOverall {
+                incremental.saveSnapshot(taskfilePath: project.taskfile.path, targets: tasks, jobs: summary.succeeded + summary.upToDate)
+            }
             buildState.close()
+            phases.mark("save and close")
             let seconds = run.now
             if let trace, let traceWriter {
                 do {
@@ -101,6 +142,8 @@ extension Kiln {
                 }
             }
             if let jsonWriter { jsonWriter.runFinished(summary, seconds: seconds) } else { console.runFinished(summary, seconds: seconds) }
+            phases.mark("report")
+            phases.print()
             // Exit here rather than return: the kernel frees a large graph faster than deinit does.
             if summary.interrupted { Kiln.exit(withError: ExitCode(ExitStatus.interrupted)) }
             if !summary.succeededOverall { Kiln.exit(withError: ExitCode(ExitStatus.jobFailed)) }
@@ -126,5 +169,26 @@ final class SignalWatcher: Sendable {
             }
             handler(n)
         }
+    }
+}
+
+/// With `KILN_DEBUG=phases` in the environment, prints how long each phase of a run took to
+/// standard error (like ninja's `-d stats`).
+///
+/// Threading: used by the main thread only.
+final class PhaseClock {
+    private let enabled = getenv("KILN_DEBUG").map { String(cString: $0).split(separator: ",").contains("phases") } ?? false
+    private var text = "kiln: phases (ms):"
+    private var last = DispatchTime.now().uptimeNanoseconds
+
+    func mark(_ name: String) {
+        guard enabled else { return }
+        let now = DispatchTime.now().uptimeNanoseconds
+        text += " \(name) \(Double((now - last) / 10_000) / 100);"
+        last = now
+    }
+
+    func print() {
+        if enabled { System.writeError(text + "\n") }
     }
 }

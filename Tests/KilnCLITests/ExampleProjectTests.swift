@@ -46,8 +46,9 @@ import Testing
         #expect(lines.contains("link: cc build/obj/*.o -o build/calc"))
         #expect(lines.contains("test: sh tests/run.sh build/calc"))
         #expect(lines.contains { $0.hasPrefix("package:tarball: mkdir -p dist && tar czf dist/calc.tar.gz") })
-        #expect(lines.contains("default"))
-        #expect(lines.count == 7)
+        // `default` only gathers its dependencies: no commands, so no job.
+        #expect(!lines.contains("default"))
+        #expect(lines.count == 6)
         #expect(!FileManager.default.fileExists(atPath: project + "/build"))
         #expect(!FileManager.default.fileExists(atPath: project + "/dist"))
     }
@@ -141,14 +142,14 @@ import Testing
         }
         let started = events.filter { $0["event"] as? String == "started" }
         let finished = events.filter { $0["event"] as? String == "finished" }
-        #expect(started.count == 7)  // 3 compile jobs, link, test, tarball, default
+        #expect(started.count == 6)  // 3 compile jobs, link, test, tarball (default has no commands: no job)
         #expect(Set(started.compactMap { $0["id"] as? Int }) == Set(finished.compactMap { $0["id"] as? Int }))
         #expect(finished.allSatisfy { $0["status"] as? String == "succeeded" })
         #expect(started.contains { $0["job"] as? String == "compile src/main.c" && $0["task"] as? String == "compile" })
         #expect(events.contains { $0["event"] as? String == "planned" })
         let last = try #require(events.last)
         #expect(last["event"] as? String == "run-finished")
-        #expect(last["succeeded"] as? Int == 7)
+        #expect(last["succeeded"] as? Int == 6)
         #expect(last["failed"] as? Int == 0)
     }
 

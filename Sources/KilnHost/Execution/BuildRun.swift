@@ -41,6 +41,9 @@ public struct RunSummary: Sendable {
     /// The most jobs of `each:` tasks that existed at once.
     public var peakLiveEachJobs = 0
 
+    /// An empty summary.
+    public init() {}
+
     /// Whether everything succeeded.
     public var succeededOverall: Bool { failed == 0 && cancelled == 0 && !interrupted }
 }
@@ -136,6 +139,7 @@ public final class BuildRun: @unchecked Sendable {
         guard claimed else { return }
         while true {
             precheckSettledTasks()
+            settlePrecheckedUpToDate()
             let next = state.withLock { state -> (Int, [TaskProgress])? in
                 state.createAgain = false
                 guard state.nextTask < plan.tasks.count, state.liveTasks < options.liveTaskWindow else { return nil }
@@ -178,6 +182,26 @@ public final class BuildRun: @unchecked Sendable {
         }
     }
 
+    /// Settles, under one lock, the tasks at the creation cursor that a precheck found up to date
+    /// (already published): no job, one report for all of them.
+    private func settlePrecheckedUpToDate() {
+        let settled = state.withLock { state -> [JobInfo] in
+            var infos: [JobInfo] = []
+            while state.nextTask < plan.tasks.count, let verdict = state.prechecked[state.nextTask], verdict.reason == .upToDate {
+                let position = state.nextTask
+                state.prechecked[position] = nil
+                state.progress[position] = .succeeded
+                state.nextTask += 1
+                state.summary.upToDate += 1
+                let name = plan.tasks[position].definition.name
+                infos.append(JobInfo(id: state.nextJobID, task: name, label: name, summary: "", resources: []))
+                state.nextJobID += 1
+            }
+            return infos
+        }
+        if !settled.isEmpty { observer.jobsUpToDate(settled, planned: true, at: now) }
+    }
+
     /// Checks, on every core at once, the next plain tasks whose dependencies have all succeeded
     /// and keeps the verdicts for `startPlainTask`. A no-op run is thousands of independent checks
     /// (mostly `stat` calls); doing them one by one would leave the other cores idle.
@@ -189,7 +213,7 @@ public final class BuildRun: @unchecked Sendable {
             var position = state.nextTask
             while position < plan.tasks.count, positions.count < 1024, state.prechecked[position] == nil {
                 let task = plan.tasks[position]
-                guard task.definition.each == .none else { break }
+                guard task.definition.each == .none, !task.definition.isGroup else { break }
                 let settled = plan.dependencyPositions[position].allSatisfy {
                     if case .succeeded = state.progress[$0] { return true }
                     return false
@@ -205,10 +229,11 @@ public final class BuildRun: @unchecked Sendable {
         DispatchQueue.concurrentPerform(iterations: batch.count) { index in
             let position = batch[index]
             let task = plan.tasks[position]
-            let request = task.definition.jobRequest(source: nil)
-            let verdict = incremental.check(
-                key: request.label, task: task, request: request, dependencies: task.definition.dependencies.map(\.value)
-            )
+            let verdict = incremental.verdict(of: task, source: nil)
+            // Published now, in parallel: dependents are checked only once this task is settled.
+            if verdict.reason == .upToDate {
+                incremental.upToDate(key: task.definition.name, task: task.definition.name, check: verdict)
+            }
             verdicts.withLock { $0[position] = verdict }
         }
         let results = verdicts.value
@@ -285,9 +310,10 @@ public final class BuildRun: @unchecked Sendable {
 
     /// Starts a plain task's job; `nil` when the task was found up to date and needs none.
     private func startPlainTask(_ task: BuildPlan.Task, position: Int, after dependencies: [TaskProgress]) -> Job? {
-        let request = task.definition.jobRequest(source: nil)
-        let verdict = inlineCheck(task, request: request, after: dependencies, countsAsPlanned: true, position: position)
+        if task.definition.isGroup { return startGroupTask(task, position: position, after: dependencies) }
+        let verdict = inlineCheck(task, source: nil, after: dependencies, countsAsPlanned: true, position: position)
         if verdict?.reason == .upToDate { return nil }
+        let request = task.definition.jobRequest(source: nil)
         let (entry, entryQueue, realJob, target) = makeUnit(task, request: request, verdict: verdict) { [self] _, job in
             taskFinished(position, doneJob: job)
         }
@@ -299,6 +325,33 @@ public final class BuildRun: @unchecked Sendable {
         }
         add(entry, to: entryQueue)
         return target
+    }
+
+    /// A group task makes no job: settled at once when its dependencies are, otherwise a control
+    /// job waits for them. Either way it publishes its dependencies' signatures as its own.
+    private func startGroupTask(_ task: BuildPlan.Task, position: Int, after dependencies: [TaskProgress]) -> Job? {
+        let name = task.definition.name
+        let names = task.definition.dependencies.map(\.value)
+        let settled = dependencies.allSatisfy {
+            if case .succeeded = $0 { return true }
+            return false
+        }
+        if settled {
+            options.incremental?.publishGroup(name, dependencies: names)
+            return nil
+        }
+        let gather = BlockJob {}
+        gather.name = name
+        gather.requiresSuccessfulDependencies = true
+        wire(gather, after: dependencies)
+        pendingAdd(1)
+        gather.completionBlock = { [self] in
+            if !gather.isCancelled { options.incremental?.publishGroup(name, dependencies: names) }
+            taskFinished(position, doneJob: gather)
+            pendingAdd(-1)
+        }
+        add(gather, to: control)
+        return gather
     }
 
     // MARK: `each:` tasks
@@ -349,10 +402,10 @@ public final class BuildRun: @unchecked Sendable {
         barrier.name = "\(batches.task.definition.name) (batch \(range.lowerBound / batches.batchSize + 1))"
         var entries: [(Job, JobQueue)] = []
         for source in batches.sources[range] {
-            let request = batches.task.definition.jobRequest(source: source)
             // The gate ran, so the task's dependencies all succeeded: check each file now.
-            let verdict = inlineCheck(batches.task, request: request, after: [], countsAsPlanned: false)
+            let verdict = inlineCheck(batches.task, source: source, after: [], countsAsPlanned: false)
             if verdict?.reason == .upToDate { continue }
+            let request = batches.task.definition.jobRequest(source: source)
             let (entry, queue, _, target) = makeUnit(batches.task, request: request, countsAsPlanned: false, verdict: verdict) { [self] failed, _ in
                 if failed { batches.recordFailure() }
                 state.withLock { $0.liveEachJobs -= 1 }
@@ -443,7 +496,9 @@ public final class BuildRun: @unchecked Sendable {
             let dependencies = task.definition.dependencies.map(\.value)
             let key = request.label
             let check = BlockJob {
-                let result = incremental.check(key: key, task: task, request: request, dependencies: dependencies)
+                let result =
+                    incremental.snapshotVerdict(key: key, dependencies: dependencies)
+                    ?? incremental.check(key: key, task: task, request: request, dependencies: dependencies)
                 verdict.withLock { $0 = result }
             }
             check.name = "\(request.label) (up-to-date check)"
@@ -482,7 +537,7 @@ public final class BuildRun: @unchecked Sendable {
                         depfile: task.definition.depfile.map { Template.render($0, variables: request.variables) }
                     )
                 case .upToDate:
-                    incremental.upToDate(key: request.label, task: countsAsPlanned ? task.definition.name : nil)
+                    incremental.upToDate(key: request.label, task: countsAsPlanned ? task.definition.name : nil, check: result)
                 case .failed: incremental.failed(key: request.label)
                 case .cancelled: break
                 }
@@ -528,18 +583,17 @@ public final class BuildRun: @unchecked Sendable {
     /// job at all — a no-op run creates none. Returns `nil` when the check has to wait for running
     /// dependencies (a check job does it then).
     private func inlineCheck(
-        _ task: BuildPlan.Task, request: JobRequest, after dependencies: [TaskProgress], countsAsPlanned: Bool,
+        _ task: BuildPlan.Task, source: String?, after dependencies: [TaskProgress], countsAsPlanned: Bool,
         position: Int? = nil
     ) -> IncrementalState.Check? {
         guard let incremental = options.incremental else { return nil }
         for dependency in dependencies {
             guard case .succeeded = dependency else { return nil }
         }
-        let verdict = prechecked(at: position) ?? incremental.check(
-            key: request.label, task: task, request: request, dependencies: task.definition.dependencies.map(\.value)
-        )
+        let verdict = prechecked(at: position) ?? incremental.verdict(of: task, source: source)
         guard verdict.reason == .upToDate else { return verdict }
-        incremental.upToDate(key: request.label, task: countsAsPlanned ? task.definition.name : nil)
+        let label = source.map { "\(task.definition.name) \($0)" } ?? task.definition.name
+        incremental.upToDate(key: label, task: countsAsPlanned ? task.definition.name : nil, check: verdict)
         let id = state.withLock { state -> Int in
             defer {
                 state.nextJobID += 1
@@ -547,10 +601,8 @@ public final class BuildRun: @unchecked Sendable {
             }
             return state.nextJobID
         }
-        let info = JobInfo(id: id, task: task.definition.name, label: request.label, summary: "", resources: [])
-        if countsAsPlanned { observer.jobsPlanned(1) }
-        observer.jobChecked(info, reason: .upToDate)
-        observer.jobFinished(info, outcome: .upToDate, output: TaskOutput(), at: now)
+        let info = JobInfo(id: id, task: task.definition.name, label: label, summary: "", resources: [])
+        observer.jobsUpToDate([info], planned: countsAsPlanned, at: now)
         return verdict
     }
 

@@ -43,11 +43,24 @@ public protocol RunObserver: Sendable {
     func jobFinished(_ job: JobInfo, outcome: JobOutcome, output: TaskOutput, at time: Double)
     /// Why a job is about to run, or that it is up to date (incremental runs only).
     func jobChecked(_ job: JobInfo, reason: RunReason)
+    /// Jobs found up to date without running, together (see the default implementation).
+    func jobsUpToDate(_ jobs: [JobInfo], planned: Bool, at time: Double)
 }
 
 extension RunObserver {
     /// Ignores the reason.
     public func jobChecked(_ job: JobInfo, reason: RunReason) {}
+
+    /// Jobs found up to date without running, reported together (a no-op run has thousands):
+    /// each is planned (when `planned`), checked and finished as `.upToDate`. Reporters that
+    /// can take them in one go override it.
+    public func jobsUpToDate(_ jobs: [JobInfo], planned: Bool, at time: Double) {
+        if planned { jobsPlanned(jobs.count) }
+        for job in jobs {
+            jobChecked(job, reason: .upToDate)
+            jobFinished(job, outcome: .upToDate, output: TaskOutput(), at: time)
+        }
+    }
 }
 
 /// Sends every event to several observers.
@@ -71,5 +84,9 @@ public struct RunObservers: RunObserver {
     /// Forwards.
     public func jobChecked(_ job: JobInfo, reason: RunReason) {
         for observer in observers { observer.jobChecked(job, reason: reason) }
+    }
+    /// Forwards.
+    public func jobsUpToDate(_ jobs: [JobInfo], planned: Bool, at time: Double) {
+        for observer in observers { observer.jobsUpToDate(jobs, planned: planned, at: time) }
     }
 }

@@ -2,6 +2,18 @@
 import Glibc
 #endif
 
+/// A directory a glob expansion read, and what `stat` said of it just before.
+///
+/// Threading: a value type.
+struct VisitedDirectory: Sendable {
+    /// Its absolute path.
+    var path: String
+    /// When it was looked at (`CLOCK_REALTIME`, ns).
+    var seenAt: Int64
+    /// Its status then; `nil` when it didn't exist.
+    var stat: FileStat?
+}
+
 /// Expands `sources:` patterns: `*`, `?` and `[…]` within a path segment, `**` for any number of
 /// directories. Paths are relative to a base directory; hidden entries match only patterns that
 /// name them (`.*`), and `**` never descends into `.git` or `.kiln`.
@@ -10,6 +22,15 @@ import Glibc
 enum Glob {
     /// The files matching `pattern` under `base`, relative to `base`, sorted.
     static func files(matching pattern: String, in base: String) -> [String] {
+        var ignored: [VisitedDirectory] = []
+        return files(matching: pattern, in: base, visited: &ignored)
+    }
+
+    /// The files matching `pattern` under `base`, relative to `base`, sorted; appends to `visited`
+    /// every directory the expansion looked into (absolute), with its status taken *before* it was
+    /// read (`nil`: it didn't exist). While none of them changes, the expansion can't change
+    /// either: adding, removing or renaming an entry changes its directory's mtime and ctime.
+    static func files(matching pattern: String, in base: String, visited: inout [VisitedDirectory]) -> [String] {
         var segments = pattern.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
         var prefix = ""
         if pattern.hasPrefix("/") { prefix = "/" }
@@ -20,7 +41,7 @@ enum Glob {
         }
         var results: [String] = []
         let start = Path.join(base, prefix)
-        walk(directory: start, relative: prefix, segments: segments[...], into: &results)
+        walk(directory: start, relative: prefix, segments: segments[...], into: &results, visited: &visited)
         return results.sorted()
     }
 
@@ -29,17 +50,21 @@ enum Glob {
         text.contains { $0 == "*" || $0 == "?" || $0 == "[" }
     }
 
-    private static func walk(directory: String, relative: String, segments: ArraySlice<String>, into results: inout [String]) {
+    private static func walk(
+        directory: String, relative: String, segments: ArraySlice<String>, into results: inout [String],
+        visited: inout [VisitedDirectory]
+    ) {
         guard let segment = segments.first else { return }
+        visited.append(VisitedDirectory(path: directory, seenAt: FileHasher.realTime(), stat: FileStat.of(directory)))
         let rest = segments.dropFirst()
         if segment == "**" {
             // Zero directories…
-            walk(directory: directory, relative: relative, segments: rest, into: &results)
+            walk(directory: directory, relative: relative, segments: rest, into: &results, visited: &visited)
             // …or one more, then `**` again.
             for entry in entries(of: directory) where entry.isDirectory && !entry.name.hasPrefix(".") {
                 walk(
                     directory: directory + "/" + entry.name, relative: relative + entry.name + "/", segments: segments,
-                    into: &results
+                    into: &results, visited: &visited
                 )
             }
             return
@@ -52,7 +77,7 @@ enum Glob {
             if rest.isEmpty {
                 if !isDirectory { results.append(relative + segment) }
             } else if isDirectory {
-                walk(directory: path, relative: relative + segment + "/", segments: rest, into: &results)
+                walk(directory: path, relative: relative + segment + "/", segments: rest, into: &results, visited: &visited)
             }
             return
         }
@@ -60,7 +85,10 @@ enum Glob {
             if rest.isEmpty {
                 if !entry.isDirectory { results.append(relative + entry.name) }
             } else if entry.isDirectory {
-                walk(directory: directory + "/" + entry.name, relative: relative + entry.name + "/", segments: rest, into: &results)
+                walk(
+                    directory: directory + "/" + entry.name, relative: relative + entry.name + "/", segments: rest,
+                    into: &results, visited: &visited
+                )
             }
         }
     }

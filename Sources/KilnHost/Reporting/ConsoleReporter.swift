@@ -100,6 +100,25 @@ public final class ConsoleReporter: RunObserver {
         }
     }
 
+    /// Counts jobs found up to date together; prints them with `verbose` or `explain`.
+    public func jobsUpToDate(_ jobs: [JobInfo], planned: Bool, at time: Double) {
+        state.withLock { state in
+            if planned { state.total += jobs.count }
+            if explain || verbose {
+                var text = ""
+                for job in jobs {
+                    state.finished += 1
+                    if explain { text += "kiln explain: \(job.label): \(RunReason.upToDate)\n" }
+                    if verbose { text += "[\(state.finished)/\(max(state.total, state.finished))] up to date: \(job.label)\n" }
+                }
+                emit(&state, text)
+            } else {
+                state.finished += jobs.count
+            }
+            if interactive { drawStatus(&state) }
+        }
+    }
+
     /// With `explain`, prints why the job runs, or that it is up to date.
     public func jobChecked(_ job: JobInfo, reason: RunReason) {
         guard explain else { return }
@@ -109,13 +128,22 @@ public final class ConsoleReporter: RunObserver {
     /// Prints the closing line and clears the status line.
     public func runFinished(_ summary: RunSummary, seconds: Double) {
         state.withLock { state in
-            var parts = ["\(summary.succeeded) ran"]
-            if summary.upToDate > 0 { parts.append("\(summary.upToDate) up to date") }
-            if summary.failed > 0 { parts.append("\(summary.failed) failed") }
-            if summary.cancelled > 0 { parts.append("\(summary.cancelled) did not run") }
-            let verdict = summary.interrupted ? "interrupted" : summary.succeededOverall ? "done" : "FAILED"
-            emit(&state, "kiln: \(verdict): \(parts.joined(separator: ", ")) in \(formatDecimal(seconds, digits: 2)) s\n")
+            emit(&state, Self.summaryLine(summary, seconds: seconds))
         }
+    }
+
+    /// Prints the line that ends a run, for a run that needed no reporter (a no-op).
+    public static func printSummary(_ summary: RunSummary, seconds: Double) {
+        System.write(summaryLine(summary, seconds: seconds), to: 1)
+    }
+
+    private static func summaryLine(_ summary: RunSummary, seconds: Double) -> String {
+        var parts = ["\(summary.succeeded) ran"]
+        if summary.upToDate > 0 { parts.append("\(summary.upToDate) up to date") }
+        if summary.failed > 0 { parts.append("\(summary.failed) failed") }
+        if summary.cancelled > 0 { parts.append("\(summary.cancelled) did not run") }
+        let verdict = summary.interrupted ? "interrupted" : summary.succeededOverall ? "done" : "FAILED"
+        return "kiln: \(verdict): \(parts.joined(separator: ", ")) in \(formatDecimal(seconds, digits: 2)) s\n"
     }
 
     /// Writes text above the status line.

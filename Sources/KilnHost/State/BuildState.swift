@@ -82,10 +82,15 @@ public final class BuildState: @unchecked Sendable {
     /// The SQLite handle. `@unchecked Sendable`: it is only used under `connection`'s mutex.
     private struct Handle: @unchecked Sendable {
         var database: OpaquePointer?
+        /// Prepared statements reused by the one-row lookups.
+        var cached: [String: OpaquePointer] = [:]
     }
 
     private let connection: Mutex<Handle>
-    private let lockDescriptor: Int32
+    /// Held for the state's lifetime: one run per project at a time (`nil`: a reader that found
+    /// it taken).
+    public let lock: ProjectLock?
+    private let warn: @Sendable (String) -> Void
 
     /// Opens (or creates) the state of the project at `root`.
     ///
@@ -95,18 +100,23 @@ public final class BuildState: @unchecked Sendable {
     ///   - warn: Receives a line when a broken database is moved aside.
     /// - Throws: ``BuildStateError`` when another run holds the project (and `wait` is false), or
     ///   `.kiln` can't be created.
-    public init(root: String, wait: Bool = false, warn: (String) -> Void) throws(BuildStateError) {
-        let directory = root + "/.kiln"
-        if mkdir(directory, 0o755) != 0, errno != EEXIST {
-            throw BuildStateError(message: "can't create \(directory): \(String(cString: strerror(errno)))")
-        }
-        path = directory + "/state.db"
-        lockDescriptor = try Self.lock(directory + "/lock", wait: wait)
+    public convenience init(root: String, wait: Bool = false, warn: @escaping @Sendable (String) -> Void) throws(BuildStateError) {
+        try self.init(root: root, lock: ProjectLock(root: root, wait: wait), warn: warn)
+    }
+
+    /// Opens (or creates) the state of the project at `root`, whose lock the caller holds.
+    ///
+    /// - Parameters:
+    ///   - root: The project root; the state goes in `root/.kiln/`.
+    ///   - lock: The project's lock, held from now on by the state; `nil` only for reading.
+    ///   - warn: Receives a line when a broken database is moved aside (from any thread).
+    public init(root: String, lock: ProjectLock?, warn: @escaping @Sendable (String) -> Void) {
+        path = root + "/.kiln/state.db"
+        self.lock = lock
+        self.warn = warn
         var database = Self.openDatabase(path)
         if database == nil {
-            let aside = path + ".corrupt-\(FileHasher.realTime() / 1_000_000_000)"
-            for suffix in ["", "-wal", "-shm"] { rename(path + suffix, aside + suffix) }
-            warn("kiln: the build state \(path) is unreadable or damaged; moved it to \(aside) and starting a full build")
+            Self.moveAside(path, warn: warn)
             database = Self.openDatabase(path)
         }
         connection = Mutex(Handle(database: database))
@@ -115,11 +125,31 @@ public final class BuildState: @unchecked Sendable {
         }
     }
 
+    /// Moves a damaged database (and its log) aside, with a warning, and forgets the up-to-date
+    /// snapshot, which rests on its records.
+    private static func moveAside(_ path: String, warn: (String) -> Void) {
+        let aside = path + ".corrupt-\(FileHasher.realTime() / 1_000_000_000)"
+        for suffix in ["", "-wal", "-shm"] { rename(path + suffix, aside + suffix) }
+        UpToDateSnapshot.remove(root: Path.directory(of: Path.directory(of: path)))
+        warn("kiln: the build state \(path) is unreadable or damaged; moved it to \(aside) and starting a full build")
+    }
+
+    /// Called when SQLite reports damage in the middle of a run: closes the database, moves it
+    /// aside, and goes on without a state — every job not yet checked then runs, nothing is
+    /// skipped on a record that can't be trusted.
+    private func damaged(_ handle: inout Handle) {
+        if let database = handle.database { sqlite3_close_v2(database) }
+        handle = Handle(database: nil)
+        Self.moveAside(path, warn: warn)
+    }
+
     /// Folds the write-ahead log into the database and closes it, so `.kiln` holds one compact
     /// file. kiln calls it before exiting (it exits without running deinitializers).
     public func close() {
         connection.withLock { handle in
             guard let database = handle.database else { return }
+            for statement in handle.cached.values { sqlite3_finalize(statement) }
+            handle.cached = [:]
             sqlite3_exec(database, "PRAGMA wal_checkpoint(TRUNCATE)", nil, nil, nil)
             sqlite3_close_v2(database)
             handle.database = nil
@@ -128,11 +158,10 @@ public final class BuildState: @unchecked Sendable {
 
     deinit {
         connection.withLock { handle in
+            for statement in handle.cached.values { sqlite3_finalize(statement) }
             if let database = handle.database { sqlite3_close_v2(database) }
             handle.database = nil
         }
-        flock(lockDescriptor, LOCK_UN)
-        Glibc.close(lockDescriptor)
     }
 
     // MARK: Records
@@ -140,6 +169,7 @@ public final class BuildState: @unchecked Sendable {
     /// Every job record, by job key.
     public func loadJobs() -> [String: JobRecord] {
         var result: [String: JobRecord] = [:]
+        result.reserveCapacity(count(of: "jobs"))
         query("SELECT key, record FROM jobs") { statement in
             guard let key = Self.text(statement, 0), let record = Self.decodeRecord(Self.blob(statement, 1)) else { return }
             result[key] = record
@@ -150,17 +180,41 @@ public final class BuildState: @unchecked Sendable {
     /// Every recorded file hash, by path.
     public func loadFiles() -> [String: HashedFile] {
         var result: [String: HashedFile] = [:]
+        result.reserveCapacity(count(of: "files"))
         query("SELECT path, modified, changed, size, inode, hash_high, hash_low, hashed_at FROM files") { statement in
             guard let path = Self.text(statement, 0) else { return }
-            let stat = FileStat(
-                modified: sqlite3_column_int64(statement, 1), changed: sqlite3_column_int64(statement, 2),
-                size: sqlite3_column_int64(statement, 3), inode: UInt64(bitPattern: sqlite3_column_int64(statement, 4))
-            )
-            let hash = ContentHash(
-                high: UInt64(bitPattern: sqlite3_column_int64(statement, 5)),
-                low: UInt64(bitPattern: sqlite3_column_int64(statement, 6))
-            )
-            result[path] = HashedFile(stat: stat, hash: hash, hashedAt: sqlite3_column_int64(statement, 7))
+            result[path] = Self.hashedFile(statement, from: 1)
+        }
+        return result
+    }
+
+    /// A file record from seven columns starting at `first`.
+    private static func hashedFile(_ statement: OpaquePointer, from first: Int32) -> HashedFile {
+        let stat = FileStat(
+            modified: sqlite3_column_int64(statement, first), changed: sqlite3_column_int64(statement, first + 1),
+            size: sqlite3_column_int64(statement, first + 2), inode: UInt64(bitPattern: sqlite3_column_int64(statement, first + 3))
+        )
+        let hash = ContentHash(
+            high: UInt64(bitPattern: sqlite3_column_int64(statement, first + 4)),
+            low: UInt64(bitPattern: sqlite3_column_int64(statement, first + 5))
+        )
+        return HashedFile(stat: stat, hash: hash, hashedAt: sqlite3_column_int64(statement, first + 6))
+    }
+
+    /// One job's record, read when it is needed (`nil`: none, or it can't be decoded).
+    public func loadJob(key: String) -> JobRecord? {
+        var result: JobRecord?
+        lookup("SELECT record FROM jobs WHERE key = ?1", key) { statement in
+            result = Self.decodeRecord(Self.blob(statement, 0))
+        }
+        return result
+    }
+
+    /// One file's recorded hash, read when it is needed.
+    public func loadFile(path: String) -> HashedFile? {
+        var result: HashedFile?
+        lookup("SELECT modified, changed, size, inode, hash_high, hash_low, hashed_at FROM files WHERE path = ?1", path) { statement in
+            result = Self.hashedFile(statement, from: 0)
         }
         return result
     }
@@ -250,7 +304,9 @@ public final class BuildState: @unchecked Sendable {
             CREATE TABLE IF NOT EXISTS files(path TEXT PRIMARY KEY, modified INTEGER, changed INTEGER, size INTEGER,
                 inode INTEGER, hash_high INTEGER, hash_low INTEGER, hashed_at INTEGER);
             """
-        guard quickCheck(database), sqlite3_exec(database, setup, nil, nil, nil) == SQLITE_OK else {
+        // No `quick_check` here: it reads the whole file on every run. Damage shows up as
+        // SQLITE_CORRUPT or SQLITE_NOTADB when a page is used, and is handled there.
+        guard sqlite3_exec(database, setup, nil, nil, nil) == SQLITE_OK else {
             sqlite3_close_v2(database)
             return nil
         }
@@ -274,22 +330,44 @@ public final class BuildState: @unchecked Sendable {
         return database
     }
 
-    private static func quickCheck(_ database: OpaquePointer) -> Bool {
-        var statement: OpaquePointer?
-        defer { sqlite3_finalize(statement) }
-        guard sqlite3_prepare_v2(database, "PRAGMA quick_check", -1, &statement, nil) == SQLITE_OK,
-            sqlite3_step(statement) == SQLITE_ROW
-        else { return false }
-        return text(statement, 0) == "ok"
-    }
-
     private func query(_ sql: String, row: (OpaquePointer) -> Void) {
         connection.withLock { handle in
             guard let database = handle.database else { return }
             var statement: OpaquePointer?
-            guard sqlite3_prepare_v2(database, sql, -1, &statement, nil) == SQLITE_OK, let statement else { return }
+            guard sqlite3_prepare_v2(database, sql, -1, &statement, nil) == SQLITE_OK, let statement else {
+                if Self.isDamage(sqlite3_errcode(database)) { damaged(&handle) }
+                return
+            }
             defer { sqlite3_finalize(statement) }
-            while sqlite3_step(statement) == SQLITE_ROW { row(statement) }
+            var status = sqlite3_step(statement)
+            while status == SQLITE_ROW {
+                row(statement)
+                status = sqlite3_step(statement)
+            }
+            if Self.isDamage(status) { damaged(&handle) }
+        }
+    }
+
+    /// Runs a one-row lookup with a statement prepared once and kept.
+    private func lookup(_ sql: String, _ key: String, row: (OpaquePointer) -> Void) {
+        connection.withLock { handle in
+            guard let database = handle.database else { return }
+            var statement = handle.cached[sql]
+            if statement == nil {
+                guard sqlite3_prepare_v2(database, sql, -1, &statement, nil) == SQLITE_OK, let statement else {
+                    if Self.isDamage(sqlite3_errcode(database)) { damaged(&handle) }
+                    return
+                }
+                handle.cached[sql] = statement
+            }
+            guard let statement else { return }
+            defer {
+                sqlite3_reset(statement)
+                sqlite3_clear_bindings(statement)
+            }
+            sqlite3_bind_text(statement, 1, key, -1, Self.transient)
+            let status = sqlite3_step(statement)
+            if status == SQLITE_ROW { row(statement) } else if Self.isDamage(status) { damaged(&handle) }
         }
     }
 
@@ -297,11 +375,25 @@ public final class BuildState: @unchecked Sendable {
         connection.withLock { handle in
             guard let database = handle.database else { return }
             var statement: OpaquePointer?
-            guard sqlite3_prepare_v2(database, sql, -1, &statement, nil) == SQLITE_OK, let statement else { return }
+            guard sqlite3_prepare_v2(database, sql, -1, &statement, nil) == SQLITE_OK, let statement else {
+                if Self.isDamage(sqlite3_errcode(database)) { damaged(&handle) }
+                return
+            }
             defer { sqlite3_finalize(statement) }
             bind(statement)
-            sqlite3_step(statement)
+            if Self.isDamage(sqlite3_step(statement)) { damaged(&handle) }
         }
+    }
+
+    /// The number of rows of a table (to size what loads it).
+    private func count(of table: String) -> Int {
+        var result = 0
+        query("SELECT count(*) FROM \(table)") { result = Int(sqlite3_column_int64($0, 0)) }
+        return result
+    }
+
+    private static func isDamage(_ status: Int32) -> Bool {
+        status & 0xff == SQLITE_CORRUPT || status & 0xff == SQLITE_NOTADB
     }
 
     private static func text(_ statement: OpaquePointer?, _ column: Int32) -> String? {
@@ -357,10 +449,26 @@ public final class BuildState: @unchecked Sendable {
             discovered: tables[3]
         )
     }
+}
 
-    // MARK: The run lock
+/// The project's run lock: `.kiln/lock`, held with `flock` while a kiln command changes the
+/// project's state. It holds the holder's process id, named when another run finds it taken.
+///
+/// Threading: immutable; released when the value is freed (or the process exits).
+public final class ProjectLock: Sendable {
+    private let descriptor: Int32
 
-    private static func lock(_ path: String, wait: Bool) throws(BuildStateError) -> Int32 {
+    /// Takes the lock of the project at `root`, creating `.kiln` when needed.
+    ///
+    /// - Parameter wait: Wait for another run holding it instead of failing.
+    /// - Throws: ``BuildStateError`` when another run holds it (and `wait` is false), or `.kiln`
+    ///   can't be created.
+    public init(root: String, wait: Bool) throws(BuildStateError) {
+        let directory = root + "/.kiln"
+        if mkdir(directory, 0o755) != 0, errno != EEXIST {
+            throw BuildStateError(message: "can't create \(directory): \(String(cString: strerror(errno)))")
+        }
+        let path = directory + "/lock"
         let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
         guard descriptor >= 0 else {
             throw BuildStateError(message: "can't open \(path): \(String(cString: strerror(errno)))")
@@ -379,7 +487,12 @@ public final class BuildState: @unchecked Sendable {
         let pid = "\(getpid())\n"
         _ = ftruncate(descriptor, 0)
         _ = pid.withCString { pwrite(descriptor, $0, strlen($0), 0) }
-        return descriptor
+        self.descriptor = descriptor
+    }
+
+    deinit {
+        flock(descriptor, LOCK_UN)
+        Glibc.close(descriptor)
     }
 }
 

@@ -88,19 +88,28 @@ public final class FileHasher: Sendable {
     /// project-relative paths (short, and stored inline by Swift) keep a big table small.
     private let root: String
 
+    /// Looks up a path's record when the table has none (the build state, read one row at a time
+    /// when only a few files are expected to be hashed).
+    private let lookup: (@Sendable (String) -> HashedFile?)?
+
     /// Creates a hasher.
     ///
     /// - Parameters:
     ///   - known: Hashes recorded by earlier runs, by path.
+    ///   - root: Relative paths are resolved against it.
     ///   - now: The real-time clock in nanoseconds (a seam for tests).
+    ///   - lookup: Asked for a path's record when `known` has none; called from any thread.
     public init(
-        known: [String: HashedFile] = [:], root: String = "", now: @escaping @Sendable () -> Int64 = FileHasher.realTime
+        known: [String: HashedFile] = [:], root: String = "", now: @escaping @Sendable () -> Int64 = FileHasher.realTime,
+        lookup: (@Sendable (String) -> HashedFile?)? = nil
     ) {
         self.root = root
         var split = [[String: HashedFile]](repeating: [:], count: 16)
+        for index in split.indices { split[index].reserveCapacity(known.count / 16 + 1) }
         for (path, file) in known { split[path.hashValue & 15][path] = file }
         self.shards = split.map { Shard($0) }
         self.now = now
+        self.lookup = lookup
     }
 
     /// `CLOCK_REALTIME` in nanoseconds.
@@ -118,28 +127,32 @@ public final class FileHasher: Sendable {
         case read
     }
 
-    /// The file's hash, or `nil` if it doesn't exist.
+    /// The file's hash, or `nil` if it doesn't exist. `record` is what the hash rests on (the
+    /// status the file had when it was read), `nil` when the file changed while it was read.
     ///
     /// - Throws: ``FileContent/Failure`` if it exists but can't be read.
-    public func hash(_ path: String) throws(FileContent.Failure) -> (hash: ContentHash, source: Source)? {
+    public func hash(_ path: String) throws(FileContent.Failure) -> (hash: ContentHash, source: Source, record: HashedFile?)? {
         let file = path.hasPrefix("/") || root.isEmpty ? path : root + "/" + path
         guard let status = FileStat.of(file) else {
             if shard(path).table.withLock({ $0.removeValue(forKey: path) }) != nil { changed.withLock { _ = $0.insert(path) } }
             return nil
         }
-        if let record = shard(path).table.withLock({ $0[path] }), record.stat == status,
-            record.hashedAt - status.modified > Self.racyWindow
-        {
-            return (record.hash, .recorded)
+        var known = shard(path).table.withLock { $0[path] }
+        if known == nil, let lookup, let found = lookup(path) {
+            known = found
+            shard(path).table.withLock { $0[path] = $0[path] ?? found }
+        }
+        if let record = known, record.stat == status, record.hashedAt - status.modified > Self.racyWindow {
+            return (record.hash, .recorded, record)
         }
         let hashedAt = now()
         let hash = try FileContent.hash(file)
         // If the file changed while it was read, the hash may mix old and new bytes: keep no
         // record, so it is read again next time.
-        let unchanged = FileStat.of(file) == status
-        shard(path).table.withLock { $0[path] = unchanged ? HashedFile(stat: status, hash: hash, hashedAt: hashedAt) : nil }
+        let record = FileStat.of(file) == status ? HashedFile(stat: status, hash: hash, hashedAt: hashedAt) : nil
+        shard(path).table.withLock { $0[path] = record }
         changed.withLock { _ = $0.insert(path) }
-        return (hash, .read)
+        return (hash, .read, record)
     }
 
     /// Everything recorded, for saving in the build state.

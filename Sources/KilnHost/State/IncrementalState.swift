@@ -25,6 +25,9 @@ public enum RunReason: Sendable, Equatable, CustomStringConvertible {
     case outputModified(String)
     /// The task declares neither `sources` nor `generates`, so it always runs.
     case alwaysRuns
+    /// A dependency runs first, so this job's verdict waits for what it leaves (a dry run or
+    /// `kiln status` can't know; a real run checks again then).
+    case dependencyRuns(String)
 
     /// For people.
     public var description: String {
@@ -37,6 +40,7 @@ public enum RunReason: Sendable, Equatable, CustomStringConvertible {
         case .outputMissing(let path): "output \(path) is missing"
         case .outputModified(let path): "output \(path) was modified"
         case .alwaysRuns: "it declares no sources or generates, so it always runs"
+        case .dependencyRuns(let name): "dependency \(name) runs first"
         }
     }
 }
@@ -58,11 +62,18 @@ public final class IncrementalState: Sendable {
     private let state: BuildState?
     private let hasher: FileHasher
     private let root: String
-    /// The records loaded when the run began. Read without a lock: a job's record is only
-    /// replaced after that job's own check, and each job is checked once per run.
-    private let initialRecords: [String: JobRecord]
+    /// The records loaded when the run began, by key — or `nil` when records are read one at a
+    /// time as jobs are checked (a snapshot says few jobs need a check). Read without a lock: a
+    /// job's record is only replaced after that job's own check, and each job is checked once.
+    private let initialRecords: [String: JobRecord]?
     /// Output signatures of jobs and tasks finished (or found up to date) in this run.
     private let published = Mutex<[String: ContentHash]>([:])
+    /// The last complete run's snapshot and which of its jobs watch a changed path.
+    private let previous: UpToDateSnapshot.Scan?
+    /// Index of each snapshot job, by key.
+    private let previousJobs: [String: Int]
+    /// What this run's verdicts rest on, for the next snapshot.
+    private let recorder: SnapshotRecorder
 
     /// Creates the incremental state of a run.
     ///
@@ -70,23 +81,75 @@ public final class IncrementalState: Sendable {
     ///   - state: The project's build state (records are loaded from it and saved to it), or `nil`
     ///     to remember nothing.
     ///   - root: The project root; directories in signatures are relative to it.
-    public init(state: BuildState?, root: String) {
+    ///   - previous: The scan of the last run's snapshot: a job it has, that watches no changed
+    ///     path and whose dependencies publish what they published then, is up to date without a
+    ///     check.
+    public init(state: BuildState?, root: String, previous: UpToDateSnapshot.Scan? = nil) {
         self.state = state
         self.root = root
-        initialRecords = state?.loadJobs() ?? [:]
-        hasher = FileHasher(known: state?.loadFiles() ?? [:], root: root)
+        self.previous = previous
+        var index: [String: Int] = [:]
+        if let previous {
+            index.reserveCapacity(previous.snapshot.jobs.count)
+            for (position, job) in previous.snapshot.jobs.enumerated() { index[job.key] = position }
+        }
+        previousJobs = index
+        recorder = SnapshotRecorder(previous: previous?.snapshot)
+        // Few checks ahead: read records and file hashes one at a time instead of all of them.
+        let fewChecks = previous.map { $0.dirtyJobs.count <= max(256, $0.snapshot.jobs.count / 10) } ?? false
+        if fewChecks, let state {
+            initialRecords = nil
+            hasher = FileHasher(root: root, lookup: { state.loadFile(path: $0) })
+        } else {
+            initialRecords = state?.loadJobs() ?? [:]
+            hasher = FileHasher(known: state?.loadFiles() ?? [:], root: root)
+        }
     }
 
     /// What the check of one job found.
     ///
     /// Threading: a value type.
     public struct Check: Sendable {
-        /// The job's signature.
+        /// The job's signature (zero for a job the snapshot found up to date).
         public var signature: ContentHash
         /// Why it runs, or `.upToDate`.
         public var reason: RunReason
         /// What the signature was made of, for the record.
         public var parts: Parts
+        /// For an up-to-date job, the output signature it publishes.
+        var outputSignature: ContentHash?
+        /// The paths the verdict rests on; `nil` when one changed while it was read.
+        var watched: [WatchedPath]?
+        /// Found up to date on the snapshot's word, not by a check: its job there.
+        var snapshotJob: Int?
+    }
+
+    /// The verdict the snapshot gives without a check: up to date when it has the job, none of
+    /// the paths the job watches changed, and each dependency publishes the output signature it
+    /// published then. `nil`: the job needs ``check(key:task:request:dependencies:)``.
+    public func snapshotVerdict(key: String, dependencies: [String]) -> Check? {
+        guard let previous, let position = previousJobs[key], !previous.dirtyJobs.contains(key),
+            let signature = previous.snapshot.published[key]
+        else { return nil }
+        let unchanged = published.withLock { table in
+            dependencies.allSatisfy { table[$0] == previous.snapshot.published[$0] }
+        }
+        guard unchanged else { return nil }
+        return Check(
+            signature: ContentHash(high: 0, low: 0), reason: .upToDate,
+            parts: Parts(definition: ContentHash(high: 0, low: 0), inputs: [:], dependencies: [:]),
+            outputSignature: signature, watched: nil, snapshotJob: position
+        )
+    }
+
+    /// The verdict on the job of `task` for `source` (`nil`: a plain task): the snapshot's when it
+    /// has one, a check otherwise.
+    public func verdict(of task: BuildPlan.Task, source: String?) -> Check {
+        let dependencies = task.definition.dependencies.map(\.value)
+        let key = source.map { "\(task.definition.name) \($0)" } ?? task.definition.name
+        if let verdict = snapshotVerdict(key: key, dependencies: dependencies) { return verdict }
+        let request = task.definition.jobRequest(source: source)
+        return check(key: request.label, task: task, request: request, dependencies: dependencies)
     }
 
     /// Computes a job's signature and decides whether it must run.
@@ -109,27 +172,26 @@ public final class IncrementalState: Sendable {
         }
         let definition = hasher.finalize()
 
+        var watched = Watched()
         var inputHashes: [String: ContentHash] = [:]
         // Declared inputs, and those the job's depfile named last time (headers a compile read).
-        let recorded = initialRecords[key]
-        var inputs = expand(request.inputs, in: request.directory)
+        let recorded = record(key)
+        var inputs = expand(request.inputs, in: request.directory, watched: &watched)
         for path in (recorded?.discovered.keys).map(Array.init) ?? [] where !inputs.contains(path) { inputs.append(path) }
         for input in inputs {
             // A missing or unreadable input counts as the zero hash: it changes when the file appears.
-            let found = (try? self.hasher.hash(projectPath(input, in: request.directory))) ?? nil
-            inputHashes[input] = found?.hash ?? ContentHash(high: 0, low: 0)
+            inputHashes[input] = watched.hash(projectPath(input, in: request.directory), with: self.hasher)?.hash
+                ?? ContentHash(high: 0, low: 0)
         }
         var dependencyHashes: [String: ContentHash] = [:]
-        for name in dependencies {
-            dependencyHashes[name] = published.withLock { $0[name] } ?? ContentHash(high: 0, low: 0)
+        published.withLock { table in
+            for name in dependencies { dependencyHashes[name] = table[name] ?? ContentHash(high: 0, low: 0) }
         }
         let parts = Parts(definition: definition, inputs: inputHashes, dependencies: dependencyHashes)
         let signature = Self.signature(of: parts)
-        let check = { (reason: RunReason) in Check(signature: signature, reason: reason, parts: parts) }
+        let check = { (reason: RunReason) in Check(signature: signature, reason: reason, parts: parts, watched: watched.paths) }
 
-        if task.definition.sources.isEmpty, task.definition.generates.isEmpty, !task.definition.commands.isEmpty {
-            return check(.alwaysRuns)
-        }
+        if Self.alwaysRuns(task) { return check(.alwaysRuns) }
         guard let record = recorded else { return check(.noRecord) }
         if record.signature != signature {
             if record.definition != definition { return check(.definitionChanged) }
@@ -142,16 +204,59 @@ public final class IncrementalState: Sendable {
             }
             return check(.definitionChanged)
         }
-        for output in expand(request.outputs, in: request.directory) where record.outputs[output] == nil {
+        for output in expand(request.outputs, in: request.directory, watched: &watched) where record.outputs[output] == nil {
             return check(.outputMissing(output))
         }
-        for (output, recorded) in record.outputs.sorted(by: { $0.key < $1.key }) {
-            guard let current = (try? self.hasher.hash(projectPath(output, in: request.directory))) ?? nil else {
+        for (output, recordedHash) in record.outputs.sorted(by: { $0.key < $1.key }) {
+            guard let current = watched.hash(projectPath(output, in: request.directory), with: self.hasher) else {
                 return check(.outputMissing(output))
             }
-            if current.hash != recorded { return check(.outputModified(output)) }
+            if current.hash != recordedHash { return check(.outputModified(output)) }
         }
-        return check(.upToDate)
+        var result = check(.upToDate)
+        result.outputSignature = outputSignature(of: record)
+        return result
+    }
+
+    /// Whether a task always runs: it has commands but declares neither sources nor outputs.
+    static func alwaysRuns(_ task: BuildPlan.Task) -> Bool {
+        task.definition.sources.isEmpty && task.definition.generates.isEmpty && !task.definition.commands.isEmpty
+    }
+
+    /// A job's record: from those loaded at the start, or read now.
+    private func record(_ key: String) -> JobRecord? {
+        if let initialRecords { return initialRecords[key] }
+        return state?.loadJob(key: key)
+    }
+
+    /// The paths a verdict rests on, gathered as they are hashed and listed.
+    struct Watched {
+        /// `nil` once a file changed while it was read: the verdict can't be pinned to a state.
+        var paths: [WatchedPath]? = []
+
+        /// Hashes a file through the hasher and notes what the hash rests on.
+        mutating func hash(_ path: String, with hasher: FileHasher) -> (hash: ContentHash, source: FileHasher.Source, record: HashedFile?)? {
+            let found = (try? hasher.hash(path)) ?? nil
+            guard paths != nil else { return found }
+            if let found {
+                if let record = found.record { paths!.append(WatchedPath(path: path, file: record)) } else { paths = nil }
+            } else {
+                paths!.append(WatchedPath(absent: path, seenAt: FileHasher.realTime()))
+            }
+            return found
+        }
+
+        mutating func add(_ directories: [VisitedDirectory], relativeTo relative: (String) -> String) {
+            guard paths != nil else { return }
+            for directory in directories {
+                let path = relative(directory.path)
+                if let stat = directory.stat {
+                    paths!.append(WatchedPath(path: path, kind: .directory, stat: stat, hash: WatchedPath.zeroHash, seenAt: directory.seenAt))
+                } else {
+                    paths!.append(WatchedPath(absent: path, seenAt: directory.seenAt))
+                }
+            }
+        }
     }
 
     /// The signature of a job: its definition, its inputs' hashes and its dependencies' output
@@ -174,9 +279,10 @@ public final class IncrementalState: Sendable {
     /// one: the files it names become inputs, and the depfile is removed), commits its record, and
     /// publishes its output signature under `key` (and under `task`, for a plain task).
     public func succeeded(key: String, task: String?, check: Check, request: JobRequest, depfile: String? = nil) {
+        var watched = Watched(paths: check.watched)
         var outputs: [String: ContentHash] = [:]
-        for output in expand(request.outputs, in: request.directory) {
-            if let found = (try? hasher.hash(projectPath(output, in: request.directory))) ?? nil { outputs[output] = found.hash }
+        for output in expand(request.outputs, in: request.directory, watched: &watched) {
+            if let found = watched.hash(projectPath(output, in: request.directory), with: hasher) { outputs[output] = found.hash }
         }
         var parts = check.parts
         var discovered: [String: ContentHash] = [:]
@@ -185,7 +291,7 @@ public final class IncrementalState: Sendable {
             if let text = try? Files.readText(path) {
                 let declared = Set(outputs.keys)
                 for input in Depfile.prerequisites(text) where !declared.contains(input) {
-                    let found = (try? hasher.hash(projectPath(input, in: request.directory))) ?? nil
+                    let found = watched.hash(projectPath(input, in: request.directory), with: hasher)
                     discovered[input] = found?.hash ?? ContentHash(high: 0, low: 0)
                 }
                 _ = unlink(path)
@@ -199,18 +305,36 @@ public final class IncrementalState: Sendable {
         )
         state?.save(record, for: key)
         state?.save(changedFiles: hasher.takeChangedRecords())
+        recorder.record(key: key, alwaysRuns: check.reason == .alwaysRuns, paths: watched.paths)
         publish(outputSignature(of: record), under: key, task: task)
     }
 
     /// Publishes the output signature of a job found up to date.
-    public func upToDate(key: String, task: String?) {
-        guard let record = initialRecords[key] else { return }
-        publish(outputSignature(of: record), under: key, task: task)
+    public func upToDate(key: String, task: String?, check: Check) {
+        if let position = check.snapshotJob {
+            recorder.carry(key: key, index: position)
+        } else {
+            recorder.record(key: key, alwaysRuns: false, paths: check.watched)
+        }
+        guard let signature = check.outputSignature else { return }
+        publish(signature, under: key, task: task)
     }
 
     /// Forgets a job that failed, so the next run tries it again.
     public func failed(key: String) {
         state?.remove(key: key)
+    }
+
+    /// Publishes the output signature of a group task (no commands): its dependencies', in order.
+    public func publishGroup(_ task: String, dependencies: [String]) {
+        published.withLock { table in
+            var hasher = ContentHasher()
+            for name in dependencies {
+                hasher.combine(name)
+                hasher.combine(table[name] ?? ContentHash(high: 0, low: 0))
+            }
+            table[task] = hasher.finalize()
+        }
     }
 
     /// Publishes the output signature of a whole `each:` task: its jobs', in order.
@@ -229,6 +353,17 @@ public final class IncrementalState: Sendable {
     /// Saves the file hashes learned during the run.
     public func saveFiles() {
         state?.save(changedFiles: hasher.takeChangedRecords())
+    }
+
+    /// Writes the up-to-date snapshot of a run that ended well: every job settled (`jobs` of
+    /// them), nothing failed or was stopped. Without a Taskfile identity (no valid Taskfile
+    /// cache: the Taskfile changed during the run) there is none.
+    public func saveSnapshot(taskfilePath: String, targets: [String], jobs: Int) {
+        guard state != nil, let identity = TaskfileCache.identity(taskfilePath: taskfilePath, root: root) else { return }
+        let snapshot = recorder.snapshot(
+            taskfileIdentity: identity, targets: targets, published: published.withLock { $0 }, expectedJobs: jobs
+        )
+        snapshot.write(root: root)
     }
 
     /// The parts of a signature, kept in the record so `explain` can name what changed.
@@ -264,17 +399,20 @@ public final class IncrementalState: Sendable {
         absolute == root ? "." : absolute.hasPrefix(root + "/") ? String(absolute.dropFirst(root.count + 1)) : absolute
     }
 
-    /// Paths and glob patterns → the files they name, relative to `directory`, sorted.
-    private func expand(_ patterns: [String], in directory: String) -> [String] {
+    /// Paths and glob patterns → the files they name, relative to `directory`, sorted; the
+    /// directories the globs read go into `watched`.
+    private func expand(_ patterns: [String], in directory: String, watched: inout Watched) -> [String] {
         if patterns.count == 1, !Glob.isMagic(patterns[0]) { return patterns }
         var files: [String] = []
+        var visited: [VisitedDirectory] = []
         for pattern in patterns {
             if Glob.isMagic(pattern) {
-                files += Glob.files(matching: pattern, in: directory)
+                files += Glob.files(matching: pattern, in: directory, visited: &visited)
             } else {
                 files.append(pattern)
             }
         }
+        watched.add(visited, relativeTo: relative)
         return Array(Set(files)).sorted()
     }
 }

@@ -129,6 +129,31 @@ public enum Files {
     }
 
     /// Whether something exists at `path`.
+    /// Writes `bytes` to a temporary file beside `path` and renames it into place, so a reader
+    /// sees the old file or the whole new one. Best effort: returns whether it worked.
+    @discardableResult
+    static func writeAtomically(_ path: String, bytes: [UInt8]) -> Bool {
+        let temporary = path + ".\(getpid()).tmp"
+        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        guard descriptor >= 0 else { return false }
+        let complete = bytes.withUnsafeBytes { buffer -> Bool in
+            var offset = 0
+            while offset < buffer.count {
+                let written = Glibc.write(descriptor, buffer.baseAddress! + offset, buffer.count - offset)
+                if written < 0, errno == EINTR { continue }
+                if written <= 0 { return false }
+                offset += written
+            }
+            return true
+        }
+        close(descriptor)
+        guard complete, rename(temporary, path) == 0 else {
+            unlink(temporary)
+            return false
+        }
+        return true
+    }
+
     public static func exists(_ path: String) -> Bool {
         var info = stat()
         return stat(path, &info) == 0

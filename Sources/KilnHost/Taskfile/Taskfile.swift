@@ -241,6 +241,12 @@ public struct TaskDefinition: Sendable {
         )
     }
 
+    /// A task with no commands and no plugin: it only gathers its dependencies. It makes no job
+    /// (nothing runs, nothing is counted); it is done when they are.
+    public var isGroup: Bool {
+        commands.isEmpty && pluginConfiguration == nil && each == .none && kind.value == "shell"
+    }
+
     /// The variables for rendering this task's templates: ``variables`` plus `TASK`.
     public var templateVariables: [String: String] {
         var result = variables

@@ -27,18 +27,34 @@ enum TaskfileCache {
     static func load(taskfilePath: String, root: String) -> Taskfile? {
         guard let bytes = try? Files.readBytes(path(root: root)) else { return nil }
         var reader = BinaryReader(bytes: bytes)
+        guard validHeader(&reader, taskfilePath: taskfilePath) else { return nil }
+        return reader.readTaskfile()
+    }
+
+    /// A hash of the valid cache's header — the Taskfile path, and every file the load read with
+    /// the hash of its contents — or `nil` when there is no valid cache. Equal identities mean
+    /// the same Taskfiles with the same contents; kiln's up-to-date snapshot is keyed on it.
+    static func identity(taskfilePath: String, root: String) -> ContentHash? {
+        guard let bytes = try? Files.readBytes(path(root: root)) else { return nil }
+        var reader = BinaryReader(bytes: bytes)
+        guard validHeader(&reader, taskfilePath: taskfilePath) else { return nil }
+        return ContentHash.of(bytes[0..<reader.offset])
+    }
+
+    /// Reads the header: magic, format, path, and the fingerprint of every file the load read,
+    /// each checked against the file now (`absent`: it must not exist).
+    private static func validHeader(_ reader: inout BinaryReader, taskfilePath: String) -> Bool {
         guard reader.readBytes(count: magic.count) == magic, reader.readInteger() == formatVersion,
             reader.readString() == taskfilePath
-        else { return nil }
-        // Every file the load read, with the hash of its contents (`absent`: it must not exist).
-        guard let fileCount = reader.readInteger(), fileCount < 100_000 else { return nil }
+        else { return false }
+        guard let fileCount = reader.readInteger(), fileCount < 100_000 else { return false }
         for _ in 0..<fileCount {
             guard let file = reader.readString(), let high = reader.readUInt64(), let low = reader.readUInt64() else {
-                return nil
+                return false
             }
-            if fingerprint(file) != ContentHash(high: high, low: low) { return nil }
+            if fingerprint(file) != ContentHash(high: high, low: low) { return false }
         }
-        return reader.readTaskfile()
+        return true
     }
 
     /// Saves `taskfile`, whose load read `files` (with `missingOptional` includes absent).
@@ -61,22 +77,8 @@ enum TaskfileCache {
             writer.write(hash.low)
         }
         writer.write(taskfile)
-        let directory = taskfile.root + "/.kiln"
-        mkdir(directory, 0o755)
-        let temporary = directory + "/taskfile.cache.\(getpid()).tmp"
-        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        guard descriptor >= 0 else { return }
-        let complete = writer.bytes.withUnsafeBytes { buffer -> Bool in
-            var offset = 0
-            while offset < buffer.count {
-                let written = Glibc.write(descriptor, buffer.baseAddress! + offset, buffer.count - offset)
-                if written <= 0 { return false }
-                offset += written
-            }
-            return true
-        }
-        close(descriptor)
-        if complete { rename(temporary, path(root: taskfile.root)) } else { unlink(temporary) }
+        mkdir(taskfile.root + "/.kiln", 0o755)
+        Files.writeAtomically(path(root: taskfile.root), bytes: writer.bytes)
     }
 
     /// Stands for a file that doesn't exist (or can't be read).

@@ -1,0 +1,450 @@
+import Dispatch
+import KilnJobs
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A file or directory a job's up-to-date verdict rests on, as it was when the verdict was made.
+///
+/// Threading: a value type.
+public struct WatchedPath: Sendable, Equatable {
+    /// What was there.
+    public enum Kind: UInt8, Sendable {
+        /// Nothing: it must still not exist.
+        case absent = 0
+        /// A file with ``WatchedPath/hash`` as its content.
+        case file = 1
+        /// A directory a glob read: its entries must be the same.
+        case directory = 2
+    }
+
+    /// Project-relative (or absolute, outside the project).
+    public var path: String
+    /// What was there.
+    public var kind: Kind
+    /// Its status then (zero when absent).
+    public var stat: FileStat
+    /// A file's content hash (zero otherwise).
+    public var hash: ContentHash
+    /// When the status was taken (`CLOCK_REALTIME`, ns): a status is trusted only when the mtime is
+    /// older than this by more than ``FileHasher/racyWindow``.
+    public var seenAt: Int64
+
+    static let zeroStat = FileStat(modified: 0, changed: 0, size: 0, inode: 0)
+    static let zeroHash = ContentHash(high: 0, low: 0)
+
+    /// A file as the hasher recorded it.
+    init(path: String, file: HashedFile) {
+        self.init(path: path, kind: .file, stat: file.stat, hash: file.hash, seenAt: file.hashedAt)
+    }
+
+    /// A path that didn't exist at `seenAt`.
+    init(absent path: String, seenAt: Int64) {
+        self.init(path: path, kind: .absent, stat: Self.zeroStat, hash: Self.zeroHash, seenAt: seenAt)
+    }
+
+    init(path: String, kind: Kind, stat: FileStat, hash: ContentHash, seenAt: Int64) {
+        self.path = path
+        self.kind = kind
+        self.stat = stat
+        self.hash = hash
+        self.seenAt = seenAt
+    }
+
+    /// Whether two records say the same of the path (whenever each was taken).
+    func describesSameState(as other: WatchedPath) -> Bool {
+        kind == other.kind && stat == other.stat && hash == other.hash
+    }
+
+    /// What a path looks like now, against the record.
+    enum Comparison {
+        /// As recorded, by `stat` alone.
+        case unchanged
+        /// The same content, but the status couldn't vouch for it (a racy or touched file): this
+        /// record, taken now, can.
+        case sameContent(WatchedPath)
+        /// Different, or can't be told.
+        case changed
+    }
+
+    /// Compares the path with the record: by `stat` alone when the recorded status can be
+    /// trusted, and by reading a file whose status can't. `root` resolves relative paths.
+    func compare(root: String) -> Comparison {
+        let absolute = path.hasPrefix("/") ? path : root + "/" + path
+        let seen = FileHasher.realTime()
+        guard let current = FileStat.of(absolute) else { return kind == .absent ? .unchanged : .changed }
+        switch kind {
+        case .absent:
+            return .changed
+        case .directory:
+            return current == stat && seenAt - current.modified > FileHasher.racyWindow ? .unchanged : .changed
+        case .file:
+            if current == stat, seenAt - current.modified > FileHasher.racyWindow { return .unchanged }
+            // Read it; the status must not move while it is read, or the hash can't be pinned to it.
+            guard (try? FileContent.hash(absolute)) == hash, FileStat.of(absolute) == current else { return .changed }
+            return .sameContent(WatchedPath(path: path, kind: .file, stat: current, hash: hash, seenAt: seen))
+        }
+    }
+}
+
+/// What the last successful run of a set of targets left: every path each job's verdict rested
+/// on, and the output signature each job and task published. Saved as `.kiln/snapshot`.
+///
+/// It makes the common runs cheap:
+/// - **No-op.** When the Taskfile is the one the snapshot was made with, the targets are the
+///   same, and every watched path is unchanged (a parallel `stat` of each), nothing can have
+///   changed: kiln says so without loading the Taskfile model, planning, or opening the build
+///   state — the way ninja's no-op only compares mtimes, but on content signatures.
+/// - **A few changed files.** Only the jobs watching a changed path (and those whose dependencies
+///   then publish a different output signature) are checked against the build state; every
+///   other job is up to date as the snapshot says, without hashing or reading its record.
+///
+/// The snapshot is deleted as a run starts and written again when it ends successfully, so it
+/// only ever describes the records and files the last complete run left; a crash leaves none.
+/// It is an accelerator: without it (or with a stale one, rejected by the Taskfile identity or a
+/// path's status), runs check every job against the build state and come to the same verdicts.
+///
+/// Threading: a value type.
+public struct UpToDateSnapshot: Sendable {
+    /// One job's entry.
+    public struct Job: Sendable {
+        /// The job's key (its label).
+        public var key: String
+        /// The task always runs (no `sources` and no `generates`).
+        public var alwaysRuns: Bool
+        /// Indices into ``UpToDateSnapshot/paths``.
+        public var paths: [Int32]
+    }
+
+    /// Identifies the Taskfile files and their contents (see ``TaskfileCache/identity(taskfilePath:root:)``).
+    public var taskfileIdentity: ContentHash
+    /// The targets the run was given (empty: `default`).
+    public var targets: [String]
+    /// Every watched path.
+    public var paths: [WatchedPath]
+    /// Every job the run settled.
+    public var jobs: [Job]
+    /// The output signatures published by job key and by task name.
+    public var published: [String: ContentHash]
+    /// Whether every job of the run is in ``jobs``: only then can a run be a no-op on its word.
+    public var complete: Bool
+    /// How many jobs there are (``jobs`` may not be read yet).
+    public var jobCount: Int
+    /// Whether a job always runs (then no run is a no-op).
+    public var anyAlwaysRuns: Bool
+
+    static let magic = Array("KILNSNP\u{1}".utf8)
+    /// Bump when the encoding or the meaning of the snapshot changes.
+    static let formatVersion = 1
+
+    /// The snapshot file of a project.
+    public static func path(root: String) -> String { root + "/.kiln/snapshot" }
+
+    /// Deletes the snapshot of a project (a run is about to change what it describes).
+    public static func remove(root: String) {
+        unlink(path(root: root))
+    }
+
+    // MARK: Checking
+
+    /// What the paths of a snapshot look like now.
+    ///
+    /// Threading: a value type.
+    public struct Scan: Sendable {
+        /// The snapshot.
+        public var snapshot: UpToDateSnapshot
+        /// Keys of the jobs that watch a path that changed, or that always run.
+        public var dirtyJobs: Set<String>
+        /// How many watched paths changed.
+        public var changedPaths: Int
+        /// Nothing changed and the snapshot covers the whole run: a run would do nothing.
+        public var isNoOp: Bool { snapshot.complete && !snapshot.anyAlwaysRuns && dirtyJobs.isEmpty && changedPaths == 0 }
+    }
+
+    /// Loads the project's snapshot and checks every path it watches, in parallel; `nil` when
+    /// there is none or it doesn't apply (another Taskfile, other targets, another format).
+    ///
+    /// - Parameters:
+    ///   - root: The project root.
+    ///   - taskfilePath: The main Taskfile (absolute).
+    ///   - targets: The targets of this run, as given.
+    public static func scan(root: String, taskfilePath: String, targets: [String]) -> Scan? {
+        guard let bytes = try? Files.readBytes(path(root: root)), let (head, tail) = decodeHead(bytes),
+            head.targets == targets,
+            let identity = TaskfileCache.identity(taskfilePath: taskfilePath, root: root),
+            identity == head.taskfileIdentity
+        else { return nil }
+        var snapshot = head
+        let paths = snapshot.paths
+        // Chunks of paths, checked on every core: mostly `stat` calls.
+        let chunk = 512
+        let chunks = (paths.count + chunk - 1) / chunk
+        let found = LockedValue<(changed: [Int], refreshed: [(Int, WatchedPath)])>(([], []))
+        DispatchQueue.concurrentPerform(iterations: chunks) { index in
+            var changed: [Int] = []
+            var refreshed: [(Int, WatchedPath)] = []
+            for position in index * chunk..<min(paths.count, (index + 1) * chunk) {
+                switch paths[position].compare(root: root) {
+                case .unchanged: break
+                case .sameContent(let entry): refreshed.append((position, entry))
+                case .changed: changed.append(position)
+                }
+            }
+            if !changed.isEmpty || !refreshed.isEmpty {
+                found.withLock {
+                    $0.changed += changed
+                    $0.refreshed += refreshed
+                }
+            }
+        }
+        let (changed, refreshed) = found.value
+        if changed.isEmpty, snapshot.complete, !snapshot.anyAlwaysRuns, refreshed.isEmpty {
+            // A no-op: the jobs and signatures aren't needed.
+            return Scan(snapshot: snapshot, dirtyJobs: [], changedPaths: 0)
+        }
+        guard decodeTail(bytes, from: tail, into: &snapshot) else { return nil }
+        let changedPositions = Set(changed)
+        var dirty = Set<String>()
+        for job in snapshot.jobs where job.alwaysRuns || job.paths.contains(where: { changedPositions.contains(Int($0)) }) {
+            dirty.insert(job.key)
+        }
+        // Files re-read because their status was too fresh to trust: record what vouches for them
+        // now, so the next no-op doesn't read them again.
+        if !refreshed.isEmpty, changed.isEmpty {
+            for (position, entry) in refreshed { snapshot.paths[position] = entry }
+            snapshot.write(root: root)
+        }
+        return Scan(snapshot: snapshot, dirtyJobs: dirty, changedPaths: changed.count)
+    }
+
+    // MARK: Encoding
+
+    func encoded() -> [UInt8] {
+        var writer = BinaryWriter()
+        writer.append(Self.magic)
+        writer.write(Self.formatVersion)
+        writer.write(taskfileIdentity.high)
+        writer.write(taskfileIdentity.low)
+        writer.write(targets.count)
+        for target in targets { writer.write(target) }
+        writer.write(complete)
+        writer.write(jobs.count)
+        writer.write(jobs.contains { $0.alwaysRuns })
+        writer.write(paths.count)
+        for entry in paths {
+            writer.write(entry.path)
+            writer.write(Int(entry.kind.rawValue))
+            writer.write(Int(entry.stat.modified))
+            writer.write(Int(entry.stat.changed))
+            writer.write(Int(entry.stat.size))
+            writer.write(entry.stat.inode)
+            writer.write(entry.hash.high)
+            writer.write(entry.hash.low)
+            writer.write(Int(entry.seenAt))
+        }
+        writer.write(jobs.count)
+        for job in jobs {
+            writer.write(job.key)
+            writer.write(job.alwaysRuns)
+            writer.write(job.paths.count)
+            for index in job.paths { writer.write(Int(index)) }
+        }
+        writer.write(published.count)
+        for (name, signature) in published {
+            writer.write(name)
+            writer.write(signature.high)
+            writer.write(signature.low)
+        }
+        return writer.bytes
+    }
+
+    /// Decodes a whole snapshot.
+    static func decode(_ bytes: [UInt8]) -> UpToDateSnapshot? {
+        guard let (head, offset) = decodeHead(bytes) else { return nil }
+        var snapshot = head
+        guard decodeTail(bytes, from: offset, into: &snapshot) else { return nil }
+        return snapshot
+    }
+
+    /// Decodes all but the jobs and the published signatures (a no-op needs only the paths);
+    /// returns where the rest starts.
+    static func decodeHead(_ bytes: [UInt8]) -> (UpToDateSnapshot, Int)? {
+        var reader = BinaryReader(bytes: bytes)
+        guard reader.readBytes(count: magic.count) == magic, reader.readInteger() == formatVersion,
+            let identityHigh = reader.readUInt64(), let identityLow = reader.readUInt64(),
+            let targetCount = reader.readInteger(), targetCount >= 0, targetCount <= bytes.count
+        else { return nil }
+        var targets: [String] = []
+        for _ in 0..<targetCount {
+            guard let target = reader.readString() else { return nil }
+            targets.append(target)
+        }
+        guard let complete = reader.readBool(), let jobCount = reader.readInteger(), let anyAlwaysRuns = reader.readBool(),
+            let pathCount = reader.readInteger(), pathCount >= 0, pathCount <= bytes.count
+        else { return nil }
+        var paths: [WatchedPath] = []
+        paths.reserveCapacity(pathCount)
+        for _ in 0..<pathCount {
+            guard let path = reader.readString(), let kindValue = reader.readInteger(),
+                let kind = WatchedPath.Kind(rawValue: UInt8(truncatingIfNeeded: kindValue)),
+                let modified = reader.readInteger(), let changed = reader.readInteger(), let size = reader.readInteger(),
+                let inode = reader.readUInt64(), let high = reader.readUInt64(), let low = reader.readUInt64(),
+                let seenAt = reader.readInteger()
+            else { return nil }
+            paths.append(WatchedPath(
+                path: path, kind: kind,
+                stat: FileStat(modified: Int64(modified), changed: Int64(changed), size: Int64(size), inode: inode),
+                hash: ContentHash(high: high, low: low), seenAt: Int64(seenAt)
+            ))
+        }
+        let snapshot = UpToDateSnapshot(
+            taskfileIdentity: ContentHash(high: identityHigh, low: identityLow), targets: targets, paths: paths, jobs: [],
+            published: [:], complete: complete, jobCount: jobCount, anyAlwaysRuns: anyAlwaysRuns
+        )
+        return (snapshot, reader.offset)
+    }
+
+    /// Decodes the jobs and the published signatures, from `offset`.
+    static func decodeTail(_ bytes: [UInt8], from offset: Int, into snapshot: inout UpToDateSnapshot) -> Bool {
+        var reader = BinaryReader(bytes: bytes)
+        reader.offset = offset
+        guard let jobCount = reader.readInteger(), jobCount == snapshot.jobCount, jobCount >= 0, jobCount <= bytes.count
+        else { return false }
+        var jobs: [Job] = []
+        jobs.reserveCapacity(jobCount)
+        for _ in 0..<jobCount {
+            guard let key = reader.readString(), let alwaysRuns = reader.readBool(), let count = reader.readInteger(),
+                count >= 0, count <= bytes.count
+            else { return false }
+            var indices: [Int32] = []
+            indices.reserveCapacity(count)
+            for _ in 0..<count {
+                guard let index = reader.readInteger(), index >= 0, index < snapshot.paths.count else { return false }
+                indices.append(Int32(index))
+            }
+            jobs.append(Job(key: key, alwaysRuns: alwaysRuns, paths: indices))
+        }
+        guard let publishedCount = reader.readInteger(), publishedCount >= 0, publishedCount <= bytes.count else { return false }
+        var published: [String: ContentHash] = [:]
+        published.reserveCapacity(publishedCount)
+        for _ in 0..<publishedCount {
+            guard let name = reader.readString(), let high = reader.readUInt64(), let low = reader.readUInt64() else { return false }
+            published[name] = ContentHash(high: high, low: low)
+        }
+        guard reader.offset == bytes.count else { return false }
+        snapshot.jobs = jobs
+        snapshot.published = published
+        return true
+    }
+}
+
+/// Collects, as a run goes, what each settled job's verdict rested on, and writes the snapshot
+/// when the run ends well.
+///
+/// Threading: every member from any thread; guarded by its mutex.
+final class SnapshotRecorder: Sendable {
+    private enum Paths {
+        /// Checked or run in this run: the paths its verdict and record rest on.
+        case fresh([WatchedPath])
+        /// Up to date on the previous snapshot's word: that snapshot's job at this index.
+        case carried(Int)
+    }
+    private struct Entry {
+        var alwaysRuns: Bool
+        var paths: Paths
+    }
+    private let entries = Mutex<[String: Entry]>([:])
+    /// Jobs whose paths couldn't be captured faithfully (a file changed while it was read).
+    private let missed = Mutex(0)
+    /// The snapshot carried entries refer to.
+    private let previous: UpToDateSnapshot?
+
+    init(previous: UpToDateSnapshot?) {
+        self.previous = previous
+    }
+
+    /// Records a job's paths; `nil` when they couldn't be captured (the snapshot then won't claim
+    /// the job is up to date: the next run checks it against the build state).
+    func record(key: String, alwaysRuns: Bool, paths: [WatchedPath]?) {
+        guard let paths else {
+            missed.withLock { $0 += 1 }
+            return
+        }
+        entries.withLock { $0[key] = Entry(alwaysRuns: alwaysRuns, paths: .fresh(paths)) }
+    }
+
+    /// Records a job found up to date on the previous snapshot's word (its job at `index`).
+    func carry(key: String, index: Int) {
+        entries.withLock { $0[key] = Entry(alwaysRuns: false, paths: .carried(index)) }
+    }
+
+    /// The snapshot of this run. A path that jobs saw in different states (one job rewrote what
+    /// another had read) keeps its newest state, and the jobs that saw another are left out, so
+    /// the next run checks them against the build state.
+    func snapshot(
+        taskfileIdentity: ContentHash, targets: [String], published: [String: ContentHash], expectedJobs: Int
+    ) -> UpToDateSnapshot {
+        let recorded = entries.withLock { $0 }
+        var paths: [WatchedPath] = []
+        var index: [String: Int32] = [:]
+        var conflicting = Set<Int32>()
+        var jobs: [UpToDateSnapshot.Job] = []
+        jobs.reserveCapacity(recorded.count)
+        // What each job saw, by position in `paths`; compared again only for conflicting paths.
+        var seen: [[WatchedPath]] = []
+        seen.reserveCapacity(recorded.count)
+        for (key, entry) in recorded {
+            let entryPaths: [WatchedPath]
+            switch entry.paths {
+            case .fresh(let fresh): entryPaths = fresh
+            case .carried(let position):
+                guard let previous else { continue }
+                entryPaths = previous.jobs[position].paths.map { previous.paths[Int($0)] }
+            }
+            var indices: [Int32] = []
+            indices.reserveCapacity(entryPaths.count)
+            for path in entryPaths {
+                if let known = index[path.path] {
+                    indices.append(known)
+                    let current = paths[Int(known)]
+                    if !current.describesSameState(as: path) {
+                        conflicting.insert(known)
+                        if path.seenAt > current.seenAt { paths[Int(known)] = path }
+                    }
+                } else {
+                    let position = Int32(paths.count)
+                    index[path.path] = position
+                    indices.append(position)
+                    paths.append(path)
+                }
+            }
+            jobs.append(UpToDateSnapshot.Job(key: key, alwaysRuns: entry.alwaysRuns, paths: indices))
+            seen.append(entryPaths)
+        }
+        var dropped = 0
+        if !conflicting.isEmpty {
+            var kept: [UpToDateSnapshot.Job] = []
+            for (job, entryPaths) in zip(jobs, seen) {
+                let consistent = zip(job.paths, entryPaths).allSatisfy { position, path in
+                    !conflicting.contains(position) || paths[Int(position)].describesSameState(as: path)
+                }
+                if consistent { kept.append(job) } else { dropped += 1 }
+            }
+            jobs = kept
+        }
+        let complete = dropped == 0 && missed.withLock { $0 } == 0 && recorded.count == expectedJobs
+        return UpToDateSnapshot(
+            taskfileIdentity: taskfileIdentity, targets: targets, paths: paths, jobs: jobs, published: published,
+            complete: complete, jobCount: jobs.count, anyAlwaysRuns: jobs.contains { $0.alwaysRuns }
+        )
+    }
+}
+
+extension UpToDateSnapshot {
+    /// Writes the snapshot of a project atomically.
+    func write(root: String) {
+        Files.writeAtomically(Self.path(root: root), bytes: encoded())
+    }
+}

@@ -1,0 +1,94 @@
+import ArgumentParser
+import KilnHost
+
+extension Kiln {
+    struct Status: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Say what is out of date, without running anything.",
+            discussion: """
+                Lists the jobs a run of TASK (default: 'default') would run now, each with the \
+                reason. A job whose dependency would run is listed with 'dependency X runs first': \
+                whether it really reruns depends on what that dependency leaves (early cutoff). \
+                Exit status 0, or with --exit-code 1 when something is out of date.
+                """
+        )
+
+        @OptionGroup var options: TaskfileOptions
+
+        @Argument(help: "The tasks a run would be given.")
+        var tasks: [String] = []
+
+        @Flag(help: "Print a JSON object instead of text.")
+        var json = false
+
+        @Flag(help: "Exit with status 1 when a job is out of date.")
+        var exitCode = false
+
+        func run() throws {
+            let verdicts = evaluate(options, targets: tasks)
+            let stale = verdicts.filter { $0.reason != .upToDate }
+            if json {
+                let object: JSONValue = .object([
+                    ("jobs", .integer(verdicts.count)),
+                    ("outOfDate", .array(stale.map(\.jsonValue))),
+                ])
+                System.write(object.serialized() + "\n", to: 1)
+            } else if stale.isEmpty {
+                System.write("kiln: up to date (\(verdicts.count) job\(verdicts.count == 1 ? "" : "s"))\n", to: 1)
+            } else {
+                var text = "kiln: \(stale.count) of \(verdicts.count) job\(verdicts.count == 1 ? "" : "s") out of date\n"
+                for job in stale { text += "  \(job.label): \(job.reason)\n" }
+                System.write(text, to: 1)
+            }
+            Kiln.exit(withError: exitCode && !stale.isEmpty ? ExitCode(ExitStatus.jobFailed) : nil)
+        }
+    }
+
+    struct Explain: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Say, for every job, why a run would run it or that it is up to date — running nothing.",
+            discussion: """
+                Like ninja's -d explain, without building: the first thing that differs from the \
+                last successful run — a changed input or definition, a missing or edited output, no \
+                record, a dependency that runs first. 'kiln run --explain' prints the same while it runs.
+                """
+        )
+
+        @OptionGroup var options: TaskfileOptions
+
+        @Argument(help: "The tasks a run would be given.")
+        var tasks: [String] = []
+
+        @Flag(help: "Print one JSON object per job instead of text.")
+        var json = false
+
+        func run() throws {
+            var text = ""
+            for job in evaluate(options, targets: tasks) {
+                text += json ? job.jsonValue.serialized() + "\n" : "\(job.label): \(job.reason)\n"
+            }
+            System.write(text, to: 1)
+            Kiln.exit()
+        }
+    }
+}
+
+/// Every job's verdict for a run of `targets`, from the build state; runs nothing, saves nothing.
+private func evaluate(_ options: TaskfileOptions, targets: [String]) -> [JobVerdict] {
+    let (project, plan) = loadAndPlan(options, targets: targets, everyTaskWhenEmpty: false, runner: ProcessMonitor())
+    let root = project.taskfile.root
+    let state = openBuildStateForReading(root: root)
+    // The snapshot only when no run is changing things under it.
+    let scan = state.lock == nil ? nil : UpToDateSnapshot.scan(root: root, taskfilePath: project.taskfile.path, targets: targets)
+    return IncrementalState(state: state, root: root, previous: scan).verdicts(plan)
+}
+
+extension JobVerdict {
+    /// `{"job", "task", "upToDate", "reason", "command"}`.
+    var jsonValue: JSONValue {
+        .object([
+            ("job", .string(label)), ("task", .string(task)), ("upToDate", .bool(reason == .upToDate)),
+            ("reason", .string(reason.description)), ("command", .string(summary)),
+        ])
+    }
+}
