@@ -1,0 +1,158 @@
+import Foundation
+import KilnTestSupport
+import Testing
+
+/// The up-to-date snapshot through the real `kiln`: no-op runs on its word, changes it must see
+/// (new and deleted files under globs, other targets, a damaged snapshot), and the commands that
+/// say what a run would do without running (`--dry-run`, `status`, `explain`).
+@Suite("Snapshot, dry run, status and explain")
+struct SnapshotTests {
+    let incremental = IncrementalTests()
+
+    func snapshotExists(_ directory: TemporaryDirectory) -> Bool {
+        FileManager.default.fileExists(atPath: directory.path(".kiln/snapshot"))
+    }
+
+    @Test("a run that ends well leaves a snapshot, and the next no-op run says so on its word")
+    func noOpOnTheSnapshotsWord() async throws {
+        let directory = try incremental.project()
+        defer { directory.remove() }
+        var result = try await KilnProcess.run(["run"], in: directory.path)
+        #expect(result.status == 0, "\(result)")
+        #expect(snapshotExists(directory))
+        _ = incremental.ran(directory)
+        result = try await KilnProcess.run(["run"], in: directory.path)
+        #expect(result.status == 0, "\(result)")
+        #expect(result.standardOutput.contains("kiln: done: 0 ran, 3 up to date"), "\(result)")
+        #expect(incremental.ran(directory).isEmpty)
+    }
+
+    @Test("a failed run leaves no snapshot, so the next run checks everything")
+    func failedRunLeavesNoSnapshot() async throws {
+        let directory = try incremental.project()
+        defer { directory.remove() }
+        _ = try await KilnProcess.run(["run"], in: directory.path)
+        let taskfile = try #require(directory.read("Taskfile.yml"))
+        try directory.write("Taskfile.yml", taskfile.replacingOccurrences(of: "- echo join >> ran.log", with: "- echo join >> ran.log\n      - exit 3"))
+        let result = try await KilnProcess.run(["run"], in: directory.path)
+        #expect(result.status == 1, "\(result)")
+        #expect(!snapshotExists(directory))
+    }
+
+    @Test("a new file matching an each: glob gets its job, though no watched file changed")
+    func newFileUnderAGlob() async throws {
+        let directory = try incremental.project()
+        defer { directory.remove() }
+        _ = try await KilnProcess.run(["run"], in: directory.path)
+        _ = incremental.ran(directory)
+        try directory.write("src/c.txt", "gamma\n")
+        let result = try await KilnProcess.run(["run"], in: directory.path)
+        #expect(result.status == 0, "\(result)")
+        #expect(incremental.ran(directory) == ["copy src/c.txt", "join"])
+    }
+
+    @Test("a deleted source drops its job, and what depends on the task reruns")
+    func deletedSourceUnderAGlob() async throws {
+        let directory = try incremental.project()
+        defer { directory.remove() }
+        _ = try await KilnProcess.run(["run"], in: directory.path)
+        _ = incremental.ran(directory)
+        try FileManager.default.removeItem(atPath: directory.path("src/b.txt"))
+        let result = try await KilnProcess.run(["run"], in: directory.path)
+        #expect(result.status == 0, "\(result)")
+        #expect(incremental.ran(directory) == ["join"])
+    }
+
+    @Test("a snapshot made for other targets isn't used: what they changed is seen")
+    func otherTargets() async throws {
+        let directory = try incremental.project()
+        defer { directory.remove() }
+        _ = try await KilnProcess.run(["run"], in: directory.path)
+        try directory.write("src/a.txt", "alpha, changed\n")
+        _ = incremental.ran(directory)
+        var result = try await KilnProcess.run(["run", "copy"], in: directory.path)
+        #expect(result.status == 0, "\(result)")
+        #expect(incremental.ran(directory) == ["copy src/a.txt"])
+        result = try await KilnProcess.run(["run"], in: directory.path)
+        #expect(incremental.ran(directory) == ["join"])
+        #expect(directory.read("joined.txt") == "alpha, changed\nbeta\n")
+    }
+
+    @Test("a damaged snapshot is ignored: the run checks everything and comes to the same verdicts")
+    func damagedSnapshot() async throws {
+        let directory = try incremental.project()
+        defer { directory.remove() }
+        _ = try await KilnProcess.run(["run"], in: directory.path)
+        _ = incremental.ran(directory)
+        try directory.write(".kiln/snapshot", "KILNSNP\u{1}garbage")
+        try directory.write("src/b.txt", "beta, changed\n")
+        let result = try await KilnProcess.run(["run"], in: directory.path)
+        #expect(result.status == 0, "\(result)")
+        #expect(incremental.ran(directory) == ["copy src/b.txt", "join"])
+        #expect(snapshotExists(directory))
+    }
+
+    @Test("--dry-run lists exactly the jobs a real run then runs, and runs nothing")
+    func dryRunIsExact() async throws {
+        let directory = try incremental.project()
+        defer { directory.remove() }
+        _ = try await KilnProcess.run(["run"], in: directory.path)
+        _ = incremental.ran(directory)
+        var result = try await KilnProcess.run(["run", "--dry-run"], in: directory.path)
+        #expect(result.status == 0, "\(result)")
+        #expect(result.standardOutput.isEmpty, "\(result)")
+        try directory.write("src/a.txt", "alpha, again\n")
+        result = try await KilnProcess.run(["run", "--dry-run", "--explain"], in: directory.path)
+        let lines = result.standardOutput.split(separator: "\n").map(String.init)
+        #expect(lines.contains { $0.hasPrefix("copy src/a.txt: mkdir -p out") }, "\(result)")
+        #expect(lines.contains("    because input src/a.txt changed"), "\(result)")
+        #expect(lines.contains { $0.hasPrefix("join: echo join") }, "\(result)")
+        #expect(lines.contains("    because dependency copy runs first"), "\(result)")
+        #expect(lines.count == 4, "\(result)")
+        #expect(incremental.ran(directory).isEmpty)
+        _ = try await KilnProcess.run(["run"], in: directory.path)
+        #expect(incremental.ran(directory) == ["copy src/a.txt", "join"])
+    }
+
+    @Test("kiln status says what is out of date and why; --exit-code makes it the exit status")
+    func status() async throws {
+        let directory = try incremental.project()
+        defer { directory.remove() }
+        var result = try await KilnProcess.run(["status"], in: directory.path)
+        #expect(result.standardOutput.contains("kiln: 3 of 3 jobs out of date"), "\(result)")
+        #expect(result.standardOutput.contains("  copy src/a.txt: no record of an earlier run"), "\(result)")
+        _ = try await KilnProcess.run(["run"], in: directory.path)
+        result = try await KilnProcess.run(["status", "--exit-code"], in: directory.path)
+        #expect(result.status == 0, "\(result)")
+        #expect(result.standardOutput == "kiln: up to date (3 jobs)\n", "\(result)")
+        try FileManager.default.removeItem(atPath: directory.path("joined.txt"))
+        result = try await KilnProcess.run(["status", "--exit-code"], in: directory.path)
+        #expect(result.status == 1, "\(result)")
+        #expect(result.standardOutput == "kiln: 1 of 3 jobs out of date\n  join: output joined.txt is missing\n", "\(result)")
+        result = try await KilnProcess.run(["status", "--json"], in: directory.path)
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(result.standardOutput.utf8)) as? [String: Any])
+        #expect(object["jobs"] as? Int == 3)
+        let stale = try #require(object["outOfDate"] as? [[String: Any]])
+        #expect(stale.map { $0["job"] as? String } == ["join"])
+        #expect(stale.first?["reason"] as? String == "output joined.txt is missing")
+    }
+
+    @Test("kiln explain gives every job's verdict without running anything")
+    func explain() async throws {
+        let directory = try incremental.project()
+        defer { directory.remove() }
+        _ = try await KilnProcess.run(["run"], in: directory.path)
+        _ = incremental.ran(directory)
+        try directory.write("out/b.txt", "edited by hand\n")
+        let result = try await KilnProcess.run(["explain"], in: directory.path)
+        #expect(result.status == 0, "\(result)")
+        #expect(result.standardOutput == """
+            copy src/a.txt: up to date
+            copy src/b.txt: output out/b.txt was modified
+            join: dependency copy runs first
+
+            """, "\(result)")
+        #expect(incremental.ran(directory).isEmpty)
+        #expect(directory.read("out/b.txt") == "edited by hand\n")
+    }
+}

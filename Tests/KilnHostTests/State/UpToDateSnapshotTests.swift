@@ -1,0 +1,159 @@
+import Foundation
+import KilnTestSupport
+import Testing
+
+@testable import KilnHost
+
+@Suite("The up-to-date snapshot")
+struct UpToDateSnapshotTests {
+    func ageFile(_ path: String, seconds: Double) throws {
+        try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSinceNow: -seconds)], ofItemAtPath: path)
+    }
+
+    func record(_ path: String, relative: String, seenAt: Int64? = nil) throws -> WatchedPath {
+        let stat = try #require(FileStat.of(path))
+        return WatchedPath(
+            path: relative, kind: .file, stat: stat, hash: try FileContent.hash(path), seenAt: seenAt ?? FileHasher.realTime()
+        )
+    }
+
+    @Test("a file whose status is unchanged and old enough is unchanged without being read")
+    func settledFileIsUnchanged() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let file = try directory.write("a.txt", "alpha")
+        try ageFile(file, seconds: 10)
+        let entry = try record(file, relative: "a.txt")
+        guard case .unchanged = entry.compare(root: directory.path) else {
+            Issue.record("expected unchanged")
+            return
+        }
+        try directory.write("a.txt", "alphx")
+        guard case .changed = entry.compare(root: directory.path) else {
+            Issue.record("an edit must be seen")
+            return
+        }
+    }
+
+    @Test("a racy file (mtime within the window of its record) is read: same bytes vouch anew, other bytes are a change")
+    func racyFileIsRead() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let file = try directory.write("a.txt", "alpha")
+        let stat = try #require(FileStat.of(file))
+        // Recorded in the same clock tick as the write: the status can't vouch for the content.
+        var entry = try record(file, relative: "a.txt", seenAt: stat.modified + 1_000_000)
+        guard case .sameContent(let refreshed) = entry.compare(root: directory.path) else {
+            Issue.record("expected a re-read with the same content")
+            return
+        }
+        #expect(refreshed.hash == entry.hash)
+        #expect(refreshed.seenAt > entry.seenAt)
+        // Same size, same status values, other bytes: only reading tells.
+        try directory.write("a.txt", "alphz")
+        entry.stat = try #require(FileStat.of(file))
+        entry.seenAt = entry.stat.modified + 1_000_000
+        guard case .changed = entry.compare(root: directory.path) else {
+            Issue.record("a racy edit must be seen")
+            return
+        }
+    }
+
+    @Test("absent paths must stay absent, and a directory that gains an entry has changed")
+    func absentAndDirectories() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let absent = WatchedPath(absent: "missing.txt", seenAt: FileHasher.realTime())
+        guard case .unchanged = absent.compare(root: directory.path) else {
+            Issue.record("still absent")
+            return
+        }
+        try directory.write("missing.txt", "now here")
+        guard case .changed = absent.compare(root: directory.path) else {
+            Issue.record("an absent path that appears has changed")
+            return
+        }
+        try FileManager.default.createDirectory(atPath: directory.path("src"), withIntermediateDirectories: true)
+        try FileManager.default.setAttributes(
+            [.modificationDate: Date(timeIntervalSinceNow: -10)], ofItemAtPath: directory.path("src")
+        )
+        let stat = try #require(FileStat.of(directory.path("src")))
+        let watched = WatchedPath(path: "src", kind: .directory, stat: stat, hash: WatchedPath.zeroHash, seenAt: FileHasher.realTime())
+        guard case .unchanged = watched.compare(root: directory.path) else {
+            Issue.record("untouched directory")
+            return
+        }
+        try directory.write("src/new.c", "int x;")
+        guard case .changed = watched.compare(root: directory.path) else {
+            Issue.record("a directory with a new entry has changed")
+            return
+        }
+    }
+
+    @Test("the encoding round-trips, and a damaged file is no snapshot at all")
+    func encodingRoundTrips() throws {
+        let file = WatchedPath(
+            path: "src/a.c", kind: .file, stat: FileStat(modified: 1, changed: 2, size: 3, inode: 4),
+            hash: ContentHash(high: 5, low: 6), seenAt: 7
+        )
+        let snapshot = UpToDateSnapshot(
+            taskfileIdentity: ContentHash(high: 8, low: 9), targets: ["build", "test"],
+            paths: [file, WatchedPath(absent: "gone", seenAt: 10)],
+            jobs: [UpToDateSnapshot.Job(key: "compile src/a.c", alwaysRuns: false, paths: [0, 1])],
+            published: ["compile src/a.c": ContentHash(high: 11, low: 12), "compile": ContentHash(high: 13, low: 14)],
+            complete: true, jobCount: 1, anyAlwaysRuns: false
+        )
+        let bytes = snapshot.encoded()
+        let decoded = try #require(UpToDateSnapshot.decode(bytes))
+        #expect(decoded.taskfileIdentity == snapshot.taskfileIdentity)
+        #expect(decoded.targets == ["build", "test"])
+        #expect(decoded.paths == snapshot.paths)
+        #expect(decoded.jobs.map(\.key) == ["compile src/a.c"])
+        #expect(decoded.jobs.first?.paths == [0, 1])
+        #expect(decoded.published == snapshot.published)
+        #expect(decoded.complete)
+        for cut in [0, 5, bytes.count / 2, bytes.count - 1] {
+            #expect(UpToDateSnapshot.decode(Array(bytes.prefix(cut))) == nil, "truncated at \(cut)")
+        }
+        var flipped = bytes
+        flipped[3] ^= 0xff
+        #expect(UpToDateSnapshot.decode(flipped) == nil)
+    }
+
+    @Test("a job that saw an older state of a path another job rewrote is left out, and the snapshot is incomplete")
+    func conflictingViewsDropTheOlderJob() throws {
+        let recorder = SnapshotRecorder(previous: nil)
+        let old = WatchedPath(
+            path: "gen.h", kind: .file, stat: FileStat(modified: 1, changed: 1, size: 1, inode: 1),
+            hash: ContentHash(high: 1, low: 1), seenAt: 100
+        )
+        var new = old
+        new.stat.modified = 2
+        new.hash = ContentHash(high: 2, low: 2)
+        new.seenAt = 200
+        let other = WatchedPath(absent: "other", seenAt: 50)
+        recorder.record(key: "reader", alwaysRuns: false, paths: [old, other])
+        recorder.record(key: "writer", alwaysRuns: false, paths: [new])
+        let snapshot = recorder.snapshot(taskfileIdentity: ContentHash(high: 0, low: 0), targets: [], published: [:], expectedJobs: 2)
+        #expect(snapshot.jobs.map(\.key) == ["writer"])
+        #expect(snapshot.paths.first { $0.path == "gen.h" } == new)
+        #expect(!snapshot.complete)
+
+        let consistent = SnapshotRecorder(previous: nil)
+        consistent.record(key: "a", alwaysRuns: false, paths: [new])
+        consistent.record(key: "b", alwaysRuns: false, paths: [new, other])
+        let whole = consistent.snapshot(taskfileIdentity: ContentHash(high: 0, low: 0), targets: [], published: [:], expectedJobs: 2)
+        #expect(Set(whole.jobs.map(\.key)) == ["a", "b"])
+        #expect(whole.paths.count == 2)
+        #expect(whole.complete)
+    }
+
+    @Test("a job whose paths couldn't be pinned (changed while read) makes the snapshot incomplete")
+    func uncapturedJobMakesItIncomplete() {
+        let recorder = SnapshotRecorder(previous: nil)
+        recorder.record(key: "a", alwaysRuns: false, paths: nil)
+        let snapshot = recorder.snapshot(taskfileIdentity: ContentHash(high: 0, low: 0), targets: [], published: [:], expectedJobs: 1)
+        #expect(!snapshot.complete)
+        #expect(snapshot.jobs.isEmpty)
+    }
+}
