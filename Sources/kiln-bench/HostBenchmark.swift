@@ -5,7 +5,7 @@ import Foundation
 /// Projects: N independent `cp` tasks (1k, 10k) and a 10k-task deep DAG (100 layers of 100, each
 /// task depending on 3 of the previous layer). Every tool builds every project from clean at -j2;
 /// the table shows wall time, the tool's own peak RSS, and kiln's ratios to ninja and go-task.
-/// Then: kiln's startup plus graph construction (`kiln run --dry-run`, output discarded) beside
+/// Then: kiln's startup plus graph construction (`kiln graph --format json`, output discarded) beside
 /// `ninja -n` and `task --dry`, and the peak RSS of `each:` tasks over growing file counts, which
 /// stays flat because jobs are created in batches.
 struct HostBenchmark {
@@ -60,7 +60,7 @@ struct HostBenchmark {
         var startup = Table(headers: ["10k-task project", "command", "median ms", "peak RSS MB"])
         if let big = projects.first(where: { $0.name.hasPrefix("independent") && $0.name.contains(quick ? "1000" : "10000") }) {
             for (label, arguments) in [
-                ("kiln", [kiln, "run", "--dry-run"]), ("ninja", [ninja, "-n"]),
+                ("kiln", [kiln, "graph", "--format", "json"]), ("ninja", [ninja, "-n"]),
                 ("go-task", [task, "--taskfile", "Taskfile.gotask.yml", "--dry", "default"]),
             ] {
                 var samples: [ChildRun] = []
@@ -90,7 +90,7 @@ struct HostBenchmark {
         print("\nBatches of 256, two in flight: live jobs stay ≤ 512 and peak RSS stays flat as files grow.")
     }
 
-    private func resetNinja(_ project: Project) {
+    func resetNinja(_ project: Project) {
         try? FileManager.default.removeItem(atPath: project.directory + "/.ninja_log")
         try? FileManager.default.removeItem(atPath: project.directory + "/.ninja_deps")
     }
@@ -114,7 +114,7 @@ struct HostBenchmark {
 
     // MARK: Generated projects
 
-    private func generateIndependent(_ count: Int) throws -> Project {
+    func generateIndependent(_ count: Int) throws -> Project {
         let directory = workDirectory + "/independent-\(count)"
         try makeSources(directory, count)
         var taskfile = "version: '3'\ntasks:\n"
@@ -176,13 +176,13 @@ struct HostBenchmark {
     /// The same tasks for kiln (`Taskfile.yml`) and go-task (`Taskfile.gotask.yml`, with
     /// `run: once`: by default go-task reruns a dependency for every task that depends on it, which
     /// is exponential on a deep DAG — 23 GB and killed after five minutes on 2,000 tasks here).
-    private func writeTaskfiles(_ taskfile: String, in directory: String) throws {
+    func writeTaskfiles(_ taskfile: String, in directory: String) throws {
         try taskfile.write(toFile: directory + "/Taskfile.yml", atomically: true, encoding: .utf8)
         let gotask = taskfile.replacingOccurrences(of: "version: '3'\n", with: "version: '3'\nrun: once\n")
         try gotask.write(toFile: directory + "/Taskfile.gotask.yml", atomically: true, encoding: .utf8)
     }
 
-    private func makeSources(_ directory: String, _ count: Int) throws {
+    func makeSources(_ directory: String, _ count: Int) throws {
         let sources = directory + "/src"
         if FileManager.default.fileExists(atPath: sources + "/f\(count - 1).txt") { return }
         try FileManager.default.createDirectory(atPath: sources, withIntermediateDirectories: true)

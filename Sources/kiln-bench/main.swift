@@ -5,6 +5,8 @@ import Foundation
 //       content-hashing throughput (XXH3-128) beside md5sum and sha256sum
 //   kiln-bench host --kiln PATH --ninja PATH --task PATH [--work DIR] [--quick]
 //       kiln vs ninja vs go-task on generated projects
+//   kiln-bench incremental --kiln PATH --ninja PATH --task PATH [--work DIR] [--quick]
+//       no-op and one-changed-file runs: kiln vs ninja vs go-task
 //   kiln-bench jobs [--quick] [--engines kiln,foundation,dispatch] [--repeat N]
 //       [--shapes independent,chain,layered,priorities]
 //       the KilnJobs engine vs Foundation's OperationQueue and Dispatch
@@ -41,6 +43,24 @@ case "hash":
         print("kiln-bench hash: \(error)")
         exit(1)
     }
+case "incremental":
+    func value(_ flag: String) -> String? {
+        arguments.firstIndex(of: flag).flatMap { $0 + 1 < arguments.count ? arguments[$0 + 1] : nil }
+    }
+    guard let kiln = value("--kiln"), let ninja = value("--ninja"), let task = value("--task") else {
+        print("usage: kiln-bench incremental --kiln PATH --ninja PATH --task PATH [--work DIR] [--quick]")
+        exit(2)
+    }
+    let benchmark = IncrementalBenchmark(
+        kiln: kiln, ninja: ninja, task: task, quick: arguments.contains("--quick"),
+        workDirectory: value("--work") ?? "/tmp/kiln-bench-host"
+    )
+    do {
+        try benchmark.run()
+    } catch {
+        print("kiln-bench incremental: \(error)")
+        exit(1)
+    }
 case "host":
     func value(_ flag: String) -> String? {
         arguments.firstIndex(of: flag).flatMap { $0 + 1 < arguments.count ? arguments[$0 + 1] : nil }
@@ -64,6 +84,8 @@ default:
     print("  hash   content hashing throughput, beside md5sum and sha256sum")
     print("usage: kiln-bench host --kiln PATH --ninja PATH --task PATH [--work DIR] [--quick]")
     print("  host   kiln vs ninja vs go-task on generated projects (wall time, peak RSS, ratios)")
+    print("usage: kiln-bench incremental --kiln PATH --ninja PATH --task PATH [--work DIR] [--quick]")
+    print("  incremental  no-op and one-changed-file runs vs ninja and go-task (time, jobs ran, state size)")
     print("usage: kiln-bench jobs [--quick] [--engines kiln,foundation,dispatch] [--repeat N]")
     print("  jobs   KilnJobs vs Foundation OperationQueue vs DispatchQueue (µs per job, peak RSS)")
     exit(2)

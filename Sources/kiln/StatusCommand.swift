@@ -62,10 +62,21 @@ extension Kiln {
         @Flag(help: "Print one JSON object per job instead of text.")
         var json = false
 
+        @Flag(help: "Also print each job's remote-cache keys: its action digest and its outputs' digests (SHA-256/size, as REAPI wants them).")
+        var remoteKeys = false
+
         func run() throws {
             var text = ""
-            for job in evaluate(options, targets: tasks) {
-                text += json ? job.jsonValue.serialized() + "\n" : "\(job.label): \(job.reason)\n"
+            for job in evaluate(options, targets: tasks, remoteKeys: remoteKeys) {
+                if json {
+                    text += job.jsonValue.serialized() + "\n"
+                    continue
+                }
+                text += "\(job.label): \(job.reason)\n"
+                if let keys = job.remoteKeys {
+                    text += "    action \(keys.action)\n"
+                    for (path, digest) in keys.outputs { text += "    output \(path) \(digest?.description ?? "(missing)")\n" }
+                }
             }
             System.write(text, to: 1)
             Kiln.exit()
@@ -74,21 +85,28 @@ extension Kiln {
 }
 
 /// Every job's verdict for a run of `targets`, from the build state; runs nothing, saves nothing.
-private func evaluate(_ options: TaskfileOptions, targets: [String]) -> [JobVerdict] {
+private func evaluate(_ options: TaskfileOptions, targets: [String], remoteKeys: Bool = false) -> [JobVerdict] {
     let (project, plan) = loadAndPlan(options, targets: targets, everyTaskWhenEmpty: false, runner: ProcessMonitor())
     let root = project.taskfile.root
     let state = openBuildStateForReading(root: root)
     // The snapshot only when no run is changing things under it.
     let scan = state.lock == nil ? nil : UpToDateSnapshot.scan(root: root, taskfilePath: project.taskfile.path, targets: targets)
-    return IncrementalState(state: state, root: root, previous: scan).verdicts(plan)
+    return IncrementalState(state: state, root: root, previous: scan).verdicts(plan, remoteKeys: remoteKeys)
 }
 
 extension JobVerdict {
     /// `{"job", "task", "upToDate", "reason", "command"}`.
     var jsonValue: JSONValue {
-        .object([
+        var fields: [(String, JSONValue)] = [
             ("job", .string(label)), ("task", .string(task)), ("upToDate", .bool(reason == .upToDate)),
             ("reason", .string(reason.description)), ("command", .string(summary)),
-        ])
+        ]
+        if let keys = remoteKeys {
+            fields.append(("action", .string(keys.action.description)))
+            fields.append(("outputs", .array(keys.outputs.map { output in
+                .object([("path", .string(output.path)), ("digest", output.digest.map { .string($0.description) } ?? .null)])
+            })))
+        }
+        return .object(fields)
     }
 }

@@ -156,3 +156,52 @@ struct SnapshotTests {
         #expect(directory.read("out/b.txt") == "edited by hand\n")
     }
 }
+
+@Suite("Remote-cache keys")
+struct RemoteKeysTests {
+    let incremental = IncrementalTests()
+
+    func keys(_ directory: TemporaryDirectory) async throws -> [String: [String: Any]] {
+        let result = try await KilnProcess.run(["explain", "--remote-keys", "--json"], in: directory.path)
+        #expect(result.status == 0, "\(result)")
+        var byJob: [String: [String: Any]] = [:]
+        for line in result.standardOutput.split(separator: "\n") {
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+            byJob[try #require(object["job"] as? String)] = object
+        }
+        return byJob
+    }
+
+    @Test("action and output digests come from the job and the files alone: the same without the build state")
+    func keysNeedNoState() async throws {
+        let directory = try incremental.project()
+        defer { directory.remove() }
+        _ = try await KilnProcess.run(["run"], in: directory.path)
+        let before = try await keys(directory)
+        #expect(Set(before.keys) == ["copy src/a.txt", "copy src/b.txt", "join"])
+        try FileManager.default.removeItem(atPath: directory.path(".kiln"))
+        let after = try await keys(directory)
+        for (job, object) in before {
+            #expect(after[job]?["action"] as? String == object["action"] as? String, "\(job)")
+        }
+        // An output's digest is the SHA-256 of the file, with its size.
+        let outputs = try #require(after["join"]?["outputs"] as? [[String: Any]])
+        let joined = try #require(outputs.first { $0["path"] as? String == "joined.txt" }?["digest"] as? String)
+        // sha256sum of "alpha\nbeta\n", 11 bytes.
+        #expect(joined == "e49c81e2d2f84e259d40e2fb8192f3bcd198b355184845d76d8f58807d0d78ee/11")
+    }
+
+    @Test("an input change changes its job's action digest, and its dependents' only through changed outputs")
+    func keysFollowContent() async throws {
+        let directory = try incremental.project()
+        defer { directory.remove() }
+        _ = try await KilnProcess.run(["run"], in: directory.path)
+        let before = try await keys(directory)
+        try directory.write("src/a.txt", "al#pha\n")  // the copy drops '#': out/a.txt stays the same
+        _ = try await KilnProcess.run(["run"], in: directory.path)
+        let after = try await keys(directory)
+        #expect(after["copy src/a.txt"]?["action"] as? String != before["copy src/a.txt"]?["action"] as? String)
+        #expect(after["copy src/b.txt"]?["action"] as? String == before["copy src/b.txt"]?["action"] as? String)
+        #expect(after["join"]?["action"] as? String == before["join"]?["action"] as? String)
+    }
+}

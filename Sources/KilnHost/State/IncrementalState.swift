@@ -95,9 +95,10 @@ public final class IncrementalState: Sendable {
         }
         previousJobs = index
         recorder = SnapshotRecorder(previous: previous?.snapshot)
-        // Few checks ahead: read records and file hashes one at a time instead of all of them.
-        let fewChecks = previous.map { $0.dirtyJobs.count <= max(256, $0.snapshot.jobs.count / 10) } ?? false
-        if fewChecks, let state {
+        // With a snapshot, read records and file hashes one at a time as jobs need them: when few
+        // jobs need a check that is much less work than reading them all, and when most do, they
+        // mostly run, and a row read per job costs nothing beside running it but keeps memory flat.
+        if previous != nil, let state {
             initialRecords = nil
             hasher = FileHasher(root: root, lookup: { state.loadFile(path: $0) })
         } else {

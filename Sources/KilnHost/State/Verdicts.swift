@@ -12,6 +12,8 @@ public struct JobVerdict: Sendable {
     public var summary: String
     /// Why it would run, or `.upToDate`.
     public var reason: RunReason
+    /// Its remote-cache keys, when asked for.
+    public var remoteKeys: RemoteActionKeys.Keys?
 }
 
 extension IncrementalState {
@@ -23,9 +25,13 @@ extension IncrementalState {
     /// run would schedule it. `each:` tasks list their files as they are now.
     ///
     /// Threading: call from one thread at a time per state.
-    public func verdicts(_ plan: BuildPlan) -> [JobVerdict] {
+    ///
+    /// With `remoteKeys`, each job also gets its remote-cache keys (``RemoteActionKeys``): its
+    /// inputs and outputs are read and hashed with SHA-256.
+    public func verdicts(_ plan: BuildPlan, remoteKeys: Bool = false) -> [JobVerdict] {
         var result: [JobVerdict] = []
         var runs = Set<String>()
+        var keys = remoteKeys ? RemoteActionKeys(root: plan.taskfile.root) : nil
         for task in plan.tasks {
             let definition = task.definition
             let dependencyNames = definition.dependencies.map(\.value)
@@ -36,17 +42,24 @@ extension IncrementalState {
                 } else {
                     publishGroup(definition.name, dependencies: dependencyNames)
                 }
+                keys?.finishTask(definition.name, groupOf: dependencyNames)
                 continue
             }
             let sources: [String?] = definition.each == .sources ? definition.sourceFiles() : [nil]
             let blocking = dependencyNames.first { runs.contains($0) }
-            var keys: [String] = []
+            var labels: [String] = []
+            var jobKeys: [RemoteActionKeys.Keys] = []
             for source in sources {
                 let request = definition.jobRequest(source: source)
                 let summary = task.prepared.summary(for: request)
-                keys.append(request.label)
+                labels.append(request.label)
+                let remote = keys?.keys(for: task, request: request)
+                if let remote { jobKeys.append(remote) }
                 if let blocking {
-                    result.append(JobVerdict(label: request.label, task: definition.name, summary: summary, reason: .dependencyRuns(blocking)))
+                    result.append(JobVerdict(
+                        label: request.label, task: definition.name, summary: summary, reason: .dependencyRuns(blocking),
+                        remoteKeys: remote
+                    ))
                     continue
                 }
                 let verdict = verdict(of: task, source: source)
@@ -55,12 +68,15 @@ extension IncrementalState {
                 } else {
                     runs.insert(definition.name)
                 }
-                result.append(JobVerdict(label: request.label, task: definition.name, summary: summary, reason: verdict.reason))
+                result.append(JobVerdict(
+                    label: request.label, task: definition.name, summary: summary, reason: verdict.reason, remoteKeys: remote
+                ))
             }
+            keys?.finishTask(definition.name, jobs: jobKeys)
             if blocking != nil {
                 runs.insert(definition.name)
             } else if definition.each == .sources, !runs.contains(definition.name) {
-                publishEachTask(definition.name, jobKeys: keys)
+                publishEachTask(definition.name, jobKeys: labels)
             }
         }
         return result
