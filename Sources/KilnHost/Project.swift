@@ -95,19 +95,4 @@ public struct Project: Sendable {
         }
         return removed
     }
-
-    /// The jobs a run of `plan` would make, as (label, what it does) — for `--dry-run`. Files of
-    /// `each:` tasks are listed as they are now; a dependency may create more before a real run.
-    public static func dryRunJobs(_ plan: BuildPlan) -> [(label: String, summary: String)] {
-        var jobs: [(String, String)] = []
-        for task in plan.tasks {
-            let definition = task.definition
-            let sources: [String?] = definition.each == .sources ? definition.sourceFiles() : [nil]
-            for source in sources {
-                let job = definition.jobRequest(source: source)
-                jobs.append((job.label, task.prepared.summary(for: job)))
-            }
-        }
-        return jobs
-    }
 }

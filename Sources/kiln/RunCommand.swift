@@ -128,9 +128,12 @@ extension Kiln {
             let summary = run.wait()
             phases.mark("run")
             incremental.saveFiles()
-            if summary.succeededOverall {
-                incremental.saveSnapshot(taskfilePath: project.taskfile.path, targets: tasks, jobs: summary.succeeded + summary.upToDate)
-            }
+            // Even after a failure: the jobs that settled are in it (it is then incomplete, so the
+            // next run is no no-op on its word, but checks only what changed and what didn't settle).
+            incremental.saveSnapshot(
+                taskfilePath: project.taskfile.path, targets: tasks, jobs: summary.succeeded + summary.upToDate,
+                complete: summary.succeededOverall
+            )
             buildState.close()
             phases.mark("save and close")
             let seconds = run.now

@@ -379,7 +379,9 @@ public final class BuildRun: @unchecked Sendable {
                 return
             }
             // Sources are listed only now, after the dependencies that may have generated them ran.
-            let sources = task.definition.sourceFiles()
+            var listed: [VisitedDirectory] = []
+            let sources = task.definition.sourceFiles(visited: &listed)
+            options.incremental?.listed(task: name, directories: listed)
             observer.jobsPlanned(sources.count)
             sourcesOfTask.withLock { $0 = sources }
             let batches = EachTaskBatches(task: task, sources: sources, batchSize: task.definition.batchSize ?? options.batchSize)

@@ -326,6 +326,14 @@ public final class IncrementalState: Sendable {
         state?.remove(key: key)
     }
 
+    /// Notes the directories an `each:` task read to list its files: when one changes (a file
+    /// appears or goes), the next run can't be a no-op on the snapshot's word.
+    func listed(task: String, directories: [VisitedDirectory]) {
+        var watched = Watched()
+        watched.add(directories, relativeTo: relative)
+        recorder.recordListing(task: task, paths: watched.paths ?? [])
+    }
+
     /// Publishes the output signature of a group task (no commands): its dependencies', in order.
     public func publishGroup(_ task: String, dependencies: [String]) {
         published.withLock { table in
@@ -356,14 +364,17 @@ public final class IncrementalState: Sendable {
         state?.save(changedFiles: hasher.takeChangedRecords())
     }
 
-    /// Writes the up-to-date snapshot of a run that ended well: every job settled (`jobs` of
-    /// them), nothing failed or was stopped. Without a Taskfile identity (no valid Taskfile
-    /// cache: the Taskfile changed during the run) there is none.
-    public func saveSnapshot(taskfilePath: String, targets: [String], jobs: Int) {
+    /// Writes the up-to-date snapshot of a run whose jobs have all finished: `jobs` of them
+    /// succeeded or were up to date. Only when the run as a whole succeeded (`complete`) can the
+    /// next run be a no-op on its word; otherwise it still spares the next run checking the jobs
+    /// that settled. Without a Taskfile identity (no valid Taskfile cache: the Taskfile changed
+    /// during the run) there is none.
+    public func saveSnapshot(taskfilePath: String, targets: [String], jobs: Int, complete: Bool) {
         guard state != nil, let identity = TaskfileCache.identity(taskfilePath: taskfilePath, root: root) else { return }
-        let snapshot = recorder.snapshot(
+        var snapshot = recorder.snapshot(
             taskfileIdentity: identity, targets: targets, published: published.withLock { $0 }, expectedJobs: jobs
         )
+        snapshot.complete = snapshot.complete && complete
         snapshot.write(root: root)
     }
 

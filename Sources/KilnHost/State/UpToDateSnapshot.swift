@@ -356,6 +356,8 @@ final class SnapshotRecorder: Sendable {
         var paths: Paths
     }
     private let entries = Mutex<[String: Entry]>([:])
+    /// Directories `each:` tasks listed, by task.
+    private let listings = Mutex<[String: [WatchedPath]]>([:])
     /// Jobs whose paths couldn't be captured faithfully (a file changed while it was read).
     private let missed = Mutex(0)
     /// The snapshot carried entries refer to.
@@ -373,6 +375,12 @@ final class SnapshotRecorder: Sendable {
             return
         }
         entries.withLock { $0[key] = Entry(alwaysRuns: alwaysRuns, paths: .fresh(paths)) }
+    }
+
+    /// Records the directories an `each:` task read to list its files. They belong to no job: a
+    /// change there only keeps the next run from being a no-op (it lists the files again).
+    func recordListing(task: String, paths: [WatchedPath]) {
+        listings.withLock { $0[task] = paths }
     }
 
     /// Records a job found up to date on the previous snapshot's word (its job at `index`).
@@ -422,6 +430,20 @@ final class SnapshotRecorder: Sendable {
             }
             jobs.append(UpToDateSnapshot.Job(key: key, alwaysRuns: entry.alwaysRuns, paths: indices))
             seen.append(entryPaths)
+        }
+        for (_, listing) in listings.withLock({ $0 }) {
+            for path in listing {
+                if let known = index[path.path] {
+                    // Listed after jobs read it, or before: either way the newest state stays.
+                    if !paths[Int(known)].describesSameState(as: path) {
+                        conflicting.insert(known)
+                        if path.seenAt > paths[Int(known)].seenAt { paths[Int(known)] = path }
+                    }
+                } else {
+                    index[path.path] = Int32(paths.count)
+                    paths.append(path)
+                }
+            }
         }
         var dropped = 0
         if !conflicting.isEmpty {

@@ -224,9 +224,19 @@ public struct TaskDefinition: Sendable {
     /// The files an `each: sources` task's patterns match now, relative to its directory, in
     /// pattern order.
     func sourceFiles() -> [String] {
-        sources.flatMap { pattern in
-            Glob.files(matching: Template.render(pattern.value, variables: templateVariables), in: directory)
+        var ignored: [VisitedDirectory] = []
+        return sourceFiles(visited: &ignored)
+    }
+
+    /// ``sourceFiles()``, noting in `visited` every directory the patterns read.
+    func sourceFiles(visited: inout [VisitedDirectory]) -> [String] {
+        var files: [String] = []
+        for pattern in sources {
+            files += Glob.files(
+                matching: Template.render(pattern.value, variables: templateVariables), in: directory, visited: &visited
+            )
         }
+        return files
     }
 
     /// The request for one job of the task: the whole task, or the file `source` of an
