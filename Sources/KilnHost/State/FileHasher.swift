@@ -28,8 +28,14 @@ public struct FileStat: Hashable, Sendable {
 
     /// The file's current status, or `nil` if it doesn't exist.
     public static func of(_ path: String) -> FileStat? {
+        of(path, relativeTo: AT_FDCWD)
+    }
+
+    /// The status of `path`, resolved against the directory open as `directory` when relative
+    /// (fewer components for the kernel to walk than the absolute path, and no string to build).
+    static func of(_ path: String, relativeTo directory: Int32) -> FileStat? {
         var info = stat()
-        guard stat(path, &info) == 0 else { return nil }
+        guard fstatat(directory, path, &info, 0) == 0 else { return nil }
         return FileStat(
             modified: Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec),
             changed: Int64(info.st_ctim.tv_sec) * 1_000_000_000 + Int64(info.st_ctim.tv_nsec),

@@ -71,10 +71,11 @@ public struct WatchedPath: Sendable, Equatable {
 
     /// Compares the path with the record: by `stat` alone when the recorded status can be
     /// trusted, and by reading a file whose status can't. `root` resolves relative paths.
-    func compare(root: String) -> Comparison {
-        let absolute = path.hasPrefix("/") ? path : root + "/" + path
+    func compare(root: String, rootDescriptor: Int32 = AT_FDCWD) -> Comparison {
         let seen = FileHasher.realTime()
-        guard let current = FileStat.of(absolute) else { return kind == .absent ? .unchanged : .changed }
+        let status = rootDescriptor == AT_FDCWD ? FileStat.of(path.hasPrefix("/") ? path : root + "/" + path) : FileStat.of(path, relativeTo: rootDescriptor)
+        guard let current = status else { return kind == .absent ? .unchanged : .changed }
+        let absolute = path.hasPrefix("/") ? path : root + "/" + path
         switch kind {
         case .absent:
             return .changed
@@ -137,7 +138,7 @@ public struct UpToDateSnapshot: Sendable {
 
     static let magic = Array("KILNSNP\u{1}".utf8)
     /// Bump when the encoding or the meaning of the snapshot changes.
-    static let formatVersion = 1
+    static let formatVersion = 2
 
     /// The snapshot file of a project.
     public static func path(root: String) -> String { root + "/.kiln/snapshot" }
@@ -182,11 +183,14 @@ public struct UpToDateSnapshot: Sendable {
         let chunk = 512
         let chunks = (paths.count + chunk - 1) / chunk
         let found = LockedValue<(changed: [Int], refreshed: [(Int, WatchedPath)])>(([], []))
+        let rootDescriptor = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        defer { if rootDescriptor >= 0 { close(rootDescriptor) } }
+        let base = rootDescriptor >= 0 ? rootDescriptor : AT_FDCWD
         DispatchQueue.concurrentPerform(iterations: chunks) { index in
             var changed: [Int] = []
             var refreshed: [(Int, WatchedPath)] = []
             for position in index * chunk..<min(paths.count, (index + 1) * chunk) {
-                switch paths[position].compare(root: root) {
+                switch paths[position].compare(root: root, rootDescriptor: base) {
                 case .unchanged: break
                 case .sameContent(let entry): refreshed.append((position, entry))
                 case .changed: changed.append(position)
@@ -234,15 +238,17 @@ public struct UpToDateSnapshot: Sendable {
         writer.write(jobs.contains { $0.alwaysRuns })
         writer.write(paths.count)
         for entry in paths {
+            // Fixed-width fields: as small as variable-length ones for nanosecond times, and read
+            // and written without a loop per byte.
             writer.write(entry.path)
-            writer.write(Int(entry.kind.rawValue))
-            writer.write(Int(entry.stat.modified))
-            writer.write(Int(entry.stat.changed))
-            writer.write(Int(entry.stat.size))
+            writer.write(byte: entry.kind.rawValue)
+            writer.write(UInt64(bitPattern: entry.stat.modified))
+            writer.write(UInt64(bitPattern: entry.stat.changed))
+            writer.write(UInt64(bitPattern: entry.stat.size))
             writer.write(entry.stat.inode)
             writer.write(entry.hash.high)
             writer.write(entry.hash.low)
-            writer.write(Int(entry.seenAt))
+            writer.write(UInt64(bitPattern: entry.seenAt))
         }
         writer.write(jobs.count)
         for job in jobs {
@@ -287,16 +293,19 @@ public struct UpToDateSnapshot: Sendable {
         var paths: [WatchedPath] = []
         paths.reserveCapacity(pathCount)
         for _ in 0..<pathCount {
-            guard let path = reader.readString(), let kindValue = reader.readInteger(),
-                let kind = WatchedPath.Kind(rawValue: UInt8(truncatingIfNeeded: kindValue)),
-                let modified = reader.readInteger(), let changed = reader.readInteger(), let size = reader.readInteger(),
+            guard let path = reader.readString(), let kindByte = reader.readByte(),
+                let kind = WatchedPath.Kind(rawValue: kindByte),
+                let modified = reader.readUInt64(), let changed = reader.readUInt64(), let size = reader.readUInt64(),
                 let inode = reader.readUInt64(), let high = reader.readUInt64(), let low = reader.readUInt64(),
-                let seenAt = reader.readInteger()
+                let seenAt = reader.readUInt64()
             else { return nil }
             paths.append(WatchedPath(
                 path: path, kind: kind,
-                stat: FileStat(modified: Int64(modified), changed: Int64(changed), size: Int64(size), inode: inode),
-                hash: ContentHash(high: high, low: low), seenAt: Int64(seenAt)
+                stat: FileStat(
+                    modified: Int64(bitPattern: modified), changed: Int64(bitPattern: changed), size: Int64(bitPattern: size),
+                    inode: inode
+                ),
+                hash: ContentHash(high: high, low: low), seenAt: Int64(bitPattern: seenAt)
             ))
         }
         let snapshot = UpToDateSnapshot(
@@ -391,70 +400,110 @@ final class SnapshotRecorder: Sendable {
     /// The snapshot of this run. A path that jobs saw in different states (one job rewrote what
     /// another had read) keeps its newest state, and the jobs that saw another are left out, so
     /// the next run checks them against the build state.
+    ///
+    /// After a small change most jobs are carried from the previous snapshot: its path table is
+    /// the starting point (carried jobs keep their index lists as they are), the few fresh paths
+    /// are merged into it, and paths no job watches any more are dropped.
     func snapshot(
         taskfileIdentity: ContentHash, targets: [String], published: [String: ContentHash], expectedJobs: Int
     ) -> UpToDateSnapshot {
         let recorded = entries.withLock { $0 }
-        var paths: [WatchedPath] = []
-        var index: [String: Int32] = [:]
+        let listed = listings.withLock { $0 }
+        var paths = previous?.paths ?? []
         var conflicting = Set<Int32>()
+        var index: [String: Int32]?
+        var freshIndex: [String: Int32] = [:]
+        /// Where `path` is in the table: fresh paths first, then the previous table (searched
+        /// through a table by path only when many fresh paths need it).
+        func position(of path: String, freshCount: Int) -> Int32? {
+            if let known = freshIndex[path] { return known }
+            guard let previous, !previous.paths.isEmpty else { return nil }
+            if freshCount > 64 {
+                if index == nil {
+                    var table: [String: Int32] = [:]
+                    table.reserveCapacity(previous.paths.count)
+                    for (position, entry) in previous.paths.enumerated() { table[entry.path] = Int32(position) }
+                    index = table
+                }
+                return index?[path]
+            }
+            return previous.paths.firstIndex { $0.path == path }.map(Int32.init)
+        }
+        var freshCount = listed.values.reduce(0) { $0 + $1.count }
+        for (_, entry) in recorded {
+            if case .fresh(let fresh) = entry.paths { freshCount += fresh.count }
+        }
+        func add(_ path: WatchedPath) -> Int32 {
+            if let known = position(of: path.path, freshCount: freshCount) {
+                let current = paths[Int(known)]
+                if !current.describesSameState(as: path) {
+                    conflicting.insert(known)
+                    if path.seenAt > current.seenAt { paths[Int(known)] = path }
+                }
+                freshIndex[path.path] = known
+                return known
+            }
+            let position = Int32(paths.count)
+            freshIndex[path.path] = position
+            paths.append(path)
+            return position
+        }
+
         var jobs: [UpToDateSnapshot.Job] = []
         jobs.reserveCapacity(recorded.count)
-        // What each job saw, by position in `paths`; compared again only for conflicting paths.
-        var seen: [[WatchedPath]] = []
+        // What each fresh job saw (carried ones saw what the previous table held); compared again
+        // only for conflicting paths.
+        var seen: [[WatchedPath]?] = []
         seen.reserveCapacity(recorded.count)
+        var original: [WatchedPath] = []
         for (key, entry) in recorded {
-            let entryPaths: [WatchedPath]
             switch entry.paths {
-            case .fresh(let fresh): entryPaths = fresh
+            case .fresh(let fresh):
+                jobs.append(UpToDateSnapshot.Job(key: key, alwaysRuns: entry.alwaysRuns, paths: fresh.map(add)))
+                seen.append(fresh)
             case .carried(let position):
                 guard let previous else { continue }
-                entryPaths = previous.jobs[position].paths.map { previous.paths[Int($0)] }
-            }
-            var indices: [Int32] = []
-            indices.reserveCapacity(entryPaths.count)
-            for path in entryPaths {
-                if let known = index[path.path] {
-                    indices.append(known)
-                    let current = paths[Int(known)]
-                    if !current.describesSameState(as: path) {
-                        conflicting.insert(known)
-                        if path.seenAt > current.seenAt { paths[Int(known)] = path }
-                    }
-                } else {
-                    let position = Int32(paths.count)
-                    index[path.path] = position
-                    indices.append(position)
-                    paths.append(path)
-                }
-            }
-            jobs.append(UpToDateSnapshot.Job(key: key, alwaysRuns: entry.alwaysRuns, paths: indices))
-            seen.append(entryPaths)
-        }
-        for (_, listing) in listings.withLock({ $0 }) {
-            for path in listing {
-                if let known = index[path.path] {
-                    // Listed after jobs read it, or before: either way the newest state stays.
-                    if !paths[Int(known)].describesSameState(as: path) {
-                        conflicting.insert(known)
-                        if path.seenAt > paths[Int(known)].seenAt { paths[Int(known)] = path }
-                    }
-                } else {
-                    index[path.path] = Int32(paths.count)
-                    paths.append(path)
-                }
+                jobs.append(UpToDateSnapshot.Job(key: key, alwaysRuns: false, paths: previous.jobs[position].paths))
+                seen.append(nil)
             }
         }
+        for (_, listing) in listed {
+            for path in listing { _ = add(path) }
+        }
+        if let previous { original = previous.paths }
+
         var dropped = 0
         if !conflicting.isEmpty {
             var kept: [UpToDateSnapshot.Job] = []
-            for (job, entryPaths) in zip(jobs, seen) {
-                let consistent = zip(job.paths, entryPaths).allSatisfy { position, path in
-                    !conflicting.contains(position) || paths[Int(position)].describesSameState(as: path)
+            for (job, saw) in zip(jobs, seen) {
+                let consistent = job.paths.enumerated().allSatisfy { offset, position in
+                    guard conflicting.contains(position) else { return true }
+                    let path = saw?[offset] ?? original[Int(position)]
+                    return paths[Int(position)].describesSameState(as: path)
                 }
                 if consistent { kept.append(job) } else { dropped += 1 }
             }
             jobs = kept
+        }
+
+        // Keep only the paths something still watches (a deleted source's job is gone).
+        var used = [Bool](repeating: false, count: paths.count)
+        for job in jobs { for position in job.paths { used[Int(position)] = true } }
+        for (_, listing) in listed { for path in listing { if let known = freshIndex[path.path] { used[Int(known)] = true } } }
+        if used.contains(false) {
+            var remap = [Int32](repeating: -1, count: paths.count)
+            var compact: [WatchedPath] = []
+            compact.reserveCapacity(paths.count)
+            for (position, entry) in paths.enumerated() where used[position] {
+                remap[position] = Int32(compact.count)
+                compact.append(entry)
+            }
+            paths = compact
+            jobs = jobs.map { job in
+                var job = job
+                job.paths = job.paths.map { remap[Int($0)] }
+                return job
+            }
         }
         let complete = dropped == 0 && missed.withLock { $0 } == 0 && recorded.count == expectedJobs
         return UpToDateSnapshot(

@@ -110,10 +110,12 @@ struct BinaryWriter {
     }
 
     mutating func write(_ value: UInt64) {
-        for shift in stride(from: 0, to: 64, by: 8) { bytes.append(UInt8((value >> UInt64(shift)) & 0xff)) }
+        withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) }
     }
 
     mutating func write(_ value: Bool) { bytes.append(value ? 1 : 0) }
+
+    mutating func write(byte: UInt8) { bytes.append(byte) }
 
     /// A string, in full.
     mutating func write(_ value: String) {
@@ -237,6 +239,12 @@ struct BinaryReader {
 
     init(bytes: [UInt8]) { self.bytes = bytes }
 
+    mutating func readByte() -> UInt8? {
+        guard offset < bytes.count else { return nil }
+        defer { offset += 1 }
+        return bytes[offset]
+    }
+
     mutating func readBytes(count: Int) -> [UInt8]? {
         guard count >= 0, offset + count <= bytes.count else { return nil }
         defer { offset += count }
@@ -258,8 +266,7 @@ struct BinaryReader {
 
     mutating func readUInt64() -> UInt64? {
         guard offset + 8 <= bytes.count else { return nil }
-        var value: UInt64 = 0
-        for index in 0..<8 { value |= UInt64(bytes[offset + index]) << UInt64(index * 8) }
+        let value = bytes.withUnsafeBytes { UInt64(littleEndian: $0.loadUnaligned(fromByteOffset: offset, as: UInt64.self)) }
         offset += 8
         return value
     }
