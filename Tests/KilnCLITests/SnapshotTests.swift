@@ -243,3 +243,37 @@ struct RemoteKeysTests {
         #expect(after["join"]?["action"] as? String == before["join"]?["action"] as? String)
     }
 }
+
+extension RemoteKeysTests {
+    @Test("with keep-depfile, the depfile stays and a header edit changes its includers' action digests (real cc -MMD)")
+    func keptDepfileFeedsTheKeys() async throws {
+        let directory = try TemporaryDirectory(prefix: "kiln-remote")
+        defer { directory.remove() }
+        try directory.write("include/a.h", "#define A_VALUE 1\n")
+        try directory.write("include/b.h", "#define B_VALUE 2\n")
+        try directory.write("src/a.c", "#include \"a.h\"\nint a(void) { return A_VALUE; }\n")
+        try directory.write("src/b.c", "#include \"b.h\"\nint b(void) { return B_VALUE; }\n")
+        try directory.write("Taskfile.yml", """
+            version: '3'
+            tasks:
+              default:
+                each: sources
+                sources: ['src/*.c']
+                generates: ['build/{{.source_stem}}.o']
+                depfile: 'build/{{.source_stem}}.d'
+                keep-depfile: true
+                cmds:
+                  - mkdir -p build
+                  - cc -Iinclude -MMD -MF build/{{.source_stem}}.d -c {{.source}} -o {{.output}}
+
+            """)
+        let result = try await KilnProcess.run(["run"], in: directory.path)
+        #expect(result.status == 0, "\(result)")
+        #expect(directory.read("build/a.d")?.contains("a.h") == true)
+        let before = try await keys(directory)
+        try directory.write("include/b.h", "#define B_VALUE 3\n")
+        let after = try await keys(directory)
+        #expect(after["default src/b.c"]?["action"] as? String != before["default src/b.c"]?["action"] as? String)
+        #expect(after["default src/a.c"]?["action"] as? String == before["default src/a.c"]?["action"] as? String)
+    }
+}

@@ -536,7 +536,8 @@ public final class BuildRun: @unchecked Sendable {
                 case .succeeded:
                     incremental.succeeded(
                         key: request.label, task: countsAsPlanned ? task.definition.name : nil, check: result, request: request,
-                        depfile: task.definition.depfile.map { Template.render($0, variables: request.variables) }
+                        depfile: task.definition.depfile.map { Template.render($0, variables: request.variables) },
+                        keepDepfile: task.definition.keepsDepfile
                     )
                 case .upToDate:
                     incremental.upToDate(key: request.label, task: countsAsPlanned ? task.definition.name : nil, check: result)

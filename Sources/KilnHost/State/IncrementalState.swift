@@ -279,7 +279,9 @@ public final class IncrementalState: Sendable {
     /// Records a job that just succeeded: hashes its outputs, reads its depfile (if the task has
     /// one: the files it names become inputs, and the depfile is removed), commits its record, and
     /// publishes its output signature under `key` (and under `task`, for a plain task).
-    public func succeeded(key: String, task: String?, check: Check, request: JobRequest, depfile: String? = nil) {
+    public func succeeded(
+        key: String, task: String?, check: Check, request: JobRequest, depfile: String? = nil, keepDepfile: Bool = false
+    ) {
         var watched = Watched(paths: check.watched)
         var outputs: [String: ContentHash] = [:]
         for output in expand(request.outputs, in: request.directory, watched: &watched) {
@@ -295,7 +297,7 @@ public final class IncrementalState: Sendable {
                     let found = watched.hash(projectPath(input, in: request.directory), with: hasher)
                     discovered[input] = found?.hash ?? ContentHash(high: 0, low: 0)
                 }
-                _ = unlink(path)
+                if !keepDepfile { _ = unlink(path) }
             }
             // What the next check will hash: the declared inputs and these.
             for (path, hash) in discovered where parts.inputs[path] == nil { parts.inputs[path] = hash }

@@ -6,7 +6,7 @@ import KilnPluginAPI
 /// The **action digest** is the SHA-256 of a canonical description of the job: its kind and
 /// version, the command after templating (or the plugin's configuration), its directory relative
 /// to the project root, the environment it declares, each input's path with the digest of its
-/// content, the output digest of each dependency, and the paths it declares as outputs. Every
+/// content (declared inputs, and those a kept depfile names), the output digest of each dependency, and the paths it declares as outputs. Every
 /// field is length-prefixed, so no two jobs describe alike. An **output digest** is the SHA-256 of
 /// an output file; a task's output digest hashes its jobs' output paths and digests, in order.
 ///
@@ -43,7 +43,16 @@ public struct RemoteActionKeys {
         if let configuration = task.definition.pluginConfiguration { field("configuration", configuration.description) }
         field("directory", relative(request.directory))
         for (name, value) in request.environment.sorted(by: { $0.key < $1.key }) { field("env", name + "=" + value) }
-        for input in expand(request.inputs, in: request.directory) {
+        var inputs = expand(request.inputs, in: request.directory)
+        // A kept depfile names the files the command read last time (a C file's headers).
+        if task.definition.keepsDepfile, let depfile = task.definition.depfile {
+            let path = Path.join(request.directory, Template.render(depfile, variables: request.variables))
+            if let text = try? Files.readText(path) {
+                let outputs = Set(request.outputs)
+                inputs = Array(Set(inputs).union(Depfile.prerequisites(text).filter { !outputs.contains($0) })).sorted()
+            }
+        }
+        for input in inputs {
             field("input", input)
             field("digest", digest(of: Path.join(request.directory, input))?.description ?? "absent")
         }

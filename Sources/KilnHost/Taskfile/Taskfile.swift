@@ -81,6 +81,7 @@ public struct TaskDefinition: Sendable {
         let pluginConfiguration: ConfigurationValue?
         let allowsOutsideRoot: Bool
         let depfile: String?
+        let keepsDepfile: Bool
         let file: String
 
         init(
@@ -100,6 +101,7 @@ public struct TaskDefinition: Sendable {
             pluginConfiguration: ConfigurationValue?,
             allowsOutsideRoot: Bool,
             depfile: String?,
+            keepsDepfile: Bool,
             file: String
         ) {
             self.name = name
@@ -118,6 +120,7 @@ public struct TaskDefinition: Sendable {
             self.pluginConfiguration = pluginConfiguration
             self.allowsOutsideRoot = allowsOutsideRoot
             self.depfile = depfile
+            self.keepsDepfile = keepsDepfile
             self.file = file
         }
     }
@@ -162,6 +165,9 @@ public struct TaskDefinition: Sendable {
     /// `depfile:` — a Makefile-syntax file the command writes (`cc -MD -MF FILE`) naming the
     /// files it read; they become the job's inputs next time. Before templating.
     public var depfile: String? { storage.depfile }
+    /// `keep-depfile: true` leaves the depfile in place after reading it (like make), so the
+    /// files it names are known from the files alone — remote-cache keys include them.
+    public var keepsDepfile: Bool { storage.keepsDepfile }
     /// The file the task was defined in.
     public var file: String { storage.file }
 
@@ -184,6 +190,7 @@ public struct TaskDefinition: Sendable {
         pluginConfiguration: ConfigurationValue?,
         allowsOutsideRoot: Bool,
         depfile: String? = nil,
+        keepsDepfile: Bool = false,
         file: String
     ) {
         self.dependencies = dependencies
@@ -204,6 +211,7 @@ public struct TaskDefinition: Sendable {
             pluginConfiguration: pluginConfiguration,
             allowsOutsideRoot: allowsOutsideRoot,
             depfile: depfile,
+            keepsDepfile: keepsDepfile,
             file: file
         )
     }

@@ -18,7 +18,7 @@ import Glibc
 enum TaskfileCache {
     static let magic = Array("KILNTFC\u{1}".utf8)
     /// Bump when the encoding or the meaning of ``Taskfile`` changes.
-    static let formatVersion = 6
+    static let formatVersion = 7
 
     /// The cache file of a project.
     static func path(root: String) -> String { root + "/.kiln/taskfile.cache" }
@@ -226,6 +226,7 @@ struct BinaryWriter {
             if let configuration = task.pluginConfiguration { write(configuration) }
             write(task.allowsOutsideRoot)
             write(task.depfile)
+            write(task.keepsDepfile)
             write(task.file)
         }
     }
@@ -393,7 +394,9 @@ struct BinaryReader {
                 guard let value = readConfiguration() else { return nil }
                 configuration = value
             }
-            guard let allowsOutsideRoot = readBool(), let depfile = readOptionalString(), let file = readString() else {
+            guard let allowsOutsideRoot = readBool(), let depfile = readOptionalString(), let keepsDepfile = readBool(),
+                let file = readString()
+            else {
                 return nil
             }
             tasks.append(TaskDefinition(
@@ -402,7 +405,7 @@ struct BinaryReader {
                 environment: tables[environmentIndex], directory: directory, resources: claims,
                 each: each ? .sources : .none, batchSize: batch > 0 ? batch : nil,
                 kind: Located(value: kindName, location: kindLocation), pluginConfiguration: configuration,
-                allowsOutsideRoot: allowsOutsideRoot, depfile: depfile, file: file
+                allowsOutsideRoot: allowsOutsideRoot, depfile: depfile, keepsDepfile: keepsDepfile, file: file
             ))
         }
         guard offset == bytes.count else { return nil }

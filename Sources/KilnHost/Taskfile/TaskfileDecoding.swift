@@ -18,7 +18,7 @@ public struct TaskfileLoader: Sendable {
     static let topLevelKeys: Set<String> = ["version", "vars", "env", "tasks", "includes", "resources"]
     static let taskKeys: Set<String> = [
         "desc", "deps", "cmds", "sources", "generates", "vars", "env", "dir", "resources", "each", "batch",
-        "plugin", "with", "allow-outside-root", "depfile",
+        "plugin", "with", "allow-outside-root", "depfile", "keep-depfile",
     ]
 
     private let readFile: @Sendable (String) throws -> String
@@ -248,6 +248,7 @@ private final class LoadSession {
         var with: YAMLNode?
         var allowsOutsideRoot = false
         var depfile: Located<String>?
+        var keepsDepfile = false
         var taskVariablesYAMLNode: YAMLNode?
         var environmentYAMLNode: YAMLNode?
 
@@ -311,6 +312,7 @@ private final class LoadSession {
                     if let text = scalar(value, file: file, what: "'depfile'") {
                         depfile = Located(value: text, location: location(value, file))
                     }
+                case "keep-depfile": keepsDepfile = bool(value, file: file, what: "'keep-depfile'") ?? false
                 default:
                     unknownKey(keyName, at: location(keyYAMLNode, file), allowed: TaskfileLoader.taskKeys, in: "task '\(name)'")
                 }
@@ -370,7 +372,7 @@ private final class LoadSession {
             name: name, location: taskLocation, summary: summary, dependencies: dependencies, commands: commands,
             sources: sources, generates: generates, variables: variables, environment: environment,
             directory: taskDirectory, resources: claims, each: each, batchSize: batchSize, kind: kind,
-            pluginConfiguration: configuration, allowsOutsideRoot: allowsOutsideRoot, depfile: depfile?.value, file: file
+            pluginConfiguration: configuration, allowsOutsideRoot: allowsOutsideRoot, depfile: depfile?.value, keepsDepfile: keepsDepfile, file: file
         ))
     }
 
