@@ -15,6 +15,8 @@ let package = Package(
     ],
     targets: [
         .target(name: "CKilnSystem"),
+        // The plugin ABI: a C header whose #define a plugin reads when it is compiled.
+        .target(name: "CKilnPluginABI"),
         .target(
             name: "KilnJobs",
             dependencies: ["CKilnSystem"],
@@ -27,7 +29,7 @@ let package = Package(
         ),
         .target(
             name: "KilnPluginAPI",
-            dependencies: ["KilnJobs"],
+            dependencies: ["KilnJobs", "CKilnPluginABI"],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
     ]

@@ -109,16 +109,29 @@ public struct JobRequest: Sendable {
 
 /// What a running job may use from the host.
 ///
+/// Cancellation reaches a job as ``Job/cancel()``: the host cancels running jobs on Ctrl-C, and
+/// jobs not yet started after a failure. A synchronous job checks `isCancelled`; an asynchronous
+/// one overrides `cancel()` to stop its work and then finishes.
+///
 /// Threading: all members are safe from any thread.
 public struct TaskContext: Sendable {
     /// Where the job's output goes; the host prints it whole when the job ends, never interleaved.
     public var output: TaskOutput
     /// The project root (absolute).
     public var projectRoot: String
+    /// The environment the job runs with: the host's, plus what the Taskfile declares for the task.
+    public var environment: [String: String]
 
     /// Creates a context.
-    public init(output: TaskOutput, projectRoot: String) {
+    public init(output: TaskOutput, projectRoot: String, environment: [String: String] = [:]) {
         self.output = output
         self.projectRoot = projectRoot
+        self.environment = environment
+    }
+
+    /// Writes a line to the job's output (the host's logger for jobs: shown when the job ends,
+    /// or with its failure).
+    public func log(_ line: String) {
+        output.write(line: line)
     }
 }

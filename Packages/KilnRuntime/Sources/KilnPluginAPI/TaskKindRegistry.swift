@@ -16,9 +16,13 @@ public final class TaskKindRegistry: Sendable {
     /// - Parameters:
     ///   - kind: The kind.
     ///   - origin: Where it comes from, for messages: `built-in`, or the plugin's file.
+    ///   - pluginVersion: The version of the plugin that provides it, if any; it goes into job
+    ///     signatures beside the kind's own.
     /// - Throws: ``TaskKindRegistryError`` if another kind already has the name.
-    public func register<Kind: TaskKind>(_ kind: Kind, origin: String) throws(TaskKindRegistryError) {
-        let entry = RegisteredTaskKind(kind, origin: origin)
+    public func register<Kind: TaskKind>(
+        _ kind: Kind, origin: String, pluginVersion: String? = nil
+    ) throws(TaskKindRegistryError) {
+        let entry = RegisteredTaskKind(kind, origin: origin, pluginVersion: pluginVersion)
         let existing = entries.withLock { entries -> RegisteredTaskKind? in
             if let existing = entries[kind.name] { return existing }
             entries[kind.name] = entry
@@ -61,16 +65,23 @@ public struct RegisteredTaskKind: Sendable {
     public let name: String
     /// The kind's version.
     public let version: String
+    /// The version of the plugin that provides it (`nil`: built in).
+    public let pluginVersion: String?
     /// `built-in`, or the plugin file it came from.
     public let origin: String
     private let prepare: @Sendable (ConfigurationValue, TaskDescription) throws(TaskConfigurationError) -> PreparedTask
 
-    init<Kind: TaskKind>(_ kind: Kind, origin: String) {
+    init<Kind: TaskKind>(_ kind: Kind, origin: String, pluginVersion: String?) {
         name = kind.name
         version = kind.version
+        self.pluginVersion = pluginVersion
         self.origin = origin
+        // What job signatures include: the kind's version and its plugin's.
+        let signedVersion = pluginVersion.map { "\(kind.version) (plugin \($0))" } ?? kind.version
         prepare = { value, task throws(TaskConfigurationError) in
-            PreparedTask(ConfiguredKind(kind: kind, configuration: try kind.configuration(from: value, task: task)))
+            PreparedTask(ConfiguredKind(
+                kind: kind, version: signedVersion, configuration: try kind.configuration(from: value, task: task)
+            ))
         }
     }
 
@@ -96,7 +107,7 @@ public struct PreparedTask: Sendable {
 
     /// The kind's name.
     public var kindName: String { configured.kindName }
-    /// The kind's version.
+    /// The kind's version, with its plugin's: what job signatures include.
     public var kindVersion: String { configured.kindVersion }
 
     /// What a job will do, in one line.
@@ -121,15 +132,16 @@ protocol AnyConfiguredKind: AnyObject, Sendable {
 /// `@unchecked Sendable`: both stored properties are immutable and `Sendable`.
 final class ConfiguredKind<Kind: TaskKind>: AnyConfiguredKind, @unchecked Sendable {
     let kind: Kind
+    let kindVersion: String
     let configuration: Kind.Configuration
 
-    init(kind: Kind, configuration: Kind.Configuration) {
+    init(kind: Kind, version: String, configuration: Kind.Configuration) {
         self.kind = kind
+        self.kindVersion = version
         self.configuration = configuration
     }
 
     var kindName: String { kind.name }
-    var kindVersion: String { kind.version }
     func summary(for request: JobRequest) -> String { kind.summary(of: configuration, request: request) }
     func makeJob(_ request: JobRequest, context: TaskContext) throws -> Job {
         try kind.makeJob(configuration: configuration, request: request, context: context)
