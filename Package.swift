@@ -14,6 +14,10 @@ let package = Package(
         .executable(name: "kiln", targets: ["kiln"]),
         .executable(name: "kiln-bench", targets: ["kiln-bench"]),
         .library(name: "KilnHost", targets: ["KilnHost"]),
+        // Task plugins: loaded by kiln at run time from beside its executable (libkiln-NAME.so).
+        .library(name: "kiln-archive", type: .dynamic, targets: ["KilnArchivePlugin"]),
+        .library(name: "kiln-compress", type: .dynamic, targets: ["KilnCompressPlugin"]),
+        .library(name: "kiln-http", type: .dynamic, targets: ["KilnHTTPPlugin"]),
     ],
     dependencies: [
         .package(path: "Packages/KilnRuntime"),
@@ -33,6 +37,42 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .target(name: "CKilnHost"),
+        .target(
+            name: "CKilnZlib", path: "Plugins/CKilnZlib", linkerSettings: [.linkedLibrary("z")]
+        ),
+        // A plugin depends on the runtime's dynamic products only — never on KilnHost — so the
+        // process holds one KilnJobs, and a plugin's job is a `Job` to the host.
+        .target(
+            name: "KilnArchivePlugin",
+            dependencies: [
+                .product(name: "KilnJobs", package: "KilnRuntime"),
+                .product(name: "KilnPluginAPI", package: "KilnRuntime"),
+                "CKilnZlib",
+            ],
+            path: "Plugins/Archive",
+            swiftSettings: swiftSettings
+        ),
+        .target(name: "CKilnCurl", path: "Plugins/CKilnCurl", linkerSettings: [.linkedLibrary("curl")]),
+        .target(
+            name: "KilnHTTPPlugin",
+            dependencies: [
+                .product(name: "KilnJobs", package: "KilnRuntime"),
+                .product(name: "KilnPluginAPI", package: "KilnRuntime"),
+                "CKilnCurl",
+            ],
+            path: "Plugins/HTTP",
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "KilnCompressPlugin",
+            dependencies: [
+                .product(name: "KilnJobs", package: "KilnRuntime"),
+                .product(name: "KilnPluginAPI", package: "KilnRuntime"),
+                "CKilnZlib",
+            ],
+            path: "Plugins/Compress",
+            swiftSettings: swiftSettings
+        ),
         .systemLibrary(name: "CYAML", pkgConfig: "yaml-0.1", providers: [.apt(["libyaml-dev"])]),
         .systemLibrary(name: "CXXHash", pkgConfig: "libxxhash", providers: [.apt(["libxxhash-dev"])]),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),

@@ -13,8 +13,12 @@ public struct Project: Sendable {
 
     /// The loaded Taskfile.
     public var taskfile: Taskfile
-    /// The task kinds: the built-in `shell` kind, registered like any plugin's.
+    /// The task kinds: the built-in `shell` kind, registered like any plugin's, and the kinds of
+    /// the plugins loaded.
     public var registry: TaskKindRegistry
+    /// The plugins loaded: those the Taskfile's `plugins:` names, and those found on the plugin
+    /// path for kinds its tasks use.
+    public var plugins: [LoadedPlugin]
 
     /// Finds and loads the project's Taskfile.
     ///
@@ -23,7 +27,9 @@ public struct Project: Sendable {
     ///   - currentDirectory: Where discovery starts.
     ///   - runner: Runs the shell kind's commands.
     /// - Throws: ``TaskfileErrors`` when there is no Taskfile or it is invalid.
-    public init(taskfilePath: String?, currentDirectory: String, runner: any CommandRunner) throws(TaskfileErrors) {
+    public init(
+        taskfilePath: String?, currentDirectory: String, runner: any CommandRunner, plugins options: PluginOptions = PluginOptions()
+    ) throws(TaskfileErrors) {
         let path: String
         if let found = Self.locateTaskfile(taskfilePath, currentDirectory: currentDirectory) {
             path = found.path
@@ -40,6 +46,39 @@ public struct Project: Sendable {
         try? registry.register(
             ShellTaskKind(runner: runner, baseEnvironment: System.environment), origin: "built-in"
         )
+        plugins = try Self.loadPlugins(for: taskfile, into: registry, options: options)
+    }
+
+    /// Loads the plugins the Taskfile names, then, for each task kind its tasks use that no one
+    /// registered yet, the plugin of that name on the plugin path. Plugins are loaded only when
+    /// something needs them, so a Taskfile without plugin tasks pays nothing.
+    ///
+    /// - Throws: ``TaskfileErrors`` pointing at the `plugins:` entry or the task's `plugin:` key.
+    static func loadPlugins(
+        for taskfile: Taskfile, into registry: TaskKindRegistry, options: PluginOptions
+    ) throws(TaskfileErrors) -> [LoadedPlugin] {
+        let needed = taskfile.tasks.filter { registry.kind(named: $0.kind.value) == nil }
+        guard !taskfile.plugins.isEmpty || !needed.isEmpty else { return [] }
+        let loader = PluginLoader(options: options, registry: registry)
+        var errors: [TaskfileError] = []
+        for entry in taskfile.plugins {
+            do {
+                _ = try loader.load(entry.value)
+            } catch {
+                errors.append(TaskfileError(.pluginFailed, error.message, at: entry.location))
+            }
+        }
+        var tried = Set<String>()
+        for task in needed where registry.kind(named: task.kind.value) == nil && tried.insert(task.kind.value).inserted {
+            guard loader.find(task.kind.value).file != nil else { continue }  // the planner says it is unknown
+            do {
+                _ = try loader.load(task.kind.value)
+            } catch {
+                errors.append(TaskfileError(.pluginFailed, error.message, at: task.kind.location))
+            }
+        }
+        if !errors.isEmpty { throw TaskfileErrors(sorting: errors, fileOrder: taskfile.files) }
+        return loader.plugins
     }
 
     /// The main Taskfile — `taskfilePath` (`--taskfile`) made absolute, or the one discovery

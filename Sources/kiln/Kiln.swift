@@ -15,7 +15,7 @@ struct Kiln: ParsableCommand {
             130 interrupted (Ctrl-C or SIGTERM).
             """,
         version: "kiln \(version)",
-        subcommands: [Run.self, Status.self, Explain.self, List.self, Graph.self, Clean.self],
+        subcommands: [Run.self, Status.self, Explain.self, List.self, Graph.self, Clean.self, Plugins.self],
         defaultSubcommand: Run.self
     )
 }
@@ -24,6 +24,14 @@ struct Kiln: ParsableCommand {
 struct TaskfileOptions: ParsableArguments {
     @Option(name: [.customShort("t"), .long], help: "The Taskfile to use (default: Taskfile.yml here or in a parent directory).")
     var taskfile: String?
+
+    @Option(help: "A directory to look for plugins in, before KILN_PLUGIN_PATH and kiln's own directory (repeatable).")
+    var pluginPath: [String] = []
+
+    @Flag(help: "Load plugins even from files or directories others can write (loading a plugin runs its code).")
+    var allowInsecurePlugins = false
+
+    var plugins: PluginOptions { PluginOptions(searchPaths: pluginPath, allowInsecure: allowInsecurePlugins) }
 }
 
 /// Exit codes, as documented in `kiln --help`.
@@ -40,7 +48,9 @@ func loadAndPlan(
     _ options: TaskfileOptions, targets: [String], everyTaskWhenEmpty: Bool, runner: any CommandRunner
 ) -> (Project, BuildPlan) {
     do {
-        let project = try Project(taskfilePath: options.taskfile, currentDirectory: System.currentDirectory, runner: runner)
+        let project = try Project(
+            taskfilePath: options.taskfile, currentDirectory: System.currentDirectory, runner: runner, plugins: options.plugins
+        )
         let names = targets.isEmpty && everyTaskWhenEmpty ? project.taskfile.tasks.map(\.name) : targets
         return (project, try BuildPlanner(taskfile: project.taskfile, registry: project.registry).plan(targets: names))
     } catch {

@@ -13,7 +13,10 @@ extension Kiln {
         func run() throws {
             let project: Project
             do {
-                project = try Project(taskfilePath: options.taskfile, currentDirectory: System.currentDirectory, runner: ProcessMonitor())
+                project = try Project(
+                    taskfilePath: options.taskfile, currentDirectory: System.currentDirectory, runner: ProcessMonitor(),
+                    plugins: options.plugins
+                )
             } catch {
                 exitWithTaskfileErrors(error)
             }

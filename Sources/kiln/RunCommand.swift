@@ -89,6 +89,7 @@ extension Kiln {
                 ? BuildState(root: root, lock: lock) { System.writeError($0 + "\n") }
                 : BuildState(root: root, lock: lock ?? takeLock(root: root, wait: wait)) { System.writeError($0 + "\n") }
             let incremental = IncrementalState(state: buildState, root: root, previous: scan)
+            incremental.watch(files: project.plugins.map(\.file))
             phases.mark("open state")
             if dryRun {
                 // Exactly the jobs a real run would start now (and those waiting on them).

@@ -163,7 +163,7 @@ struct ArchiveTaskKind: TaskKind {
         let error = try #require(errors.only)
         #expect(error.code == .unknownTaskKind)
         #expect(error.location == at(directory.path("Taskfile.yml"), 4, 13))
-        #expect(error.message.contains("task kind 'archiver', which no plugin provides; known kinds: archive, shell"))
+        #expect(error.message.contains("task kind 'archiver', which no plugin provides (no libkiln-archiver.so on the plugin path: see --plugin-path); known kinds: archive, shell"))
     }
 
     @Test func aConfigurationItsKindRejectsIsReportedAtTheValueTheKindNamed() throws {

@@ -66,6 +66,8 @@ public final class BuildRun: @unchecked Sendable {
     /// can't end (and kiln exit) while a command is still being stopped.
     private let unitEnds = JobQueue(name: "unit ends", maxConcurrentJobCount: 64)
     private let clockStart = DispatchTime.now().uptimeNanoseconds
+    /// The host's environment, read once: what every job starts from.
+    private let baseEnvironment = System.environment
 
     /// What dependents created later need to know of a task.
     private enum TaskProgress {
@@ -448,7 +450,9 @@ public final class BuildRun: @unchecked Sendable {
         onFinish: @escaping @Sendable (_ failed: Bool, _ job: Job) -> Void
     ) -> (entry: Job, queue: JobQueue, realJob: Job, target: Job) {
         let output = TaskOutput()
-        let context = TaskContext(output: output, projectRoot: plan.taskfile.root)
+        // The host's environment plus the task's (shared storage when the task adds nothing).
+        let environment = request.environment.isEmpty ? baseEnvironment : baseEnvironment.merging(request.environment) { $1 }
+        let context = TaskContext(output: output, projectRoot: plan.taskfile.root, environment: environment)
         let realJob: Job
         do {
             realJob = try task.prepared.makeJob(request, context: context)
@@ -460,7 +464,9 @@ public final class BuildRun: @unchecked Sendable {
             return state.nextJobID
         }
         let outputs = request.outputs.map { $0.hasPrefix("/") ? $0 : request.directory + "/" + $0 }
-        let resources = queues.resources(for: request.resources, outputs: outputs, directory: request.directory)
+        // The Taskfile's claims, or what the task's kind asks for (a download: its host's queue).
+        let claims = request.resources.isEmpty ? task.prepared.defaultResources(for: request) : request.resources
+        let resources = queues.resources(for: claims, outputs: outputs, directory: request.directory)
         let info = JobInfo(
             id: id, task: task.definition.name, label: request.label,
             summary: task.prepared.summary(for: request), resources: resources

@@ -81,7 +81,7 @@ public struct BuildPlanner: Sendable {
                 let known = registry.kinds.map(\.name).joined(separator: ", ")
                 errors.append(TaskfileError(
                     .unknownTaskKind,
-                    "task '\(definition.name)' uses task kind '\(definition.kind.value)', which no plugin provides; known kinds: \(known)",
+                    "task '\(definition.name)' uses task kind '\(definition.kind.value)', which no plugin provides (no libkiln-\(definition.kind.value).so on the plugin path: see --plugin-path); known kinds: \(known)",
                     at: definition.kind.location
                 ))
                 continue

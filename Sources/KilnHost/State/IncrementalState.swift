@@ -336,6 +336,19 @@ public final class IncrementalState: Sendable {
         recorder.recordListing(task: task, paths: watched.paths ?? [])
     }
 
+    /// Notes files the whole run rests on (the plugins it loaded): when one changes, the next run
+    /// can't be a no-op on the snapshot's word — it loads the plugins, whose versions are in the
+    /// job signatures.
+    public func watch(files: [String]) {
+        var watched = Watched()
+        for file in files { _ = watched.hash(relative(file), with: hasher) }
+        guard let paths = watched.paths else {
+            recorder.record(key: "\u{0}files the run rests on", alwaysRuns: false, paths: nil)  // can't vouch: incomplete
+            return
+        }
+        recorder.recordListing(task: "\u{0}files the run rests on", paths: paths)
+    }
+
     /// Publishes the output signature of a group task (no commands): its dependencies', in order.
     public func publishGroup(_ task: String, dependencies: [String]) {
         published.withLock { table in

@@ -20,6 +20,19 @@ public enum System {
         return result
     }
 
+    /// One environment variable, or `nil`.
+    public static func variable(_ name: String) -> String? {
+        getenv(name).map { String(cString: $0) }
+    }
+
+    /// The directory of the running executable (`/proc/self/exe`), or `nil`.
+    public static var executableDirectory: String? {
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        let count = buffer.withUnsafeMutableBytes { readlink("/proc/self/exe", $0.baseAddress!.assumingMemoryBound(to: CChar.self), $0.count) }
+        guard count > 0 else { return nil }
+        return Path.directory(of: String(decoding: buffer.prefix(count), as: UTF8.self))
+    }
+
     /// The current directory.
     public static var currentDirectory: String { Path.currentDirectory }
 

@@ -19,6 +19,9 @@ public struct Taskfile: Sendable {
     public var tasks: [TaskDefinition]
     /// Every file read (the main one first), for messages and the Taskfile cache.
     public var files: [String]
+    /// `plugins:` — plugins to load, each a name (looked up on the plugin path) or a path (with a
+    /// `/`, relative to the Taskfile that names it; made absolute), from every file.
+    public var plugins: [Located<String>] = []
 
     /// The task called `name`.
     public func task(named name: String) -> TaskDefinition? {

@@ -18,7 +18,7 @@ import Glibc
 enum TaskfileCache {
     static let magic = Array("KILNTFC\u{1}".utf8)
     /// Bump when the encoding or the meaning of ``Taskfile`` changes.
-    static let formatVersion = 7
+    static let formatVersion = 8
 
     /// The cache file of a project.
     static func path(root: String) -> String { root + "/.kiln/taskfile.cache" }
@@ -194,6 +194,7 @@ struct BinaryWriter {
             write(resource.width)
             write(resource.location)
         }
+        write(taskfile.plugins)
         // Tasks of one file share their variables dictionary: write each distinct one once.
         var tables: [[String: String]: Int] = [:]
         var order: [[String: String]] = []
@@ -372,6 +373,7 @@ struct BinaryReader {
             guard let name = readString(), let width = readInteger(), let location = readLocation() else { return nil }
             resources.append(ResourceDefinition(name: name, width: width, location: location))
         }
+        guard let plugins = readLocated() else { return nil }
         guard let tableCount = readInteger(), tableCount >= 0, tableCount <= bytes.count else { return nil }
         var tables: [[String: String]] = []
         for _ in 0..<tableCount {
@@ -409,6 +411,6 @@ struct BinaryReader {
             ))
         }
         guard offset == bytes.count else { return nil }
-        return Taskfile(path: path, root: root, version: version, resources: resources, tasks: tasks, files: files)
+        return Taskfile(path: path, root: root, version: version, resources: resources, tasks: tasks, files: files, plugins: plugins)
     }
 }

@@ -15,7 +15,7 @@ public struct TaskfileLoader: Sendable {
     /// Variables the templates of an `each: sources` task may use, set per source file.
     public static let eachVariables: Set<String> = ["source", "output", "source_dir", "source_base", "source_stem"]
 
-    static let topLevelKeys: Set<String> = ["version", "vars", "env", "tasks", "includes", "resources"]
+    static let topLevelKeys: Set<String> = ["version", "vars", "env", "tasks", "includes", "resources", "plugins"]
     static let taskKeys: Set<String> = [
         "desc", "deps", "cmds", "sources", "generates", "vars", "env", "dir", "resources", "each", "batch",
         "plugin", "with", "allow-outside-root", "depfile", "keep-depfile",
@@ -60,7 +60,7 @@ public struct TaskfileLoader: Sendable {
         }
         let taskfile = Taskfile(
             path: absolute, root: session.root, version: version ?? "3", resources: session.resources,
-            tasks: session.tasks, files: session.files
+            tasks: session.tasks, files: session.files, plugins: session.plugins
         )
         if usesCache { TaskfileCache.save(taskfile, missingOptional: session.missingOptional) }
         return taskfile
@@ -80,6 +80,7 @@ private final class LoadSession {
     var tasks: [TaskDefinition] = []
     var taskIndex: [String: Int] = [:]
     var resources: [ResourceDefinition] = []
+    var plugins: [Located<String>] = []
     /// The namespace each task's `deps` are resolved in.
     var namespaces: [String: String] = [:]
 
@@ -147,6 +148,8 @@ private final class LoadSession {
                 decodeEnvironment(value, file: path, variables: variables, into: &environment)
             case "resources":
                 decodeResources(value, file: path)
+            case "plugins":
+                decodePlugins(value, file: path)
             case "tasks":
                 tasksYAMLNode = value
             case "includes":
@@ -183,6 +186,19 @@ private final class LoadSession {
             }
         }
         return version
+    }
+
+    /// `plugins: [archive, ./plugins/libkiln-mine.so]`: names stay names; paths become absolute.
+    func decodePlugins(_ node: YAMLNode, file: String) {
+        guard let entries = node.sequence else {
+            fail(.wrongType, "'plugins' must be a list of plugin names or paths", at: location(node, file))
+            return
+        }
+        for entry in entries {
+            guard let text = scalar(entry, file: file, what: "a plugin name or path") else { continue }
+            let value = text.contains("/") ? absolute(text, base: Path.directory(of: file)) : text
+            plugins.append(Located(value: value, location: location(entry, file)))
+        }
     }
 
     func decodeInclude(

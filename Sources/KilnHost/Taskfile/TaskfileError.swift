@@ -32,6 +32,9 @@ public struct TaskfileError: Error, Sendable, CustomStringConvertible {
         public static let undefinedResource = Code("undefined-resource")
         /// `plugin:` names a task kind no plugin provides.
         public static let unknownTaskKind = Code("unknown-task-kind")
+        /// A plugin could not be loaded (not found, insecure, not a plugin, another ABI, a kind
+        /// another plugin has).
+        public static let pluginFailed = Code("plugin-failed")
         /// The task kind rejected the task's `with:` configuration.
         public static let configurationRejected = Code("configuration-rejected")
         /// A task would write outside the project root.

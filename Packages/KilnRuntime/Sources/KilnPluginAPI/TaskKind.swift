@@ -42,6 +42,15 @@ public protocol TaskKind: Sendable {
     ///
     /// - Throws: Any error; the host reports it as the failure of that job only.
     func makeJob(configuration: Configuration, request: JobRequest, context: TaskContext) throws -> Job
+
+    /// The resources a job holds when its task claims none (`resources:` in the Taskfile wins):
+    /// `cpu` (the default), `disk` (the queue of the device its outputs are on), `net:HOST`, …
+    func resources(of configuration: Configuration, request: JobRequest) -> [String]
+}
+
+extension TaskKind {
+    /// `cpu`.
+    public func resources(of configuration: Configuration, request: JobRequest) -> [String] { ["cpu"] }
 }
 
 /// What the host knows of a task when it validates its configuration.

@@ -119,6 +119,9 @@ public struct PreparedTask: Sendable {
     public func makeJob(_ request: JobRequest, context: TaskContext) throws -> Job {
         try configured.makeJob(request, context: context)
     }
+
+    /// The resources a job of the task holds when the task claims none.
+    public func defaultResources(for request: JobRequest) -> [String] { configured.resources(for: request) }
 }
 
 /// A kind with one task's configuration, its type erased.
@@ -127,6 +130,7 @@ protocol AnyConfiguredKind: AnyObject, Sendable {
     var kindVersion: String { get }
     func summary(for request: JobRequest) -> String
     func makeJob(_ request: JobRequest, context: TaskContext) throws -> Job
+    func resources(for request: JobRequest) -> [String]
 }
 
 /// `@unchecked Sendable`: both stored properties are immutable and `Sendable`.
@@ -146,4 +150,5 @@ final class ConfiguredKind<Kind: TaskKind>: AnyConfiguredKind, @unchecked Sendab
     func makeJob(_ request: JobRequest, context: TaskContext) throws -> Job {
         try kind.makeJob(configuration: configuration, request: request, context: context)
     }
+    func resources(for request: JobRequest) -> [String] { kind.resources(of: configuration, request: request) }
 }
