@@ -18,6 +18,10 @@ let package = Package(
         .library(name: "kiln-archive", type: .dynamic, targets: ["KilnArchivePlugin"]),
         .library(name: "kiln-compress", type: .dynamic, targets: ["KilnCompressPlugin"]),
         .library(name: "kiln-http", type: .dynamic, targets: ["KilnHTTPPlugin"]),
+        // Plugins the tests load: built against another ABI, claiming a taken kind, misbehaving.
+        .library(name: "kilntest-oldabi", type: .dynamic, targets: ["KilnTestPluginOldABI"]),
+        .library(name: "kilntest-duplicate", type: .dynamic, targets: ["KilnTestPluginDuplicate"]),
+        .library(name: "kilntest-behaviours", type: .dynamic, targets: ["KilnTestPluginBehaviours"]),
     ],
     dependencies: [
         .package(path: "Packages/KilnRuntime"),
@@ -50,6 +54,24 @@ let package = Package(
                 "CKilnZlib",
             ],
             path: "Plugins/Archive",
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "KilnTestPluginOldABI",
+            dependencies: [.product(name: "KilnJobs", package: "KilnRuntime"), .product(name: "KilnPluginAPI", package: "KilnRuntime")],
+            path: "Tests/Plugins/OldABI",
+            swiftSettings: swiftSettings + [.unsafeFlags(["-Xcc", "-DKILN_PLUGIN_ABI_VERSION=999"])]
+        ),
+        .target(
+            name: "KilnTestPluginDuplicate",
+            dependencies: [.product(name: "KilnJobs", package: "KilnRuntime"), .product(name: "KilnPluginAPI", package: "KilnRuntime")],
+            path: "Tests/Plugins/Duplicate",
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "KilnTestPluginBehaviours",
+            dependencies: [.product(name: "KilnJobs", package: "KilnRuntime"), .product(name: "KilnPluginAPI", package: "KilnRuntime")],
+            path: "Tests/Plugins/Behaviours",
             swiftSettings: swiftSettings
         ),
         .target(name: "CKilnCurl", path: "Plugins/CKilnCurl", linkerSettings: [.linkedLibrary("curl")]),

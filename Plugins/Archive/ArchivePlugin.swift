@@ -301,7 +301,7 @@ func relative(_ path: String, to base: String) -> String {
 /// The plugin's one C entry point.
 @_cdecl("kiln_plugin_entry")
 public func kilnPluginEntry(_ entry: UnsafeMutablePointer<KilnPluginEntry>) {
-    entry.pointee.abi_version = UInt32(KILN_PLUGIN_ABI_VERSION)
+    entry.pointee.abi_version = kiln_plugin_abi_version()
     entry.pointee.register_kinds = { registrar in
         let plugin = PluginRegistrar.borrow(registrar)
         plugin.declare(name: "archive", version: "1.0.0")

@@ -65,7 +65,7 @@ public struct PluginError: Error, Sendable, CustomStringConvertible {
 /// Threading: any member from any thread; the table of loaded files is guarded by its mutex.
 public final class PluginLoader: Sendable {
     /// The host's plugin ABI: plugins must report the same.
-    public static let abiVersion = UInt32(KILN_PLUGIN_ABI_VERSION)
+    public static let abiVersion = kiln_plugin_abi_version()
     /// Bundled and discoverable plugins are named `libkiln-<name>.so`.
     public static let filePrefix = "libkiln-"
 

@@ -9,7 +9,7 @@ import Synchronization
 /// ```swift
 /// @_cdecl("kiln_plugin_entry")
 /// public func kilnPluginEntry(_ entry: UnsafeMutablePointer<KilnPluginEntry>) {
-///     entry.pointee.abi_version = UInt32(KILN_PLUGIN_ABI_VERSION)  // compiled in: the ABI check
+///     entry.pointee.abi_version = kiln_plugin_abi_version()  // compiled into the plugin: the ABI check
 ///     entry.pointee.register_kinds = { registrar in
 ///         let plugin = PluginRegistrar.borrow(registrar)
 ///         plugin.declare(name: "greet", version: "1.0.0")

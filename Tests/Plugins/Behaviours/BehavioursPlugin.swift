@@ -1,0 +1,74 @@
+import Dispatch
+#if canImport(Glibc)
+import Glibc
+#endif
+import KilnJobs
+import KilnPluginAPI
+
+// Test kinds with behaviours the host must survive:
+// - `fail`: its job throws (`with: {message: …}`): only its task fails;
+// - `later`: an asynchronous job that finishes on another thread after `with: {seconds: …}`,
+//   writing `with: {output: …}`.
+struct FailKind: TaskKind {
+    let name = "fail"
+    let version = "1"
+    func configuration(from value: ConfigurationValue, task: TaskDescription) throws(TaskConfigurationError) -> String {
+        try value["message"]?.requireString("'message'") ?? "the fail plugin's job failed, as asked"
+    }
+    func summary(of configuration: String, request: JobRequest) -> String { "fail: \(configuration)" }
+    func makeJob(configuration: String, request: JobRequest, context: TaskContext) throws -> Job {
+        BlockJob { throw Failure(description: configuration) }
+    }
+    struct Failure: Error, CustomStringConvertible { var description: String }
+}
+
+struct LaterKind: TaskKind {
+    struct Configuration: Sendable {
+        var seconds: Double
+        var output: String
+    }
+    let name = "later"
+    let version = "1"
+    func configuration(from value: ConfigurationValue, task: TaskDescription) throws(TaskConfigurationError) -> Configuration {
+        guard let output = value["output"] else { throw TaskConfigurationError("'later' needs 'output'", at: value.location) }
+        return Configuration(seconds: try value["seconds"]?.requireDouble("'seconds'") ?? 0.1, output: try output.requireString("'output'"))
+    }
+    func summary(of configuration: Configuration, request: JobRequest) -> String { "later \(configuration.seconds) s" }
+    func makeJob(configuration: Configuration, request: JobRequest, context: TaskContext) throws -> Job {
+        LaterJob(seconds: configuration.seconds, output: request.directory + "/" + request.render(configuration.output))
+    }
+}
+
+/// Finishes on a Dispatch thread after a delay: holds no worker while it waits.
+final class LaterJob: Job, @unchecked Sendable {
+    let seconds: Double
+    let output: String
+    init(seconds: Double, output: String) {
+        self.seconds = seconds
+        self.output = output
+        super.init()
+    }
+    override var isAsynchronous: Bool { true }
+    override func start() throws(JobError) {
+        guard try beginExecution() else { return }
+        DispatchQueue.global().asyncAfter(deadline: .now() + seconds) { [self] in
+            let file = fopen(output, "w")
+            if let file {
+                fputs("written later\n", file)
+                fclose(file)
+            }
+            try? finish(error: file == nil ? FailKind.Failure(description: "can't write \(output)") : nil)
+        }
+    }
+}
+
+@_cdecl("kiln_plugin_entry")
+public func kilnPluginEntry(_ entry: UnsafeMutablePointer<KilnPluginEntry>) {
+    entry.pointee.abi_version = kiln_plugin_abi_version()
+    entry.pointee.register_kinds = { registrar in
+        let plugin = PluginRegistrar.borrow(registrar)
+        plugin.declare(name: "behaviours", version: "0.1.0")
+        plugin.register(FailKind())
+        plugin.register(LaterKind())
+    }
+}
