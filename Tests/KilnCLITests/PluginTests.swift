@@ -1,0 +1,341 @@
+import Foundation
+import KilnTestSupport
+import Synchronization
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Task plugins through the real `kiln`, loading the real `.so` files `swift build` made: the
+/// bundled archive, compress and http plugins, and test plugins that misbehave.
+@Suite("Task plugins")
+struct PluginTests {
+    /// The directory holding `kiln` and the plugin libraries.
+    func buildDirectory() throws -> String {
+        (try KilnProcess.executable() as NSString).deletingLastPathComponent
+    }
+
+    func project(_ taskfile: String) throws -> TemporaryDirectory {
+        let directory = try TemporaryDirectory(prefix: "kiln-plugins")
+        try directory.write("Taskfile.yml", taskfile)
+        return directory
+    }
+
+    /// `tar tzf` of an archive.
+    func listing(_ archive: String) throws -> [String] {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/tar")
+        process.arguments = ["tzf", archive]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        try process.run()
+        let text = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        return text.split(separator: "\n").map(String.init)
+    }
+
+    @Test("kiln plugins lists each bundled plugin with its file, version, ABI and kinds")
+    func pluginsCommand() async throws {
+        let directory = try project("version: '3'\ntasks:\n  default:\n    cmds: [':']\n")
+        defer { directory.remove() }
+        let result = try await KilnProcess.run(["plugins", "--json"], in: directory.path)
+        #expect(result.status == 0, "\(result)")
+        let plugins = try #require(try JSONSerialization.jsonObject(with: Data(result.standardOutput.utf8)) as? [[String: Any]])
+        let byName = Dictionary(uniqueKeysWithValues: plugins.compactMap { plugin in (plugin["name"] as? String).map { ($0, plugin) } })
+        #expect(Set(byName.keys) == ["archive", "compress", "http"], "\(result)")
+        for (name, plugin) in byName {
+            #expect(plugin["kinds"] as? [String] == [name])
+            #expect(plugin["abi"] as? Int == 1)
+            #expect((plugin["file"] as? String)?.hasSuffix("/libkiln-\(name).so") == true)
+            #expect(plugin["version"] as? String == "1.0.0")
+        }
+    }
+
+    @Test("archive and compress tasks run from the bundled plugins, found by kind, and are incremental")
+    func archiveAndCompress() async throws {
+        let directory = try project("""
+            version: '3'
+            tasks:
+              assets:
+                plugin: compress
+                each: sources
+                sources: ['web/*.js']
+                generates: ['dist/{{.source}}.gz']
+              package:
+                plugin: archive
+                deps: [assets]
+                sources: ['dist/**/*.gz', README]
+                generates: [out/site.tar.gz]
+                with:
+                  output: out/site.tar.gz
+                  files: [dist, README]
+                  prefix: site-1.0
+              default:
+                deps: [package]
+
+            """)
+        defer { directory.remove() }
+        try directory.write("web/app.js", String(repeating: "console.log('kiln');\n", count: 200))
+        try directory.write("web/util.js", "export const x = 1;\n")
+        try directory.write("README", "read me\n")
+        var result = try await KilnProcess.run(["run"], in: directory.path)
+        #expect(result.status == 0, "\(result)")
+        #expect(result.standardOutput.contains("kiln: done: 3 ran"), "\(result)")
+        let compressed = try Data(contentsOf: URL(fileURLWithPath: directory.path("dist/web/app.js.gz")))
+        #expect(compressed.count < 200, "gzip -9 of a repetitive file is small: \(compressed.count) bytes")
+        #expect(try listing(directory.path("out/site.tar.gz")) == [
+            "site-1.0/README", "site-1.0/dist/", "site-1.0/dist/web/", "site-1.0/dist/web/app.js.gz", "site-1.0/dist/web/util.js.gz",
+        ])
+        result = try await KilnProcess.run(["run"], in: directory.path)
+        #expect(result.standardOutput.contains("kiln: done: 0 ran, 3 up to date"), "\(result)")
+        // A changed input recompresses that file; the archive is rebuilt with it.
+        try directory.write("web/util.js", "export const x = 2;\n")
+        result = try await KilnProcess.run(["run", "--explain"], in: directory.path)
+        #expect(result.standardOutput.contains("kiln: done: 2 ran, 1 up to date"), "\(result)")
+    }
+
+    @Test("a configuration the plugin rejects stops the run at its Taskfile line and column")
+    func rejectedConfiguration() async throws {
+        let directory = try project("""
+            version: '3'
+            tasks:
+              package:
+                plugin: archive
+                with:
+                  output: out.tar.gz
+                  files: [a]
+                  level: 12
+
+            """)
+        defer { directory.remove() }
+        let result = try await KilnProcess.run(["run", "package"], in: directory.path)
+        #expect(result.status == 2, "\(result)")
+        #expect(result.standardError.contains("Taskfile.yml:8:14: error: task 'package': 'level' must be 1 (fastest) to 9 (smallest), not 12 (task kind 'archive')"), "\(result)")
+    }
+
+    @Test("every plugin loading error is a clear message at the plugins: entry, and exit status 2")
+    func loadingErrors() async throws {
+        let build = try buildDirectory()
+        let directory = try project("""
+            version: '3'
+            plugins:
+              - archive
+              - \(build)/libkilntest-oldabi.so
+              - \(build)/libkilntest-duplicate.so
+              - nosuch
+              - \(build)/libKilnJobs.so
+              - ./not-a-library.so
+            tasks:
+              default:
+                cmds: [':']
+
+            """)
+        defer { directory.remove() }
+        try directory.write("not-a-library.so", "just text\n")
+        let result = try await KilnProcess.run(["run"], in: directory.path)
+        #expect(result.status == 2, "\(result)")
+        let errors = result.standardError
+        #expect(errors.contains("Taskfile.yml:4:5: error: plugin \(build)/libkilntest-oldabi.so was built against plugin ABI 999, but this kiln has plugin ABI 1; rebuild the plugin"), "\(result)")
+        #expect(errors.contains("Taskfile.yml:5:5: error: plugin \(build)/libkilntest-duplicate.so: task kind 'archive' from \(build)/libkilntest-duplicate.so is already registered by"), "\(result)")
+        #expect(errors.contains("libkiln-archive.so; remove one of the two plugins or rename the kind"), "\(result)")
+        #expect(errors.contains("Taskfile.yml:6:5: error: plugin 'nosuch' not found; looked for"), "\(result)")
+        #expect(errors.contains("libkiln-nosuch.so"), "\(result)")
+        #expect(errors.contains("Taskfile.yml:7:5: error: \(build)/libKilnJobs.so is not a kiln plugin: it has no 'kiln_plugin_entry' entry point"), "\(result)")
+        #expect(errors.contains("Taskfile.yml:8:5: error: can't load plugin \(directory.path)/not-a-library.so: "), "\(result)")
+        #expect(errors.contains("invalid ELF header") || errors.contains("file too short"), "the dlerror text: \(result)")
+    }
+
+    @Test("a plugin file or directory others can write is refused unless --allow-insecure-plugins")
+    func insecurePlugins() async throws {
+        let build = try buildDirectory()
+        let directory = try project("""
+            version: '3'
+            plugins: [./open/libkilntest-behaviours.so]
+            tasks:
+              late:
+                plugin: later
+                generates: [late.txt]
+                with: {output: late.txt, seconds: 0.05}
+
+            """)
+        defer { directory.remove() }
+        // A directory anyone may write to, holding a link to the real plugin.
+        try FileManager.default.createDirectory(atPath: directory.path("open"), withIntermediateDirectories: true)
+        chmod(directory.path("open"), 0o777)
+        symlink(build + "/libkilntest-behaviours.so", directory.path("open/libkilntest-behaviours.so"))
+        var result = try await KilnProcess.run(["run", "late"], in: directory.path)
+        #expect(result.status == 2, "\(result)")
+        #expect(result.standardError.contains("refusing to load \(directory.path)/open/libkilntest-behaviours.so: the plugin directory \(directory.path)/open is writable by others (mode 777)"), "\(result)")
+        #expect(result.standardError.contains("run 'chmod go-w \(directory.path)/open', or pass --allow-insecure-plugins"), "\(result)")
+        result = try await KilnProcess.run(["run", "--allow-insecure-plugins", "late"], in: directory.path)
+        #expect(result.status == 0, "\(result)")
+        #expect(directory.read("late.txt") == "written later\n")
+    }
+
+    @Test("a plugin job that throws fails only its task; an asynchronous plugin job finishes from another thread")
+    func throwingJobFailsOnlyItsTask() async throws {
+        let build = try buildDirectory()
+        let directory = try project("""
+            version: '3'
+            plugins: [\(build)/libkilntest-behaviours.so]
+            tasks:
+              broken:
+                plugin: fail
+                with: {message: 'the widget is broken'}
+              after-broken:
+                deps: [broken]
+                cmds: ['touch after-broken.txt']
+              late:
+                plugin: later
+                generates: [late.txt]
+                with: {output: late.txt, seconds: 0.2}
+              fine:
+                cmds: ['touch fine.txt']
+              default:
+                deps: [after-broken, late, fine]
+
+            """)
+        defer { directory.remove() }
+        let result = try await KilnProcess.run(["run", "-k"], in: directory.path)
+        #expect(result.status == 1, "\(result)")
+        #expect(result.standardOutput.contains("FAILED: broken"), "\(result)")
+        #expect(result.standardOutput.contains("the widget is broken"), "\(result)")
+        #expect(directory.read("fine.txt") != nil)
+        #expect(directory.read("late.txt") == "written later\n")
+        #expect(directory.read("after-broken.txt") == nil)
+        #expect(result.standardOutput.contains("2 ran, 1 failed, 1 did not run"), "\(result)")
+    }
+}
+
+/// The http plugin against a real HTTP server on 127.0.0.1.
+@Suite("The http plugin")
+struct HTTPPluginTests {
+    let plugins = PluginTests()
+
+    func taskfile(url: String, extra: String = "") -> String {
+        """
+        version: '3'
+        tasks:
+          fetch:
+            plugin: http
+            generates: [got/data.txt]
+            with:
+              url: \(url)
+        \(extra)
+
+        """
+    }
+
+    @Test("a download writes the body to the output; an upload sends the file")
+    func success() async throws {
+        let server = try TestHTTPServer { request in
+            request.method == "GET" ? .init(status: 200, body: "payload from the server\n") : .init(status: 201)
+        }
+        defer { server.stop() }
+        let directory = try plugins.project("""
+            version: '3'
+            tasks:
+              fetch:
+                plugin: http
+                generates: [got/data.txt]
+                with: {url: '\(server.url("/data.txt"))'}
+              publish:
+                plugin: http
+                sources: [report.txt]
+                with: {url: '\(server.url("/upload/report.txt"))', method: PUT}
+
+            """)
+        defer { directory.remove() }
+        try directory.write("report.txt", "a report to upload\n")
+        let result = try await KilnProcess.run(["run", "fetch", "publish"], in: directory.path)
+        #expect(result.status == 0, "\(result)")
+        #expect(directory.read("got/data.txt") == "payload from the server\n")
+        let upload = try #require(server.requests.first { $0.method == "PUT" })
+        #expect(upload.path == "/upload/report.txt")
+        #expect(String(decoding: upload.body, as: UTF8.self) == "a report to upload\n")
+    }
+
+    @Test("a 404 fails the job with the status, and leaves no file")
+    func notFound() async throws {
+        let server = try TestHTTPServer { _ in .init(status: 404, body: "no such thing") }
+        defer { server.stop() }
+        let directory = try plugins.project(taskfile(url: server.url("/missing.txt")))
+        defer { directory.remove() }
+        let result = try await KilnProcess.run(["run", "fetch"], in: directory.path)
+        #expect(result.status == 1, "\(result)")
+        #expect(result.standardOutput.contains("GET \(server.url("/missing.txt")): HTTP 404 Not Found"), "\(result)")
+        #expect(server.requests.count == 1, "a 404 is not retried")
+        #expect(!FileManager.default.fileExists(atPath: directory.path("got/data.txt")))
+        #expect((try? FileManager.default.contentsOfDirectory(atPath: directory.path("got")))?.isEmpty ?? true, "no temporary file left")
+    }
+
+    @Test("a refused connection is retried with backoff, then fails saying so")
+    func connectionRefused() async throws {
+        let port = try TestHTTPServer.closedPort()
+        let directory = try plugins.project("""
+            version: '3'
+            tasks:
+              fetch:
+                plugin: http
+                generates: [got/data.txt]
+                with: {url: 'http://127.0.0.1:\(port)/data.txt', retries: 2, backoff: 0.05}
+
+            """)
+        defer { directory.remove() }
+        let result = try await KilnProcess.run(["run", "fetch"], in: directory.path)
+        #expect(result.status == 1, "\(result)")
+        #expect(result.standardOutput.contains("GET http://127.0.0.1:\(port)/data.txt: connection refused"), "\(result)")
+        #expect(result.standardOutput.contains("retrying in 0.05 s (attempt 2 of 3)"), "\(result)")
+        #expect(result.standardOutput.contains("(after 3 attempts)"), "\(result)")
+    }
+
+    @Test("a 503 is retried and a later success counts")
+    func retriedServerError() async throws {
+        let calls = Mutex(0)
+        let server = try TestHTTPServer { _ in
+            let call = calls.withLock { count -> Int in
+                count += 1
+                return count
+            }
+            return call < 3 ? .init(status: 503) : .init(status: 200, body: "third time lucky\n")
+        }
+        defer { server.stop() }
+        let directory = try plugins.project(taskfile(url: server.url("/flaky"), extra: "      retries: 3\n      backoff: 0.05"))
+        defer { directory.remove() }
+        let result = try await KilnProcess.run(["run", "fetch"], in: directory.path)
+        #expect(result.status == 0, "\(result)")
+        #expect(directory.read("got/data.txt") == "third time lucky\n")
+        #expect(server.requests.count == 3)
+    }
+
+    @Test("a server that doesn't answer in time fails the job with a timeout")
+    func timeout() async throws {
+        let server = try TestHTTPServer { _ in .init(status: 200, body: "too late", delay: 5) }
+        defer { server.stop() }
+        let directory = try plugins.project(taskfile(url: server.url("/slow"), extra: "      timeout: 0.3\n      retries: 0"))
+        defer { directory.remove() }
+        let started = Date()
+        let result = try await KilnProcess.run(["run", "fetch"], in: directory.path)
+        #expect(result.status == 1, "\(result)")
+        #expect(result.standardOutput.contains("GET \(server.url("/slow")): timed out after 0.3 s"), "\(result)")
+        #expect(Date().timeIntervalSince(started) < 4.5, "it gave up at the timeout, not when the server answered")
+        #expect(!FileManager.default.fileExists(atPath: directory.path("got/data.txt")))
+    }
+
+    @Test("Ctrl-C during a transfer stops it at once: exit 130, no file left")
+    func cancellationInFlight() async throws {
+        let server = try TestHTTPServer { _ in .init(status: 200, body: "never seen", delay: 20) }
+        defer { server.stop() }
+        let directory = try plugins.project(taskfile(url: server.url("/forever")))
+        defer { directory.remove() }
+        let process = try KilnProcess.start(["run", "fetch"], in: directory.path)
+        #expect(await waitUntil(within: 30) { !server.requests.isEmpty }, "the request reached the server")
+        let sent = Date()
+        process.send(SIGINT)
+        let result = try await process.wait(within: 15)
+        #expect(result.status == 130, "\(result)")
+        #expect(Date().timeIntervalSince(sent) < 5, "the transfer was stopped, not waited for")
+        #expect((try? FileManager.default.contentsOfDirectory(atPath: directory.path("got")))?.isEmpty ?? true, "no partial download left")
+    }
+}
