@@ -129,7 +129,8 @@ final class ArchiveJob: Job, @unchecked Sendable {
         guard rename(temporary, output) == 0 else {
             throw ArchiveError("can't move the archive to \(output): \(String(cString: strerror(errno)))")
         }
-        context.log("archived \(entries.count) entr\(entries.count == 1 ? "y" : "ies") into \(output)")
+        let shown = output.hasPrefix(context.projectRoot + "/") ? String(output.dropFirst(context.projectRoot.count + 1)) : output
+        context.log("archived \(entries.count) entr\(entries.count == 1 ? "y" : "ies") into \(shown)")
     }
 
     private func write(header: [UInt8], to file: gzFile) throws {

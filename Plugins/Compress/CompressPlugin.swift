@@ -122,13 +122,18 @@ final class CompressJob: Job, @unchecked Sendable {
         var info = stat()
         let compressed = stat(temporary, &info) == 0 ? Int(info.st_size) : 0
         if configuration.keepSmallerOnly, compressed >= total {
-            context.log("\(input): not smaller compressed (\(total) → \(compressed) bytes), skipped")
+            context.log("\(shown(input)): not smaller compressed (\(total) → \(compressed) bytes), skipped")
             return
         }
         guard rename(temporary, output) == 0 else {
             throw CompressError("can't move the result to \(output): \(String(cString: strerror(errno)))")
         }
-        context.log("\(input): \(total) → \(compressed) bytes")
+        context.log("\(shown(input)) → \(shown(output)): \(total) → \(compressed) bytes")
+    }
+
+    /// A path as people read it: relative to the project root when inside it.
+    private func shown(_ path: String) -> String {
+        path.hasPrefix(context.projectRoot + "/") ? String(path.dropFirst(context.projectRoot.count + 1)) : path
     }
 
     private func makeParents(of path: String) throws {

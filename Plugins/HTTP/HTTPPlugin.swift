@@ -301,6 +301,8 @@ final class CurlLoop: @unchecked Sendable {
         }
         var list: UnsafeMutablePointer<curl_slist>?
         for (name, value) in job.headers { list = curl_slist_append(list, "\(name): \(value)") }
+        // No "Expect: 100-continue": many servers never answer it, and libcurl would wait a second.
+        if job.method == "PUT" || job.method == "POST" { list = curl_slist_append(list, "Expect:") }
         transfer.headerList = list
         if let list { kiln_curl_set_pointer(easy, CURLOPT_HTTPHEADER, UnsafeMutableRawPointer(list)) }
 
@@ -395,7 +397,8 @@ final class CurlLoop: @unchecked Sendable {
                 try? job.finish(error: HTTPError("GET \(job.url): can't move the download to \(output): \(reason)"))
                 return
             }
-            job.context.log("GET \(job.url) → \(output): \(transfer.received) bytes")
+            let root = job.context.projectRoot + "/"
+            job.context.log("GET \(job.url) → \(output.hasPrefix(root) ? String(output.dropFirst(root.count)) : output): \(transfer.received) bytes")
         } else {
             job.context.log("\(job.method) \(job.url): HTTP \(status)")
         }
