@@ -219,9 +219,10 @@ public final class IncrementalState: Sendable {
         return result
     }
 
-    /// Whether a task always runs: it has commands but declares neither sources nor outputs.
+    /// Whether a task always runs: it does something (commands, or a plugin's job) but declares
+    /// neither sources nor outputs, so nothing could tell that it is up to date.
     static func alwaysRuns(_ task: BuildPlan.Task) -> Bool {
-        task.definition.sources.isEmpty && task.definition.generates.isEmpty && !task.definition.commands.isEmpty
+        task.definition.sources.isEmpty && task.definition.generates.isEmpty && !task.definition.isGroup
     }
 
     /// A job's record: from those loaded at the start, or read now.

@@ -1,0 +1,28 @@
+import KilnJobs
+import KilnPluginAPI
+
+/// `plugin: greet` with `with: {name: World}`: a job that says hello.
+struct GreetKind: TaskKind {
+    let name = "greet"
+    let version = "1"
+
+    func configuration(from value: ConfigurationValue, task: TaskDescription) throws(TaskConfigurationError) -> String {
+        guard let name = value["name"] else { throw TaskConfigurationError("greet needs 'name'", at: value.location) }
+        return try name.requireString("'name'")
+    }
+
+    func summary(of name: String, request: JobRequest) -> String { "greet \(request.render(name))" }
+
+    func makeJob(configuration name: String, request: JobRequest, context: TaskContext) throws -> Job {
+        BlockJob { context.log("Hello, \(request.render(name))!") }
+    }
+}
+
+@_cdecl("kiln_plugin_entry")
+public func kilnPluginEntry(_ entry: UnsafeMutablePointer<KilnPluginEntry>) {
+    entry.pointee.abi_version = kiln_plugin_abi_version()
+    entry.pointee.register_kinds = { registrar in
+        PluginRegistrar.borrow(registrar).declare(name: "greet", version: "1.0.0")
+        PluginRegistrar.borrow(registrar).register(GreetKind())
+    }
+}
