@@ -74,7 +74,8 @@ let package = Package(
             path: "Tests/Plugins/Behaviours",
             swiftSettings: swiftSettings
         ),
-        .target(name: "CKilnCurl", path: "Plugins/CKilnCurl", linkerSettings: [.linkedLibrary("curl")]),
+        // libcurl is opened with dlopen on the first transfer (see CKilnCurl.h), not linked.
+        .target(name: "CKilnCurl", path: "Plugins/CKilnCurl"),
         .target(
             name: "KilnHTTPPlugin",
             dependencies: [

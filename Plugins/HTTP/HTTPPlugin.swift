@@ -211,9 +211,19 @@ final class CurlLoop: @unchecked Sendable {
     private var running: [ObjectIdentifier: Transfer] = [:]
     private var waiting: [(due: UInt64, transfer: Transfer)] = []
 
+    /// Why libcurl can't be used (it isn't installed), or `nil`.
+    let unavailable: String?
+
     private init() {
-        curl_global_init(Int(CURL_GLOBAL_DEFAULT))
-        multi = curl_multi_init()
+        var message = [CChar](repeating: 0, count: 512)
+        if kiln_curl_load(&message, message.count) != 0 {
+            unavailable = message.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+            multi = UnsafeMutableRawPointer(bitPattern: 1)!  // never used
+            return
+        }
+        unavailable = nil
+        kiln_curl_global_init(Int(CURL_GLOBAL_DEFAULT))
+        multi = kiln_curl_multi_init()!
         var thread = pthread_t()
         let box = Unmanaged.passRetained(self).toOpaque()
         pthread_create(&thread, nil, { argument in
@@ -224,13 +234,18 @@ final class CurlLoop: @unchecked Sendable {
     }
 
     func submit(_ transfer: Transfer) {
+        if let unavailable {
+            try? transfer.job.finish(error: HTTPError("\(transfer.job.method) \(transfer.job.url): \(unavailable)"))
+            return
+        }
         requests.withLock { $0.submitted.append(transfer) }
-        curl_multi_wakeup(multi)
+        kiln_curl_multi_wakeup(multi)
     }
 
     func cancel(_ job: HTTPJob) {
+        guard unavailable == nil else { return }
         requests.withLock { $0.cancelled.append(ObjectIdentifier(job)) }
-        curl_multi_wakeup(multi)
+        kiln_curl_multi_wakeup(multi)
     }
 
     private func loop() {
@@ -247,7 +262,7 @@ final class CurlLoop: @unchecked Sendable {
             for entry in due { begin(entry.transfer) }
 
             var active: Int32 = 0
-            curl_multi_perform(multi, &active)
+            kiln_curl_multi_perform(multi, &active)
             var result = CURLE_OK
             while let easy = kiln_curl_next_done(multi, &result) {
                 guard let pointer = kiln_curl_private(easy) else { continue }
@@ -257,7 +272,7 @@ final class CurlLoop: @unchecked Sendable {
             // Sleep until there is network activity, a wake-up, or the next retry is due.
             var timeout: Int32 = 1000
             if let next = waiting.map(\.due).min() { timeout = Int32(clamping: max(0, (Int64(next) - Int64(Self.now())) / 1_000_000)) }
-            curl_multi_poll(multi, nil, 0, timeout, nil)
+            kiln_curl_multi_poll(multi, timeout)
         }
     }
 
@@ -269,7 +284,7 @@ final class CurlLoop: @unchecked Sendable {
             return
         }
         transfer.attempt += 1
-        guard let easy = curl_easy_init() else {
+        guard let easy = kiln_curl_easy_init() else {
             try? job.finish(error: HTTPError("\(job.method) \(job.url): libcurl could not make a handle"))
             return
         }
@@ -300,9 +315,9 @@ final class CurlLoop: @unchecked Sendable {
             return length
         }
         var list: UnsafeMutablePointer<curl_slist>?
-        for (name, value) in job.headers { list = curl_slist_append(list, "\(name): \(value)") }
+        for (name, value) in job.headers { list = kiln_curl_slist_append(list, "\(name): \(value)") }
         // No "Expect: 100-continue": many servers never answer it, and libcurl would wait a second.
-        if job.method == "PUT" || job.method == "POST" { list = curl_slist_append(list, "Expect:") }
+        if job.method == "PUT" || job.method == "POST" { list = kiln_curl_slist_append(list, "Expect:") }
         transfer.headerList = list
         if let list { kiln_curl_set_pointer(easy, CURLOPT_HTTPHEADER, UnsafeMutableRawPointer(list)) }
 
@@ -346,7 +361,7 @@ final class CurlLoop: @unchecked Sendable {
             kiln_curl_set_string(easy, CURLOPT_CUSTOMREQUEST, job.method)
         }
         running[ObjectIdentifier(job)] = transfer
-        curl_multi_add_handle(multi, easy)
+        kiln_curl_multi_add_handle(multi, easy)
     }
 
     /// An attempt ended: finish the job, or schedule another attempt.
@@ -354,7 +369,7 @@ final class CurlLoop: @unchecked Sendable {
         let job = transfer.job
         let status = transfer.handle.map { kiln_curl_response_code($0) } ?? 0
         let message = String(cString: transfer.errorBuffer)
-        let detail = message.isEmpty ? String(cString: curl_easy_strerror(result)) : message
+        let detail = message.isEmpty ? String(cString: kiln_curl_easy_strerror(result)) : message
         release(transfer)
         running[ObjectIdentifier(job)] = nil
         if job.isCancelled {
@@ -427,12 +442,12 @@ final class CurlLoop: @unchecked Sendable {
     /// until it is renamed or discarded).
     private func release(_ transfer: Transfer) {
         if let easy = transfer.handle {
-            curl_multi_remove_handle(multi, easy)
-            curl_easy_cleanup(easy)
+            kiln_curl_multi_remove_handle(multi, easy)
+            kiln_curl_easy_cleanup(easy)
             transfer.handle = nil
         }
         if let list = transfer.headerList {
-            curl_slist_free_all(list)
+            kiln_curl_slist_free_all(list)
             transfer.headerList = nil
         }
         if transfer.descriptor >= 0 {

@@ -7,6 +7,8 @@ import Foundation
 //       kiln vs ninja vs go-task on generated projects
 //   kiln-bench incremental --kiln PATH --ninja PATH --task PATH [--work DIR] [--quick]
 //       no-op and one-changed-file runs: kiln vs ninja vs go-task
+//   kiln-bench plugins --kiln PATH [--work DIR]
+//       what loading every bundled plugin adds to kiln's start-up
 //   kiln-bench jobs [--quick] [--engines kiln,foundation,dispatch] [--repeat N]
 //       [--shapes independent,chain,layered,priorities]
 //       the KilnJobs engine vs Foundation's OperationQueue and Dispatch
@@ -61,6 +63,18 @@ case "incremental":
         print("kiln-bench incremental: \(error)")
         exit(1)
     }
+case "plugins":
+    guard let index = arguments.firstIndex(of: "--kiln"), index + 1 < arguments.count else {
+        print("usage: kiln-bench plugins --kiln PATH [--work DIR]")
+        exit(2)
+    }
+    let work = arguments.firstIndex(of: "--work").flatMap { $0 + 1 < arguments.count ? arguments[$0 + 1] : nil }
+    do {
+        try PluginBenchmark(kiln: arguments[index + 1], workDirectory: work ?? "/tmp/kiln-bench-host").run()
+    } catch {
+        print("kiln-bench plugins: \(error)")
+        exit(1)
+    }
 case "host":
     func value(_ flag: String) -> String? {
         arguments.firstIndex(of: flag).flatMap { $0 + 1 < arguments.count ? arguments[$0 + 1] : nil }
@@ -86,6 +100,8 @@ default:
     print("  host   kiln vs ninja vs go-task on generated projects (wall time, peak RSS, ratios)")
     print("usage: kiln-bench incremental --kiln PATH --ninja PATH --task PATH [--work DIR] [--quick]")
     print("  incremental  no-op and one-changed-file runs vs ninja and go-task (time, jobs ran, state size)")
+    print("usage: kiln-bench plugins --kiln PATH [--work DIR]")
+    print("  plugins      start-up time added by loading every bundled plugin")
     print("usage: kiln-bench jobs [--quick] [--engines kiln,foundation,dispatch] [--repeat N]")
     print("  jobs   KilnJobs vs Foundation OperationQueue vs DispatchQueue (µs per job, peak RSS)")
     exit(2)
