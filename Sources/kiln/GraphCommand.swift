@@ -38,7 +38,7 @@ extension Kiln {
             case .json:
                 let objects: [JSONValue] = plan.tasks.map { task in
                     let definition = task.definition
-                    let resources = definition.resources.isEmpty ? ["cpu"] : definition.resources.map(\.value)
+                    let resources = task.resourceClaims
                     return .object([
                         ("name", .string(definition.name)), ("deps", .array(definition.dependencies.map { .string($0.value) })),
                         ("kind", .string(definition.kind.value)), ("each", .string(definition.each.rawValue)),

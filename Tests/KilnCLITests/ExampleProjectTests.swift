@@ -45,10 +45,12 @@ import Testing
         }
         #expect(lines.contains("link: cc build/obj/*.o -o build/calc"))
         #expect(lines.contains("test: sh tests/run.sh build/calc"))
-        #expect(lines.contains { $0.hasPrefix("package:tarball: mkdir -p dist && tar czf dist/calc.tar.gz") })
-        // `default` only gathers its dependencies: no commands, so no job.
+        #expect(lines.contains("package:manpage: gzip -9 docs/calc.1"), "\(result)")
+        #expect(lines.contains("package:tarball: archive build/calc include/calc.h dist/share → dist/calc.tar.gz"), "\(result)")
+        // `default` only gathers its dependencies: no commands, so no job; `package:publish` isn't
+        // one of them.
         #expect(!lines.contains("default"))
-        #expect(lines.count == 6)
+        #expect(lines.count == 7)
         #expect(!FileManager.default.fileExists(atPath: project + "/build"))
         #expect(!FileManager.default.fileExists(atPath: project + "/dist"))
     }
@@ -60,7 +62,7 @@ import Testing
         let result = try await KilnProcess.run(["list"], in: project)
         #expect(result.status == 0, "\(result)")
         let lines = result.standardOutput.split(separator: "\n").map(String.init)
-        #expect(lines.count == 5)
+        #expect(lines.count == 7)
         #expect(
             lines.contains {
                 $0.hasPrefix("* compile:") && $0.hasSuffix("Compile each C file (one job per file, on the cpu queue)")
@@ -78,11 +80,13 @@ import Testing
         let document = try #require(try parseJSON(result.standardOutput) as? [String: Any])
         let tasks = try #require(document["tasks"] as? [[String: Any]])
         #expect(
-            tasks.compactMap { $0["name"] as? String } == ["compile", "link", "test", "default", "package:tarball"]
+            tasks.compactMap { $0["name"] as? String } == [
+                "compile", "link", "test", "default", "package:manpage", "package:tarball", "package:publish",
+            ]
         )
         let byName = Dictionary(uniqueKeysWithValues: tasks.map { ($0["name"] as? String ?? "", $0) })
         #expect(byName["default"]?["deps"] as? [String] == ["test", "package:tarball"])
-        #expect(byName["package:tarball"]?["deps"] as? [String] == ["link", "test"])
+        #expect(byName["package:tarball"]?["deps"] as? [String] == ["link", "test", "package:manpage"])
         #expect(byName["compile"]?["kind"] as? String == "shell")
         #expect(byName["link"]?["desc"] as? String == "Link the calculator (holds a cpu slot and the link resource)")
     }
@@ -100,7 +104,8 @@ import Testing
         #expect(
             edges == [
                 #""link" -> "compile";"#, #""test" -> "link";"#, #""package:tarball" -> "link";"#,
-                #""package:tarball" -> "test";"#, #""default" -> "test";"#, #""default" -> "package:tarball";"#,
+                #""package:tarball" -> "test";"#, #""package:tarball" -> "package:manpage";"#,
+                #""package:publish" -> "package:tarball";"#, #""default" -> "test";"#, #""default" -> "package:tarball";"#,
             ]
         )
         #expect(lines.contains(#""compile" [label="compile\n(each source)"];"#))
@@ -115,7 +120,9 @@ import Testing
         let document = try #require(try parseJSON(result.standardOutput) as? [String: Any])
         let tasks = try #require(document["tasks"] as? [[String: Any]])
         let byName = Dictionary(uniqueKeysWithValues: tasks.map { ($0["name"] as? String ?? "", $0) })
-        #expect(Set(byName.keys) == ["compile", "link", "test", "default", "package:tarball"])
+        #expect(Set(byName.keys) == ["compile", "link", "test", "default", "package:manpage", "package:tarball", "package:publish"])
+        #expect(byName["package:tarball"]?["kind"] as? String == "archive")
+        #expect(byName["package:publish"]?["resources"] as? [String] == ["net:127.0.0.1:8765"])
         #expect(byName["link"]?["deps"] as? [String] == ["compile"])
         #expect(byName["link"]?["resources"] as? [String] == ["cpu", "link"])
         #expect(byName["compile"]?["each"] as? String == "sources")
@@ -142,14 +149,14 @@ import Testing
         }
         let started = events.filter { $0["event"] as? String == "started" }
         let finished = events.filter { $0["event"] as? String == "finished" }
-        #expect(started.count == 6)  // 3 compile jobs, link, test, tarball (default has no commands: no job)
+        #expect(started.count == 7)  // 3 compile jobs, link, test, manpage, tarball (default has no commands: no job)
         #expect(Set(started.compactMap { $0["id"] as? Int }) == Set(finished.compactMap { $0["id"] as? Int }))
         #expect(finished.allSatisfy { $0["status"] as? String == "succeeded" })
         #expect(started.contains { $0["job"] as? String == "compile src/main.c" && $0["task"] as? String == "compile" })
         #expect(events.contains { $0["event"] as? String == "planned" })
         let last = try #require(events.last)
         #expect(last["event"] as? String == "run-finished")
-        #expect(last["succeeded"] as? Int == 6)
+        #expect(last["succeeded"] as? Int == 7)
         #expect(last["failed"] as? Int == 0)
     }
 

@@ -95,6 +95,21 @@ struct PluginTests {
         #expect(result.standardOutput.contains("kiln: done: 2 ran, 1 up to date"), "\(result)")
     }
 
+    @Test("kiln list and kiln graph, which load plugins and return, exit cleanly every time")
+    func listAndGraphExitCleanly() async throws {
+        // Their process monitor was once freed under its running thread at exit: a crash about
+        // one run in thirty.
+        let directory = try project("version: '3'\ntasks:\n  pack:\n    plugin: archive\n    with: {output: a.tar.gz, files: [Taskfile.yml]}\n")
+        defer { directory.remove() }
+        for _ in 0..<25 {
+            for command in [["list"], ["graph", "--format", "json"]] {
+                let result = try await KilnProcess.run(command, in: directory.path)
+                #expect(result.status == 0, "\(command): \(result)")
+                if result.status != 0 { return }
+            }
+        }
+    }
+
     @Test("a configuration the plugin rejects stops the run at its Taskfile line and column")
     func rejectedConfiguration() async throws {
         let directory = try project("""
@@ -192,18 +207,26 @@ struct PluginTests {
                 with: {output: late.txt, seconds: 0.2}
               fine:
                 cmds: ['touch fine.txt']
+              each-after-broken:
+                deps: [broken]
+                each: sources
+                sources: ['*.yml']
+                cmds: ['touch each-{{.source_stem}}.txt']
               default:
-                deps: [after-broken, late, fine]
+                deps: [after-broken, late, fine, each-after-broken]
 
             """)
         defer { directory.remove() }
-        let result = try await KilnProcess.run(["run", "-k"], in: directory.path)
+        // `default` (a group) and `each-after-broken` are created after `broken` already failed:
+        // they must not wait for it forever.
+        let result = try await KilnProcess.run(["run", "-k"], in: directory.path, within: 60)
         #expect(result.status == 1, "\(result)")
         #expect(result.standardOutput.contains("FAILED: broken"), "\(result)")
         #expect(result.standardOutput.contains("the widget is broken"), "\(result)")
         #expect(directory.read("fine.txt") != nil)
         #expect(directory.read("late.txt") == "written later\n")
         #expect(directory.read("after-broken.txt") == nil)
+        #expect(directory.read("each-Taskfile.txt") == nil)
         #expect(result.standardOutput.contains("2 ran, 1 failed, 1 did not run"), "\(result)")
     }
 }
@@ -311,31 +334,30 @@ struct HTTPPluginTests {
 
     @Test("a server that doesn't answer in time fails the job with a timeout")
     func timeout() async throws {
-        let server = try TestHTTPServer { _ in .init(status: 200, body: "too late", delay: 5) }
+        // The server would answer (200) after two minutes: only a timeout that fired fails the job.
+        let server = try TestHTTPServer { _ in .init(status: 200, body: "too late", delay: 120) }
         defer { server.stop() }
         let directory = try plugins.project(taskfile(url: server.url("/slow"), extra: "      timeout: 0.3\n      retries: 0"))
         defer { directory.remove() }
-        let started = Date()
-        let result = try await KilnProcess.run(["run", "fetch"], in: directory.path)
+        let result = try await KilnProcess.run(["run", "fetch"], in: directory.path, within: 60)
         #expect(result.status == 1, "\(result)")
         #expect(result.standardOutput.contains("GET \(server.url("/slow")): timed out after 0.3 s"), "\(result)")
-        #expect(Date().timeIntervalSince(started) < 4.5, "it gave up at the timeout, not when the server answered")
         #expect(!FileManager.default.fileExists(atPath: directory.path("got/data.txt")))
     }
 
     @Test("Ctrl-C during a transfer stops it at once: exit 130, no file left")
     func cancellationInFlight() async throws {
-        let server = try TestHTTPServer { _ in .init(status: 200, body: "never seen", delay: 20) }
+        // The server would answer after two minutes: kiln ending within the wait below means the
+        // transfer was stopped, not waited for.
+        let server = try TestHTTPServer { _ in .init(status: 200, body: "never seen", delay: 120) }
         defer { server.stop() }
         let directory = try plugins.project(taskfile(url: server.url("/forever")))
         defer { directory.remove() }
         let process = try KilnProcess.start(["run", "fetch"], in: directory.path)
         #expect(await waitUntil(within: 30) { !server.requests.isEmpty }, "the request reached the server")
-        let sent = Date()
         process.send(SIGINT)
-        let result = try await process.wait(within: 15)
+        let result = try await process.wait(within: 60)
         #expect(result.status == 130, "\(result)")
-        #expect(Date().timeIntervalSince(sent) < 5, "the transfer was stopped, not waited for")
         #expect((try? FileManager.default.contentsOfDirectory(atPath: directory.path("got")))?.isEmpty ?? true, "no partial download left")
     }
 }

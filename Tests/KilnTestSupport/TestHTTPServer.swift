@@ -121,7 +121,7 @@ public final class TestHTTPServer: Sendable {
         let expected = Int(headers["content-length"] ?? "0") ?? 0
         if headers["expect"]?.lowercased() == "100-continue" {
             let reply = Array("HTTP/1.1 100 Continue\r\n\r\n".utf8)
-            _ = write(connection, reply, reply.count)
+            _ = send(connection, reply, reply.count, Int32(MSG_NOSIGNAL))
         }
         while body.count < expected {
             let count = read(connection, &buffer, buffer.count)
@@ -138,7 +138,8 @@ public final class TestHTTPServer: Sendable {
         reply += response.body
         var offset = 0
         while offset < reply.count {
-            let written = reply[offset...].withUnsafeBytes { write(connection, $0.baseAddress, $0.count) }
+            // MSG_NOSIGNAL: a client that gave up (a timeout, Ctrl-C) must not SIGPIPE the tests.
+            let written = reply[offset...].withUnsafeBytes { send(connection, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
             guard written > 0 else { return }
             offset += written
         }

@@ -345,13 +345,15 @@ public final class BuildRun: @unchecked Sendable {
         let gather = BlockJob {}
         gather.name = name
         gather.requiresSuccessfulDependencies = true
-        wire(gather, after: dependencies)
         pendingAdd(1)
         gather.completionBlock = { [self] in
             if !gather.isCancelled { options.incremental?.publishGroup(name, dependencies: names) }
             taskFinished(position, doneJob: gather)
             pendingAdd(-1)
         }
+        // Wired only now: a dependency that already failed finishes the job at once, and its
+        // completion block must be in place by then.
+        wire(gather, after: dependencies)
         add(gather, to: control)
         return gather
     }
@@ -364,7 +366,6 @@ public final class BuildRun: @unchecked Sendable {
         let gate = BlockJob {}
         gate.name = "\(task.definition.name) (start)"
         gate.requiresSuccessfulDependencies = true
-        wire(gate, after: dependencies)
         pendingAdd(2)
         let sourcesOfTask = LockedValue<[String]>([])
         done.completionBlock = { [self] in
@@ -390,7 +391,12 @@ public final class BuildRun: @unchecked Sendable {
             for _ in 0..<options.batchesInFlight { launchBatch(batches, done: done) }
             if sources.isEmpty { done.complete(failures: 0) }
         }
-        try? control.addJobs([done, gate])
+        // Wired after the completion blocks are set: a dependency that already failed finishes
+        // the gate at once.
+        wire(gate, after: dependencies)
+        // One at a time: the gate may have finished already, and must not keep `done` out.
+        add(done, to: control)
+        add(gate, to: control)
         return done
     }
 

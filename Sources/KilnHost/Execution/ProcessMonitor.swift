@@ -49,11 +49,15 @@ public final class ProcessMonitor: CommandRunner, @unchecked Sendable {
 
     /// Creates a monitor and starts its thread.
     ///
+    /// The thread keeps the monitor alive for the rest of the process (it waits on the monitor's
+    /// epoll descriptor forever): a monitor is made once per process. An unowned reference here
+    /// once crashed `kiln list` at exit, when the monitor was freed under its running thread.
+    ///
     /// - Parameter terminationGrace: Seconds a terminated command gets before SIGKILL.
     public init(terminationGrace: Double = 2) {
         epoll = ckiln_epoll_create()
         self.terminationGrace = terminationGrace
-        System.startThread { [unowned self] in self.loop() }
+        System.startThread { [self] in self.loop() }
     }
 
     /// Blocks SIGINT, SIGTERM and SIGHUP in the calling thread and every thread it starts later,

@@ -152,3 +152,12 @@ public struct BuildPlanner: Sendable {
         Path.isInside(path, root: root)
     }
 }
+
+extension BuildPlan.Task {
+    /// The resources its jobs claim: the Taskfile's `resources:`, or — when it names none — what
+    /// its kind asks for (`cpu` for commands, `disk` for the archive plugin, `net:HOST` for http).
+    public var resourceClaims: [String] {
+        guard definition.resources.isEmpty else { return definition.resources.map(\.value) }
+        return prepared.defaultResources(for: definition.jobRequest(source: nil))
+    }
+}
