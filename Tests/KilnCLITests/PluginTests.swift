@@ -110,6 +110,37 @@ struct PluginTests {
         }
     }
 
+    @Test("a kind's plugin is found by name through --plugin-path and KILN_PLUGIN_PATH")
+    func searchPath() async throws {
+        let build = try buildDirectory()
+        let directory = try project("""
+            version: '3'
+            tasks:
+              late:
+                plugin: later
+                generates: [late.txt]
+                with: {output: late.txt, seconds: 0.01}
+
+            """)
+        defer { directory.remove() }
+        // A plugin directory of our own, holding the test plugin under the kind's name.
+        let plugins = directory.path("my-plugins")
+        try FileManager.default.createDirectory(atPath: plugins, withIntermediateDirectories: true)
+        symlink(build + "/libkilntest-behaviours.so", plugins + "/libkiln-later.so")
+        var result = try await KilnProcess.run(["run", "late"], in: directory.path)
+        #expect(result.status == 2, "not found without the path: \(result)")
+        #expect(result.standardError.contains("uses task kind 'later', which no plugin provides (no libkiln-later.so on the plugin path"), "\(result)")
+        result = try await KilnProcess.run(["run", "--plugin-path", "my-plugins", "late"], in: directory.path)
+        #expect(result.status == 0, "\(result)")
+        #expect(directory.read("late.txt") == "written later\n")
+        try FileManager.default.removeItem(atPath: directory.path("late.txt"))
+        result = try await KilnProcess.run(["run", "late"], in: directory.path, environment: ["KILN_PLUGIN_PATH": "/nonexistent:" + plugins])
+        #expect(result.status == 0, "\(result)")
+        #expect(directory.read("late.txt") == "written later\n")
+        result = try await KilnProcess.run(["plugins"], in: directory.path, environment: ["KILN_PLUGIN_PATH": plugins])
+        #expect(result.standardOutput.contains("behaviours 0.1.0  ABI 1  \(plugins)/libkiln-later.so\n    kinds: fail, later"), "\(result)")
+    }
+
     @Test("a configuration the plugin rejects stops the run at its Taskfile line and column")
     func rejectedConfiguration() async throws {
         let directory = try project("""

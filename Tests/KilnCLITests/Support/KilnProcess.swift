@@ -47,9 +47,10 @@ struct KilnProcess: Sendable {
         _ arguments: [String],
         in directory: String,
         within seconds: Double = 180,
+        environment extra: [String: String] = [:],
         sourceLocation: SourceLocation = #_sourceLocation
     ) async throws -> Result {
-        let process = try start(arguments, in: directory, sourceLocation: sourceLocation)
+        let process = try start(arguments, in: directory, environment: extra, sourceLocation: sourceLocation)
         return try await process.wait(within: seconds, sourceLocation: sourceLocation)
     }
 
@@ -58,6 +59,7 @@ struct KilnProcess: Sendable {
     static func start(
         _ arguments: [String],
         in directory: String,
+        environment extra: [String: String] = [:],
         sourceLocation: SourceLocation = #_sourceLocation
     ) throws -> KilnProcess {
         let executable = try executable(sourceLocation: sourceLocation)
@@ -89,6 +91,7 @@ struct KilnProcess: Sendable {
         defer { for pointer in argv { free(pointer) } }
         var environment = ProcessInfo.processInfo.environment
         environment["TERM"] = "dumb"
+        environment.merge(extra) { $1 }
         let envp: [UnsafeMutablePointer<CChar>?] = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer { for pointer in envp { free(pointer) } }
 
