@@ -154,15 +154,19 @@ final class HTTPJob: Job, @unchecked Sendable {
     /// `true`: the job finishes when its transfer does.
     override var isAsynchronous: Bool { true }
 
+    /// Whether the transfer was handed to the loop (only then has `cancel()` anything to stop).
+    private let submitted = Atomic<Bool>(false)
+
     override func start() throws(JobError) {
         guard try beginExecution() else { return }
+        submitted.store(true, ordering: .sequentiallyConsistent)
         CurlLoop.shared.submit(Transfer(job: self))
     }
 
     /// Stops the transfer in flight (or the wait before a retry); the job then finishes.
     override func cancel() {
         super.cancel()
-        CurlLoop.shared.cancel(self)
+        if submitted.load(ordering: .sequentiallyConsistent) { CurlLoop.shared.cancel(self) }
     }
 }
 

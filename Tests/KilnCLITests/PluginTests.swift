@@ -141,6 +141,39 @@ struct PluginTests {
         #expect(result.standardOutput.contains("behaviours 0.1.0  ABI 1  \(plugins)/libkiln-later.so\n    kinds: fail, later"), "\(result)")
     }
 
+    @Test("a plugin file that changes keeps the next run from being a no-op on the snapshot's word")
+    func changedPluginIsNoNoOp() async throws {
+        let build = try buildDirectory()
+        let directory = try project("""
+            version: '3'
+            plugins: [./plugins/libkilntest-behaviours.so]
+            tasks:
+              late:
+                plugin: later
+                sources: [Taskfile.yml]
+                generates: [late.txt]
+                with: {output: late.txt, seconds: 0.01}
+
+            """)
+        defer { directory.remove() }
+        try FileManager.default.createDirectory(atPath: directory.path("plugins"), withIntermediateDirectories: true)
+        let copy = directory.path("plugins/libkilntest-behaviours.so")
+        try FileManager.default.copyItem(atPath: build + "/libkilntest-behaviours.so", toPath: copy)
+        _ = try await KilnProcess.run(["run", "late"], in: directory.path)
+        try await Task.sleep(for: .milliseconds(120))  // past the racy window: statuses can vouch
+        _ = try await KilnProcess.run(["run", "late"], in: directory.path)
+        var result = try await KilnProcess.run(["run", "late"], in: directory.path, environment: ["KILN_DEBUG": "phases"])
+        #expect(result.standardError.contains("kiln: phases (ms): snapshot") && !result.standardError.contains("load and plan"), "a no-op on the snapshot's word: \(result)")
+        // A rebuilt plugin (here: the same code, one byte longer) must be loaded again.
+        let handle = try #require(FileHandle(forWritingAtPath: copy))
+        handle.seekToEndOfFile()
+        handle.write(Data([0]))
+        handle.closeFile()
+        result = try await KilnProcess.run(["run", "late"], in: directory.path, environment: ["KILN_DEBUG": "phases"])
+        #expect(result.status == 0, "\(result)")
+        #expect(result.standardError.contains("load and plan"), "the plugins were loaded again: \(result)")
+    }
+
     @Test("a configuration the plugin rejects stops the run at its Taskfile line and column")
     func rejectedConfiguration() async throws {
         let directory = try project("""
