@@ -99,17 +99,17 @@ final class ArchiveJob: Job, @unchecked Sendable {
         var entries: [Entry] = []
         for pattern in files {
             let matches = Walk.expand(pattern, in: directory)
-            if matches.isEmpty { throw ArchiveError("'\(pattern)' matches no file in \(directory)") }
+            if matches.isEmpty { throw TaskFailure("'\(pattern)' matches no file in \(directory)") }
             for match in matches { try Walk.collect(match, base: directory, into: &entries) }
         }
         entries.sort { $0.name < $1.name }
         var seen = Set<String>()
         entries = entries.filter { seen.insert($0.name).inserted }
 
-        try makeParents(of: output)
+        try TaskFiles.createParentDirectories(of: output)
         let temporary = output + ".\(getpid()).tmp"
         guard let file = gzopen(temporary, "wb\(level)") else {
-            throw ArchiveError("can't create \(temporary): \(String(cString: strerror(errno)))")
+            throw TaskFailure("can't create \(temporary): \(TaskFiles.lastError)")
         }
         var closed = false
         defer {
@@ -117,7 +117,7 @@ final class ArchiveJob: Job, @unchecked Sendable {
             unlink(temporary)
         }
         for entry in entries {
-            if isCancelled { throw ArchiveError("stopped") }
+            if isCancelled { throw TaskFailure("stopped") }
             let name = prefix.isEmpty ? entry.name : prefix + "/" + entry.name
             try write(header: try TarHeader.make(name: name, entry: entry), to: file)
             if entry.kind == .file { try copy(entry.path, size: entry.size, to: file) }
@@ -125,11 +125,11 @@ final class ArchiveJob: Job, @unchecked Sendable {
         try write(bytes: [UInt8](repeating: 0, count: 1024), to: file)  // two empty blocks end the archive
         closed = true
         let status = gzclose(file)
-        guard status == Z_OK else { throw ArchiveError("can't finish \(output): zlib error \(status)") }
+        guard status == Z_OK else { throw TaskFailure("can't finish \(output): zlib error \(status)") }
         guard rename(temporary, output) == 0 else {
-            throw ArchiveError("can't move the archive to \(output): \(String(cString: strerror(errno)))")
+            throw TaskFailure("can't move the archive to \(output): \(TaskFiles.lastError)")
         }
-        let shown = output.hasPrefix(context.projectRoot + "/") ? String(output.dropFirst(context.projectRoot.count + 1)) : output
+        let shown = TaskFiles.shown(output, relativeTo: context.projectRoot)
         context.log("archived \(entries.count) entr\(entries.count == 1 ? "y" : "ies") into \(shown)")
     }
 
@@ -139,42 +139,25 @@ final class ArchiveJob: Job, @unchecked Sendable {
 
     private func write(bytes: [UInt8], to file: gzFile) throws {
         let status = bytes.withUnsafeBytes { kiln_gz_write_all(file, $0.baseAddress, UInt($0.count)) }
-        if status != 0 { throw ArchiveError("can't write \(output): zlib error \(status)") }
+        if status != 0 { throw TaskFailure("can't write \(output): zlib error \(status)") }
     }
 
     private func copy(_ path: String, size: Int, to file: gzFile) throws {
         let descriptor = open(path, O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else { throw ArchiveError("can't read \(path): \(String(cString: strerror(errno)))") }
+        guard descriptor >= 0 else { throw TaskFailure("can't read \(path): \(TaskFiles.lastError)") }
         defer { close(descriptor) }
         var buffer = [UInt8](repeating: 0, count: 1 << 16)
         var copied = 0
         while copied < size {
             let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, min($0.count, size - copied)) }
             if count < 0, errno == EINTR { continue }
-            guard count > 0 else { throw ArchiveError("\(path) changed while it was archived (it shrank)") }
+            guard count > 0 else { throw TaskFailure("\(path) changed while it was archived (it shrank)") }
             try write(bytes: Array(buffer[0..<count]), to: file)
             copied += count
         }
         let padding = (512 - size % 512) % 512
         if padding > 0 { try write(bytes: [UInt8](repeating: 0, count: padding), to: file) }
     }
-
-    private func makeParents(of path: String) throws {
-        var parts = path.split(separator: "/").dropLast()
-        var current = path.hasPrefix("/") ? "" : "."
-        while !parts.isEmpty {
-            current += "/" + parts.removeFirst()
-            if mkdir(current, 0o755) != 0, errno != EEXIST {
-                throw ArchiveError("can't create directory \(current): \(String(cString: strerror(errno)))")
-            }
-        }
-    }
-}
-
-/// What went wrong, for the task's failure message.
-struct ArchiveError: Error, CustomStringConvertible {
-    var description: String
-    init(_ description: String) { self.description = description }
 }
 
 /// A file or directory to archive.
@@ -212,10 +195,10 @@ enum Walk {
     /// Adds `path` — and, for a directory, everything under it — to `entries`, named relative to `base`.
     static func collect(_ path: String, base: String, into entries: inout [Entry]) throws {
         var info = stat()
-        guard lstat(path, &info) == 0 else { throw ArchiveError("can't read \(path): \(String(cString: strerror(errno)))") }
+        guard lstat(path, &info) == 0 else { throw TaskFailure("can't read \(path): \(TaskFiles.lastError)") }
         let name = relative(path, to: base)
         guard !name.hasPrefix("../"), name != ".." else {
-            throw ArchiveError("\(path) is outside the task's directory \(base); archive entries must be inside it")
+            throw TaskFailure("\(path) is outside the task's directory \(base); archive entries must be inside it")
         }
         let mode = UInt32(info.st_mode & 0o7777)
         switch info.st_mode & S_IFMT {
@@ -228,7 +211,7 @@ enum Walk {
             entries.append(Entry(name: name, path: path, kind: .symlink, mode: mode, size: 0, linkTarget: target))
         case S_IFDIR:
             if name != "." { entries.append(Entry(name: name, path: path, kind: .directory, mode: mode, size: 0)) }
-            guard let handle = opendir(path) else { throw ArchiveError("can't list \(path): \(String(cString: strerror(errno)))") }
+            guard let handle = opendir(path) else { throw TaskFailure("can't list \(path): \(TaskFiles.lastError)") }
             var children: [String] = []
             while let entry = readdir(handle) {
                 let child = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
@@ -237,7 +220,7 @@ enum Walk {
             closedir(handle)
             for child in children.sorted() { try collect(path + "/" + child, base: base, into: &entries) }
         default:
-            throw ArchiveError("\(path) is not a file, directory or symbolic link")
+            throw TaskFailure("\(path) is not a file, directory or symbolic link")
         }
     }
 }
@@ -253,7 +236,7 @@ enum TarHeader {
         if bytes.count > 100 {
             // Split at a '/' so the name is ≤ 100 bytes and the prefix ≤ 155.
             guard let split = bytes.indices.reversed().first(where: { bytes[$0] == UInt8(ascii: "/") && bytes.count - $0 - 1 <= 100 && $0 <= 155 }) else {
-                throw ArchiveError("the path \(fullName) is too long for a tar archive (ustar allows 255 bytes, split at a '/')")
+                throw TaskFailure("the path \(fullName) is too long for a tar archive (ustar allows 255 bytes, split at a '/')")
             }
             prefixPart = Array(bytes[..<split])
             namePart = Array(bytes[(split + 1)...])
@@ -277,7 +260,7 @@ enum TarHeader {
         }
         if entry.kind == .symlink {
             let target = Array(entry.linkTarget.utf8)
-            guard target.count <= 100 else { throw ArchiveError("the link target of \(fullName) is longer than 100 bytes") }
+            guard target.count <= 100 else { throw TaskFailure("the link target of \(fullName) is longer than 100 bytes") }
             put(target, at: 157)
         }
         put(Array("ustar".utf8) + [0], at: 257)

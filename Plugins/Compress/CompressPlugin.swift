@@ -52,9 +52,9 @@ struct CompressKind: TaskKind {
     }
 
     func makeJob(configuration: Configuration, request: JobRequest, context: TaskContext) throws -> Job {
-        guard !request.inputs.isEmpty else { throw CompressError("the compress task has no sources to compress") }
+        guard !request.inputs.isEmpty else { throw TaskFailure("the compress task has no sources to compress") }
         if !request.outputs.isEmpty, request.outputs.count != request.inputs.count {
-            throw CompressError(
+            throw TaskFailure(
                 "the compress task has \(request.inputs.count) input(s) but \(request.outputs.count) output(s) in 'generates'; give one output per input, or none (then FILE.gz)"
             )
         }
@@ -85,20 +85,20 @@ final class CompressJob: Job, @unchecked Sendable {
 
     override func main() throws {
         for (input, output) in pairs {
-            if isCancelled { throw CompressError("stopped") }
+            if isCancelled { throw TaskFailure("stopped") }
             try compress(input, to: output)
         }
     }
 
     private func compress(_ input: String, to output: String) throws {
         let source = open(input, O_RDONLY | O_CLOEXEC)
-        guard source >= 0 else { throw CompressError("can't read \(input): \(String(cString: strerror(errno)))") }
+        guard source >= 0 else { throw TaskFailure("can't read \(input): \(TaskFiles.lastError)") }
         defer { close(source) }
-        try makeParents(of: output)
+        try TaskFiles.createParentDirectories(of: output)
         let temporary = output + ".\(getpid()).tmp"
         // zlib writes no file name and a zero time in the header: the same input gives the same bytes.
         guard let file = gzopen(temporary, "wb\(configuration.level)") else {
-            throw CompressError("can't create \(temporary): \(String(cString: strerror(errno)))")
+            throw TaskFailure("can't create \(temporary): \(TaskFiles.lastError)")
         }
         var closed = false
         defer {
@@ -110,15 +110,15 @@ final class CompressJob: Job, @unchecked Sendable {
         while true {
             let count = buffer.withUnsafeMutableBytes { read(source, $0.baseAddress, $0.count) }
             if count < 0, errno == EINTR { continue }
-            guard count >= 0 else { throw CompressError("can't read \(input): \(String(cString: strerror(errno)))") }
+            guard count >= 0 else { throw TaskFailure("can't read \(input): \(TaskFiles.lastError)") }
             if count == 0 { break }
             total += count
             let status = buffer.withUnsafeBytes { kiln_gz_write_all(file, $0.baseAddress, UInt(count)) }
-            if status != 0 { throw CompressError("can't write \(output): zlib error \(status)") }
+            if status != 0 { throw TaskFailure("can't write \(output): zlib error \(status)") }
         }
         closed = true
         let status = gzclose(file)
-        guard status == Z_OK else { throw CompressError("can't finish \(output): zlib error \(status)") }
+        guard status == Z_OK else { throw TaskFailure("can't finish \(output): zlib error \(status)") }
         var info = stat()
         let compressed = stat(temporary, &info) == 0 ? Int(info.st_size) : 0
         if configuration.keepSmallerOnly, compressed >= total {
@@ -126,32 +126,12 @@ final class CompressJob: Job, @unchecked Sendable {
             return
         }
         guard rename(temporary, output) == 0 else {
-            throw CompressError("can't move the result to \(output): \(String(cString: strerror(errno)))")
+            throw TaskFailure("can't move the result to \(output): \(TaskFiles.lastError)")
         }
         context.log("\(shown(input)) → \(shown(output)): \(total) → \(compressed) bytes")
     }
 
-    /// A path as people read it: relative to the project root when inside it.
-    private func shown(_ path: String) -> String {
-        path.hasPrefix(context.projectRoot + "/") ? String(path.dropFirst(context.projectRoot.count + 1)) : path
-    }
-
-    private func makeParents(of path: String) throws {
-        var parts = path.split(separator: "/").dropLast()
-        var current = ""
-        while !parts.isEmpty {
-            current += "/" + parts.removeFirst()
-            if mkdir(current, 0o755) != 0, errno != EEXIST {
-                throw CompressError("can't create directory \(current): \(String(cString: strerror(errno)))")
-            }
-        }
-    }
-}
-
-/// What went wrong, for the task's failure message.
-struct CompressError: Error, CustomStringConvertible {
-    var description: String
-    init(_ description: String) { self.description = description }
+    private func shown(_ path: String) -> String { TaskFiles.shown(path, relativeTo: context.projectRoot) }
 }
 
 /// The plugin's one C entry point.

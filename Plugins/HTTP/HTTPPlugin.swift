@@ -170,12 +170,6 @@ final class HTTPJob: Job, @unchecked Sendable {
     }
 }
 
-/// Why a transfer failed, for the task's failure message.
-struct HTTPError: Error, CustomStringConvertible {
-    var description: String
-    init(_ description: String) { self.description = description }
-}
-
 /// One attempt's state: the easy handle and the files it reads or writes.
 ///
 /// Threading: owned by the event loop's thread once submitted.
@@ -239,7 +233,7 @@ final class CurlLoop: @unchecked Sendable {
 
     func submit(_ transfer: Transfer) {
         if let unavailable {
-            try? transfer.job.finish(error: HTTPError("\(transfer.job.method) \(transfer.job.url): \(unavailable)"))
+            try? transfer.job.finish(error: TaskFailure("\(transfer.job.method) \(transfer.job.url): \(unavailable)"))
             return
         }
         requests.withLock { $0.submitted.append(transfer) }
@@ -289,7 +283,7 @@ final class CurlLoop: @unchecked Sendable {
         }
         transfer.attempt += 1
         guard let easy = kiln_curl_easy_init() else {
-            try? job.finish(error: HTTPError("\(job.method) \(job.url): libcurl could not make a handle"))
+            try? job.finish(error: TaskFailure("\(job.method) \(job.url): libcurl could not make a handle"))
             return
         }
         transfer.handle = easy
@@ -329,10 +323,10 @@ final class CurlLoop: @unchecked Sendable {
         case "GET":
             if let output = job.output {
                 let temporary = output + ".\(getpid()).download"
-                makeParents(of: output)
+                try? TaskFiles.createParentDirectories(of: output)
                 transfer.descriptor = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
                 guard transfer.descriptor >= 0 else {
-                    fail(transfer, HTTPError("GET \(job.url): can't write \(temporary): \(String(cString: strerror(errno)))"))
+                    fail(transfer, TaskFailure("GET \(job.url): can't write \(temporary): \(TaskFiles.lastError)"))
                     return
                 }
                 transfer.temporary = temporary
@@ -341,7 +335,7 @@ final class CurlLoop: @unchecked Sendable {
             if let input = job.input {
                 transfer.uploadDescriptor = open(input, O_RDONLY | O_CLOEXEC)
                 guard transfer.uploadDescriptor >= 0 else {
-                    fail(transfer, HTTPError("\(job.method) \(job.url): can't read \(input): \(String(cString: strerror(errno)))"))
+                    fail(transfer, TaskFailure("\(job.method) \(job.url): can't read \(input): \(TaskFiles.lastError)"))
                     return
                 }
                 var info = stat()
@@ -381,7 +375,7 @@ final class CurlLoop: @unchecked Sendable {
             try? job.finish()
             return
         }
-        var failure: HTTPError?
+        var failure: TaskFailure?
         var mayRetry = false
         if result != CURLE_OK {
             let what: String
@@ -391,10 +385,10 @@ final class CurlLoop: @unchecked Sendable {
             case CURLE_COULDNT_RESOLVE_HOST: what = "can't resolve the host (\(detail))"
             default: what = detail
             }
-            failure = HTTPError("\(job.method) \(job.url): \(what)")
+            failure = TaskFailure("\(job.method) \(job.url): \(what)")
             mayRetry = [CURLE_COULDNT_CONNECT, CURLE_OPERATION_TIMEDOUT, CURLE_COULDNT_RESOLVE_HOST, CURLE_RECV_ERROR, CURLE_SEND_ERROR, CURLE_GOT_NOTHING, CURLE_PARTIAL_FILE].contains(result)
         } else if !(200...299).contains(status) {
-            failure = HTTPError("\(job.method) \(job.url): HTTP \(status) \(Self.reason(status))")
+            failure = TaskFailure("\(job.method) \(job.url): HTTP \(status) \(Self.reason(status))")
             mayRetry = status >= 500 || status == 429
         }
         if let failure {
@@ -406,18 +400,17 @@ final class CurlLoop: @unchecked Sendable {
                 return
             }
             let attempts = transfer.attempt > 1 ? " (after \(transfer.attempt) attempts)" : ""
-            try? job.finish(error: HTTPError(failure.description + attempts))
+            try? job.finish(error: TaskFailure(failure.description + attempts))
             return
         }
         if let temporary = transfer.temporary, let output = job.output {
             guard rename(temporary, output) == 0 else {
-                let reason = String(cString: strerror(errno))
+                let reason = TaskFiles.lastError
                 unlink(temporary)
-                try? job.finish(error: HTTPError("GET \(job.url): can't move the download to \(output): \(reason)"))
+                try? job.finish(error: TaskFailure("GET \(job.url): can't move the download to \(output): \(reason)"))
                 return
             }
-            let root = job.context.projectRoot + "/"
-            job.context.log("GET \(job.url) → \(output.hasPrefix(root) ? String(output.dropFirst(root.count)) : output): \(transfer.received) bytes")
+            job.context.log("GET \(job.url) → \(TaskFiles.shown(output, relativeTo: job.context.projectRoot)): \(transfer.received) bytes")
         } else {
             job.context.log("\(job.method) \(job.url): HTTP \(status)")
         }
@@ -436,7 +429,7 @@ final class CurlLoop: @unchecked Sendable {
         }
     }
 
-    private func fail(_ transfer: Transfer, _ error: HTTPError) {
+    private func fail(_ transfer: Transfer, _ error: TaskFailure) {
         release(transfer)
         discard(transfer)
         try? transfer.job.finish(error: error)
@@ -469,15 +462,6 @@ final class CurlLoop: @unchecked Sendable {
         if let temporary = transfer.temporary {
             unlink(temporary)
             transfer.temporary = nil
-        }
-    }
-
-    private func makeParents(of path: String) {
-        var parts = path.split(separator: "/").dropLast()
-        var current = ""
-        while !parts.isEmpty {
-            current += "/" + parts.removeFirst()
-            mkdir(current, 0o755)
         }
     }
 

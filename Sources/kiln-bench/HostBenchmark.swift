@@ -131,9 +131,13 @@ struct HostBenchmark {
         return Project(name: "independent \(count)", directory: directory, outputs: directory + "/out")
     }
 
-    private func generateDeepDAG(layers: Int, width: Int) throws -> Project {
+    /// A DAG of `layers` × `width` `cp` tasks, each depending on 3 of the layer before. With
+    /// `declaresFiles`, each task also declares its sources (its file and its dependencies'
+    /// outputs) and its output, so every tool can tell what is up to date (the incremental
+    /// benchmark); without, tasks declare only their dependencies.
+    func generateDeepDAG(layers: Int, width: Int, declaresFiles: Bool = false) throws -> Project {
         let count = layers * width
-        let directory = workDirectory + "/dag-\(count)"
+        let directory = workDirectory + (declaresFiles ? "/incremental-dag-\(count)" : "/dag-\(count)")
         try makeSources(directory, count)
         var taskfile = "version: '3'\ntasks:\n"
         var ninjaFile = "rule cp\n  command = cp $in $out\n"
@@ -146,6 +150,10 @@ struct HostBenchmark {
             }
             taskfile += "  t\(index):\n"
             if !dependencies.isEmpty { taskfile += "    deps: [\(dependencies.map { "t\($0)" }.joined(separator: ", "))]\n" }
+            if declaresFiles {
+                let sources = ["src/f\(index).txt"] + dependencies.map { "out/f\($0).txt" }
+                taskfile += "    sources: [\(sources.joined(separator: ", "))]\n    generates: [out/f\(index).txt]\n"
+            }
             taskfile += "    cmds: ['cp src/f\(index).txt out/f\(index).txt']\n"
             let implicit = dependencies.isEmpty ? "" : " | " + dependencies.map { "out/f\($0).txt" }.joined(separator: " ")
             ninjaFile += "build out/f\(index).txt: cp src/f\(index).txt\(implicit)\n"
@@ -154,7 +162,8 @@ struct HostBenchmark {
         taskfile += "  default:\n    deps: [\(last.joined(separator: ", "))]\n"
         try writeTaskfiles(taskfile, in: directory)
         try ninjaFile.write(toFile: directory + "/build.ninja", atomically: true, encoding: .utf8)
-        return Project(name: "deep DAG \(count) (\(layers) layers)", directory: directory, outputs: directory + "/out")
+        let name = (declaresFiles ? "DAG \(count)" : "deep DAG \(count)") + " (\(layers) layers)"
+        return Project(name: name, directory: directory, outputs: directory + "/out")
     }
 
     private func generateEach(_ count: Int) throws -> String {

@@ -27,7 +27,7 @@ struct IncrementalBenchmark {
         let size = quick ? 1_000 : 10_000
         let projects = [
             (try host.generateIndependent(size), "src/f\(size / 2).txt"),
-            (try generateDAG(layers: quick ? 10 : 100, width: 100), "src/f50.txt"),
+            (try host.generateDeepDAG(layers: quick ? 10 : 100, width: 100, declaresFiles: true), "src/f50.txt"),
         ]
         var table = Table(headers: [
             "project", "tool", "no-op s", "no-op ÷ ninja", "1 file changed s", "ran", "change ÷ ninja", "state on disk",
@@ -141,34 +141,5 @@ struct IncrementalBenchmark {
             _ = FileManager.default.fileExists(atPath: child, isDirectory: &isDirectory)
             return total + (isDirectory.boolValue ? directorySize(child) : fileSize(child))
         }
-    }
-
-    /// The DAG with declared sources and outputs, so every tool can tell what is up to date.
-    private func generateDAG(layers: Int, width: Int) throws -> HostBenchmark.Project {
-        let count = layers * width
-        let directory = workDirectory + "/incremental-dag-\(count)"
-        try host.makeSources(directory, count)
-        var taskfile = "version: '3'\ntasks:\n"
-        var ninjaFile = "rule cp\n  command = cp $in $out\n"
-        for index in 0..<count {
-            let layer = index / width
-            var dependencies: [Int] = []
-            if layer > 0 {
-                let base = (layer - 1) * width
-                dependencies = [0, 7, 31].map { base + (index % width + $0) % width }
-            }
-            taskfile += "  t\(index):\n"
-            if !dependencies.isEmpty { taskfile += "    deps: [\(dependencies.map { "t\($0)" }.joined(separator: ", "))]\n" }
-            let sources = ["src/f\(index).txt"] + dependencies.map { "out/f\($0).txt" }
-            taskfile += "    sources: [\(sources.joined(separator: ", "))]\n    generates: [out/f\(index).txt]\n"
-            taskfile += "    cmds: ['cp src/f\(index).txt out/f\(index).txt']\n"
-            let implicit = dependencies.isEmpty ? "" : " | " + dependencies.map { "out/f\($0).txt" }.joined(separator: " ")
-            ninjaFile += "build out/f\(index).txt: cp src/f\(index).txt\(implicit)\n"
-        }
-        let last = ((layers - 1) * width..<count).map { "t\($0)" }
-        taskfile += "  default:\n    deps: [\(last.joined(separator: ", "))]\n"
-        try host.writeTaskfiles(taskfile, in: directory)
-        try ninjaFile.write(toFile: directory + "/build.ninja", atomically: true, encoding: .utf8)
-        return HostBenchmark.Project(name: "DAG \(count) (\(layers) layers)", directory: directory, outputs: directory + "/out")
     }
 }

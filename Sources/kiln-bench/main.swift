@@ -13,6 +13,20 @@ import Foundation
 //       [--shapes independent,chain,layered,priorities]
 //       the KilnJobs engine vs Foundation's OperationQueue and Dispatch
 let arguments = Array(CommandLine.arguments.dropFirst())
+
+/// The value after `flag`, if given.
+func value(_ flag: String) -> String? {
+    arguments.firstIndex(of: flag).flatMap { $0 + 1 < arguments.count ? arguments[$0 + 1] : nil }
+}
+
+/// `--kiln`, `--ninja` and `--task`, or the usage line and exit status 2.
+func peers(usage: String) -> (kiln: String, ninja: String, task: String) {
+    guard let kiln = value("--kiln"), let ninja = value("--ninja"), let task = value("--task") else {
+        print("usage: kiln-bench \(usage) --kiln PATH --ninja PATH --task PATH [--work DIR] [--quick]")
+        exit(2)
+    }
+    return (kiln, ninja, task)
+}
 switch arguments.first {
 case "jobs":
     var benchmark = JobsBenchmark(quick: arguments.contains("--quick"))
@@ -46,13 +60,7 @@ case "hash":
         exit(1)
     }
 case "incremental":
-    func value(_ flag: String) -> String? {
-        arguments.firstIndex(of: flag).flatMap { $0 + 1 < arguments.count ? arguments[$0 + 1] : nil }
-    }
-    guard let kiln = value("--kiln"), let ninja = value("--ninja"), let task = value("--task") else {
-        print("usage: kiln-bench incremental --kiln PATH --ninja PATH --task PATH [--work DIR] [--quick]")
-        exit(2)
-    }
+    let (kiln, ninja, task) = peers(usage: "incremental")
     let benchmark = IncrementalBenchmark(
         kiln: kiln, ninja: ninja, task: task, quick: arguments.contains("--quick"),
         workDirectory: value("--work") ?? "/tmp/kiln-bench-host"
@@ -64,25 +72,18 @@ case "incremental":
         exit(1)
     }
 case "plugins":
-    guard let index = arguments.firstIndex(of: "--kiln"), index + 1 < arguments.count else {
+    guard let kiln = value("--kiln") else {
         print("usage: kiln-bench plugins --kiln PATH [--work DIR]")
         exit(2)
     }
-    let work = arguments.firstIndex(of: "--work").flatMap { $0 + 1 < arguments.count ? arguments[$0 + 1] : nil }
     do {
-        try PluginBenchmark(kiln: arguments[index + 1], workDirectory: work ?? "/tmp/kiln-bench-host").run()
+        try PluginBenchmark(kiln: kiln, workDirectory: value("--work") ?? "/tmp/kiln-bench-host").run()
     } catch {
         print("kiln-bench plugins: \(error)")
         exit(1)
     }
 case "host":
-    func value(_ flag: String) -> String? {
-        arguments.firstIndex(of: flag).flatMap { $0 + 1 < arguments.count ? arguments[$0 + 1] : nil }
-    }
-    guard let kiln = value("--kiln"), let ninja = value("--ninja"), let task = value("--task") else {
-        print("usage: kiln-bench host --kiln PATH --ninja PATH --task PATH [--work DIR] [--quick]")
-        exit(2)
-    }
+    let (kiln, ninja, task) = peers(usage: "host")
     let benchmark = HostBenchmark(
         kiln: kiln, ninja: ninja, task: task, quick: arguments.contains("--quick"),
         workDirectory: value("--work") ?? "/tmp/kiln-bench-host"

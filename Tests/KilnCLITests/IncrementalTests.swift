@@ -36,6 +36,32 @@ struct IncrementalTests {
         return directory
     }
 
+    /// A C project of two files, each including its own header, compiled with a depfile
+    /// (`cc -MMD`); every compile appends to `ran.log`.
+    func cProject(keepDepfile: Bool = false) throws -> TemporaryDirectory {
+        let directory = try TemporaryDirectory(prefix: "kiln-incremental")
+        try directory.write("include/a.h", "#define A_VALUE 1\n")
+        try directory.write("include/b.h", "#define B_VALUE 2\n")
+        try directory.write("src/a.c", "#include \"a.h\"\nint a(void) { return A_VALUE; }\n")
+        try directory.write("src/b.c", "#include \"b.h\"\nint b(void) { return B_VALUE; }\n")
+        try directory.write("Taskfile.yml", """
+            version: '3'
+            tasks:
+              default:
+                each: sources
+                sources: ['src/*.c']
+                generates: ['build/{{.source_stem}}.o']
+                depfile: 'build/{{.source_stem}}.d'
+                keep-depfile: \(keepDepfile)
+                cmds:
+                  - mkdir -p build
+                  - echo "cc {{.source}}" >> ran.log
+                  - cc -Iinclude -MMD -MF build/{{.source_stem}}.d -c {{.source}} -o {{.output}}
+
+            """)
+        return directory
+    }
+
     /// What ran since the log was last cleared, and clears it.
     func ran(_ directory: TemporaryDirectory) -> [String] {
         let lines = (directory.read("ran.log") ?? "").split(separator: "\n").map(String.init)
@@ -220,26 +246,8 @@ struct IncrementalTests {
 
     @Test("with a depfile, editing a header rebuilds exactly the files that include it (real cc -MMD)")
     func headerEditRebuildsItsIncluders() async throws {
-        let directory = try TemporaryDirectory(prefix: "kiln-incremental")
+        let directory = try cProject()
         defer { directory.remove() }
-        try directory.write("include/a.h", "#define A_VALUE 1\n")
-        try directory.write("include/b.h", "#define B_VALUE 2\n")
-        try directory.write("src/a.c", "#include \"a.h\"\nint a(void) { return A_VALUE; }\n")
-        try directory.write("src/b.c", "#include \"b.h\"\nint b(void) { return B_VALUE; }\n")
-        try directory.write("Taskfile.yml", """
-            version: '3'
-            tasks:
-              default:
-                each: sources
-                sources: ['src/*.c']
-                generates: ['build/{{.source_stem}}.o']
-                depfile: 'build/{{.source_stem}}.d'
-                cmds:
-                  - mkdir -p build
-                  - echo "cc {{.source}}" >> ran.log
-                  - cc -Iinclude -MMD -MF build/{{.source_stem}}.d -c {{.source}} -o {{.output}}
-
-            """)
         var result = try await KilnProcess.run(["run"], in: directory.path)
         #expect(result.status == 0, "\(result)")
         #expect(ran(directory) == ["cc src/a.c", "cc src/b.c"])

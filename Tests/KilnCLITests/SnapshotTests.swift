@@ -247,26 +247,8 @@ struct RemoteKeysTests {
 extension RemoteKeysTests {
     @Test("with keep-depfile, the depfile stays and a header edit changes its includers' action digests (real cc -MMD)")
     func keptDepfileFeedsTheKeys() async throws {
-        let directory = try TemporaryDirectory(prefix: "kiln-remote")
+        let directory = try incremental.cProject(keepDepfile: true)
         defer { directory.remove() }
-        try directory.write("include/a.h", "#define A_VALUE 1\n")
-        try directory.write("include/b.h", "#define B_VALUE 2\n")
-        try directory.write("src/a.c", "#include \"a.h\"\nint a(void) { return A_VALUE; }\n")
-        try directory.write("src/b.c", "#include \"b.h\"\nint b(void) { return B_VALUE; }\n")
-        try directory.write("Taskfile.yml", """
-            version: '3'
-            tasks:
-              default:
-                each: sources
-                sources: ['src/*.c']
-                generates: ['build/{{.source_stem}}.o']
-                depfile: 'build/{{.source_stem}}.d'
-                keep-depfile: true
-                cmds:
-                  - mkdir -p build
-                  - cc -Iinclude -MMD -MF build/{{.source_stem}}.d -c {{.source}} -o {{.output}}
-
-            """)
         let result = try await KilnProcess.run(["run"], in: directory.path)
         #expect(result.status == 0, "\(result)")
         #expect(directory.read("build/a.d")?.contains("a.h") == true)
