@@ -68,7 +68,7 @@ extension Kiln {
             var scan: UpToDateSnapshot.Scan?
             if let located = locateTaskfile(options) {
                 lock = dryRun ? try? ProjectLock(root: located.root, wait: false) : takeLock(root: located.root, wait: wait)
-                scan = UpToDateSnapshot.scan(root: located.root, taskfilePath: located.path, targets: tasks)
+                scan = UpToDateSnapshot.scan(root: located.root, taskfilePath: located.path, targets: tasks, mayRewrite: lock != nil)
                 phases.mark("snapshot")
                 if let scan, scan.isNoOp, !explain, !verbose, !json, trace == nil {
                     if !dryRun {

@@ -171,7 +171,10 @@ public struct UpToDateSnapshot: Sendable {
     ///   - root: The project root.
     ///   - taskfilePath: The main Taskfile (absolute).
     ///   - targets: The targets of this run, as given.
-    public static func scan(root: String, taskfilePath: String, targets: [String]) -> Scan? {
+    ///   - mayRewrite: Whether the caller holds the project's lock, so the snapshot may be
+    ///     rewritten with the fresh statuses of files it had to read (a reader without the lock
+    ///     must not: a run may be replacing the snapshot meanwhile).
+    public static func scan(root: String, taskfilePath: String, targets: [String], mayRewrite: Bool = true) -> Scan? {
         guard let bytes = try? Files.readBytes(path(root: root)), let (head, tail) = decodeHead(bytes),
             head.targets == targets,
             let identity = TaskfileCache.identity(taskfilePath: taskfilePath, root: root),
@@ -216,7 +219,7 @@ public struct UpToDateSnapshot: Sendable {
         }
         // Files re-read because their status was too fresh to trust: record what vouches for them
         // now, so the next no-op doesn't read them again.
-        if !refreshed.isEmpty, changed.isEmpty {
+        if mayRewrite, !refreshed.isEmpty, changed.isEmpty {
             for (position, entry) in refreshed { snapshot.paths[position] = entry }
             snapshot.write(root: root)
         }
