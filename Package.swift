@@ -41,6 +41,9 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .target(name: "CKilnHost"),
+        .systemLibrary(name: "CGit2", pkgConfig: "libgit2", providers: [.apt(["libgit2-dev"])]),
+        // libgit2 for the changed files of a repository (kiln affected, run --affected).
+        .target(name: "KilnGit", dependencies: ["CGit2"], swiftSettings: swiftSettings),
         .target(
             name: "CKilnZlib", path: "Plugins/CKilnZlib", linkerSettings: [.linkedLibrary("z")]
         ),
@@ -103,6 +106,7 @@ let package = Package(
             name: "kiln",
             dependencies: [
                 "KilnHost",
+                "KilnGit",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings
@@ -134,6 +138,11 @@ let package = Package(
         .testTarget(
             name: "KilnCLITests",
             dependencies: ["KilnTestSupport"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "KilnGitTests",
+            dependencies: ["KilnGit", "KilnTestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

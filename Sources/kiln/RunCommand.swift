@@ -1,4 +1,5 @@
 import ArgumentParser
+import KilnGit
 import KilnHost
 import Dispatch
 import Synchronization
@@ -50,6 +51,11 @@ extension Kiln {
         @Flag(help: "Wait for another kiln run on this project to finish, instead of failing at once.")
         var wait = false
 
+        @Flag(help: "Run only the tasks that files changed in git affect, and what depends on them (see 'kiln affected').")
+        var affected = false
+
+        @OptionGroup var changes: ChangeOptions
+
         func validate() throws {
             if let jobs, jobs < 1 { throw ValidationError("-j must be at least 1") }
             if batchSize < 1 { throw ValidationError("--batch-size must be at least 1") }
@@ -66,7 +72,7 @@ extension Kiln {
             // and kiln says so without loading the Taskfile model or the build state.
             var lock: ProjectLock?
             var scan: UpToDateSnapshot.Scan?
-            if let located = locateTaskfile(options) {
+            if let located = locateTaskfile(options), !affected {
                 lock = dryRun ? try? ProjectLock(root: located.root, wait: false) : takeLock(root: located.root, wait: wait)
                 scan = UpToDateSnapshot.scan(root: located.root, taskfilePath: located.path, targets: tasks, mayRewrite: lock != nil)
                 phases.mark("snapshot")
@@ -81,7 +87,15 @@ extension Kiln {
                     Kiln.exit()
                 }
             }
-            let (project, plan) = loadAndPlan(options, targets: tasks, everyTaskWhenEmpty: false, runner: monitor)
+            var (project, plan) = loadAndPlan(options, targets: tasks, everyTaskWhenEmpty: false, runner: monitor)
+            if affected, let changed = changes.changedFiles(in: project.taskfile.root) {
+                let selection = plan.affected(by: changed, discovered: discoveredInputs(root: project.taskfile.root))
+                System.writeError(
+                    "kiln: \(selection.changedFiles.count) changed file\(selection.changedFiles.count == 1 ? "" : "s") affect "
+                        + "\(selection.tasks.count) of \(plan.tasks.count) task\(plan.tasks.count == 1 ? "" : "s")\n"
+                )
+                plan = plan.restricted(to: selection)
+            }
             phases.mark("load and plan")
             let root = project.taskfile.root
             let buildState =
@@ -133,7 +147,7 @@ extension Kiln {
             // next run is no no-op on its word, but checks only what changed and what didn't settle).
             incremental.saveSnapshot(
                 taskfilePath: project.taskfile.path, targets: tasks, jobs: summary.succeeded + summary.upToDate,
-                complete: summary.succeededOverall
+                complete: summary.succeededOverall && !affected  // an --affected run covers only some jobs
             )
             buildState.close()
             phases.mark("save and close")

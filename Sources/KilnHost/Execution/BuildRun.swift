@@ -383,7 +383,7 @@ public final class BuildRun: @unchecked Sendable {
             }
             // Sources are listed only now, after the dependencies that may have generated them ran.
             var listed: [VisitedDirectory] = []
-            let sources = task.definition.sourceFiles(visited: &listed)
+            let sources = plan.sourceFiles(of: task, visited: &listed)
             options.incremental?.listed(task: name, directories: listed)
             observer.jobsPlanned(sources.count)
             sourcesOfTask.withLock { $0 = sources }

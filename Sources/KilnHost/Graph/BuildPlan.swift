@@ -21,6 +21,16 @@ public struct BuildPlan: Sendable {
     public var targets: [String]
     /// For each task, the positions in ``tasks`` of its dependencies (all earlier).
     public var dependencyPositions: [[Int]]
+    /// For `each:` tasks, by name, the only source files whose jobs run (`kiln run --affected`);
+    /// a task not named here runs all of its files.
+    public var eachSourceFilter: [String: Set<String>] = [:]
+
+    /// The files an `each:` task's jobs are for now: its sources, limited by ``eachSourceFilter``.
+    func sourceFiles(of task: Task, visited: inout [VisitedDirectory]) -> [String] {
+        let files = task.definition.sourceFiles(visited: &visited)
+        guard let filter = eachSourceFilter[task.definition.name] else { return files }
+        return files.filter(filter.contains)
+    }
 }
 
 /// Turns a ``Taskfile`` and the names on the command line into a ``BuildPlan``.

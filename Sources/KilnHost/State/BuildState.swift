@@ -219,6 +219,14 @@ public final class BuildState: @unchecked Sendable {
         return result
     }
 
+    /// The inputs each job's depfile named last time (a C file's headers), by job key, relative
+    /// to the job's directory: what `kiln affected` adds to a task's declared sources.
+    public func discoveredInputs() -> [String: [String]] {
+        var result: [String: [String]] = [:]
+        for (key, record) in loadJobs() where !record.discovered.isEmpty { result[key] = Array(record.discovered.keys) }
+        return result
+    }
+
     /// Saves a job's record, committed before this returns.
     public func save(_ record: JobRecord, for key: String) {
         let encoded = Self.encodeRecord(record)

@@ -45,7 +45,8 @@ extension IncrementalState {
                 keys?.finishTask(definition.name, groupOf: dependencyNames)
                 continue
             }
-            let sources: [String?] = definition.each == .sources ? definition.sourceFiles() : [nil]
+            var listed: [VisitedDirectory] = []
+            let sources: [String?] = definition.each == .sources ? plan.sourceFiles(of: task, visited: &listed) : [nil]
             let blocking = dependencyNames.first { runs.contains($0) }
             var labels: [String] = []
             var jobKeys: [RemoteActionKeys.Keys] = []

@@ -1,0 +1,234 @@
+import CGit2
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A failure of libgit2, with the message libgit2 gave (read with `git_error_last()` right after
+/// the failing call, on the same thread), or a repository that isn't there.
+///
+/// Threading: a value type.
+public struct GitError: Error, Sendable, CustomStringConvertible {
+    /// What kind of failure.
+    public enum Code: Sendable, Equatable {
+        /// The directory is not inside a git repository.
+        case notARepository
+        /// A revision (`--base`, `--head`) that doesn't name a commit.
+        case unknownRevision
+        /// Any other libgit2 failure.
+        case failed
+    }
+
+    /// What kind of failure.
+    public var code: Code
+    /// What happened, for people.
+    public var message: String
+    /// The message.
+    public var description: String { message }
+
+    /// An error from the last libgit2 call, which returned `status`.
+    static func last(_ status: Int32, doing what: String, code: Code = .failed) -> GitError {
+        let detail = git_error_last().flatMap { $0.pointee.message.map { String(cString: $0) } } ?? "error \(status)"
+        return GitError(code: code, message: "\(what): \(detail)")
+    }
+}
+
+/// A path that changed, and how.
+///
+/// Threading: a value type.
+public struct GitChange: Sendable, Hashable, CustomStringConvertible {
+    /// How a path changed.
+    public enum Kind: String, Sendable {
+        case added, modified, deleted, renamed, typeChanged = "type changed", untracked
+    }
+
+    /// The path, relative to the repository's working directory.
+    public var path: String
+    /// How it changed.
+    public var kind: Kind
+    /// For a rename, the path it had before.
+    public var oldPath: String?
+
+    /// Both paths of a rename; the path otherwise.
+    public var paths: [String] { oldPath.map { [$0, path] } ?? [path] }
+
+    /// `kind path` (`renamed old → new`).
+    public var description: String {
+        oldPath.map { "\(kind.rawValue) \($0) → \(path)" } ?? "\(kind.rawValue) \(path)"
+    }
+}
+
+/// A git repository, through libgit2.
+///
+/// libgit2 objects are not thread-safe: a repository is confined to one thread at a time. Use an
+/// instance from one thread (or serialize calls yourself); every method here runs on the caller's
+/// thread, and reads `git_error_last()` on it right after a failing call.
+///
+/// Threading: not thread-safe; `@unchecked Sendable` so it can be handed to another thread, which
+/// then owns it.
+public final class GitRepository: @unchecked Sendable {
+    private let repository: OpaquePointer
+    /// The working directory (absolute, without a trailing `/`).
+    public let workingDirectory: String
+
+    /// `git_libgit2_init`, once per process.
+    private static let initialized: Bool = {
+        git_libgit2_init()
+        return true
+    }()
+
+    /// Opens the repository that holds `path` (searching upwards, like git).
+    ///
+    /// - Throws: ``GitError`` `.notARepository` when there is none, or libgit2's failure.
+    public init(containing path: String) throws(GitError) {
+        _ = Self.initialized
+        var opened: OpaquePointer?
+        let status = git_repository_open_ext(&opened, path, 0, nil)
+        if status == GIT_ENOTFOUND.rawValue {
+            throw GitError(code: .notARepository, message: "\(path) is not inside a git repository")
+        }
+        guard status == 0, let opened else { throw GitError.last(status, doing: "can't open the git repository at \(path)") }
+        guard let workdir = git_repository_workdir(opened) else {
+            git_repository_free(opened)
+            throw GitError(code: .notARepository, message: "the git repository holding \(path) is bare: it has no working directory")
+        }
+        var directory = String(cString: workdir)
+        while directory.count > 1, directory.hasSuffix("/") { directory.removeLast() }
+        repository = opened
+        workingDirectory = directory
+    }
+
+    deinit {
+        git_repository_free(repository)
+    }
+
+    // MARK: Changed files
+
+    /// The working tree and the index against HEAD: staged and unstaged changes, and untracked
+    /// files (ignored ones left out, as `.gitignore` says). Renames count under both paths. In a
+    /// repository without commits, everything is added or untracked.
+    public func workingTreeChanges() throws(GitError) -> [GitChange] {
+        try status(show: GIT_STATUS_SHOW_INDEX_AND_WORKDIR)
+    }
+
+    /// The index against HEAD: what a commit would record now.
+    public func stagedChanges() throws(GitError) -> [GitChange] {
+        try status(show: GIT_STATUS_SHOW_INDEX_ONLY)
+    }
+
+    private func status(show: git_status_show_t) throws(GitError) -> [GitChange] {
+        var options = git_status_options()
+        git_status_options_init(&options, UInt32(GIT_STATUS_OPTIONS_VERSION))
+        options.show = show
+        options.flags = GIT_STATUS_OPT_INCLUDE_UNTRACKED.rawValue | GIT_STATUS_OPT_RECURSE_UNTRACKED_DIRS.rawValue
+            | GIT_STATUS_OPT_RENAMES_HEAD_TO_INDEX.rawValue | GIT_STATUS_OPT_RENAMES_INDEX_TO_WORKDIR.rawValue
+            | GIT_STATUS_OPT_EXCLUDE_SUBMODULES.rawValue
+        var list: OpaquePointer?
+        let status = git_status_list_new(&list, repository, &options)
+        guard status == 0, let list else { throw GitError.last(status, doing: "can't read the git status") }
+        defer { git_status_list_free(list) }
+        var changes: [GitChange] = []
+        for index in 0..<git_status_list_entrycount(list) {
+            guard let entry = git_status_byindex(list, index)?.pointee else { continue }
+            let flags = entry.status.rawValue
+            // The staged side, then the unstaged side: a file can change in both.
+            if let delta = entry.head_to_index?.pointee, let change = Self.change(delta, untracked: false) {
+                changes.append(change)
+            }
+            if let delta = entry.index_to_workdir?.pointee,
+                let change = Self.change(delta, untracked: flags & GIT_STATUS_WT_NEW.rawValue != 0)
+            {
+                changes.append(change)
+            }
+        }
+        return Self.unique(changes)
+    }
+
+    /// What changed between two revisions, the way `git diff A...B` sees it: from their merge
+    /// base to `head`. Renames are detected and count under both paths.
+    ///
+    /// - Throws: ``GitError`` `.unknownRevision` for a name that isn't a commit.
+    public func changes(base: String, head: String) throws(GitError) -> [GitChange] {
+        let baseCommit = try commit(named: base)
+        let headCommit = try commit(named: head)
+        var mergeBase = git_oid()
+        var baseID = baseCommit
+        var headID = headCommit
+        let found = git_merge_base(&mergeBase, repository, &baseID, &headID)
+        guard found == 0 else {
+            throw GitError.last(found, doing: "\(base) and \(head) have no common ancestor")
+        }
+        let oldTree = try tree(of: mergeBase)
+        defer { git_tree_free(oldTree) }
+        let newTree = try tree(of: headCommit)
+        defer { git_tree_free(newTree) }
+        var diff: OpaquePointer?
+        let status = git_diff_tree_to_tree(&diff, repository, oldTree, newTree, nil)
+        guard status == 0, let diff else { throw GitError.last(status, doing: "can't compare \(base)...\(head)") }
+        defer { git_diff_free(diff) }
+        var find = git_diff_find_options()
+        git_diff_find_options_init(&find, UInt32(GIT_DIFF_FIND_OPTIONS_VERSION))
+        find.flags = GIT_DIFF_FIND_RENAMES.rawValue
+        let renames = git_diff_find_similar(diff, &find)
+        guard renames == 0 else { throw GitError.last(renames, doing: "can't find renames in \(base)...\(head)") }
+        var changes: [GitChange] = []
+        for index in 0..<git_diff_num_deltas(diff) {
+            if let delta = git_diff_get_delta(diff, index)?.pointee, let change = Self.change(delta, untracked: false) {
+                changes.append(change)
+            }
+        }
+        return Self.unique(changes)
+    }
+
+    private func commit(named name: String) throws(GitError) -> git_oid {
+        var object: OpaquePointer?
+        let status = git_revparse_single(&object, repository, name)
+        guard status == 0, let object else {
+            throw GitError.last(status, doing: "'\(name)' does not name a commit", code: .unknownRevision)
+        }
+        defer { git_object_free(object) }
+        var peeled: OpaquePointer?
+        let peel = git_object_peel(&peeled, object, GIT_OBJECT_COMMIT)
+        guard peel == 0, let peeled else {
+            throw GitError.last(peel, doing: "'\(name)' does not name a commit", code: .unknownRevision)
+        }
+        defer { git_object_free(peeled) }
+        return git_object_id(peeled).pointee
+    }
+
+    private func tree(of commitID: git_oid) throws(GitError) -> OpaquePointer {
+        var id = commitID
+        var commit: OpaquePointer?
+        let status = git_commit_lookup(&commit, repository, &id)
+        guard status == 0, let commit else { throw GitError.last(status, doing: "can't read a commit") }
+        defer { git_commit_free(commit) }
+        var tree: OpaquePointer?
+        let treeStatus = git_commit_tree(&tree, commit)
+        guard treeStatus == 0, let tree else { throw GitError.last(treeStatus, doing: "can't read a commit's tree") }
+        return tree
+    }
+
+    private static func change(_ delta: git_diff_delta, untracked: Bool) -> GitChange? {
+        let newPath = delta.new_file.path.map { String(cString: $0) }
+        let oldPath = delta.old_file.path.map { String(cString: $0) }
+        let kind: GitChange.Kind
+        switch delta.status {
+        case GIT_DELTA_ADDED: kind = .added
+        case GIT_DELTA_DELETED: kind = .deleted
+        case GIT_DELTA_MODIFIED: kind = .modified
+        case GIT_DELTA_RENAMED: kind = .renamed
+        case GIT_DELTA_TYPECHANGE: kind = .typeChanged
+        case GIT_DELTA_UNTRACKED: kind = .untracked
+        case GIT_DELTA_COPIED: kind = .added
+        default: return nil
+        }
+        guard let path = kind == .deleted ? (oldPath ?? newPath) : (newPath ?? oldPath) else { return nil }
+        return GitChange(path: path, kind: untracked ? .untracked : kind, oldPath: kind == .renamed && oldPath != path ? oldPath : nil)
+    }
+
+    private static func unique(_ changes: [GitChange]) -> [GitChange] {
+        var seen = Set<GitChange>()
+        return changes.filter { seen.insert($0).inserted }.sorted { ($0.path, $0.kind.rawValue) < ($1.path, $1.kind.rawValue) }
+    }
+}

@@ -1,0 +1,145 @@
+import KilnPluginAPI
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What a set of changed files affects in a plan: the tasks whose `sources` match one of them
+/// (or whose Taskfile changed), every task that depends on those, and for `each:` tasks the
+/// files whose jobs must run.
+///
+/// Threading: a value type.
+public struct AffectedTasks: Sendable {
+    /// The changed files inside the project, relative to its root, sorted.
+    public var changedFiles: [String]
+    /// Tasks a changed file touches directly, by name, with the first file that does.
+    public var direct: [String: String]
+    /// Every affected task — the direct ones and all that depend on them — in plan order.
+    public var tasks: [String]
+    /// For `each:` tasks affected directly (and not through a dependency), the source files whose
+    /// jobs run; such a task's other files are untouched.
+    public var eachFiles: [String: Set<String>]
+
+    /// Why `task` is affected, for people.
+    public func reason(for task: String) -> String {
+        if let file = direct[task] { return "\(file) changed" }
+        return "depends on an affected task"
+    }
+}
+
+extension BuildPlan {
+    /// The tasks of the plan that `changedFiles` (absolute paths) affect. `discovered` holds, by
+    /// job key, the inputs the build state learnt from depfiles (a C file's headers, relative to
+    /// the job's directory): a changed header affects the jobs that included it last time.
+    public func affected(by changedFiles: [String], discovered: [String: [String]] = [:]) -> AffectedTasks {
+        let root = taskfile.root
+        let inside = changedFiles.filter { Path.isInside($0, root: root) }
+        let relativeFiles = inside.map { $0 == root ? "." : String($0.dropFirst(root.count + 1)) }.sorted()
+        let changedTaskfiles = Set(inside.filter { taskfile.files.contains($0) })
+
+        var direct: [String: String] = [:]
+        var eachFiles: [String: Set<String>] = [:]
+        for task in tasks {
+            let definition = task.definition
+            if changedTaskfiles.contains(definition.file) {
+                direct[definition.name] = Path.lastComponent(definition.file)
+                continue
+            }
+            for file in inside {
+                // Sources are relative to the task's directory.
+                guard Path.isInside(file, root: definition.directory) else { continue }
+                let relative = file == definition.directory ? "." : String(file.dropFirst(definition.directory.count + 1))
+                let matched = definition.sources.contains { pattern in
+                    Glob.matches(Template.render(pattern.value, variables: definition.templateVariables), relative)
+                }
+                // Or a file the job's depfile named last time (an each: job's key names its source).
+                var discoveredSource: String?
+                if !matched {
+                    if definition.each == .sources {
+                        let prefix = definition.name + " "
+                        discoveredSource = discovered.first { key, inputs in key.hasPrefix(prefix) && inputs.contains(relative) }
+                            .map { String($0.key.dropFirst(prefix.count)) }
+                    } else if discovered[definition.name]?.contains(relative) == true {
+                        discoveredSource = ""
+                    }
+                }
+                guard matched || discoveredSource != nil else { continue }
+                if direct[definition.name] == nil {
+                    direct[definition.name] = file == root ? "." : String(file.dropFirst(root.count + 1))
+                }
+                if definition.each == .sources {
+                    if let source = discoveredSource, !source.isEmpty {
+                        // Every job whose depfile named the file, not just the first.
+                        let prefix = definition.name + " "
+                        for (key, inputs) in discovered where key.hasPrefix(prefix) && inputs.contains(relative) {
+                            eachFiles[definition.name, default: []].insert(String(key.dropFirst(prefix.count)))
+                        }
+                    } else if Files.exists(file) {
+                        eachFiles[definition.name, default: []].insert(relative)
+                    }
+                }
+            }
+        }
+
+        // Every task that depends, directly or not, on a directly affected one.
+        var affected = Set<Int>()
+        var dependents = [[Int]](repeating: [], count: tasks.count)
+        for (position, dependencies) in dependencyPositions.enumerated() {
+            for dependency in dependencies { dependents[dependency].append(position) }
+        }
+        var stack = tasks.indices.filter { direct[tasks[$0].definition.name] != nil }
+        while let position = stack.popLast() {
+            guard affected.insert(position).inserted else { continue }
+            stack += dependents[position]
+        }
+        // An each: task that is also downstream of an affected task runs every file.
+        for (position, task) in tasks.enumerated() where eachFiles[task.definition.name] != nil {
+            if dependencyPositions[position].contains(where: affected.contains) { eachFiles[task.definition.name] = nil }
+        }
+        return AffectedTasks(
+            changedFiles: relativeFiles, direct: direct,
+            tasks: tasks.indices.filter(affected.contains).map { tasks[$0].definition.name }, eachFiles: eachFiles
+        )
+    }
+
+    /// The plan cut down to `affected`: its tasks only (their unaffected dependencies are taken as
+    /// done), and `each:` tasks limited to the files that changed.
+    public func restricted(to affected: AffectedTasks) -> BuildPlan {
+        let keep = Set(affected.tasks)
+        var newPosition: [Int: Int] = [:]
+        var kept: [Task] = []
+        for (position, task) in tasks.enumerated() where keep.contains(task.definition.name) {
+            newPosition[position] = kept.count
+            kept.append(task)
+        }
+        let positions = tasks.indices.filter { newPosition[$0] != nil }
+        var plan = self
+        plan.tasks = kept
+        plan.dependencyPositions = positions.map { dependencyPositions[$0].compactMap { newPosition[$0] } }
+        plan.eachSourceFilter = affected.eachFiles
+        return plan
+    }
+}
+
+extension Glob {
+    /// Whether `path` (relative, `/`-separated) matches `pattern`: `*`, `?`, `[…]` within a
+    /// segment, `**` for any number of directories — the files ``files(matching:in:)`` would list.
+    static func matches(_ pattern: String, _ path: String) -> Bool {
+        let patternSegments = pattern.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
+        let pathSegments = path.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
+        return match(patternSegments[...], pathSegments[...])
+    }
+
+    private static func match(_ pattern: ArraySlice<String>, _ path: ArraySlice<String>) -> Bool {
+        guard let segment = pattern.first else { return path.isEmpty }
+        if segment == "**" {
+            // Zero directories, or one more (never a hidden one), then `**` again.
+            if match(pattern.dropFirst(), path) { return true }
+            guard let first = path.first, !first.hasPrefix("."), path.count > 1 else { return false }
+            return match(pattern, path.dropFirst())
+        }
+        guard let name = path.first else { return false }
+        let matched = isMagic(segment) ? fnmatch(segment, name, FNM_PERIOD) == 0 : segment == name
+        return matched && match(pattern.dropFirst(), path.dropFirst())
+    }
+}

@@ -1,0 +1,104 @@
+import ArgumentParser
+import KilnGit
+import KilnHost
+
+/// Which changes count: `--base`/`--head`, `--staged`, or the working tree.
+struct ChangeOptions: ParsableArguments {
+    @Option(help: "Compare from the merge base of this revision and --head (like git diff BASE...HEAD), instead of the working tree.")
+    var base: String?
+
+    @Option(help: "The revision compared with --base (default: HEAD).")
+    var head: String?
+
+    @Flag(help: "Only staged changes (the index against HEAD).")
+    var staged = false
+
+    /// The changed files, absolute (both paths of a rename), or `nil` outside a git repository
+    /// (a note is printed: everything counts then). Exits with status 2 on a bad revision.
+    func changedFiles(in directory: String) -> [String]? {
+        let repository: GitRepository
+        do {
+            repository = try GitRepository(containing: directory)
+        } catch {
+            System.writeError("kiln: \(error.message); without git, every task counts as affected and content signatures decide what runs\n")
+            return nil
+        }
+        do {
+            let changes: [GitChange]
+            if let base {
+                changes = try repository.changes(base: base, head: head ?? "HEAD")
+            } else if staged {
+                changes = try repository.stagedChanges()
+            } else {
+                changes = try repository.workingTreeChanges()
+            }
+            return changes.flatMap(\.paths).map { repository.workingDirectory + "/" + $0 }
+        } catch {
+            System.writeError("kiln: \(error.message)\n")
+            Kiln.exit(withError: ExitCode(ExitStatus.invalidTaskfile))
+        }
+    }
+}
+
+extension Kiln {
+    struct Affected: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Print the tasks that changed files affect, and every task that depends on them, without running.",
+            discussion: """
+                Changed files come from git: the working tree and the index against HEAD \
+                (untracked files included, ignored ones not), or --staged, or --base REV [--head REV]. \
+                A task is affected when one of its sources matches a changed file or its Taskfile \
+                changed; so is every task that depends on it. 'kiln run --affected' runs them.
+                """
+        )
+
+        @OptionGroup var options: TaskfileOptions
+        @OptionGroup var changes: ChangeOptions
+
+        @Argument(help: "The tasks a run would be given (default: 'default').")
+        var tasks: [String] = []
+
+        @Flag(help: "Print a JSON object instead of text.")
+        var json = false
+
+        func run() throws {
+            let (project, plan) = loadAndPlan(options, targets: tasks, everyTaskWhenEmpty: false, runner: ProcessMonitor())
+            guard let changed = changes.changedFiles(in: project.taskfile.root) else {
+                if json {
+                    System.write(JSONValue.object([("git", .bool(false)), ("tasks", .array(plan.tasks.map { .string($0.definition.name) }))]).serialized() + "\n", to: 1)
+                } else {
+                    System.write(plan.tasks.map { $0.definition.name + "\n" }.joined(), to: 1)
+                }
+                Kiln.exit()
+            }
+            let affected = plan.affected(by: changed, discovered: discoveredInputs(root: project.taskfile.root))
+            if json {
+                let tasks: [JSONValue] = affected.tasks.map { name in
+                    var fields: [(String, JSONValue)] = [("name", .string(name)), ("reason", .string(affected.reason(for: name)))]
+                    if let files = affected.eachFiles[name] { fields.append(("files", .array(files.sorted().map { .string($0) }))) }
+                    return .object(fields)
+                }
+                let document: JSONValue = .object([
+                    ("git", .bool(true)), ("changedFiles", .array(affected.changedFiles.map { .string($0) })), ("tasks", .array(tasks)),
+                ])
+                System.write(document.serialized() + "\n", to: 1)
+            } else {
+                var text = "kiln: \(affected.changedFiles.count) changed file\(affected.changedFiles.count == 1 ? "" : "s"), "
+                text += "\(affected.tasks.count) affected task\(affected.tasks.count == 1 ? "" : "s")\n"
+                for name in affected.tasks {
+                    text += "  \(name): \(affected.reason(for: name))"
+                    if let files = affected.eachFiles[name] { text += " (files: \(files.sorted().joined(separator: ", ")))" }
+                    text += "\n"
+                }
+                System.write(text, to: 1)
+            }
+            Kiln.exit()
+        }
+    }
+}
+
+/// What depfiles named last time, from the build state (read without taking the project's lock).
+func discoveredInputs(root: String) -> [String: [String]] {
+    guard Files.exists(root + "/.kiln/state.db") else { return [:] }
+    return BuildState(root: root, lock: nil) { System.writeError($0 + "\n") }.discoveredInputs()
+}

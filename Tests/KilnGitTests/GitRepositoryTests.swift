@@ -1,0 +1,171 @@
+import Foundation
+import KilnGit
+import KilnTestSupport
+import Testing
+
+/// Changed files through libgit2, on real repositories the tests make with the git CLI.
+@Suite("Changed files from git")
+struct GitRepositoryTests {
+    /// A repository with two committed files and a `.gitignore`.
+    func repository() throws -> TemporaryDirectory {
+        let directory = try TemporaryDirectory(prefix: "kiln-git")
+        try git(["init", "-q", "-b", "main"], in: directory)
+        try git(["config", "user.email", "kiln@example.invalid"], in: directory)
+        try git(["config", "user.name", "Kiln Tests"], in: directory)
+        _ = try directory.write("src/a.c", "int a;\n")
+        _ = try directory.write("src/b.c", "int b;\n")
+        _ = try directory.write(".gitignore", "build/\n*.log\n")
+        try git(["add", "."], in: directory)
+        try git(["commit", "-q", "-m", "first"], in: directory)
+        return directory
+    }
+
+    @discardableResult
+    func git(_ arguments: [String], in directory: TemporaryDirectory) throws -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/git")
+        process.arguments = arguments
+        process.currentDirectoryURL = URL(fileURLWithPath: directory.path)
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            throw GitCommandFailure(description: "git \(arguments.joined(separator: " ")) exited with \(process.terminationStatus)")
+        }
+        return output
+    }
+
+    struct GitCommandFailure: Error, CustomStringConvertible { var description: String }
+
+    func summary(_ changes: [GitChange]) -> [String] { changes.map(\.description) }
+
+    @Test("a clean working tree has no changes")
+    func clean() throws {
+        let directory = try repository()
+        defer { directory.remove() }
+        #expect(try GitRepository(containing: directory.path).workingTreeChanges().isEmpty)
+    }
+
+    @Test("modified, added, deleted, untracked; ignored files left out; found from a subdirectory")
+    func everyKind() throws {
+        let directory = try repository()
+        defer { directory.remove() }
+        _ = try directory.write("src/a.c", "int a = 1;\n")
+        try FileManager.default.removeItem(atPath: directory.path("src/b.c"))
+        _ = try directory.write("src/new.c", "int n;\n")
+        _ = try directory.write("notes/todo.txt", "later\n")
+        _ = try directory.write("build/out.o", "object\n")
+        _ = try directory.write("run.log", "ignored\n")
+        _ = try directory.write("src/staged.c", "int s;\n")
+        try git(["add", "src/staged.c"], in: directory)
+        let repository = try GitRepository(containing: directory.path("src"))
+        #expect(repository.workingDirectory == directory.path)
+        #expect(summary(try repository.workingTreeChanges()) == [
+            "untracked notes/todo.txt", "modified src/a.c", "deleted src/b.c", "untracked src/new.c", "added src/staged.c",
+        ])
+    }
+
+    @Test("staged only: the index against HEAD, and a partly staged file counts once")
+    func stagedOnly() throws {
+        let directory = try repository()
+        defer { directory.remove() }
+        _ = try directory.write("src/a.c", "int a = 1;\n")
+        try git(["add", "src/a.c"], in: directory)
+        _ = try directory.write("src/a.c", "int a = 2;\n")  // a further, unstaged change
+        _ = try directory.write("src/b.c", "int b = 1;\n")  // unstaged only
+        _ = try directory.write("src/new.c", "int n;\n")  // untracked
+        let repository = try GitRepository(containing: directory.path)
+        #expect(summary(try repository.stagedChanges()) == ["modified src/a.c"])
+        #expect(summary(try repository.workingTreeChanges()) == ["modified src/a.c", "modified src/b.c", "untracked src/new.c"])
+    }
+
+    @Test("a rename counts under both paths")
+    func rename() throws {
+        let directory = try repository()
+        defer { directory.remove() }
+        try git(["mv", "src/a.c", "src/renamed.c"], in: directory)
+        let changes = try GitRepository(containing: directory.path).stagedChanges()
+        #expect(summary(changes) == ["renamed src/a.c → src/renamed.c"])
+        #expect(changes.first?.paths == ["src/a.c", "src/renamed.c"])
+    }
+
+    @Test("a mode change is a change")
+    func modeChange() throws {
+        let directory = try repository()
+        defer { directory.remove() }
+        chmod(directory.path("src/a.c"), 0o755)
+        #expect(summary(try GitRepository(containing: directory.path).workingTreeChanges()) == ["modified src/a.c"])
+    }
+
+    @Test("between two revisions: from their merge base, like git diff A...B")
+    func betweenRevisions() throws {
+        let directory = try repository()
+        defer { directory.remove() }
+        try git(["checkout", "-q", "-b", "feature"], in: directory)
+        _ = try directory.write("src/feature.c", "int f;\n")
+        try git(["add", "."], in: directory)
+        try git(["commit", "-q", "-m", "feature"], in: directory)
+        try git(["checkout", "-q", "main"], in: directory)
+        _ = try directory.write("src/b.c", "int b = 2;\n")  // on main after the branch point: not in main...feature
+        try git(["commit", "-q", "-am", "main moves on"], in: directory)
+        let repository = try GitRepository(containing: directory.path)
+        #expect(summary(try repository.changes(base: "main", head: "feature")) == ["added src/feature.c"])
+        #expect(summary(try repository.changes(base: "feature", head: "main")) == ["modified src/b.c"])
+        #expect(throws: GitError.self) { try repository.changes(base: "no-such-branch", head: "HEAD") }
+        do {
+            _ = try repository.changes(base: "no-such-branch", head: "HEAD")
+        } catch {
+            #expect(error.code == .unknownRevision)
+            #expect(error.message.contains("'no-such-branch' does not name a commit"))
+        }
+    }
+
+    @Test("a detached HEAD works like a branch")
+    func detachedHead() throws {
+        let directory = try repository()
+        defer { directory.remove() }
+        try git(["checkout", "-q", "--detach"], in: directory)
+        _ = try directory.write("src/a.c", "int a = 3;\n")
+        #expect(summary(try GitRepository(containing: directory.path).workingTreeChanges()) == ["modified src/a.c"])
+    }
+
+    @Test("an empty repository: everything is new")
+    func emptyRepository() throws {
+        let directory = try TemporaryDirectory(prefix: "kiln-git")
+        defer { directory.remove() }
+        try git(["init", "-q"], in: directory)
+        _ = try directory.write("a.txt", "a\n")
+        _ = try directory.write("b.txt", "b\n")
+        try git(["add", "b.txt"], in: directory)
+        #expect(summary(try GitRepository(containing: directory.path).workingTreeChanges()) == ["untracked a.txt", "added b.txt"])
+    }
+
+    @Test("a submodule present: its inside isn't listed, the superproject's changes are")
+    func submodule() throws {
+        let inner = try repository()
+        defer { inner.remove() }
+        let directory = try repository()
+        defer { directory.remove() }
+        try git(["-c", "protocol.file.allow=always", "submodule", "add", "-q", inner.path, "vendor/inner"], in: directory)
+        try git(["commit", "-q", "-m", "submodule"], in: directory)
+        _ = try directory.write("vendor/inner/src/a.c", "int a = 9;\n")  // a change inside the submodule
+        _ = try directory.write("src/a.c", "int a = 4;\n")
+        #expect(summary(try GitRepository(containing: directory.path).workingTreeChanges()) == ["modified src/a.c"])
+    }
+
+    @Test("outside a repository: a clear error")
+    func notARepository() throws {
+        let directory = try TemporaryDirectory(prefix: "kiln-nogit")
+        defer { directory.remove() }
+        do {
+            _ = try GitRepository(containing: directory.path)
+            Issue.record("expected an error")
+        } catch {
+            #expect(error.code == .notARepository)
+            #expect(error.message == "\(directory.path) is not inside a git repository")
+        }
+    }
+}
