@@ -89,7 +89,7 @@ case "host":
         workDirectory: value("--work") ?? "/tmp/kiln-bench-host"
     )
     do {
-        try benchmark.run()
+        if value("--only") == "dry-run" { try benchmark.runDryRunsOnly() } else { try benchmark.run() }
     } catch {
         print("kiln-bench host: \(error)")
         exit(1)

@@ -25,7 +25,7 @@ ensure_toolchain() {
         echo "error: swift not found on PATH; install Swift 6.3 (https://www.swift.org/install/linux/)" >&2
         exit 1
     fi
-    ensure_debian_packages pkg-config libyaml-dev libxxhash-dev libsqlite3-dev zlib1g-dev libcurl4-openssl-dev gcc tar gzip time python3
+    ensure_debian_packages pkg-config libyaml-dev libxxhash-dev libsqlite3-dev zlib1g-dev libcurl4-openssl-dev libgit2-dev git gcc tar gzip time python3
 }
 
 # Fails if the build log has warnings from Kiln's own sources (dependencies are not ours to fix).
