@@ -103,6 +103,107 @@ public final class GitRepository: @unchecked Sendable {
         git_repository_free(repository)
     }
 
+    // MARK: Hooks
+
+    /// Where git runs hooks from: `core.hooksPath` when set (relative to the working directory),
+    /// otherwise `hooks` in the common git directory (shared by every worktree).
+    public func hooksDirectory() throws(GitError) -> String {
+        var snapshot: OpaquePointer?
+        let status = git_repository_config_snapshot(&snapshot, repository)
+        guard status == 0, let snapshot else { throw GitError.last(status, doing: "can't read the git configuration") }
+        defer { git_config_free(snapshot) }
+        var value: UnsafePointer<CChar>?
+        if git_config_get_string(&value, snapshot, "core.hooksPath") == 0, let value {
+            let path = String(cString: value)
+            return path.hasPrefix("/") ? path : workingDirectory + "/" + path
+        }
+        var common = String(cString: git_repository_commondir(repository))
+        while common.count > 1, common.hasSuffix("/") { common.removeLast() }
+        return common + "/hooks"
+    }
+
+    /// The changes a hook is about: `pre-push` reads its refs from standard input; `post-merge`
+    /// compares ORIG_HEAD with HEAD; `post-checkout` the two commits git passes.
+    ///
+    /// - Parameters:
+    ///   - hook: The hook's name.
+    ///   - arguments: What git passed it.
+    ///   - input: Its standard input (pre-push's ref lines).
+    public func hookChanges(_ hook: String, arguments: [String], input: String) throws(GitError) -> [GitChange] {
+        switch hook {
+        case "pre-commit", "commit-msg":
+            return try stagedChanges()
+        case "pre-push":
+            // `<local ref> <local sha> <remote ref> <remote sha>` per line (githooks(5)).
+            var changes: [GitChange] = []
+            for line in input.split(separator: "\n") {
+                let fields = line.split(separator: " ").map(String.init)
+                guard fields.count == 4, fields[1].contains(where: { $0 != "0" }) else { continue }  // a deleted ref pushes nothing
+                let local = fields[1]
+                let remote = fields[3]
+                if remote.contains(where: { $0 != "0" }), (try? commit(named: remote)) != nil {
+                    changes += try self.changes(base: remote, head: local)
+                } else {
+                    // A new branch: what it has that no remote-tracking branch has.
+                    changes += try changesNotOnAnyRemote(local)
+                }
+            }
+            return Self.unique(changes)
+        case "post-merge":
+            return (try? commit(named: "ORIG_HEAD")) == nil ? [] : try diff(from: "ORIG_HEAD", to: "HEAD")
+        case "post-checkout":
+            guard arguments.count >= 2, arguments[0] != arguments[1] else { return [] }
+            return try diff(from: arguments[0], to: arguments[1])
+        default:
+            return []
+        }
+    }
+
+    /// From the merge base of `head` with the newest remote-tracking branch it shares history
+    /// with (every file of `head`'s tree when it shares none).
+    private func changesNotOnAnyRemote(_ head: String) throws(GitError) -> [GitChange] {
+        var iterator: OpaquePointer?
+        guard git_branch_iterator_new(&iterator, repository, GIT_BRANCH_REMOTE) == 0, let iterator else { return try everything(in: head) }
+        defer { git_branch_iterator_free(iterator) }
+        var reference: OpaquePointer?
+        var type = GIT_BRANCH_REMOTE
+        while git_branch_next(&reference, &type, iterator) == 0, let current = reference {
+            defer { git_reference_free(current) }
+            if let name = git_reference_name(current).map({ String(cString: $0) }), let changes = try? changes(base: name, head: head) {
+                return changes
+            }
+        }
+        return try everything(in: head)
+    }
+
+    /// Every file of a commit's tree, as added.
+    private func everything(in revision: String) throws(GitError) -> [GitChange] {
+        let tree = try tree(of: try commit(named: revision))
+        defer { git_tree_free(tree) }
+        var diff: OpaquePointer?
+        let status = git_diff_tree_to_tree(&diff, repository, nil, tree, nil)
+        guard status == 0, let diff else { throw GitError.last(status, doing: "can't list \(revision)") }
+        defer { git_diff_free(diff) }
+        return (0..<git_diff_num_deltas(diff)).compactMap { git_diff_get_delta(diff, $0).flatMap { Self.change($0.pointee, untracked: false) } }
+    }
+
+    /// What changed from one commit to another (no merge base: the two trees as they are).
+    private func diff(from old: String, to new: String) throws(GitError) -> [GitChange] {
+        let oldTree = try tree(of: try commit(named: old))
+        defer { git_tree_free(oldTree) }
+        let newTree = try tree(of: try commit(named: new))
+        defer { git_tree_free(newTree) }
+        var diff: OpaquePointer?
+        let status = git_diff_tree_to_tree(&diff, repository, oldTree, newTree, nil)
+        guard status == 0, let diff else { throw GitError.last(status, doing: "can't compare \(old) with \(new)") }
+        defer { git_diff_free(diff) }
+        var find = git_diff_find_options()
+        git_diff_find_options_init(&find, UInt32(GIT_DIFF_FIND_OPTIONS_VERSION))
+        find.flags = GIT_DIFF_FIND_RENAMES.rawValue
+        _ = git_diff_find_similar(diff, &find)
+        return Self.unique((0..<git_diff_num_deltas(diff)).compactMap { git_diff_get_delta(diff, $0).flatMap { Self.change($0.pointee, untracked: false) } })
+    }
+
     // MARK: Changed files
 
     /// The working tree and the index against HEAD: staged and unstaged changes, and untracked

@@ -13,9 +13,17 @@ struct ChangeOptions: ParsableArguments {
     @Flag(help: "Only staged changes (the index against HEAD).")
     var staged = false
 
+    /// Set by `kiln hook`: the changed files (absolute, one per line), as the hook computed them.
+    @Option(help: .hidden)
+    var changedFilesFrom: String?
+
     /// The changed files, absolute (both paths of a rename), or `nil` outside a git repository
     /// (a note is printed: everything counts then). Exits with status 2 on a bad revision.
     func changedFiles(in directory: String) -> [String]? {
+        if let changedFilesFrom {
+            let text = (try? Files.readText(changedFilesFrom)) ?? ""
+            return text.split(separator: "\n").map(String.init)
+        }
         let repository: GitRepository
         do {
             repository = try GitRepository(containing: directory)

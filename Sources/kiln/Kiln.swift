@@ -15,7 +15,7 @@ struct Kiln: ParsableCommand {
             130 interrupted (Ctrl-C or SIGTERM).
             """,
         version: "kiln \(version)",
-        subcommands: [Run.self, Status.self, Explain.self, Affected.self, List.self, Graph.self, Clean.self, Plugins.self],
+        subcommands: [Run.self, Status.self, Explain.self, Affected.self, Hooks.self, Hook.self, List.self, Graph.self, Clean.self, Plugins.self],
         defaultSubcommand: Run.self
     )
 }

@@ -25,12 +25,17 @@ public enum System {
         getenv(name).map { String(cString: $0) }
     }
 
-    /// The directory of the running executable (`/proc/self/exe`), or `nil`.
-    public static var executableDirectory: String? {
+    /// The running executable's absolute path (`/proc/self/exe`), or `nil`.
+    public static var executablePath: String? {
         var buffer = [UInt8](repeating: 0, count: 4096)
         let count = buffer.withUnsafeMutableBytes { readlink("/proc/self/exe", $0.baseAddress!.assumingMemoryBound(to: CChar.self), $0.count) }
         guard count > 0 else { return nil }
-        return Path.directory(of: String(decoding: buffer.prefix(count), as: UTF8.self))
+        return String(decoding: buffer.prefix(count), as: UTF8.self)
+    }
+
+    /// The directory of the running executable, or `nil`.
+    public static var executableDirectory: String? {
+        executablePath.map(Path.directory(of:))
     }
 
     /// The current directory.

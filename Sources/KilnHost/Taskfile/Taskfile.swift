@@ -22,6 +22,8 @@ public struct Taskfile: Sendable {
     /// `plugins:` — plugins to load, each a name (looked up on the plugin path) or a path (with a
     /// `/`, relative to the Taskfile that names it; made absolute), from every file.
     public var plugins: [Located<String>] = []
+    /// `hooks:` — git hook names (`pre-commit`, …) and the tasks each runs, from the main file.
+    public var hooks: [String: [Located<String>]] = [:]
 
     /// The task called `name`.
     public func task(named name: String) -> TaskDefinition? {

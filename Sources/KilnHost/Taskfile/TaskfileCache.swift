@@ -18,7 +18,7 @@ import Glibc
 enum TaskfileCache {
     static let magic = Array("KILNTFC\u{1}".utf8)
     /// Bump when the encoding or the meaning of ``Taskfile`` changes.
-    static let formatVersion = 8
+    static let formatVersion = 9
 
     /// The cache file of a project.
     static func path(root: String) -> String { root + "/.kiln/taskfile.cache" }
@@ -195,6 +195,11 @@ struct BinaryWriter {
             write(resource.location)
         }
         write(taskfile.plugins)
+        write(taskfile.hooks.count)
+        for (name, tasks) in taskfile.hooks.sorted(by: { $0.key < $1.key }) {
+            write(name)
+            write(tasks)
+        }
         // Tasks of one file share their variables dictionary: write each distinct one once.
         var tables: [[String: String]: Int] = [:]
         var order: [[String: String]] = []
@@ -373,7 +378,12 @@ struct BinaryReader {
             guard let name = readString(), let width = readInteger(), let location = readLocation() else { return nil }
             resources.append(ResourceDefinition(name: name, width: width, location: location))
         }
-        guard let plugins = readLocated() else { return nil }
+        guard let plugins = readLocated(), let hookCount = readInteger(), hookCount >= 0, hookCount < 64 else { return nil }
+        var hooks: [String: [Located<String>]] = [:]
+        for _ in 0..<hookCount {
+            guard let name = readString(), let tasks = readLocated() else { return nil }
+            hooks[name] = tasks
+        }
         guard let tableCount = readInteger(), tableCount >= 0, tableCount <= bytes.count else { return nil }
         var tables: [[String: String]] = []
         for _ in 0..<tableCount {
@@ -411,6 +421,6 @@ struct BinaryReader {
             ))
         }
         guard offset == bytes.count else { return nil }
-        return Taskfile(path: path, root: root, version: version, resources: resources, tasks: tasks, files: files, plugins: plugins)
+        return Taskfile(path: path, root: root, version: version, resources: resources, tasks: tasks, files: files, plugins: plugins, hooks: hooks)
     }
 }

@@ -15,7 +15,10 @@ public struct TaskfileLoader: Sendable {
     /// Variables the templates of an `each: sources` task may use, set per source file.
     public static let eachVariables: Set<String> = ["source", "output", "source_dir", "source_base", "source_stem"]
 
-    static let topLevelKeys: Set<String> = ["version", "vars", "env", "tasks", "includes", "resources", "plugins"]
+    static let topLevelKeys: Set<String> = ["version", "vars", "env", "tasks", "includes", "resources", "plugins", "hooks"]
+
+    /// The git hooks a Taskfile may map to tasks.
+    public static let hookNames: [String] = ["pre-commit", "commit-msg", "pre-push", "post-merge", "post-checkout"]
     static let taskKeys: Set<String> = [
         "desc", "deps", "cmds", "sources", "generates", "vars", "env", "dir", "resources", "each", "batch",
         "plugin", "with", "allow-outside-root", "depfile", "keep-depfile",
@@ -60,7 +63,7 @@ public struct TaskfileLoader: Sendable {
         }
         let taskfile = Taskfile(
             path: absolute, root: session.root, version: version ?? "3", resources: session.resources,
-            tasks: session.tasks, files: session.files, plugins: session.plugins
+            tasks: session.tasks, files: session.files, plugins: session.plugins, hooks: session.hooks
         )
         if usesCache { TaskfileCache.save(taskfile, missingOptional: session.missingOptional) }
         return taskfile
@@ -81,6 +84,7 @@ private final class LoadSession {
     var taskIndex: [String: Int] = [:]
     var resources: [ResourceDefinition] = []
     var plugins: [Located<String>] = []
+    var hooks: [String: [Located<String>]] = [:]
     /// The namespace each task's `deps` are resolved in.
     var namespaces: [String: String] = [:]
 
@@ -150,6 +154,12 @@ private final class LoadSession {
                 decodeResources(value, file: path)
             case "plugins":
                 decodePlugins(value, file: path)
+            case "hooks":
+                if chain.isEmpty {
+                    decodeHooks(value, file: path)
+                } else {
+                    fail(.invalidValue, "'hooks' belong in the main Taskfile, not in an included one", at: location(key, path))
+                }
             case "tasks":
                 tasksYAMLNode = value
             case "includes":
@@ -186,6 +196,29 @@ private final class LoadSession {
             }
         }
         return version
+    }
+
+    /// `hooks: {pre-commit: [lint, test], pre-push: test}`.
+    func decodeHooks(_ node: YAMLNode, file: String) {
+        guard let entries = mapping(node, file: file, what: "'hooks'") else { return }
+        for (key, value) in entries {
+            guard let name = scalar(key, file: file, what: "a git hook name") else { continue }
+            guard TaskfileLoader.hookNames.contains(name) else {
+                fail(.unknownKey, "unknown git hook '\(name)'; kiln runs \(TaskfileLoader.hookNames.joined(separator: ", "))", at: location(key, file))
+                continue
+            }
+            var tasks: [Located<String>] = []
+            if let single = value.string {
+                tasks = [Located(value: single, location: location(value, file))]
+            } else if let list = value.sequence {
+                for entry in list {
+                    if let task = scalar(entry, file: file, what: "a task name") { tasks.append(Located(value: task, location: location(entry, file))) }
+                }
+            } else {
+                fail(.wrongType, "hook '\(name)' takes a task name or a list of them", at: location(value, file))
+            }
+            hooks[name] = tasks
+        }
     }
 
     /// `plugins: [archive, ./plugins/libkiln-mine.so]`: names stay names; paths become absolute.

@@ -1,0 +1,197 @@
+import ArgumentParser
+import KilnGit
+import KilnHost
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The line that marks a hook script as Kiln's.
+private let hookMarker = "# kiln hook: written by 'kiln hooks install'; 'kiln hooks uninstall' removes it."
+
+extension Kiln {
+    struct Hooks: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Install, remove or show the git hook scripts that run the Taskfile's 'hooks:'.",
+            discussion: """
+                Scripts go where git looks for hooks: core.hooksPath, or the hooks directory of the \
+                repository (shared by its worktrees). A hook that isn't Kiln's is kept: it is renamed \
+                NAME.kiln-chained and run first; uninstall puts it back.
+                """,
+            subcommands: [Install.self, Uninstall.self, Status.self],
+            defaultSubcommand: Status.self
+        )
+
+        struct Install: ParsableCommand {
+            static let configuration = CommandConfiguration(abstract: "Write a hook script for each hook the Taskfile maps.")
+            @OptionGroup var options: TaskfileOptions
+
+            func run() throws {
+                let (project, directory) = hookSetting(options)
+                let kiln = System.executablePath ?? "kiln"
+                for name in project.taskfile.hooks.keys.sorted() {
+                    let path = directory + "/" + name
+                    let existing = try? Files.readText(path)
+                    if let existing, !existing.contains(hookMarker) {
+                        rename(path, path + ".kiln-chained")
+                        print("kiln: kept your \(name) hook as \(name).kiln-chained; it runs first")
+                    }
+                    try System.writeFile(path, contents: script(name: name, kiln: kiln))
+                    chmod(path, 0o755)
+                    print("kiln: installed \(path) → \(project.taskfile.hooks[name]?.map(\.value).joined(separator: ", ") ?? "")")
+                }
+                if project.taskfile.hooks.isEmpty { print("kiln: the Taskfile maps no hooks (add 'hooks: {pre-commit: [TASK]}')") }
+            }
+        }
+
+        struct Uninstall: ParsableCommand {
+            static let configuration = CommandConfiguration(abstract: "Remove Kiln's hook scripts, restoring hooks they chained.")
+            @OptionGroup var options: TaskfileOptions
+
+            func run() throws {
+                let (_, directory) = hookSetting(options)
+                for name in TaskfileLoader.hookNames {
+                    let path = directory + "/" + name
+                    guard let text = try? Files.readText(path), text.contains(hookMarker) else { continue }
+                    unlink(path)
+                    if Files.exists(path + ".kiln-chained") {
+                        rename(path + ".kiln-chained", path)
+                        print("kiln: removed the \(name) hook; your own is back")
+                    } else {
+                        print("kiln: removed the \(name) hook")
+                    }
+                }
+            }
+        }
+
+        struct Status: ParsableCommand {
+            static let configuration = CommandConfiguration(abstract: "Show each hook: mapped, installed, chained.")
+            @OptionGroup var options: TaskfileOptions
+
+            func run() throws {
+                let (project, directory) = hookSetting(options)
+                print("kiln: hooks directory \(directory)")
+                for name in TaskfileLoader.hookNames {
+                    let tasks = project.taskfile.hooks[name]?.map(\.value) ?? []
+                    let text = try? Files.readText(directory + "/" + name)
+                    let installed = text?.contains(hookMarker) == true ? "installed" : text == nil ? "not installed" : "another hook (not Kiln's)"
+                    let chained = Files.exists(directory + "/" + name + ".kiln-chained") ? ", chains your own" : ""
+                    print("  \(name): \(tasks.isEmpty ? "no tasks" : tasks.joined(separator: ", ")); \(installed)\(chained)")
+                }
+            }
+        }
+    }
+
+    struct Hook: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Run the tasks a git hook maps to, for the files it concerns (called by the hook scripts).",
+            discussion: """
+                pre-commit and commit-msg: the staged files; pre-push: the commits being pushed (read \
+                from standard input); post-merge and post-checkout: what changed. Only the mapped \
+                tasks those files affect run, with KILN_HOOK_FILES holding the files (one per line). \
+                A failing task blocks the commit or push. KILN_SKIP_HOOKS=1 skips. The working tree \
+                is never stashed or rewritten: partly staged and untracked files stay as they are.
+                """
+        )
+
+        @OptionGroup var options: TaskfileOptions
+
+        @Argument(help: "The hook's name.")
+        var name: String
+
+        @Argument(parsing: .captureForPassthrough, help: "What git passed the hook.")
+        var arguments: [String] = []
+
+        func run() throws {
+            if System.variable("KILN_SKIP_HOOKS") == "1" { Kiln.exit() }
+            guard let located = locateTaskfile(options), let taskfile = try? TaskfileLoader().load(path: located.path) else {
+                // No (valid) Taskfile here: nothing to run; a hook never blocks for that.
+                Kiln.exit()
+            }
+            guard let tasks = taskfile.hooks[name]?.map(\.value), !tasks.isEmpty else { Kiln.exit() }
+            let input = name == "pre-push" ? readStandardInput() : ""
+            let changed: [String]
+            do {
+                let repository = try GitRepository(containing: located.root)
+                changed = try repository.hookChanges(name, arguments: arguments, input: input).flatMap(\.paths)
+                    .map { repository.workingDirectory + "/" + $0 }
+            } catch {
+                System.writeError("kiln hook \(name): \(error.message)\n")
+                Kiln.exit(withError: ExitCode(ExitStatus.jobFailed))
+            }
+            // Quick answer when nothing the hook runs is affected.
+            let (project, plan) = loadAndPlan(options, targets: tasks, everyTaskWhenEmpty: false, runner: ProcessMonitor())
+            let affected = plan.affected(by: changed, discovered: discoveredInputs(root: project.taskfile.root))
+            if affected.tasks.isEmpty {
+                System.writeError("kiln hook \(name): nothing affected (\(affected.changedFiles.count) changed file\(affected.changedFiles.count == 1 ? "" : "s"))\n")
+                Kiln.exit()
+            }
+            // Run them: `kiln run --affected` with the hook's files.
+            let list = "/tmp/kiln-hook-\(getpid()).files"
+            try? System.writeFile(list, contents: changed.joined(separator: "\n"))
+            setenv("KILN_HOOK_FILES", affected.changedFiles.joined(separator: "\n"), 1)
+            var argv = [System.executablePath ?? "kiln", "run", "--affected", "--changed-files-from", list]
+            if let taskfile = options.taskfile { argv += ["--taskfile", taskfile] }
+            argv += tasks
+            let pointers = argv.map { strdup($0) } + [nil]
+            execv(argv[0], pointers)
+            System.writeError("kiln hook \(name): can't run kiln: \(String(cString: strerror(errno)))\n")
+            Kiln.exit(withError: ExitCode(ExitStatus.jobFailed))
+        }
+
+        private func readStandardInput() -> String {
+            var bytes: [UInt8] = []
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            while true {
+                let count = read(0, &buffer, buffer.count)
+                if count < 0, errno == EINTR { continue }
+                if count <= 0 { break }
+                bytes += buffer[0..<count]
+            }
+            return String(decoding: bytes, as: UTF8.self)
+        }
+    }
+}
+
+/// The project and the hooks directory, or a message and exit status 2.
+private func hookSetting(_ options: TaskfileOptions) -> (Project, String) {
+    let (project, _) = loadAndPlan(options, targets: [], everyTaskWhenEmpty: true, runner: ProcessMonitor())
+    do {
+        let repository = try GitRepository(containing: project.taskfile.root)
+        let directory = try repository.hooksDirectory()
+        mkdir(directory, 0o755)
+        return (project, directory)
+    } catch {
+        System.writeError("kiln hooks: \(error.message)\n")
+        Kiln.exit(withError: ExitCode(ExitStatus.invalidTaskfile))
+    }
+}
+
+/// A hook script: runs a chained hook first, then `kiln hook`. Only pre-push reads standard
+/// input (its refs, passed on to both); other hooks leave it alone — for pre-commit it may be the
+/// terminal.
+private func script(name: String, kiln: String) -> String {
+    let header = """
+        #!/bin/sh
+        \(hookMarker)
+        [ "$KILN_SKIP_HOOKS" = 1 ] && exit 0
+
+        """
+    if name == "pre-push" {
+        return header + """
+            input=$(cat; echo x); input=${input%x}
+            if [ -x "$0.kiln-chained" ]; then
+                printf '%s' "$input" | "$0.kiln-chained" "$@" || exit $?
+            fi
+            printf '%s' "$input" | exec '\(kiln)' hook \(name) -- "$@"
+
+            """
+    }
+    return header + """
+        if [ -x "$0.kiln-chained" ]; then
+            "$0.kiln-chained" "$@" || exit $?
+        fi
+        exec '\(kiln)' hook \(name) -- "$@"
+
+        """
+}
