@@ -9,6 +9,8 @@ import Foundation
 //       no-op and one-changed-file runs: kiln vs ninja vs go-task
 //   kiln-bench plugins --kiln PATH [--work DIR]
 //       what loading every bundled plugin adds to kiln's start-up
+//   kiln-bench git --kiln PATH --lefthook PATH [--files N] [--work DIR]
+//       changed files vs git status; a pre-commit hook with nothing affected vs lefthook
 //   kiln-bench jobs [--quick] [--engines kiln,foundation,dispatch] [--repeat N]
 //       [--shapes independent,chain,layered,priorities]
 //       the KilnJobs engine vs Foundation's OperationQueue and Dispatch
@@ -82,6 +84,20 @@ case "plugins":
         print("kiln-bench plugins: \(error)")
         exit(1)
     }
+case "git":
+    guard let kiln = value("--kiln"), let lefthook = value("--lefthook") else {
+        print("usage: kiln-bench git --kiln PATH --lefthook PATH [--files N] [--work DIR]")
+        exit(2)
+    }
+    do {
+        try GitBenchmark(
+            kiln: kiln, lefthook: lefthook, files: value("--files").flatMap { Int($0) } ?? 100_000,
+            workDirectory: value("--work") ?? "/tmp/kiln-bench-host"
+        ).run()
+    } catch {
+        print("kiln-bench git: \(error)")
+        exit(1)
+    }
 case "host":
     let (kiln, ninja, task) = peers(usage: "host")
     let benchmark = HostBenchmark(
@@ -103,6 +119,8 @@ default:
     print("  incremental  no-op and one-changed-file runs vs ninja and go-task (time, jobs ran, state size)")
     print("usage: kiln-bench plugins --kiln PATH [--work DIR]")
     print("  plugins      start-up time added by loading every bundled plugin")
+    print("usage: kiln-bench git --kiln PATH --lefthook PATH [--files N] [--work DIR]")
+    print("  git          changed files vs git status; pre-commit with nothing affected vs lefthook")
     print("usage: kiln-bench jobs [--quick] [--engines kiln,foundation,dispatch] [--repeat N]")
     print("  jobs   KilnJobs vs Foundation OperationQueue vs DispatchQueue (µs per job, peak RSS)")
     exit(2)
