@@ -77,6 +77,6 @@ struct GitBenchmark {
         for arguments in [["init", "-q", "-b", "main"], ["add", "."], ["-c", "user.email=bench@kiln.invalid", "-c", "user.name=Bench", "commit", "-qm", "files"]] {
             _ = runChild(["/usr/bin/git"] + arguments, in: directory, timeout: 600)
         }
-        FileManager.default.createFile(atPath: directory + "/.git/kiln-bench-ready", contents: Data())
+        _ = FileManager.default.createFile(atPath: directory + "/.git/kiln-bench-ready", contents: Data())
     }
 }
