@@ -132,6 +132,7 @@ public final class GitRepository: @unchecked Sendable {
     public func hookChanges(_ hook: String, arguments: [String], input: String) throws(GitError) -> [GitChange] {
         switch hook {
         case "pre-commit", "commit-msg":
+            if let changes = stagedChangesFromGit() { return changes }
             return try stagedChanges()
         case "pre-push":
             // `<local ref> <local sha> <remote ref> <remote sha>` per line (githooks(5)).
@@ -211,6 +212,65 @@ public final class GitRepository: @unchecked Sendable {
     /// repository without commits, everything is added or untracked.
     public func workingTreeChanges() throws(GitError) -> [GitChange] {
         try status(show: GIT_STATUS_SHOW_INDEX_AND_WORKDIR)
+    }
+
+    /// The index against HEAD, asked of the `git` executable (`git diff --cached --name-status
+    /// -M -z`): inside a hook, git is the one running us, and its own diff skips every directory
+    /// the index's cache-tree says is unchanged — on 100k files about 15 ms, where libgit2
+    /// compares every entry (about 150 ms). `nil` when `git` can't be run; then use
+    /// ``stagedChanges()``.
+    public func stagedChangesFromGit(executable: String = "/usr/bin/git") -> [GitChange]? {
+        var pipe: [Int32] = [0, 0]
+        guard pipe.withUnsafeMutableBufferPointer({ Glibc.pipe($0.baseAddress!) }) == 0 else { return nil }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_adddup2(&actions, pipe[1], 1)
+        posix_spawn_file_actions_addclose(&actions, pipe[0])
+        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        let arguments = [executable, "-C", workingDirectory, "diff", "--cached", "--name-status", "-M", "-z", "--no-ext-diff"]
+        let argv = arguments.map { strdup($0) } + [nil]
+        defer { for pointer in argv { free(pointer) } }
+        var pid: pid_t = 0
+        let spawned = posix_spawn(&pid, executable, &actions, nil, argv, environ)
+        close(pipe[1])
+        defer { close(pipe[0]) }
+        guard spawned == 0 else { return nil }
+        var output: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let count = read(pipe[0], &buffer, buffer.count)
+            if count < 0, errno == EINTR { continue }
+            if count <= 0 { break }
+            output += buffer[0..<count]
+        }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0, errno == EINTR {}
+        guard status == 0 else { return nil }
+        // Records: STATUS \0 PATH \0, or for renames and copies STATUS \0 OLD \0 NEW \0.
+        let fields = output.split(separator: 0, omittingEmptySubsequences: false).map { String(decoding: $0, as: UTF8.self) }
+        var changes: [GitChange] = []
+        var index = 0
+        while index + 1 < fields.count, !fields[index].isEmpty {
+            let code = fields[index].first ?? "M"
+            switch code {
+            case "R", "C":
+                guard index + 2 < fields.count else { return nil }
+                let kind: GitChange.Kind = code == "R" ? .renamed : .added
+                changes.append(GitChange(path: fields[index + 2], kind: kind, oldPath: code == "R" ? fields[index + 1] : nil))
+                index += 3
+            default:
+                let kind: GitChange.Kind = switch code {
+                case "A": .added
+                case "D": .deleted
+                case "T": .typeChanged
+                default: .modified
+                }
+                changes.append(GitChange(path: fields[index + 1], kind: kind))
+                index += 2
+            }
+        }
+        return Self.unique(changes)
     }
 
     /// The index against HEAD: what a commit would record now.

@@ -169,3 +169,26 @@ struct GitRepositoryTests {
         }
     }
 }
+
+extension GitRepositoryTests {
+    @Test("the staged changes from the git executable are libgit2's: modified, added, deleted, renamed")
+    func stagedFromGitMatchesLibgit2() throws {
+        let directory = try repository()
+        defer { directory.remove() }
+        _ = try directory.write("src/a.c", "int a = 1;\n")
+        _ = try directory.write("src/new.c", "int n;\n")
+        try git(["add", "src/a.c", "src/new.c"], in: directory)
+        try git(["rm", "-q", "src/b.c"], in: directory)
+        _ = try directory.write("docs/x.md", "# docs\n")
+        try git(["add", "docs/x.md"], in: directory)
+        try git(["commit", "-q", "-m", "more"], in: directory)
+        try git(["mv", "docs/x.md", "docs/renamed.md"], in: directory)
+        _ = try directory.write("src/a.c", "int a = 2;\n")
+        try git(["add", "src/a.c"], in: directory)
+        _ = try directory.write("src/unstaged.c", "int u;\n")
+        let repository = try GitRepository(containing: directory.path)
+        let fromGit = try #require(repository.stagedChangesFromGit())
+        #expect(summary(fromGit) == summary(try repository.stagedChanges()))
+        #expect(summary(fromGit) == ["renamed docs/x.md → docs/renamed.md", "modified src/a.c"])
+    }
+}
