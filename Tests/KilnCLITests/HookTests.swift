@@ -34,16 +34,19 @@ struct HookTests {
         try directory.write("Taskfile.yml", """
             version: '3'
             hooks:
-              pre-commit: [lint]
+              pre-commit: [lint, record]
               pre-push: lint
             tasks:
               lint:
                 each: sources
                 sources: ['src/*.c']
                 cmds: ['echo "lint {{.source}}" >> ran.log', 'grep -q PASS {{.source}}']
+              record:
+                sources: ['src/*.c']
+                cmds: ['echo "{{.staged_files}}" >> staged.log']
 
             """)
-        try directory.write(".gitignore", "ran.log\n.kiln/\n")
+        try directory.write(".gitignore", "ran.log\nstaged.log\n.kiln/\n")
         try directory.write("src/a.c", "PASS\n")
         try git(["init", "-q", "-b", "main"], in: directory.path)
         try git(["add", "."], in: directory.path)
@@ -98,6 +101,7 @@ struct HookTests {
         var commit = try git(["commit", "-q", "-m", "b"], in: directory.path)
         #expect(commit.status == 0, "\(commit.output)")
         #expect(affected.incremental.ran(directory) == ["lint src/b.c"], "only the staged file's job")
+        #expect(directory.read("staged.log") == "src/b.c\n", "{{.staged_files}}")
         try directory.write("src/c.c", "FAIL\n")
         try git(["add", "src/c.c"], in: directory.path)
         commit = try git(["commit", "-q", "-m", "c"], in: directory.path)

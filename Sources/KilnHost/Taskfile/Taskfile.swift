@@ -274,8 +274,20 @@ public struct TaskDefinition: Sendable {
     public var templateVariables: [String: String] {
         var result = variables
         result["TASK"] = name
+        result["staged_files"] = Self.hookFiles
         return result
     }
+
+    /// `{{.staged_files}}`: in a run started by a git hook, the files the hook concerns (the staged
+    /// files for pre-commit), relative to the project root, shell-quoted where needed and separated
+    /// by spaces; empty otherwise. `kiln hook` passes them in `KILN_HOOK_FILES`, one per line.
+    static let hookFiles: String = {
+        guard let list = System.variable("KILN_HOOK_FILES") else { return "" }
+        return list.split(separator: "\n").map { path in
+            let safe = path.allSatisfy { $0.isLetter || $0.isNumber || "/._-+,:@".contains($0) }
+            return safe ? String(path) : "'" + path.split(separator: "'", omittingEmptySubsequences: false).joined(separator: "'\\''") + "'"
+        }.joined(separator: " ")
+    }()
 
     /// The configuration handed to the task's kind: `with:` for plugin tasks, a map holding `cmds`
     /// for shell tasks.

@@ -10,7 +10,7 @@ public struct TaskfileLoader: Sendable {
     public static let builtInResources: Set<String> = ["cpu", "disk", "net"]
 
     /// Variables every task's templates may use besides the Taskfile's own.
-    public static let builtInVariables: Set<String> = ["ROOT_DIR", "TASK", "TASKFILE_DIR"]
+    public static let builtInVariables: Set<String> = ["ROOT_DIR", "TASK", "TASKFILE_DIR", "staged_files"]
 
     /// Variables the templates of an `each: sources` task may use, set per source file.
     public static let eachVariables: Set<String> = ["source", "output", "source_dir", "source_base", "source_stem"]
