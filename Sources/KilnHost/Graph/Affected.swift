@@ -33,7 +33,8 @@ extension BuildPlan {
     /// the job's directory): a changed header affects the jobs that included it last time.
     public func affected(by changedFiles: [String], discovered: [String: [String]] = [:]) -> AffectedTasks {
         let root = taskfile.root
-        let inside = changedFiles.filter { Path.isInside($0, root: root) }
+        // Kiln's own state (.kiln/, when git doesn't ignore it) is never a task's input.
+        let inside = changedFiles.filter { Path.isInside($0, root: root) && !Path.isInside($0, root: root + "/.kiln") }
         let relativeFiles = inside.map { $0 == root ? "." : String($0.dropFirst(root.count + 1)) }.sorted()
         let changedTaskfiles = Set(inside.filter { taskfile.files.contains($0) })
 
