@@ -68,7 +68,7 @@ public struct GitChange: Sendable, Hashable, CustomStringConvertible {
 /// Threading: not thread-safe; `@unchecked Sendable` so it can be handed to another thread, which
 /// then owns it.
 public final class GitRepository: @unchecked Sendable {
-    private let repository: OpaquePointer
+    let repository: OpaquePointer
     /// The working directory (absolute, without a trailing `/`).
     public let workingDirectory: String
 
@@ -388,7 +388,7 @@ public final class GitRepository: @unchecked Sendable {
         return GitChange(path: path, kind: untracked ? .untracked : kind, oldPath: kind == .renamed && oldPath != path ? oldPath : nil)
     }
 
-    private static func unique(_ changes: [GitChange]) -> [GitChange] {
+    static func unique(_ changes: [GitChange]) -> [GitChange] {
         var seen = Set<GitChange>()
         return changes.filter { seen.insert($0).inserted }.sorted { ($0.path, $0.kind.rawValue) < ($1.path, $1.kind.rawValue) }
     }

@@ -38,7 +38,7 @@ struct ChangeOptions: ParsableArguments {
             } else if staged {
                 changes = try repository.stagedChanges()
             } else {
-                changes = try repository.workingTreeChanges()
+                changes = try repository.fastWorkingTreeChanges()
             }
             return changes.flatMap(\.paths).map { repository.workingDirectory + "/" + $0 }
         } catch {

@@ -42,11 +42,20 @@ struct GitRepositoryTests {
 
     func summary(_ changes: [GitChange]) -> [String] { changes.map(\.description) }
 
+    /// The working-tree changes, asserting the fast path (index stat data, parallel) finds
+    /// exactly what libgit2's status does.
+    func workingTree(_ repository: GitRepository, sourceLocation: SourceLocation = #_sourceLocation) throws -> [String] {
+        let slow = summary(try repository.workingTreeChanges())
+        let fast = summary(try repository.fastWorkingTreeChanges())
+        #expect(fast == slow, "the fast status differs from libgit2's", sourceLocation: sourceLocation)
+        return slow
+    }
+
     @Test("a clean working tree has no changes")
     func clean() throws {
         let directory = try repository()
         defer { directory.remove() }
-        #expect(try GitRepository(containing: directory.path).workingTreeChanges().isEmpty)
+        #expect(try workingTree(GitRepository(containing: directory.path)).isEmpty)
     }
 
     @Test("modified, added, deleted, untracked; ignored files left out; found from a subdirectory")
@@ -63,7 +72,7 @@ struct GitRepositoryTests {
         try git(["add", "src/staged.c"], in: directory)
         let repository = try GitRepository(containing: directory.path("src"))
         #expect(repository.workingDirectory == directory.path)
-        #expect(summary(try repository.workingTreeChanges()) == [
+        #expect(try workingTree(repository) == [
             "untracked notes/todo.txt", "modified src/a.c", "deleted src/b.c", "untracked src/new.c", "added src/staged.c",
         ])
     }
@@ -79,7 +88,7 @@ struct GitRepositoryTests {
         _ = try directory.write("src/new.c", "int n;\n")  // untracked
         let repository = try GitRepository(containing: directory.path)
         #expect(summary(try repository.stagedChanges()) == ["modified src/a.c"])
-        #expect(summary(try repository.workingTreeChanges()) == ["modified src/a.c", "modified src/b.c", "untracked src/new.c"])
+        #expect(try workingTree(repository) == ["modified src/a.c", "modified src/b.c", "untracked src/new.c"])
     }
 
     @Test("a rename counts under both paths")
@@ -97,7 +106,7 @@ struct GitRepositoryTests {
         let directory = try repository()
         defer { directory.remove() }
         chmod(directory.path("src/a.c"), 0o755)
-        #expect(summary(try GitRepository(containing: directory.path).workingTreeChanges()) == ["modified src/a.c"])
+        #expect(try workingTree(GitRepository(containing: directory.path)) == ["modified src/a.c"])
     }
 
     @Test("between two revisions: from their merge base, like git diff A...B")
@@ -129,7 +138,7 @@ struct GitRepositoryTests {
         defer { directory.remove() }
         try git(["checkout", "-q", "--detach"], in: directory)
         _ = try directory.write("src/a.c", "int a = 3;\n")
-        #expect(summary(try GitRepository(containing: directory.path).workingTreeChanges()) == ["modified src/a.c"])
+        #expect(try workingTree(GitRepository(containing: directory.path)) == ["modified src/a.c"])
     }
 
     @Test("an empty repository: everything is new")
@@ -140,7 +149,7 @@ struct GitRepositoryTests {
         _ = try directory.write("a.txt", "a\n")
         _ = try directory.write("b.txt", "b\n")
         try git(["add", "b.txt"], in: directory)
-        #expect(summary(try GitRepository(containing: directory.path).workingTreeChanges()) == ["untracked a.txt", "added b.txt"])
+        #expect(try workingTree(GitRepository(containing: directory.path)) == ["untracked a.txt", "added b.txt"])
     }
 
     @Test("a submodule present: its inside isn't listed, the superproject's changes are")
@@ -153,7 +162,7 @@ struct GitRepositoryTests {
         try git(["commit", "-q", "-m", "submodule"], in: directory)
         _ = try directory.write("vendor/inner/src/a.c", "int a = 9;\n")  // a change inside the submodule
         _ = try directory.write("src/a.c", "int a = 4;\n")
-        #expect(summary(try GitRepository(containing: directory.path).workingTreeChanges()) == ["modified src/a.c"])
+        #expect(try workingTree(GitRepository(containing: directory.path)) == ["modified src/a.c"])
     }
 
     @Test("outside a repository: a clear error")
@@ -190,5 +199,41 @@ extension GitRepositoryTests {
         let fromGit = try #require(repository.stagedChangesFromGit())
         #expect(summary(fromGit) == summary(try repository.stagedChanges()))
         #expect(summary(fromGit) == ["renamed docs/x.md → docs/renamed.md", "modified src/a.c"])
+    }
+}
+
+extension GitRepositoryTests {
+    @Test("the fast status sees a same-size edit made right after the index was written (racily clean)")
+    func racilyCleanEdit() throws {
+        let directory = try repository()
+        defer { directory.remove() }
+        // Same size, written within the index's timestamp: only the content can tell.
+        _ = try directory.write("src/a.c", "int z;\n")
+        let repository = try GitRepository(containing: directory.path)
+        #expect(try workingTree(repository) == ["modified src/a.c"])
+        // Touched without a change: not a change.
+        _ = try directory.write("src/a.c", "int a;\n")
+        #expect(try workingTree(repository).isEmpty)
+    }
+
+    @Test("the fast status: symlinks, a file turned into a directory, and nested untracked and ignored files")
+    func fastStatusShapes() throws {
+        let directory = try repository()
+        defer { directory.remove() }
+        symlink("a.c", directory.path("src/link.c"))
+        try git(["add", "src/link.c"], in: directory)
+        try git(["commit", "-q", "-m", "link"], in: directory)
+        try FileManager.default.removeItem(atPath: directory.path("src/link.c"))
+        symlink("b.c", directory.path("src/link.c"))
+        _ = try directory.write("new/deep/file.txt", "x\n")
+        _ = try directory.write("new/deep/skip.log", "ignored\n")
+        _ = try directory.write("build/out.o", "ignored\n")
+        try FileManager.default.removeItem(atPath: directory.path("src/b.c"))
+        try FileManager.default.createDirectory(atPath: directory.path("src/b.c"), withIntermediateDirectories: true)
+        _ = try directory.write("src/b.c/inner.txt", "now a directory\n")
+        let changes = try workingTree(GitRepository(containing: directory.path))
+        #expect(changes.contains("modified src/link.c"))
+        #expect(changes.contains("untracked new/deep/file.txt"))
+        #expect(!changes.contains { $0.contains("skip.log") || $0.contains("out.o") })
     }
 }
