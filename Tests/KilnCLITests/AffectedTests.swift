@@ -8,15 +8,7 @@ struct AffectedTests {
     let incremental = IncrementalTests()
 
     func git(_ arguments: [String], in directory: TemporaryDirectory) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/git")
-        process.arguments = ["-c", "user.email=kiln@example.invalid", "-c", "user.name=Kiln Tests"] + arguments
-        process.currentDirectoryURL = URL(fileURLWithPath: directory.path)
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        process.waitUntilExit()
-        try #require(process.terminationStatus == 0, "git \(arguments.joined(separator: " "))")
+        try requireGit(arguments, in: directory.path)
     }
 
     /// A repository with a lint (per file), a build, a package that depends on it, and docs in an

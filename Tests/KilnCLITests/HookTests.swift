@@ -10,21 +10,7 @@ struct HookTests {
     /// Runs git; returns its exit status and output.
     @discardableResult
     func git(_ arguments: [String], in directory: String, environment: [String: String] = [:]) throws -> (status: Int32, output: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/git")
-        process.arguments = ["-c", "user.email=kiln@example.invalid", "-c", "user.name=Kiln Tests"] + arguments
-        process.currentDirectoryURL = URL(fileURLWithPath: directory)
-        var env = ProcessInfo.processInfo.environment
-        env.merge(environment) { $1 }
-        process.environment = env
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        return (process.terminationStatus, output)
+        try runGit(arguments, in: directory, environment: environment)
     }
 
     /// A repository whose pre-commit and pre-push hooks lint `src/*.c` (a file fails unless it

@@ -10,8 +10,6 @@ struct GitRepositoryTests {
     func repository() throws -> TemporaryDirectory {
         let directory = try TemporaryDirectory(prefix: "kiln-git")
         try git(["init", "-q", "-b", "main"], in: directory)
-        try git(["config", "user.email", "kiln@example.invalid"], in: directory)
-        try git(["config", "user.name", "Kiln Tests"], in: directory)
         _ = try directory.write("src/a.c", "int a;\n")
         _ = try directory.write("src/b.c", "int b;\n")
         _ = try directory.write(".gitignore", "build/\n*.log\n")
@@ -22,23 +20,8 @@ struct GitRepositoryTests {
 
     @discardableResult
     func git(_ arguments: [String], in directory: TemporaryDirectory) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/git")
-        process.arguments = arguments
-        process.currentDirectoryURL = URL(fileURLWithPath: directory.path)
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            throw GitCommandFailure(description: "git \(arguments.joined(separator: " ")) exited with \(process.terminationStatus)")
-        }
-        return output
+        try requireGit(arguments, in: directory.path)
     }
-
-    struct GitCommandFailure: Error, CustomStringConvertible { var description: String }
 
     func summary(_ changes: [GitChange]) -> [String] { changes.map(\.description) }
 

@@ -1,0 +1,42 @@
+import Foundation
+
+/// Runs the git CLI, as the tests use it to make real repositories: with a test identity, standard
+/// input from /dev/null, and standard output and error together.
+///
+/// - Returns: The exit status and the output.
+///
+/// Threading: any thread.
+@discardableResult
+public func runGit(_ arguments: [String], in directory: String, environment: [String: String] = [:]) throws -> (status: Int32, output: String) {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/git")
+    process.arguments = ["-c", "user.email=kiln@example.invalid", "-c", "user.name=Kiln Tests"] + arguments
+    process.currentDirectoryURL = URL(fileURLWithPath: directory)
+    var merged = ProcessInfo.processInfo.environment
+    merged.merge(environment) { $1 }
+    process.environment = merged
+    let pipe = Pipe()
+    process.standardOutput = pipe
+    process.standardError = pipe
+    process.standardInput = FileHandle.nullDevice
+    try process.run()
+    let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    process.waitUntilExit()
+    return (process.terminationStatus, output)
+}
+
+/// A git command that failed.
+public struct GitCommandFailure: Error, CustomStringConvertible {
+    public var description: String
+    public init(_ description: String) { self.description = description }
+}
+
+/// Runs git and throws unless it succeeds.
+///
+/// Threading: any thread.
+@discardableResult
+public func requireGit(_ arguments: [String], in directory: String) throws -> String {
+    let (status, output) = try runGit(arguments, in: directory)
+    guard status == 0 else { throw GitCommandFailure("git \(arguments.joined(separator: " ")) exited with \(status): \(output)") }
+    return output
+}
