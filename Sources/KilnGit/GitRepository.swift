@@ -181,11 +181,7 @@ public final class GitRepository: @unchecked Sendable {
     private func everything(in revision: String) throws(GitError) -> [GitChange] {
         let tree = try tree(of: try commit(named: revision))
         defer { git_tree_free(tree) }
-        var diff: OpaquePointer?
-        let status = git_diff_tree_to_tree(&diff, repository, nil, tree, nil)
-        guard status == 0, let diff else { throw GitError.last(status, doing: "can't list \(revision)") }
-        defer { git_diff_free(diff) }
-        return (0..<git_diff_num_deltas(diff)).compactMap { git_diff_get_delta(diff, $0).flatMap { Self.change($0.pointee, untracked: false) } }
+        return try treeChanges(from: nil, to: tree, describing: "list \(revision)")
     }
 
     /// What changed from one commit to another (no merge base: the two trees as they are).
@@ -194,15 +190,27 @@ public final class GitRepository: @unchecked Sendable {
         defer { git_tree_free(oldTree) }
         let newTree = try tree(of: try commit(named: new))
         defer { git_tree_free(newTree) }
+        return try treeChanges(from: oldTree, to: newTree, describing: "compare \(old) with \(new)")
+    }
+
+    /// The changes from one tree (`nil`: the empty tree) to another, with renames detected.
+    private func treeChanges(from oldTree: OpaquePointer?, to newTree: OpaquePointer, describing what: String) throws(GitError) -> [GitChange] {
         var diff: OpaquePointer?
         let status = git_diff_tree_to_tree(&diff, repository, oldTree, newTree, nil)
-        guard status == 0, let diff else { throw GitError.last(status, doing: "can't compare \(old) with \(new)") }
+        guard status == 0, let diff else { throw GitError.last(status, doing: "can't \(what)") }
         defer { git_diff_free(diff) }
         var find = git_diff_find_options()
         git_diff_find_options_init(&find, UInt32(GIT_DIFF_FIND_OPTIONS_VERSION))
         find.flags = GIT_DIFF_FIND_RENAMES.rawValue
-        _ = git_diff_find_similar(diff, &find)
-        return Self.unique((0..<git_diff_num_deltas(diff)).compactMap { git_diff_get_delta(diff, $0).flatMap { Self.change($0.pointee, untracked: false) } })
+        let renames = git_diff_find_similar(diff, &find)
+        guard renames == 0 else { throw GitError.last(renames, doing: "can't find renames to \(what)") }
+        var changes: [GitChange] = []
+        for index in 0..<git_diff_num_deltas(diff) {
+            if let delta = git_diff_get_delta(diff, index)?.pointee, let change = Self.change(delta, untracked: false) {
+                changes.append(change)
+            }
+        }
+        return Self.unique(changes)
     }
 
     // MARK: Changed files
@@ -324,22 +332,7 @@ public final class GitRepository: @unchecked Sendable {
         defer { git_tree_free(oldTree) }
         let newTree = try tree(of: headCommit)
         defer { git_tree_free(newTree) }
-        var diff: OpaquePointer?
-        let status = git_diff_tree_to_tree(&diff, repository, oldTree, newTree, nil)
-        guard status == 0, let diff else { throw GitError.last(status, doing: "can't compare \(base)...\(head)") }
-        defer { git_diff_free(diff) }
-        var find = git_diff_find_options()
-        git_diff_find_options_init(&find, UInt32(GIT_DIFF_FIND_OPTIONS_VERSION))
-        find.flags = GIT_DIFF_FIND_RENAMES.rawValue
-        let renames = git_diff_find_similar(diff, &find)
-        guard renames == 0 else { throw GitError.last(renames, doing: "can't find renames in \(base)...\(head)") }
-        var changes: [GitChange] = []
-        for index in 0..<git_diff_num_deltas(diff) {
-            if let delta = git_diff_get_delta(diff, index)?.pointee, let change = Self.change(delta, untracked: false) {
-                changes.append(change)
-            }
-        }
-        return Self.unique(changes)
+        return try treeChanges(from: oldTree, to: newTree, describing: "compare \(base)...\(head)")
     }
 
     private func commit(named name: String) throws(GitError) -> git_oid {

@@ -64,7 +64,7 @@ public final class TestHTTPServer: Sendable {
         port = UInt16(bigEndian: address.sin_port)
         listener = descriptor
         self.handler = handler
-        Self.thread { [self] in acceptLoop() }
+        spawnThread { [self] in acceptLoop() }
     }
 
     /// `http://127.0.0.1:PORT` + `path`.
@@ -94,7 +94,7 @@ public final class TestHTTPServer: Sendable {
                 if errno == EINTR { continue }
                 return
             }
-            Self.thread { [self] in serve(connection) }
+            spawnThread { [self] in serve(connection) }
         }
     }
 
@@ -151,20 +151,6 @@ public final class TestHTTPServer: Sendable {
             return index
         }
         return nil
-    }
-
-    private static func thread(_ body: @escaping @Sendable () -> Void) {
-        final class Box {
-            let body: @Sendable () -> Void
-            init(_ body: @escaping @Sendable () -> Void) { self.body = body }
-        }
-        var thread = pthread_t()
-        let box = Unmanaged.passRetained(Box(body)).toOpaque()
-        pthread_create(&thread, nil, { argument in
-            Unmanaged<Box>.fromOpaque(argument!).takeRetainedValue().body()
-            return nil
-        }, box)
-        pthread_detach(thread)
     }
 
     struct ServerError: Error, CustomStringConvertible {

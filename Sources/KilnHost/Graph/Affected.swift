@@ -35,7 +35,7 @@ extension BuildPlan {
         let root = taskfile.root
         // Kiln's own state (.kiln/, when git doesn't ignore it) is never a task's input.
         let inside = changedFiles.filter { Path.isInside($0, root: root) && !Path.isInside($0, root: root + "/.kiln") }
-        let relativeFiles = inside.map { $0 == root ? "." : String($0.dropFirst(root.count + 1)) }.sorted()
+        let relativeFiles = inside.map { Path.relative($0, to: root) }.sorted()
         let changedTaskfiles = Set(inside.filter { taskfile.files.contains($0) })
 
         var direct: [String: String] = [:]
@@ -49,7 +49,7 @@ extension BuildPlan {
             for file in inside {
                 // Sources are relative to the task's directory.
                 guard Path.isInside(file, root: definition.directory) else { continue }
-                let relative = file == definition.directory ? "." : String(file.dropFirst(definition.directory.count + 1))
+                let relative = Path.relative(file, to: definition.directory)
                 let matched = definition.sources.contains { pattern in
                     Glob.matches(Template.render(pattern.value, variables: definition.templateVariables), relative)
                 }
@@ -66,7 +66,7 @@ extension BuildPlan {
                 }
                 guard matched || discoveredSource != nil else { continue }
                 if direct[definition.name] == nil {
-                    direct[definition.name] = file == root ? "." : String(file.dropFirst(root.count + 1))
+                    direct[definition.name] = Path.relative(file, to: root)
                 }
                 if definition.each == .sources {
                     if let source = discoveredSource, !source.isEmpty {

@@ -93,7 +93,8 @@ enum Glob {
         }
     }
 
-    private static func entries(of directory: String) -> [(name: String, isDirectory: Bool)] {
+    /// The entries of `directory` but `.`, `..`, `.git` and `.kiln`, and whether each is a directory.
+    static func entries(of directory: String) -> [(name: String, isDirectory: Bool)] {
         guard let handle = opendir(directory) else { return [] }
         defer { closedir(handle) }
         var result: [(String, Bool)] = []

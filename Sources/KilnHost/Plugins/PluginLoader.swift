@@ -118,13 +118,7 @@ public final class PluginLoader: Sendable {
         var result: [(String, String)] = []
         var names = Set<String>()
         for directory in directories {
-            guard let handle = opendir(directory) else { continue }
-            defer { closedir(handle) }
-            var files: [String] = []
-            while let entry = readdir(handle) {
-                let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-                if name.hasPrefix(Self.filePrefix), name.hasSuffix(".so") { files.append(name) }
-            }
+            let files = Glob.entries(of: directory).map(\.name).filter { $0.hasPrefix(Self.filePrefix) && $0.hasSuffix(".so") }
             for file in files.sorted() {
                 let name = String(file.dropFirst(Self.filePrefix.count).dropLast(3))
                 if names.insert(name).inserted { result.append((name, Path.join(directory, file))) }

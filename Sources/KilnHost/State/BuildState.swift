@@ -344,12 +344,7 @@ public final class BuildState: @unchecked Sendable {
 
     private func query(_ sql: String, row: (OpaquePointer) -> Void) {
         connection.withLock { handle in
-            guard let database = handle.database else { return }
-            var statement: OpaquePointer?
-            guard sqlite3_prepare_v2(database, sql, -1, &statement, nil) == SQLITE_OK, let statement else {
-                if Self.isDamage(sqlite3_errcode(database)) { damaged(&handle) }
-                return
-            }
+            guard let statement = prepare(sql, &handle) else { return }
             defer { sqlite3_finalize(statement) }
             var status = sqlite3_step(statement)
             while status == SQLITE_ROW {
@@ -360,19 +355,29 @@ public final class BuildState: @unchecked Sendable {
         }
     }
 
+    /// Prepares `sql` on the open database; `nil` when there is none or it can't be prepared
+    /// (damage found then moves the database aside).
+    private func prepare(_ sql: String, _ handle: inout Handle) -> OpaquePointer? {
+        guard let database = handle.database else { return nil }
+        var statement: OpaquePointer?
+        guard sqlite3_prepare_v2(database, sql, -1, &statement, nil) == SQLITE_OK, let statement else {
+            if Self.isDamage(sqlite3_errcode(database)) { damaged(&handle) }
+            return nil
+        }
+        return statement
+    }
+
     /// Runs a one-row lookup with a statement prepared once and kept.
     private func lookup(_ sql: String, _ key: String, row: (OpaquePointer) -> Void) {
         connection.withLock { handle in
-            guard let database = handle.database else { return }
-            var statement = handle.cached[sql]
-            if statement == nil {
-                guard sqlite3_prepare_v2(database, sql, -1, &statement, nil) == SQLITE_OK, let statement else {
-                    if Self.isDamage(sqlite3_errcode(database)) { damaged(&handle) }
-                    return
-                }
-                handle.cached[sql] = statement
+            let statement: OpaquePointer
+            if let cached = handle.cached[sql] {
+                statement = cached
+            } else {
+                guard let prepared = prepare(sql, &handle) else { return }
+                handle.cached[sql] = prepared
+                statement = prepared
             }
-            guard let statement else { return }
             defer {
                 sqlite3_reset(statement)
                 sqlite3_clear_bindings(statement)
@@ -385,12 +390,7 @@ public final class BuildState: @unchecked Sendable {
 
     private func execute(_ sql: String, bind: (OpaquePointer) -> Void) {
         connection.withLock { handle in
-            guard let database = handle.database else { return }
-            var statement: OpaquePointer?
-            guard sqlite3_prepare_v2(database, sql, -1, &statement, nil) == SQLITE_OK, let statement else {
-                if Self.isDamage(sqlite3_errcode(database)) { damaged(&handle) }
-                return
-            }
+            guard let statement = prepare(sql, &handle) else { return }
             defer { sqlite3_finalize(statement) }
             bind(statement)
             if Self.isDamage(sqlite3_step(statement)) { damaged(&handle) }

@@ -424,7 +424,7 @@ public final class IncrementalState: Sendable {
 
     /// An absolute path relative to the project root (`.` for the root); paths outside stay absolute.
     private func relative(_ absolute: String) -> String {
-        absolute == root ? "." : absolute.hasPrefix(root + "/") ? String(absolute.dropFirst(root.count + 1)) : absolute
+        Path.relative(absolute, to: root)
     }
 
     /// Paths and glob patterns → the files they name, relative to `directory`, sorted; the

@@ -92,7 +92,7 @@ public struct RemoteActionKeys {
     }
 
     private func relative(_ absolute: String) -> String {
-        absolute == root ? "." : absolute.hasPrefix(root + "/") ? String(absolute.dropFirst(root.count + 1)) : absolute
+        Path.relative(absolute, to: root)
     }
 
     private func expand(_ patterns: [String], in directory: String) -> [String] {

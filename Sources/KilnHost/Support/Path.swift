@@ -71,6 +71,13 @@ enum Path {
         return normalized == root || normalized.hasPrefix(root == "/" ? "/" : root + "/")
     }
 
+    /// `path` relative to `base`: `.` for `base` itself, the rest after `base/` for a path inside
+    /// it, and `path` unchanged (absolute) otherwise. No normalizing: both are as kiln made them.
+    static func relative(_ path: String, to base: String) -> String {
+        if path == base { return "." }
+        return path.hasPrefix(base + "/") ? String(path.dropFirst(base.count + 1)) : path
+    }
+
     /// The process's current directory.
     static var currentDirectory: String {
         var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
