@@ -40,7 +40,14 @@ public struct Project: Sendable {
                 at: nil
             )])
         }
-        taskfile = try TaskfileLoader().load(path: path)
+        try self.init(taskfile: try TaskfileLoader().load(path: path), runner: runner, plugins: options)
+    }
+
+    /// The project of a Taskfile already loaded: registers the task kinds and loads the plugins.
+    ///
+    /// - Throws: ``TaskfileErrors`` when a plugin can't be loaded.
+    public init(taskfile: Taskfile, runner: any CommandRunner, plugins options: PluginOptions = PluginOptions()) throws(TaskfileErrors) {
+        self.taskfile = taskfile
         registry = TaskKindRegistry()
         // The built-in kind goes through the same door as a plugin's.
         try? registry.register(

@@ -79,7 +79,7 @@ extension Kiln {
                 }
                 Kiln.exit()
             }
-            let affected = plan.affected(by: changed, discovered: discoveredInputs(root: project.taskfile.root))
+            let affected = plan.affected(by: changed, discovered: discoveredInputs(for: plan))
             if json {
                 let tasks: [JSONValue] = affected.tasks.map { name in
                     var fields: [(String, JSONValue)] = [("name", .string(name)), ("reason", .string(affected.reason(for: name)))]
@@ -105,8 +105,10 @@ extension Kiln {
     }
 }
 
-/// What depfiles named last time, from the build state (read without taking the project's lock).
-func discoveredInputs(root: String) -> [String: [String]] {
-    guard Files.exists(root + "/.kiln/state.db") else { return [:] }
+/// What depfiles named last time, from the build state (read without taking the project's lock);
+/// empty without a task that has a depfile, so the state isn't read for nothing.
+func discoveredInputs(for plan: BuildPlan) -> [String: [String]] {
+    let root = plan.taskfile.root
+    guard plan.tasks.contains(where: { $0.definition.depfile != nil }), Files.exists(root + "/.kiln/state.db") else { return [:] }
     return BuildState(root: root, lock: nil) { System.writeError($0 + "\n") }.discoveredInputs()
 }

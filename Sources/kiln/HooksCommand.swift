@@ -119,9 +119,15 @@ extension Kiln {
                 System.writeError("kiln hook \(name): \(error.message)\n")
                 Kiln.exit(withError: ExitCode(ExitStatus.jobFailed))
             }
-            // Quick answer when nothing the hook runs is affected.
-            let (project, plan) = loadAndPlan(options, targets: tasks, everyTaskWhenEmpty: false, runner: ProcessMonitor())
-            let affected = plan.affected(by: changed, discovered: discoveredInputs(root: project.taskfile.root))
+            // Quick answer when nothing the hook runs is affected (the Taskfile loaded above serves).
+            let plan: BuildPlan
+            do {
+                let project = try Project(taskfile: taskfile, runner: ProcessMonitor(), plugins: options.plugins)
+                plan = try BuildPlanner(taskfile: project.taskfile, registry: project.registry).plan(targets: tasks)
+            } catch {
+                exitWithTaskfileErrors(error)
+            }
+            let affected = plan.affected(by: changed, discovered: discoveredInputs(for: plan))
             if affected.tasks.isEmpty {
                 System.writeError("kiln hook \(name): nothing affected (\(affected.changedFiles.count) changed file\(affected.changedFiles.count == 1 ? "" : "s"))\n")
                 Kiln.exit()

@@ -89,7 +89,7 @@ extension Kiln {
             }
             var (project, plan) = loadAndPlan(options, targets: tasks, everyTaskWhenEmpty: false, runner: monitor)
             if affected, let changed = changes.changedFiles(in: project.taskfile.root) {
-                let selection = plan.affected(by: changed, discovered: discoveredInputs(root: project.taskfile.root))
+                let selection = plan.affected(by: changed, discovered: discoveredInputs(for: plan))
                 System.writeError(
                     "kiln: \(selection.changedFiles.count) changed file\(selection.changedFiles.count == 1 ? "" : "s") affect "
                         + "\(selection.tasks.count) of \(plan.tasks.count) task\(plan.tasks.count == 1 ? "" : "s")\n"
@@ -103,7 +103,6 @@ extension Kiln {
                 ? BuildState(root: root, lock: lock) { System.writeError($0 + "\n") }
                 : BuildState(root: root, lock: lock ?? takeLock(root: root, wait: wait)) { System.writeError($0 + "\n") }
             let incremental = IncrementalState(state: buildState, root: root, previous: scan)
-            incremental.watch(files: project.plugins.map(\.file))
             phases.mark("open state")
             if dryRun {
                 // Exactly the jobs a real run would start now (and those waiting on them).
@@ -116,8 +115,9 @@ extension Kiln {
                 // Like ninja, leave freeing a large graph to the kernel.
                 Kiln.exit()
             }
-            // The run changes what the snapshot describes: it is written again if the run ends well.
+            // The run changes what the snapshot describes: it is written again as the run ends.
             UpToDateSnapshot.remove(root: root)
+            incremental.watch(files: project.plugins.map(\.file))
             let queues = ResourceQueues(definitions: project.taskfile.resources, cpuWidth: jobs)
             let console = ConsoleReporter(
                 interactive: ConsoleReporter.standardOutputIsInteractive, verbose: verbose, explain: explain, queues: queues
