@@ -16,6 +16,8 @@ public struct GitError: Error, Sendable, CustomStringConvertible {
         case notARepository
         /// A revision (`--base`, `--head`) that doesn't name a commit.
         case unknownRevision
+        /// An index this reader doesn't know (split, another version): libgit2 reads it instead.
+        case unsupportedIndex
         /// Any other libgit2 failure.
         case failed
     }
@@ -132,8 +134,7 @@ public final class GitRepository: @unchecked Sendable {
     public func hookChanges(_ hook: String, arguments: [String], input: String) throws(GitError) -> [GitChange] {
         switch hook {
         case "pre-commit", "commit-msg":
-            if let changes = stagedChangesFromGit() { return changes }
-            return try stagedChanges()
+            return try fastStagedChanges()
         case "pre-push":
             // `<local ref> <local sha> <remote ref> <remote sha>` per line (githooks(5)).
             var changes: [GitChange] = []
@@ -279,6 +280,18 @@ public final class GitRepository: @unchecked Sendable {
             }
         }
         return Self.unique(changes)
+    }
+
+    /// The index against HEAD, fast: from the index read directly and its cache-tree
+    /// (``stagedChanges(in:)``), honouring `$GIT_INDEX_FILE` as git does for a hook; from the
+    /// `git` executable, then libgit2, for an index that reader doesn't know.
+    public func fastStagedChanges() throws(GitError) -> [GitChange] {
+        do {
+            return try stagedChanges(in: try index())
+        } catch where error.code == .unsupportedIndex {
+            if let changes = stagedChangesFromGit() { return changes }
+            return try stagedChanges()
+        }
     }
 
     /// The index against HEAD: what a commit would record now.

@@ -36,7 +36,7 @@ struct ChangeOptions: ParsableArguments {
             if let base {
                 changes = try repository.changes(base: base, head: head ?? "HEAD")
             } else if staged {
-                changes = try repository.stagedChanges()
+                changes = try repository.fastStagedChanges()
             } else {
                 changes = try repository.fastWorkingTreeChanges()
             }
