@@ -104,6 +104,20 @@ struct HookTests {
         #expect(commit.output.contains("kiln hook pre-commit: nothing affected"), "\(commit.output)")
     }
 
+    @Test("git commit -a and git commit PATH: the hook sees what the commit records, from git's temporary index")
+    func temporaryIndex() async throws {
+        let directory = try await project()
+        defer { directory.remove() }
+        try directory.write("src/a.c", "PASS\nedited, not staged\n")
+        var commit = try git(["commit", "-q", "-a", "-m", "all"], in: directory.path)
+        #expect(commit.status == 0, "\(commit.output)")
+        #expect(affected.incremental.ran(directory) == ["lint src/a.c"], "\(commit.output)")
+        try directory.write("src/a.c", "FAIL\n")
+        commit = try git(["commit", "-q", "-m", "only a.c", "--", "src/a.c"], in: directory.path)
+        #expect(commit.status != 0, "a failing task blocks a commit of named paths: \(commit.output)")
+        #expect(commit.output.contains("FAILED: lint src/a.c"), "\(commit.output)")
+    }
+
     @Test("a hook never loses work: partly staged and untracked files are as before, after a failing and a passing hook")
     func partialStagingKept() async throws {
         let directory = try await project()
