@@ -136,16 +136,12 @@ public final class GitIndex: Sendable {
         fstat(descriptor, &info)
         modified = Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec)
         let size = Int(info.st_size)
-        var bytes = [UInt8](repeating: 0, count: size)
-        var done = 0
-        while done < size {
-            let count = bytes.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress! + done, size - done, off_t(done)) }
-            if count < 0, errno == EINTR { continue }
-            guard count > 0 else { throw GitError(code: .failed, message: "can't read the git index \(path): \(String(cString: strerror(errno)))") }
-            done += count
+        guard size > 0 else { throw GitError(code: .failed, message: "the git index \(path) is empty; 'git status' rewrites it") }
+        guard let mapped = mmap(nil, size, PROT_READ, MAP_PRIVATE, descriptor, 0), mapped != MAP_FAILED else {
+            throw GitError(code: .failed, message: "can't read the git index \(path): \(String(cString: strerror(errno)))")
         }
-        let parsed = bytes.withUnsafeBytes { raw in Result { () throws(GitError) in try Self.parse(raw, path: path) } }
-        (entries, names, cacheTree) = try parsed.get()
+        defer { munmap(mapped, size) }
+        (entries, names, cacheTree) = try Self.parse(UnsafeRawBufferPointer(start: mapped, count: size), path: path)
     }
 
     private static func parse(_ raw: UnsafeRawBufferPointer, path: String) throws(GitError) -> ([Entry], [UInt8], CacheTree?) {
@@ -165,7 +161,7 @@ public final class GitIndex: Sendable {
         var entries: [Entry] = []
         entries.reserveCapacity(count)
         var names: [UInt8] = []
-        names.reserveCapacity(count * 24)
+        names.reserveCapacity(version == 4 ? raw.count * 2 : raw.count)
         var previous: [UInt8] = []
         var offset = 12
         for _ in 0..<count {
@@ -212,10 +208,10 @@ public final class GitIndex: Sendable {
                 offset += (headerLength + (nameEnd - nameOffset) + 8) & ~7
             }
             let nameLength = names.count - nameStart
-            var directoryLength = 0
-            for position in stride(from: names.count - 1, through: nameStart, by: -1) where names[position] == UInt8(ascii: "/") {
-                directoryLength = position - nameStart + 1
-                break
+            let directoryLength = names.withUnsafeBufferPointer { buffer in
+                var position = buffer.count - 1
+                while position >= nameStart, buffer[position] != UInt8(ascii: "/") { position -= 1 }
+                return position - nameStart + 1
             }
             names.append(0)
             entries.append(Entry(
@@ -378,6 +374,43 @@ public final class GitIndex: Sendable {
             let base = Int(entry.nameStart) + start
             return String(decoding: UnsafeBufferPointer(rebasing: buffer[base..<base + count]), as: UTF8.self)
         }
+    }
+}
+
+extension GitIndex {
+    /// Where the index of the repository holding `directory` is, found without libgit2 (so a
+    /// hook can read it while libgit2 starts): `$GIT_INDEX_FILE`, else `index` in `$GIT_DIR`, else
+    /// in the first `.git` upwards — a directory, or a file saying `gitdir: PATH` (a worktree, a
+    /// submodule). `nil` when there is none.
+    public static func locate(from directory: String) -> String? {
+        if let variable = getenv("GIT_INDEX_FILE"), variable.pointee != 0 { return String(cString: variable) }
+        if let variable = getenv("GIT_DIR"), variable.pointee != 0 { return String(cString: variable) + "/index" }
+        var current = directory
+        while true {
+            var info = stat()
+            let dotGit = current + "/.git"
+            if stat(dotGit, &info) == 0 {
+                if info.st_mode & S_IFMT == S_IFDIR { return dotGit + "/index" }
+                guard let text = try? String(contentsOfGitFile: dotGit), text.hasPrefix("gitdir: ") else { return nil }
+                let gitDirectory = String(text.dropFirst("gitdir: ".count))
+                return (gitDirectory.hasPrefix("/") ? gitDirectory : current + "/" + gitDirectory) + "/index"
+            }
+            guard let slash = current.lastIndex(of: "/"), current != "/" else { return nil }
+            current = slash == current.startIndex ? "/" : String(current[..<slash])
+        }
+    }
+}
+
+extension String {
+    /// A small file's first line.
+    fileprivate init(contentsOfGitFile path: String) throws(GitError) {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { throw GitError(code: .failed, message: "can't read \(path)") }
+        defer { close(descriptor) }
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        let count = read(descriptor, &buffer, buffer.count)
+        guard count > 0 else { throw GitError(code: .failed, message: "can't read \(path)") }
+        self = String(decoding: buffer[0..<count].prefix { $0 != UInt8(ascii: "\n") && $0 != UInt8(ascii: "\r") }, as: UTF8.self)
     }
 }
 

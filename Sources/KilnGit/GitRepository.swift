@@ -1,4 +1,5 @@
 import CGit2
+import Dispatch
 import Synchronization
 
 #if canImport(Glibc)
@@ -80,6 +81,15 @@ public final class GitRepository: @unchecked Sendable {
         return true
     }()
 
+    /// Starts libgit2 on another thread: `git_libgit2_init` takes about 7 ms (Debian's libgit2
+    /// parses the system's CA certificates then), which a caller can spend reading the index or
+    /// a Taskfile. The first ``init(containing:)`` waits for it.
+    ///
+    /// Threading: any thread, any number of times.
+    public static func startLibgit2() {
+        DispatchQueue.global().async { _ = initialized }
+    }
+
     /// Opens the repository that holds `path` (searching upwards, like git).
     ///
     /// - Throws: ``GitError`` `.notARepository` when there is none, or libgit2's failure.
@@ -131,10 +141,11 @@ public final class GitRepository: @unchecked Sendable {
     ///   - hook: The hook's name.
     ///   - arguments: What git passed it.
     ///   - input: Its standard input (pre-push's ref lines).
-    public func hookChanges(_ hook: String, arguments: [String], input: String) throws(GitError) -> [GitChange] {
+    ///   - index: The index, when the caller read it already (pre-commit and commit-msg).
+    public func hookChanges(_ hook: String, arguments: [String], input: String, index: GitIndex? = nil) throws(GitError) -> [GitChange] {
         switch hook {
         case "pre-commit", "commit-msg":
-            return try fastStagedChanges()
+            return try fastStagedChanges(index: index)
         case "pre-push":
             // `<local ref> <local sha> <remote ref> <remote sha>` per line (githooks(5)).
             var changes: [GitChange] = []
@@ -285,9 +296,12 @@ public final class GitRepository: @unchecked Sendable {
     /// The index against HEAD, fast: from the index read directly and its cache-tree
     /// (``stagedChanges(in:)``), honouring `$GIT_INDEX_FILE` as git does for a hook; from the
     /// `git` executable, then libgit2, for an index that reader doesn't know.
-    public func fastStagedChanges() throws(GitError) -> [GitChange] {
+    ///
+    /// - Parameter index: The index, when the caller read it already.
+    public func fastStagedChanges(index: GitIndex? = nil) throws(GitError) -> [GitChange] {
         do {
-            return try stagedChanges(in: try index())
+            if let index { return try stagedChanges(in: index) }
+            return try stagedChanges(in: try self.index())
         } catch where error.code == .unsupportedIndex {
             if let changes = stagedChangesFromGit() { return changes }
             return try stagedChanges()

@@ -104,21 +104,32 @@ extension Kiln {
 
         func run() throws {
             if System.variable("KILN_SKIP_HOOKS") == "1" { Kiln.exit() }
+            let phases = PhaseClock()
+            GitRepository.startLibgit2()  // meanwhile: the Taskfile, and the index
             guard let located = locateTaskfile(options), let taskfile = try? TaskfileLoader().load(path: located.path) else {
                 // No (valid) Taskfile here: nothing to run; a hook never blocks for that.
                 Kiln.exit()
             }
             guard let tasks = taskfile.hooks[name]?.map(\.value), !tasks.isEmpty else { Kiln.exit() }
             let input = name == "pre-push" ? readStandardInput() : ""
+            phases.mark("taskfile")
+            // pre-commit's files are the index's: read it (no libgit2 needed) while libgit2 starts.
+            var index: GitIndex?
+            if name == "pre-commit" || name == "commit-msg", let path = GitIndex.locate(from: located.root) {
+                index = try? GitIndex(path: path)
+            }
+            phases.mark("read index")
             let changed: [String]
             do {
                 let repository = try GitRepository(containing: located.root)
-                changed = try repository.hookChanges(name, arguments: arguments, input: input).flatMap(\.paths)
+                phases.mark("open repository")
+                changed = try repository.hookChanges(name, arguments: arguments, input: input, index: index).flatMap(\.paths)
                     .map { repository.workingDirectory + "/" + $0 }
             } catch {
                 System.writeError("kiln hook \(name): \(error.message)\n")
                 Kiln.exit(withError: ExitCode(ExitStatus.jobFailed))
             }
+            phases.mark("changes")
             // Quick answer when nothing the hook runs is affected (the Taskfile loaded above serves).
             let plan: BuildPlan
             do {
@@ -128,6 +139,8 @@ extension Kiln {
                 exitWithTaskfileErrors(error)
             }
             let affected = plan.affected(by: changed, discovered: discoveredInputs(for: plan))
+            phases.mark("plan and affected")
+            phases.print()
             if affected.tasks.isEmpty {
                 System.writeError("kiln hook \(name): nothing affected (\(affected.changedFiles.count) changed file\(affected.changedFiles.count == 1 ? "" : "s"))\n")
                 Kiln.exit()

@@ -166,6 +166,21 @@ struct GitIndexTests {
         #expect(base.summary(try repository.fastStagedChanges()) == ["modified src/a.c"])
     }
 
+    @Test("the index is found without libgit2: from a subdirectory, and in a linked worktree (a .git file)")
+    func locate() throws {
+        let directory = try base.repository()
+        defer { directory.remove() }
+        #expect(GitIndex.locate(from: directory.path("src")) == directory.path(".git/index"))
+        let worktree = directory.path + "-worktree"
+        defer { try? FileManager.default.removeItem(atPath: worktree) }
+        try base.git(["worktree", "add", "-q", worktree], in: directory)
+        let expected = try requireGit(["rev-parse", "--path-format=absolute", "--git-path", "index"], in: worktree + "/src")
+        let located = try #require(GitIndex.locate(from: worktree + "/src"))
+        #expect(located == expected.trimmingCharacters(in: .whitespacesAndNewlines))
+        #expect(listing(try GitIndex(path: located)) == (try requireGit(["ls-files", "-s"], in: worktree)))
+        #expect(GitIndex.locate(from: "/") == nil)
+    }
+
     @Test("many files in many directories: the counting walk finds exactly the untracked and changed ones")
     func manyFiles() throws {
         let directory = try base.repository()
