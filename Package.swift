@@ -43,7 +43,7 @@ let package = Package(
         .target(name: "CKilnHost"),
         .systemLibrary(name: "CGit2", pkgConfig: "libgit2", providers: [.apt(["libgit2-dev"])]),
         // libgit2 for the changed files of a repository (kiln affected, run --affected).
-        .target(name: "KilnGit", dependencies: ["CGit2"], swiftSettings: swiftSettings),
+        .target(name: "KilnGit", dependencies: ["CGit2", "KilnHost"], swiftSettings: swiftSettings),
         .target(
             name: "CKilnZlib", path: "Plugins/CKilnZlib", linkerSettings: [.linkedLibrary("z")]
         ),

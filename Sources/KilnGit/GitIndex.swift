@@ -383,21 +383,37 @@ extension GitIndex {
     /// in the first `.git` upwards — a directory, or a file saying `gitdir: PATH` (a worktree, a
     /// submodule). `nil` when there is none.
     public static func locate(from directory: String) -> String? {
-        if let variable = getenv("GIT_INDEX_FILE"), variable.pointee != 0 { return String(cString: variable) }
-        if let variable = getenv("GIT_DIR"), variable.pointee != 0 { return String(cString: variable) + "/index" }
+        locateRepository(from: directory)?.index
+    }
+
+    /// The index (as ``locate(from:)`` finds it) and the working directory it describes: where
+    /// `.git` was found, or with `$GIT_DIR` set, `$GIT_WORK_TREE` or the current directory (as git
+    /// has it).
+    public static func locateRepository(from directory: String) -> (index: String, workingDirectory: String)? {
+        let indexFile = getenv("GIT_INDEX_FILE").flatMap { $0.pointee == 0 ? nil : String(cString: $0) }
+        if let variable = getenv("GIT_DIR"), variable.pointee != 0 {
+            let workTree = getenv("GIT_WORK_TREE").flatMap { $0.pointee == 0 ? nil : String(cString: $0) } ?? currentDirectory()
+            return (indexFile ?? String(cString: variable) + "/index", workTree)
+        }
         var current = directory
         while true {
             var info = stat()
             let dotGit = current + "/.git"
             if stat(dotGit, &info) == 0 {
-                if info.st_mode & S_IFMT == S_IFDIR { return dotGit + "/index" }
+                if info.st_mode & S_IFMT == S_IFDIR { return (indexFile ?? dotGit + "/index", current) }
                 guard let text = try? String(contentsOfGitFile: dotGit), text.hasPrefix("gitdir: ") else { return nil }
                 let gitDirectory = String(text.dropFirst("gitdir: ".count))
-                return (gitDirectory.hasPrefix("/") ? gitDirectory : current + "/" + gitDirectory) + "/index"
+                return (indexFile ?? (gitDirectory.hasPrefix("/") ? gitDirectory : current + "/" + gitDirectory) + "/index", current)
             }
             guard let slash = current.lastIndex(of: "/"), current != "/" else { return nil }
             current = slash == current.startIndex ? "/" : String(current[..<slash])
         }
+    }
+
+    private static func currentDirectory() -> String {
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        guard getcwd(&buffer, buffer.count) != nil else { return "." }
+        return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 }
 

@@ -86,6 +86,10 @@ public final class GitRepository: @unchecked Sendable {
     /// a Taskfile. The first ``init(containing:)`` waits for it.
     ///
     /// Threading: any thread, any number of times.
+    static func ensureLibgit2() {
+        _ = initialized
+    }
+
     public static func startLibgit2() {
         DispatchQueue.global().async { _ = initialized }
     }

@@ -102,7 +102,7 @@ extension Kiln {
                 dryRun
                 ? BuildState(root: root, lock: lock) { System.writeError($0 + "\n") }
                 : BuildState(root: root, lock: lock ?? takeLock(root: root, wait: wait)) { System.writeError($0 + "\n") }
-            let incremental = IncrementalState(state: buildState, root: root, previous: scan)
+            let incremental = IncrementalState(state: buildState, root: root, previous: scan, tracked: trackedContent(root: root))
             phases.mark("open state")
             if dryRun {
                 // Exactly the jobs a real run would start now (and those waiting on them).
@@ -162,6 +162,7 @@ extension Kiln {
             if let jsonWriter { jsonWriter.runFinished(summary, seconds: seconds) } else { console.runFinished(summary, seconds: seconds) }
             phases.mark("report")
             phases.print()
+            if debugging("hashes") { System.writeError("kiln: hashes: \(incremental.hashingStatistics)\n") }
             // Exit here rather than return: the kernel frees a large graph faster than deinit does.
             if summary.interrupted { Kiln.exit(withError: ExitCode(ExitStatus.interrupted)) }
             if !summary.succeededOverall { Kiln.exit(withError: ExitCode(ExitStatus.jobFailed)) }
@@ -190,12 +191,17 @@ final class SignalWatcher: Sendable {
     }
 }
 
+/// Whether `KILN_DEBUG` (a comma-separated list) names `topic`: `phases`, `hashes`.
+func debugging(_ topic: String) -> Bool {
+    getenv("KILN_DEBUG").map { String(cString: $0).split(separator: ",").contains(Substring(topic)) } ?? false
+}
+
 /// With `KILN_DEBUG=phases` in the environment, prints how long each phase of a run took to
 /// standard error (like ninja's `-d stats`).
 ///
 /// Threading: used by the main thread only.
 final class PhaseClock {
-    private let enabled = getenv("KILN_DEBUG").map { String(cString: $0).split(separator: ",").contains("phases") } ?? false
+    private let enabled = debugging("phases")
     private var text = "kiln: phases (ms):"
     private var last = DispatchTime.now().uptimeNanoseconds
 

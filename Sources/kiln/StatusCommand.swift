@@ -91,7 +91,7 @@ private func evaluate(_ options: TaskfileOptions, targets: [String], remoteKeys:
     let state = openBuildStateForReading(root: root)
     // The snapshot only when no run is changing things under it.
     let scan = state.lock == nil ? nil : UpToDateSnapshot.scan(root: root, taskfilePath: project.taskfile.path, targets: targets)
-    return IncrementalState(state: state, root: root, previous: scan).verdicts(plan, remoteKeys: remoteKeys)
+    return IncrementalState(state: state, root: root, previous: scan, tracked: trackedContent(root: root)).verdicts(plan, remoteKeys: remoteKeys)
 }
 
 extension JobVerdict {

@@ -18,18 +18,18 @@ public struct JobRecord: Sendable, Equatable {
     public var finishedAt: Int64
     /// The hash of its resolved definition (kind, command, directory, environment).
     public var definition: ContentHash
-    /// Its inputs' hashes, by path relative to its directory.
-    public var inputs: [String: ContentHash]
+    /// Its inputs' hashes (each with its algorithm), by path relative to its directory.
+    public var inputs: [String: FileDigest]
     /// Its dependencies' output signatures, by task name.
     public var dependencies: [String: ContentHash]
     /// Inputs its depfile named (headers a compile read), by path: inputs of its next run.
-    public var discovered: [String: ContentHash]
+    public var discovered: [String: FileDigest]
 
     /// Creates a record.
     public init(
         signature: ContentHash, outputs: [String: ContentHash], finishedAt: Int64,
-        definition: ContentHash = ContentHash(high: 0, low: 0), inputs: [String: ContentHash] = [:],
-        dependencies: [String: ContentHash] = [:], discovered: [String: ContentHash] = [:]
+        definition: ContentHash = ContentHash(high: 0, low: 0), inputs: [String: FileDigest] = [:],
+        dependencies: [String: ContentHash] = [:], discovered: [String: FileDigest] = [:]
     ) {
         self.signature = signature
         self.outputs = outputs
@@ -75,7 +75,7 @@ public struct BuildStateError: Error, Sendable, CustomStringConvertible {
 /// Threading: every member from any thread; the connection is used under its mutex.
 public final class BuildState: @unchecked Sendable {
     /// Bump when the tables or the record encoding change: an older state is then discarded.
-    static let format = "4"
+    static let format = "5"
 
     /// The database file.
     public let path: String
@@ -181,14 +181,14 @@ public final class BuildState: @unchecked Sendable {
     public func loadFiles() -> [String: HashedFile] {
         var result: [String: HashedFile] = [:]
         result.reserveCapacity(count(of: "files"))
-        query("SELECT path, modified, changed, size, inode, hash_high, hash_low, hashed_at FROM files") { statement in
+        query("SELECT path, modified, changed, size, inode, hash_high, hash_low, hashed_at, algorithm FROM files") { statement in
             guard let path = Self.text(statement, 0) else { return }
             result[path] = Self.hashedFile(statement, from: 1)
         }
         return result
     }
 
-    /// A file record from seven columns starting at `first`.
+    /// A file record from eight columns starting at `first`.
     private static func hashedFile(_ statement: OpaquePointer, from first: Int32) -> HashedFile {
         let stat = FileStat(
             modified: sqlite3_column_int64(statement, first), changed: sqlite3_column_int64(statement, first + 1),
@@ -198,7 +198,10 @@ public final class BuildState: @unchecked Sendable {
             high: UInt64(bitPattern: sqlite3_column_int64(statement, first + 4)),
             low: UInt64(bitPattern: sqlite3_column_int64(statement, first + 5))
         )
-        return HashedFile(stat: stat, hash: hash, hashedAt: sqlite3_column_int64(statement, first + 6))
+        return HashedFile(
+            stat: stat, hash: hash, hashedAt: sqlite3_column_int64(statement, first + 6),
+            algorithm: HashAlgorithm(rawValue: UInt8(truncatingIfNeeded: sqlite3_column_int64(statement, first + 7))) ?? .xxh3
+        )
     }
 
     /// One job's record, read when it is needed (`nil`: none, or it can't be decoded).
@@ -213,7 +216,7 @@ public final class BuildState: @unchecked Sendable {
     /// One file's recorded hash, read when it is needed.
     public func loadFile(path: String) -> HashedFile? {
         var result: HashedFile?
-        lookup("SELECT modified, changed, size, inode, hash_high, hash_low, hashed_at FROM files WHERE path = ?1", path) { statement in
+        lookup("SELECT modified, changed, size, inode, hash_high, hash_low, hashed_at, algorithm FROM files WHERE path = ?1", path) { statement in
             result = Self.hashedFile(statement, from: 0)
         }
         return result
@@ -261,7 +264,10 @@ public final class BuildState: @unchecked Sendable {
             guard let database = handle.database else { return }
             sqlite3_exec(database, "BEGIN", nil, nil, nil)
             var statement: OpaquePointer?
-            let sql = "INSERT OR REPLACE INTO files(path, modified, changed, size, inode, hash_high, hash_low, hashed_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"
+            let sql = """
+                INSERT OR REPLACE INTO files(path, modified, changed, size, inode, hash_high, hash_low, hashed_at, algorithm)
+                VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
+                """
             if sqlite3_prepare_v2(database, sql, -1, &statement, nil) == SQLITE_OK {
                 for (path, file) in files {
                     sqlite3_reset(statement)
@@ -273,6 +279,7 @@ public final class BuildState: @unchecked Sendable {
                     sqlite3_bind_int64(statement, 6, Int64(bitPattern: file.hash.high))
                     sqlite3_bind_int64(statement, 7, Int64(bitPattern: file.hash.low))
                     sqlite3_bind_int64(statement, 8, file.hashedAt)
+                    sqlite3_bind_int64(statement, 9, Int64(file.algorithm.rawValue))
                     sqlite3_step(statement)
                 }
             }
@@ -313,7 +320,7 @@ public final class BuildState: @unchecked Sendable {
         let tables = """
             CREATE TABLE IF NOT EXISTS jobs(key TEXT PRIMARY KEY, record BLOB NOT NULL) WITHOUT ROWID;
             CREATE TABLE IF NOT EXISTS files(path TEXT PRIMARY KEY, modified INTEGER, changed INTEGER, size INTEGER,
-                inode INTEGER, hash_high INTEGER, hash_low INTEGER, hashed_at INTEGER) WITHOUT ROWID;
+                inode INTEGER, hash_high INTEGER, hash_low INTEGER, hashed_at INTEGER, algorithm INTEGER) WITHOUT ROWID;
             """
         // No `quick_check` here: it reads the whole file on every run. Damage shows up as
         // SQLITE_CORRUPT or SQLITE_NOTADB when a page is used, and is handled there.
@@ -427,7 +434,7 @@ public final class BuildState: @unchecked Sendable {
         writer.write(Int(record.finishedAt))
         writer.write(record.definition.high)
         writer.write(record.definition.low)
-        for table in [record.outputs, record.inputs, record.dependencies, record.discovered] {
+        func write(_ table: [String: ContentHash]) {
             writer.write(table.count)
             for (path, hash) in table.sorted(by: { $0.key < $1.key }) {
                 writer.write(path)
@@ -435,6 +442,20 @@ public final class BuildState: @unchecked Sendable {
                 writer.write(hash.low)
             }
         }
+        // File hashes carry their algorithm: one byte before the hash.
+        func write(_ table: [String: FileDigest]) {
+            writer.write(table.count)
+            for (path, digest) in table.sorted(by: { $0.key < $1.key }) {
+                writer.write(path)
+                writer.write(byte: digest.algorithm.rawValue)
+                writer.write(digest.hash.high)
+                writer.write(digest.hash.low)
+            }
+        }
+        write(record.outputs)
+        write(record.inputs)
+        write(record.dependencies)
+        write(record.discovered)
         return writer.bytes
     }
 
@@ -443,8 +464,7 @@ public final class BuildState: @unchecked Sendable {
         guard let high = reader.readUInt64(), let low = reader.readUInt64(), let finishedAt = reader.readInteger(),
             let definitionHigh = reader.readUInt64(), let definitionLow = reader.readUInt64()
         else { return nil }
-        var tables: [[String: ContentHash]] = []
-        for _ in 0..<4 {
+        func hashes() -> [String: ContentHash]? {
             guard let count = reader.readInteger(), count >= 0, count <= bytes.count else { return nil }
             var table: [String: ContentHash] = [:]
             for _ in 0..<count {
@@ -452,13 +472,26 @@ public final class BuildState: @unchecked Sendable {
                 else { return nil }
                 table[path] = ContentHash(high: entryHigh, low: entryLow)
             }
-            tables.append(table)
+            return table
         }
-        guard reader.offset == bytes.count else { return nil }
+        func digests() -> [String: FileDigest]? {
+            guard let count = reader.readInteger(), count >= 0, count <= bytes.count else { return nil }
+            var table: [String: FileDigest] = [:]
+            for _ in 0..<count {
+                guard let path = reader.readString(), let byte = reader.readByte(), let algorithm = HashAlgorithm(rawValue: byte),
+                    let entryHigh = reader.readUInt64(), let entryLow = reader.readUInt64()
+                else { return nil }
+                table[path] = FileDigest(ContentHash(high: entryHigh, low: entryLow), algorithm)
+            }
+            return table
+        }
+        guard let outputs = hashes(), let inputs = digests(), let dependencies = hashes(), let discovered = digests(),
+            reader.offset == bytes.count
+        else { return nil }
         return JobRecord(
-            signature: ContentHash(high: high, low: low), outputs: tables[0], finishedAt: Int64(finishedAt),
-            definition: ContentHash(high: definitionHigh, low: definitionLow), inputs: tables[1], dependencies: tables[2],
-            discovered: tables[3]
+            signature: ContentHash(high: high, low: low), outputs: outputs, finishedAt: Int64(finishedAt),
+            definition: ContentHash(high: definitionHigh, low: definitionLow), inputs: inputs, dependencies: dependencies,
+            discovered: discovered
         )
     }
 }

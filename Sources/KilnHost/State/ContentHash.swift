@@ -58,6 +58,48 @@ public struct ContentHash: Hashable, Sendable, CustomStringConvertible {
     }
 }
 
+/// Which algorithm produced a file's hash. The build state records it beside every file hash,
+/// so a hash is only ever compared with one made the same way.
+///
+/// Threading: a value type.
+public enum HashAlgorithm: UInt8, Sendable, CustomStringConvertible {
+    /// XXH3-128 of the file's bytes, computed by reading it.
+    case xxh3 = 0
+    /// The file's git blob id (SHA-1 of `blob SIZE\0` and the bytes), first 128 bits: read from
+    /// the git index for a tracked file that is clean, so the file isn't read at all.
+    case gitBlob = 1
+
+    /// The name `kiln explain` prints.
+    public var description: String {
+        switch self {
+        case .xxh3: "xxh3-128"
+        case .gitBlob: "git-blob"
+        }
+    }
+}
+
+/// A file's hash and the algorithm that produced it.
+///
+/// Threading: a value type.
+public struct FileDigest: Hashable, Sendable, CustomStringConvertible {
+    /// The hash.
+    public var hash: ContentHash
+    /// How it was made.
+    public var algorithm: HashAlgorithm
+
+    /// Creates a value.
+    public init(_ hash: ContentHash, _ algorithm: HashAlgorithm = .xxh3) {
+        self.hash = hash
+        self.algorithm = algorithm
+    }
+
+    /// The digest of a file that doesn't exist (or can't be read): zero.
+    public static let absent = FileDigest(ContentHash(high: 0, low: 0))
+
+    /// `algorithm:hash`.
+    public var description: String { "\(algorithm):\(hash)" }
+}
+
 /// Feeds several parts into one hash (a job signature: its definition, inputs, dependencies).
 /// Each part is length-prefixed, so `("ab", "c")` and `("a", "bc")` differ.
 ///
@@ -91,6 +133,13 @@ public struct ContentHasher: ~Copyable {
     public mutating func combine(_ hash: ContentHash) {
         var parts = (hash.high, hash.low)
         withUnsafeBytes(of: &parts) { combineRaw($0) }
+    }
+
+    /// Adds a file's digest: its algorithm, then its hash.
+    public mutating func combine(_ digest: FileDigest) {
+        var algorithm = digest.algorithm.rawValue
+        withUnsafeBytes(of: &algorithm) { combineRaw($0) }
+        combine(digest.hash)
     }
 
     /// The hash of everything added.

@@ -84,7 +84,9 @@ public final class IncrementalState: Sendable {
     ///   - previous: The scan of the last run's snapshot: a job it has, that watches no changed
     ///     path and whose dependencies publish what they published then, is up to date without a
     ///     check.
-    public init(state: BuildState?, root: String, previous: UpToDateSnapshot.Scan? = nil) {
+    ///   - tracked: The git index's content ids of clean tracked files (inputs hashed through git,
+    ///     not read), or `nil` outside git.
+    public init(state: BuildState?, root: String, previous: UpToDateSnapshot.Scan? = nil, tracked: (any TrackedContent)? = nil) {
         self.state = state
         self.root = root
         self.previous = previous
@@ -100,10 +102,10 @@ public final class IncrementalState: Sendable {
         // mostly run, and a row read per job costs nothing beside running it but keeps memory flat.
         if previous != nil, let state {
             initialRecords = nil
-            hasher = FileHasher(root: root, lookup: { state.loadFile(path: $0) })
+            hasher = FileHasher(root: root, lookup: { state.loadFile(path: $0) }, tracked: tracked)
         } else {
             initialRecords = state?.loadJobs() ?? [:]
-            hasher = FileHasher(known: state?.loadFiles() ?? [:], root: root)
+            hasher = FileHasher(known: state?.loadFiles() ?? [:], root: root, tracked: tracked)
         }
     }
 
@@ -174,15 +176,17 @@ public final class IncrementalState: Sendable {
         let definition = hasher.finalize()
 
         var watched = Watched()
-        var inputHashes: [String: ContentHash] = [:]
+        var inputHashes: [String: FileDigest] = [:]
         // Declared inputs, and those the job's depfile named last time (headers a compile read).
         let recorded = record(key)
         var inputs = expand(request.inputs, in: request.directory, watched: &watched)
         for path in (recorded?.discovered.keys).map(Array.init) ?? [] where !inputs.contains(path) { inputs.append(path) }
         for input in inputs {
-            // A missing or unreadable input counts as the zero hash: it changes when the file appears.
-            inputHashes[input] = watched.hash(projectPath(input, in: request.directory), with: self.hasher)?.hash
-                ?? ContentHash(high: 0, low: 0)
+            // Hashed the way the record's hash was (a blob id from git, or XXH3), so a file that was
+            // committed or edited since isn't taken for a changed one. A missing or unreadable input
+            // counts as the zero hash: it changes when the file appears.
+            let algorithm = (recorded?.inputs[input] ?? recorded?.discovered[input])?.algorithm
+            inputHashes[input] = watched.hash(projectPath(input, in: request.directory), as: algorithm, with: self.hasher)?.digest ?? .absent
         }
         var dependencyHashes: [String: ContentHash] = [:]
         published.withLock { table in
@@ -209,7 +213,7 @@ public final class IncrementalState: Sendable {
             return check(.outputMissing(output))
         }
         for (output, recordedHash) in record.outputs.sorted(by: { $0.key < $1.key }) {
-            guard let current = watched.hash(projectPath(output, in: request.directory), with: self.hasher) else {
+            guard let current = watched.hash(projectPath(output, in: request.directory), as: .xxh3, with: self.hasher) else {
                 return check(.outputMissing(output))
             }
             if current.hash != recordedHash { return check(.outputModified(output)) }
@@ -236,9 +240,10 @@ public final class IncrementalState: Sendable {
         /// `nil` once a file changed while it was read: the verdict can't be pinned to a state.
         var paths: [WatchedPath]? = []
 
-        /// Hashes a file through the hasher and notes what the hash rests on.
-        mutating func hash(_ path: String, with hasher: FileHasher) -> (hash: ContentHash, source: FileHasher.Source, record: HashedFile?)? {
-            let found = (try? hasher.hash(path)) ?? nil
+        /// Hashes a file through the hasher (in `algorithm`, when the hash is compared with a
+        /// recorded one) and notes what the hash rests on.
+        mutating func hash(_ path: String, as algorithm: HashAlgorithm? = nil, with hasher: FileHasher) -> FileHasher.Found? {
+            let found = (try? hasher.hash(path, as: algorithm)) ?? nil
             guard paths != nil else { return found }
             if let found {
                 if let record = found.record { paths!.append(WatchedPath(path: path, file: record)) } else { paths = nil }
@@ -266,9 +271,9 @@ public final class IncrementalState: Sendable {
     static func signature(of parts: Parts) -> ContentHash {
         var hasher = ContentHasher()
         hasher.combine(parts.definition)
-        for (path, hash) in parts.inputs.sorted(by: { $0.key < $1.key }) {
+        for (path, digest) in parts.inputs.sorted(by: { $0.key < $1.key }) {
             hasher.combine(path)
-            hasher.combine(hash)
+            hasher.combine(digest)
         }
         for (name, hash) in parts.dependencies.sorted(by: { $0.key < $1.key }) {
             hasher.combine(name)
@@ -285,18 +290,19 @@ public final class IncrementalState: Sendable {
     ) {
         var watched = Watched(paths: check.watched)
         var outputs: [String: ContentHash] = [:]
+        // Outputs are read (XXH3): the job just wrote them, so the index can't vouch for them.
         for output in expand(request.outputs, in: request.directory, watched: &watched) {
-            if let found = watched.hash(projectPath(output, in: request.directory), with: hasher) { outputs[output] = found.hash }
+            if let found = watched.hash(projectPath(output, in: request.directory), as: .xxh3, with: hasher) { outputs[output] = found.hash }
         }
         var parts = check.parts
-        var discovered: [String: ContentHash] = [:]
+        var discovered: [String: FileDigest] = [:]
         if let depfile {
             let path = Path.join(request.directory, depfile)
             if let text = try? Files.readText(path) {
                 let declared = Set(outputs.keys)
                 for input in Depfile.prerequisites(text) where !declared.contains(input) {
                     let found = watched.hash(projectPath(input, in: request.directory), with: hasher)
-                    discovered[input] = found?.hash ?? ContentHash(high: 0, low: 0)
+                    discovered[input] = found?.digest ?? .absent
                 }
                 if !keepDepfile { _ = unlink(path) }
             }
@@ -342,7 +348,7 @@ public final class IncrementalState: Sendable {
     /// job signatures.
     public func watch(files: [String]) {
         var watched = Watched()
-        for file in files { _ = watched.hash(relative(file), with: hasher) }
+        for file in files { _ = watched.hash(relative(file), as: .xxh3, with: hasher) }
         guard let paths = watched.paths else {
             recorder.record(key: "\u{0}files the run rests on", alwaysRuns: false, paths: nil)  // can't vouch: incomplete
             return
@@ -375,6 +381,9 @@ public final class IncrementalState: Sendable {
         published.withLock { $0[task] = signature }
     }
 
+    /// How this run's file hashes were obtained (`KILN_DEBUG=hashes`).
+    public var hashingStatistics: FileHasher.Statistics { hasher.statistics }
+
     /// Saves the file hashes learned during the run.
     public func saveFiles() {
         state?.save(changedFiles: hasher.takeChangedRecords())
@@ -399,7 +408,7 @@ public final class IncrementalState: Sendable {
     /// Threading: a value type.
     public struct Parts: Sendable {
         var definition: ContentHash
-        var inputs: [String: ContentHash]
+        var inputs: [String: FileDigest]
         var dependencies: [String: ContentHash]
     }
 

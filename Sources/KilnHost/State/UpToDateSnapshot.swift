@@ -18,6 +18,9 @@ public struct WatchedPath: Sendable, Equatable {
         case file = 1
         /// A directory a glob read: its entries must be the same.
         case directory = 2
+        /// A file whose hash is its git blob id, from the index: unchanged only while its status
+        /// is (reading it can't tell without git; the job's check can).
+        case trackedFile = 3
     }
 
     /// Project-relative (or absolute, outside the project).
@@ -37,7 +40,7 @@ public struct WatchedPath: Sendable, Equatable {
 
     /// A file as the hasher recorded it.
     init(path: String, file: HashedFile) {
-        self.init(path: path, kind: .file, stat: file.stat, hash: file.hash, seenAt: file.hashedAt)
+        self.init(path: path, kind: file.algorithm == .gitBlob ? .trackedFile : .file, stat: file.stat, hash: file.hash, seenAt: file.hashedAt)
     }
 
     /// A path that didn't exist at `seenAt`.
@@ -79,7 +82,7 @@ public struct WatchedPath: Sendable, Equatable {
         switch kind {
         case .absent:
             return .changed
-        case .directory:
+        case .directory, .trackedFile:
             return current == stat && seenAt - current.modified > FileHasher.racyWindow ? .unchanged : .changed
         case .file:
             if current == stat, seenAt - current.modified > FileHasher.racyWindow { return .unchanged }
@@ -138,7 +141,7 @@ public struct UpToDateSnapshot: Sendable {
 
     static let magic = Array("KILNSNP\u{1}".utf8)
     /// Bump when the encoding or the meaning of the snapshot changes.
-    static let formatVersion = 2
+    static let formatVersion = 3
 
     /// The snapshot file of a project.
     public static func path(root: String) -> String { root + "/.kiln/snapshot" }

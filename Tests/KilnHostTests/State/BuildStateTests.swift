@@ -27,6 +27,31 @@ struct BuildStateTests {
         #expect(state.loadJobs().isEmpty)
     }
 
+    @Test("each file hash keeps the algorithm that made it: in the files table and in job records")
+    func algorithmsAreRecorded() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let stat = FileStat(modified: 1, changed: 2, size: 3, inode: 4)
+        let withDigests = JobRecord(
+            signature: ContentHash(high: 1, low: 2), outputs: ["build/a.o": ContentHash(high: 3, low: 4)], finishedAt: 42,
+            inputs: ["src/a.c": FileDigest(ContentHash(high: 5, low: 6), .gitBlob), "src/b.c": FileDigest(ContentHash(high: 7, low: 8), .xxh3)],
+            discovered: ["include/a.h": FileDigest(ContentHash(high: 9, low: 10), .gitBlob)]
+        )
+        do {
+            let state = try BuildState(root: directory.path) { _ in }
+            state.save(withDigests, for: "compile src/a.c")
+            state.save(files: [
+                "src/a.c": HashedFile(stat: stat, hash: ContentHash(high: 5, low: 6), hashedAt: 7, algorithm: .gitBlob),
+                "src/b.c": HashedFile(stat: stat, hash: ContentHash(high: 7, low: 8), hashedAt: 7),
+            ])
+        }
+        let state = try BuildState(root: directory.path) { _ in }
+        #expect(state.loadJob(key: "compile src/a.c") == withDigests)
+        #expect(state.loadJob(key: "compile src/a.c")?.inputs["src/a.c"]?.algorithm == .gitBlob)
+        #expect(state.loadFiles()["src/a.c"]?.algorithm == .gitBlob)
+        #expect(state.loadFile(path: "src/b.c")?.algorithm == .xxh3)
+    }
+
     @Test("a corrupt database is moved aside with a warning, and the run starts from nothing")
     func corruptDatabaseIsMovedAside() throws {
         let directory = try TemporaryDirectory()

@@ -79,4 +79,45 @@ struct FileHasherTests {
         #expect(try hasher.hash(file) == nil)
         #expect(hasher.records[file] == nil)
     }
+
+    /// A stand-in index: vouches for listed paths whose status is the one given.
+    struct Index: TrackedContent {
+        var entries: [String: (status: FileStat, id: ContentHash)]
+        func contentID(of path: String, status: FileStat) -> ContentHash? {
+            entries[path].flatMap { $0.status == status ? $0.id : nil }
+        }
+        func computeContentID(of file: String) -> ContentHash? {
+            (try? FileContent.hash(file)).map { ContentHash(high: ~$0.high, low: ~$0.low) }  // any other function of the bytes
+        }
+    }
+
+    @Test("a file the index vouches for isn't read; a record made that way is compared in its own algorithm")
+    func trackedContent() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let file = try directory.write("src/a.c", "int a;")
+        try age(file, seconds: 10)
+        let blob = ContentHash(high: 0xb10b, low: 1)
+        let index = Index(entries: ["src/a.c": (try #require(FileStat.of(file)), blob)])
+        let hasher = FileHasher(root: directory.path, tracked: index)
+        let vouched = try #require(try hasher.hash("src/a.c"))
+        #expect(vouched.source == .index)
+        #expect(vouched.digest == FileDigest(blob, .gitBlob))
+        #expect(hasher.statistics.fromIndex == 1 && hasher.statistics.read == 0)
+        // Asked for XXH3 (the record being compared was made by reading): read.
+        let read = try #require(try hasher.hash("src/a.c", as: .xxh3))
+        #expect(read.source == .read)
+        #expect(read.digest == FileDigest(ContentHash.of("int a;"), .xxh3))
+        // Touched: the index no longer vouches; a git-blob record is compared with the id
+        // computed from the bytes, and that is kept (not read again while the status holds).
+        try age(file, seconds: 5)
+        let computed = try #require(try hasher.hash("src/a.c", as: .gitBlob))
+        #expect(computed.source == .read)
+        #expect(computed.digest.algorithm == .gitBlob)
+        #expect(try hasher.hash("src/a.c", as: .gitBlob)?.source == .recorded)
+        // With no preference and no index vouching: XXH3.
+        #expect(try hasher.hash("src/a.c")?.digest.algorithm == .xxh3)
+        // Without an index, a git-blob record can't be matched: XXH3, which differs (the job reruns).
+        #expect(try FileHasher(root: directory.path).hash("src/a.c", as: .gitBlob)?.digest.algorithm == .xxh3)
+    }
 }

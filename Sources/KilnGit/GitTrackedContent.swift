@@ -1,0 +1,63 @@
+import CGit2
+import KilnHost
+import Synchronization
+
+/// Hashing through git: the index's blob ids as the content hashes of a project's clean tracked
+/// files, so kiln doesn't read them (``TrackedContent``, the host's seam).
+///
+/// A file is vouched for when its index entry is a regular file at stage 0 (not skip-worktree,
+/// not intent-to-add) whose recorded status — size, mtime, ctime, inode, as git compares them —
+/// is the file's, and whose mtime is older than the index file (else it is racily clean: it may
+/// have changed within the same timestamp). The index is read on first use.
+///
+/// Threading: any member from any thread; the index is loaded once under a mutex.
+public final class GitTrackedContent: TrackedContent {
+    private let indexPath: String
+    /// The project root relative to the working directory, with a trailing `/` (empty at the top).
+    private let prefix: String
+    private let loaded = Mutex<(done: Bool, index: GitIndex?)>((false, nil))
+
+    /// The view of the repository holding `projectRoot`, or `nil` outside git.
+    public init?(projectRoot: String) {
+        guard let location = GitIndex.locateRepository(from: projectRoot) else { return nil }
+        let top = location.workingDirectory
+        if projectRoot == top {
+            prefix = ""
+        } else if projectRoot.hasPrefix(top + "/") {
+            prefix = String(projectRoot.dropFirst(top.count + 1)) + "/"
+        } else {
+            return nil
+        }
+        indexPath = location.index
+    }
+
+    private var index: GitIndex? {
+        loaded.withLock { state in
+            if !state.done { state = (true, try? GitIndex(path: indexPath)) }
+            return state.index
+        }
+    }
+
+    public func contentID(of path: String, status: FileStat) -> ContentHash? {
+        guard let index, let entry = index.entry(for: prefix + path), entry.mode & 0o170000 == 0o100000,
+            !entry.skipsWorktree, !entry.isIntentToAdd
+        else { return nil }
+        func seconds(_ time: Int64) -> UInt32 { UInt32(truncatingIfNeeded: time / 1_000_000_000) }
+        func nanoseconds(_ time: Int64) -> UInt32 { UInt32(truncatingIfNeeded: time % 1_000_000_000) }
+        guard UInt32(truncatingIfNeeded: status.size) == entry.size, UInt32(truncatingIfNeeded: status.inode) == entry.inode,
+            seconds(status.modified) == entry.modified.seconds, nanoseconds(status.modified) == entry.modified.nanoseconds,
+            seconds(status.changed) == entry.changed.seconds, nanoseconds(status.changed) == entry.changed.nanoseconds,
+            Int64(entry.modified.seconds) * 1_000_000_000 + Int64(entry.modified.nanoseconds) < index.modified
+        else { return nil }
+        let id = entry.id.prefix128
+        return ContentHash(high: id.high, low: id.low)
+    }
+
+    public func computeContentID(of file: String) -> ContentHash? {
+        GitRepository.ensureLibgit2()
+        var oid = git_oid()
+        guard git_odb_hashfile(&oid, file, GIT_OBJECT_BLOB) == 0 else { return nil }
+        let id = GitObjectID(oid).prefix128
+        return ContentHash(high: id.high, low: id.low)
+    }
+}
