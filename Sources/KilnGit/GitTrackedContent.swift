@@ -39,7 +39,7 @@ public final class GitTrackedContent: TrackedContent {
     }
 
     public func contentID(of path: String, status: FileStat) -> ContentHash? {
-        guard let index, let entry = index.entry(for: prefix + path), entry.mode & 0o170000 == 0o100000,
+        guard let index, let entry = index.entry(for: prefix.isEmpty ? path : prefix + path), entry.mode & 0o170000 == 0o100000,
             !entry.skipsWorktree, !entry.isIntentToAdd
         else { return nil }
         func seconds(_ time: Int64) -> UInt32 { UInt32(truncatingIfNeeded: time / 1_000_000_000) }

@@ -60,3 +60,31 @@ func runChild(
     let kilobytes = report.split(separator: "\n").last.flatMap { Double($0.trimmingCharacters(in: .whitespaces)) } ?? 0
     return ChildRun(seconds: seconds, peakMegabytes: kilobytes / 1024, status: exitStatus, output: output)
 }
+
+/// Wall-clock seconds of a short command spawned directly — no shell, `time` or `timeout` in
+/// front of it, whose own start-up would swamp a 20 ms measurement — with its output discarded.
+func timeDirect(_ arguments: [String], in directory: String, environment: [String: String] = [:]) -> Double {
+    var fileActions = posix_spawn_file_actions_t()
+    posix_spawn_file_actions_init(&fileActions)
+    defer { posix_spawn_file_actions_destroy(&fileActions) }
+    posix_spawn_file_actions_addopen(&fileActions, 1, "/dev/null", O_WRONLY, 0)
+    posix_spawn_file_actions_addopen(&fileActions, 2, "/dev/null", O_WRONLY, 0)
+    var env = ProcessInfo.processInfo.environment
+    env.merge(environment) { _, new in new }
+    let envp = env.map { strdup("\($0.key)=\($0.value)") } + [nil]
+    let argv = arguments.map { strdup($0) } + [nil]
+    defer {
+        for pointer in envp { free(pointer) }
+        for pointer in argv { free(pointer) }
+    }
+    // The child starts in `directory`: kiln-bench runs one command at a time, so it moves there.
+    let previous = FileManager.default.currentDirectoryPath
+    _ = FileManager.default.changeCurrentDirectoryPath(directory)
+    defer { _ = FileManager.default.changeCurrentDirectoryPath(previous) }
+    let start = DispatchTime.now().uptimeNanoseconds
+    var pid: pid_t = 0
+    guard posix_spawn(&pid, arguments[0], &fileActions, nil, argv, envp) == 0 else { return .nan }
+    var status: Int32 = 0
+    while waitpid(pid, &status, 0) < 0, errno == EINTR {}
+    return Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+}

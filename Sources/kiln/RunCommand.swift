@@ -72,9 +72,13 @@ extension Kiln {
             // and kiln says so without loading the Taskfile model or the build state.
             var lock: ProjectLock?
             var scan: UpToDateSnapshot.Scan?
+            var tracked: GitTrackedContent?
             if let located = locateTaskfile(options), !affected {
                 lock = dryRun ? try? ProjectLock(root: located.root, wait: false) : takeLock(root: located.root, wait: wait)
-                scan = UpToDateSnapshot.scan(root: located.root, taskfilePath: located.path, targets: tasks, mayRewrite: lock != nil)
+                tracked = trackedContent(root: located.root)
+                scan = UpToDateSnapshot.scan(
+                    root: located.root, taskfilePath: located.path, targets: tasks, mayRewrite: lock != nil, tracked: tracked
+                )
                 phases.mark("snapshot")
                 if let scan, scan.isNoOp, !explain, !verbose, !json, trace == nil {
                     if !dryRun {
@@ -102,7 +106,7 @@ extension Kiln {
                 dryRun
                 ? BuildState(root: root, lock: lock) { System.writeError($0 + "\n") }
                 : BuildState(root: root, lock: lock ?? takeLock(root: root, wait: wait)) { System.writeError($0 + "\n") }
-            let incremental = IncrementalState(state: buildState, root: root, previous: scan, tracked: trackedContent(root: root))
+            let incremental = IncrementalState(state: buildState, root: root, previous: scan, tracked: tracked ?? trackedContent(root: root))
             phases.mark("open state")
             if dryRun {
                 // Exactly the jobs a real run would start now (and those waiting on them).

@@ -90,8 +90,9 @@ private func evaluate(_ options: TaskfileOptions, targets: [String], remoteKeys:
     let root = project.taskfile.root
     let state = openBuildStateForReading(root: root)
     // The snapshot only when no run is changing things under it.
-    let scan = state.lock == nil ? nil : UpToDateSnapshot.scan(root: root, taskfilePath: project.taskfile.path, targets: targets)
-    return IncrementalState(state: state, root: root, previous: scan, tracked: trackedContent(root: root)).verdicts(plan, remoteKeys: remoteKeys)
+    let tracked = trackedContent(root: root)
+    let scan = state.lock == nil ? nil : UpToDateSnapshot.scan(root: root, taskfilePath: project.taskfile.path, targets: targets, tracked: tracked)
+    return IncrementalState(state: state, root: root, previous: scan, tracked: tracked).verdicts(plan, remoteKeys: remoteKeys)
 }
 
 extension JobVerdict {

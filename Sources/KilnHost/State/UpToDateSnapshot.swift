@@ -73,8 +73,9 @@ public struct WatchedPath: Sendable, Equatable {
     }
 
     /// Compares the path with the record: by `stat` alone when the recorded status can be
-    /// trusted, and by reading a file whose status can't. `root` resolves relative paths.
-    func compare(root: String, rootDescriptor: Int32 = AT_FDCWD) -> Comparison {
+    /// trusted, and by reading a file whose status can't — or, for a file hashed through git, by
+    /// asking the index (`tracked`) for its blob id. `root` resolves relative paths.
+    func compare(root: String, rootDescriptor: Int32 = AT_FDCWD, tracked: (any TrackedContent)? = nil) -> Comparison {
         let seen = FileHasher.realTime()
         let status = rootDescriptor == AT_FDCWD ? FileStat.of(path.hasPrefix("/") ? path : root + "/" + path) : FileStat.of(path, relativeTo: rootDescriptor)
         guard let current = status else { return kind == .absent ? .unchanged : .changed }
@@ -82,8 +83,13 @@ public struct WatchedPath: Sendable, Equatable {
         switch kind {
         case .absent:
             return .changed
-        case .directory, .trackedFile:
+        case .directory:
             return current == stat && seenAt - current.modified > FileHasher.racyWindow ? .unchanged : .changed
+        case .trackedFile:
+            if current == stat, seenAt - current.modified > FileHasher.racyWindow { return .unchanged }
+            // Touched, or checked out again: the index may vouch for the same blob.
+            guard let tracked, tracked.contentID(of: path, status: current) == hash else { return .changed }
+            return .sameContent(WatchedPath(path: path, kind: .trackedFile, stat: current, hash: hash, seenAt: seen))
         case .file:
             if current == stat, seenAt - current.modified > FileHasher.racyWindow { return .unchanged }
             // Read it; the status must not move while it is read, or the hash can't be pinned to it.
@@ -177,7 +183,10 @@ public struct UpToDateSnapshot: Sendable {
     ///   - mayRewrite: Whether the caller holds the project's lock, so the snapshot may be
     ///     rewritten with the fresh statuses of files it had to read (a reader without the lock
     ///     must not: a run may be replacing the snapshot meanwhile).
-    public static func scan(root: String, taskfilePath: String, targets: [String], mayRewrite: Bool = true) -> Scan? {
+    ///   - tracked: The git index, which can vouch for a touched file hashed through git.
+    public static func scan(
+        root: String, taskfilePath: String, targets: [String], mayRewrite: Bool = true, tracked: (any TrackedContent)? = nil
+    ) -> Scan? {
         guard let bytes = try? Files.readBytes(path(root: root)), let (head, tail) = decodeHead(bytes),
             head.targets == targets,
             let identity = TaskfileCache.identity(taskfilePath: taskfilePath, root: root),
@@ -196,7 +205,7 @@ public struct UpToDateSnapshot: Sendable {
             var changed: [Int] = []
             var refreshed: [(Int, WatchedPath)] = []
             for position in index * chunk..<min(paths.count, (index + 1) * chunk) {
-                switch paths[position].compare(root: root, rootDescriptor: base) {
+                switch paths[position].compare(root: root, rootDescriptor: base, tracked: tracked) {
                 case .unchanged: break
                 case .sameContent(let entry): refreshed.append((position, entry))
                 case .changed: changed.append(position)

@@ -90,6 +90,38 @@ struct UpToDateSnapshotTests {
         }
     }
 
+    /// A stand-in index that vouches for one blob id whatever the status.
+    struct Vouching: TrackedContent {
+        var id: ContentHash?
+        func contentID(of path: String, status: FileStat) -> ContentHash? { id }
+        func computeContentID(of file: String) -> ContentHash? { nil }
+    }
+
+    @Test("a touched file hashed through git is the same while the index vouches for its blob, changed otherwise")
+    func trackedFile() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let file = try directory.write("src/a.c", "int a;")
+        try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSinceNow: -10)], ofItemAtPath: file)
+        let blob = ContentHash(high: 0xb10b, low: 2)
+        let recorded = WatchedPath(
+            path: "src/a.c", file: HashedFile(stat: try #require(FileStat.of(file)), hash: blob, hashedAt: FileHasher.realTime(), algorithm: .gitBlob)
+        )
+        #expect(recorded.kind == .trackedFile)
+        guard case .unchanged = recorded.compare(root: directory.path) else { Issue.record("untouched: unchanged"); return }
+        try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSinceNow: -5)], ofItemAtPath: file)
+        guard case .sameContent(let refreshed) = recorded.compare(root: directory.path, tracked: Vouching(id: blob)) else {
+            Issue.record("the index vouches for the same blob: same content")
+            return
+        }
+        #expect(refreshed.kind == .trackedFile && refreshed.hash == blob)
+        guard case .changed = recorded.compare(root: directory.path, tracked: Vouching(id: ContentHash(high: 1, low: 1))) else {
+            Issue.record("another blob: changed")
+            return
+        }
+        guard case .changed = recorded.compare(root: directory.path) else { Issue.record("no index: changed (the check decides)"); return }
+    }
+
     @Test("the encoding round-trips, and a damaged file is no snapshot at all")
     func encodingRoundTrips() throws {
         let file = WatchedPath(
