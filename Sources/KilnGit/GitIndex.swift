@@ -38,10 +38,12 @@ public struct GitObjectID: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
+    /// Whether two ids are the same 20 bytes.
     public static func == (left: GitObjectID, right: GitObjectID) -> Bool {
         left.bytes.0 == right.bytes.0 && left.bytes.1 == right.bytes.1 && left.bytes.2 == right.bytes.2
     }
 
+    /// Feeds the 20 bytes to `hasher`.
     public func hash(into hasher: inout Hasher) {
         hasher.combine(bytes.0)
         hasher.combine(bytes.1)
@@ -355,8 +357,8 @@ public final class GitIndex: Sendable {
         position(of: path).map { entries[$0] }.flatMap { $0.stage == 0 ? $0 : nil }
     }
 
-    /// Whether an entry's path continues past `prefixLength` bytes with a `/`: then the byte
-    /// range of the next component (relative to the path's start).
+    /// The component of an entry's path that starts after `prefixLength` bytes: its length, and
+    /// whether a `/` follows it (a directory) or it ends the path (a file).
     func component(of entry: Entry, after prefixLength: Int) -> (length: Int, isDirectory: Bool) {
         names.withUnsafeBytes { raw in
             let start = raw.baseAddress! + Int(entry.nameStart) + prefixLength

@@ -17,7 +17,8 @@ public final class GitTrackedContent: TrackedContent {
     private let prefix: String
     private let loaded = Mutex<(done: Bool, index: GitIndex?)>((false, nil))
 
-    /// The view of the repository holding `projectRoot`, or `nil` outside git.
+    /// The view of the repository holding `projectRoot`, or `nil` outside git. Finds the index
+    /// without reading it (a few `stat` calls).
     public init?(projectRoot: String) {
         guard let location = GitIndex.locateRepository(from: projectRoot) else { return nil }
         let top = location.workingDirectory
@@ -38,6 +39,10 @@ public final class GitTrackedContent: TrackedContent {
         }
     }
 
+    /// The index's blob id for `path` (relative to the project root), first 128 bits, when the
+    /// index vouches for the file with `status`; `nil` otherwise.
+    ///
+    /// Threading: any thread, concurrently.
     public func contentID(of path: String, status: FileStat) -> ContentHash? {
         guard let index, let entry = index.entry(for: prefix.isEmpty ? path : prefix + path), entry.mode & 0o170000 == 0o100000,
             !entry.skipsWorktree, !entry.isIntentToAdd
@@ -53,6 +58,10 @@ public final class GitTrackedContent: TrackedContent {
         return ContentHash(high: id.high, low: id.low)
     }
 
+    /// The blob id git would give the file's bytes now (libgit2's `git_odb_hashfile`), first 128
+    /// bits; `nil` when it can't be read.
+    ///
+    /// Threading: any thread, concurrently.
     public func computeContentID(of file: String) -> ContentHash? {
         GitRepository.ensureLibgit2()
         var oid = git_oid()
