@@ -97,9 +97,8 @@ extension GitRepository {
                     }
                     // The stat data can't tell: the content decides (as a blob, the way git hashes it).
                     let file = root + "/" + index.path(of: entry)
-                    var id = git_oid()
-                    let hashed = kind == S_IFLNK ? Self.symlinkBlobID(file, into: &id) : git_odb_hashfile(&id, file, GIT_OBJECT_BLOB) == 0
-                    if !hashed || GitObjectID(id) != entry.id { local.append(GitChange(path: index.path(of: entry), kind: .modified)) }
+                    let id = kind == S_IFLNK ? Self.symlinkBlobID(file) : GitObjectID.blob(ofFileAt: file)
+                    if id != entry.id { local.append(GitChange(path: index.path(of: entry), kind: .modified)) }
                 }
                 if !local.isEmpty { found.withLock { $0 += local } }
             }
@@ -196,11 +195,12 @@ extension GitRepository {
     }
 
     /// A symbolic link's blob id: the hash of its target, as git stores links.
-    private static func symlinkBlobID(_ file: String, into id: inout git_oid) -> Bool {
+    private static func symlinkBlobID(_ file: String) -> GitObjectID? {
         var buffer = [CChar](repeating: 0, count: 4096)
         let count = readlink(file, &buffer, buffer.count)
-        guard count >= 0 else { return false }
-        return buffer.withUnsafeBytes { git_odb_hash(&id, $0.baseAddress, count, GIT_OBJECT_BLOB) } == 0
+        guard count >= 0 else { return nil }
+        var id = git_oid()
+        return buffer.withUnsafeBytes { git_odb_hash(&id, $0.baseAddress, count, GIT_OBJECT_BLOB) } == 0 ? GitObjectID(id) : nil
     }
 }
 

@@ -1,4 +1,5 @@
 import CGit2
+import KilnHost
 
 #if canImport(Glibc)
 import Glibc
@@ -19,6 +20,14 @@ public struct GitObjectID: Hashable, Sendable, CustomStringConvertible {
     init(_ oid: git_oid) {
         var oid = oid
         self = withUnsafeBytes(of: &oid.id) { GitObjectID($0.baseAddress!) }
+    }
+
+    /// The blob id git gives the bytes of the file at `path` now (libgit2's `git_odb_hashfile`,
+    /// no filters), or `nil` when it can't be read.
+    static func blob(ofFileAt path: String) -> GitObjectID? {
+        GitRepository.ensureLibgit2()
+        var oid = git_oid()
+        return git_odb_hashfile(&oid, path, GIT_OBJECT_BLOB) == 0 ? GitObjectID(oid) : nil
     }
 
     /// The first 16 bytes as two big-endian halves: a 128-bit prefix of the id, which prints as
@@ -392,10 +401,9 @@ extension GitIndex {
     /// `.git` was found, or with `$GIT_DIR` set, `$GIT_WORK_TREE` or the current directory (as git
     /// has it).
     public static func locateRepository(from directory: String) -> (index: String, workingDirectory: String)? {
-        let indexFile = getenv("GIT_INDEX_FILE").flatMap { $0.pointee == 0 ? nil : String(cString: $0) }
-        if let variable = getenv("GIT_DIR"), variable.pointee != 0 {
-            let workTree = getenv("GIT_WORK_TREE").flatMap { $0.pointee == 0 ? nil : String(cString: $0) } ?? currentDirectory()
-            return (indexFile ?? String(cString: variable) + "/index", workTree)
+        let indexFile = variable("GIT_INDEX_FILE")
+        if let gitDirectory = variable("GIT_DIR") {
+            return (indexFile ?? gitDirectory + "/index", variable("GIT_WORK_TREE") ?? System.currentDirectory)
         }
         var current = directory
         while true {
@@ -403,8 +411,9 @@ extension GitIndex {
             let dotGit = current + "/.git"
             if stat(dotGit, &info) == 0 {
                 if info.st_mode & S_IFMT == S_IFDIR { return (indexFile ?? dotGit + "/index", current) }
-                guard let text = try? String(contentsOfGitFile: dotGit), text.hasPrefix("gitdir: ") else { return nil }
-                let gitDirectory = String(text.dropFirst("gitdir: ".count))
+                // A worktree's or submodule's `.git` file: `gitdir: PATH`.
+                guard let text = try? Files.readText(dotGit), text.hasPrefix("gitdir: ") else { return nil }
+                let gitDirectory = String(text.dropFirst("gitdir: ".count).prefix { $0 != "\n" && $0 != "\r" })
                 return (indexFile ?? (gitDirectory.hasPrefix("/") ? gitDirectory : current + "/" + gitDirectory) + "/index", current)
             }
             guard let slash = current.lastIndex(of: "/"), current != "/" else { return nil }
@@ -412,23 +421,9 @@ extension GitIndex {
         }
     }
 
-    private static func currentDirectory() -> String {
-        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
-        guard getcwd(&buffer, buffer.count) != nil else { return "." }
-        return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-    }
-}
-
-extension String {
-    /// A small file's first line.
-    fileprivate init(contentsOfGitFile path: String) throws(GitError) {
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else { throw GitError(code: .failed, message: "can't read \(path)") }
-        defer { close(descriptor) }
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        let count = read(descriptor, &buffer, buffer.count)
-        guard count > 0 else { throw GitError(code: .failed, message: "can't read \(path)") }
-        self = String(decoding: buffer[0..<count].prefix { $0 != UInt8(ascii: "\n") && $0 != UInt8(ascii: "\r") }, as: UTF8.self)
+    /// An environment variable git reads, `nil` when unset or empty (as git treats both).
+    static func variable(_ name: String) -> String? {
+        System.variable(name).flatMap { $0.isEmpty ? nil : $0 }
     }
 }
 
@@ -438,8 +433,8 @@ extension GitRepository {
     ///
     /// - Throws: ``GitError`` from ``GitIndex/init(path:)``.
     public func index() throws(GitError) -> GitIndex {
-        if let variable = getenv("GIT_INDEX_FILE"), variable.pointee != 0 {
-            return try GitIndex(path: String(cString: variable))  // relative: to the directory git runs us in
+        if let path = GitIndex.variable("GIT_INDEX_FILE") {
+            return try GitIndex(path: path)  // relative: to the directory git runs us in
         }
         return try GitIndex(path: String(cString: git_repository_path(repository)) + "index")
     }

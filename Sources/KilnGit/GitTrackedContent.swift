@@ -63,10 +63,7 @@ public final class GitTrackedContent: TrackedContent {
     ///
     /// Threading: any thread, concurrently.
     public func computeContentID(of file: String) -> ContentHash? {
-        GitRepository.ensureLibgit2()
-        var oid = git_oid()
-        guard git_odb_hashfile(&oid, file, GIT_OBJECT_BLOB) == 0 else { return nil }
-        let id = GitObjectID(oid).prefix128
+        guard let id = GitObjectID.blob(ofFileAt: file)?.prefix128 else { return nil }
         return ContentHash(high: id.high, low: id.low)
     }
 }

@@ -103,11 +103,11 @@ extension GitRepository {
                 } else {
                     if let item = head[name] { found.deleted.append((path, item.id)) }
                     head[name] = nil
-                    var previous: String?
-                    for inner in group where index.path(of: index.entries[inner]) != previous {
-                        let innerEntry = index.entries[inner]
-                        previous = index.path(of: innerEntry)
-                        found.added.append((previous!, innerEntry.id))
+                    var previous: String?  // conflict stages of one path sit together: add it once
+                    for inner in group {
+                        let innerPath = index.path(of: index.entries[inner])
+                        if innerPath != previous { found.added.append((innerPath, index.entries[inner].id)) }
+                        previous = innerPath
                     }
                 }
                 position = group.upperBound
