@@ -45,7 +45,7 @@ struct GitHashingTests {
             """)
         try directory.write(".gitignore", ".kiln/\nran.log\n")
         for file in ["src/a.txt", "src/b.txt", "Taskfile.yml", ".gitignore"] {
-            try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSinceNow: -10)], ofItemAtPath: directory.path(file))
+            try setModificationTime(directory.path(file), secondsAgo: 10)
         }
         try requireGit(["init", "-q", "-b", "main"], in: directory.path)
         try requireGit(["add", "."], in: directory.path)
@@ -68,7 +68,7 @@ struct GitHashingTests {
         // touches within a second for none and keep the old nanoseconds, which kiln doesn't trust.)
         func touch(_ secondsAgo: Double) throws {
             for file in ["src/a.txt", "src/b.txt"] {
-                try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSinceNow: -secondsAgo)], ofItemAtPath: directory.path(file))
+                try setModificationTime(directory.path(file), secondsAgo: secondsAgo)
             }
             try requireGit(["status", "--porcelain"], in: directory.path)
         }

@@ -9,11 +9,6 @@ import Testing
 struct GitTrackedContentTests {
     let base = GitRepositoryTests()
 
-    /// Sets a file's mtime to `seconds` ago, so the index written after it isn't racy about it.
-    func age(_ path: String, seconds: Double = 5) throws {
-        try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSinceNow: -seconds)], ofItemAtPath: path)
-    }
-
     /// The first 32 hex digits of `git hash-object`.
     func blobPrefix(_ file: String, in directory: TemporaryDirectory) throws -> String {
         String(try base.git(["hash-object", file], in: directory).prefix(32))
@@ -23,7 +18,7 @@ struct GitTrackedContentTests {
     func vouching() throws {
         let directory = try base.repository()
         defer { directory.remove() }
-        for file in ["src/a.c", "src/b.c"] { try age(directory.path(file)) }
+        for file in ["src/a.c", "src/b.c"] { try setModificationTime(directory.path(file), secondsAgo: 5) }
         try base.git(["add", "."], in: directory)  // records the aged status
         let content = try #require(GitTrackedContent(projectRoot: directory.path))
         func id(_ path: String) -> ContentHash? {
@@ -41,7 +36,7 @@ struct GitTrackedContentTests {
 
         // Staged within the index's own timestamp (the index's mtime not after the file's): the
         // file may have changed since without its status showing it, so it isn't vouched for.
-        try age(directory.path("src/b.c"))
+        try setModificationTime(directory.path("src/b.c"), secondsAgo: 5)
         try base.git(["add", "src/b.c"], in: directory)
         let status = try #require(FileStat.of(directory.path("src/b.c")))
         #expect(try #require(GitTrackedContent(projectRoot: directory.path)).contentID(of: "src/b.c", status: status) != nil)
@@ -54,7 +49,7 @@ struct GitTrackedContentTests {
     func placement() throws {
         let directory = try base.repository()
         defer { directory.remove() }
-        try age(directory.path("src/a.c"))
+        try setModificationTime(directory.path("src/a.c"), secondsAgo: 5)
         _ = try directory.write("src/later.c", "int later;\n")
         try base.git(["add", "src/a.c"], in: directory)
         try base.git(["add", "-N", "src/later.c"], in: directory)

@@ -72,3 +72,11 @@ public struct TemporaryDirectory: Sendable {
         try? FileManager.default.removeItem(atPath: path)
     }
 }
+
+/// Sets a file's (or directory's) modification time to `seconds` before now: old enough that a
+/// status taken now isn't racy about it.
+///
+/// Threading: any thread.
+public func setModificationTime(_ path: String, secondsAgo seconds: Double) throws {
+    try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSinceNow: -seconds)], ofItemAtPath: path)
+}

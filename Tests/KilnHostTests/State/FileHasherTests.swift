@@ -6,18 +6,13 @@ import Testing
 
 @Suite("The stat cache")
 struct FileHasherTests {
-    /// Sets a file's mtime to `seconds` ago.
-    func age(_ path: String, seconds: Double) throws {
-        let date = Date(timeIntervalSinceNow: -seconds)
-        try FileManager.default.setAttributes([.modificationDate: date], ofItemAtPath: path)
-    }
 
     @Test("an unchanged file that is old enough is not read again")
     func unchangedFileIsNotReadAgain() throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         let file = try directory.write("a.c", "int a;")
-        try age(file, seconds: 10)
+        try setModificationTime(file, secondsAgo: 10)
         let first = FileHasher()
         #expect(try first.hash(file)?.source == .read)
         let second = FileHasher(known: first.records)
@@ -31,19 +26,19 @@ struct FileHasherTests {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         let file = try directory.write("a.c", "int a;")
-        try age(file, seconds: 10)
+        try setModificationTime(file, secondsAgo: 10)
         let first = FileHasher()
         _ = try first.hash(file)
         // Same size, new content, new mtime.
         try directory.write("a.c", "int b;")
-        try age(file, seconds: 5)
+        try setModificationTime(file, secondsAgo: 5)
         let second = FileHasher(known: first.records)
         let changed = try #require(try second.hash(file))
         #expect(changed.source == .read)
         #expect(changed.hash == ContentHash.of("int b;"))
         // Replaced by rename with the same content and mtime: a new inode.
         let replacement = try directory.write("tmp", "int b;")
-        try age(replacement, seconds: 5)
+        try setModificationTime(replacement, secondsAgo: 5)
         let third = FileHasher(known: second.records)
         _ = rename(replacement, file)
         #expect(try third.hash(file)?.source == .read)
@@ -96,7 +91,7 @@ struct FileHasherTests {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         let file = try directory.write("src/a.c", "int a;")
-        try age(file, seconds: 10)
+        try setModificationTime(file, secondsAgo: 10)
         let blob = ContentHash(high: 0xb10b, low: 1)
         let index = Index(entries: ["src/a.c": (try #require(FileStat.of(file)), blob)])
         let hasher = FileHasher(root: directory.path, tracked: index)
@@ -110,7 +105,7 @@ struct FileHasherTests {
         #expect(read.digest == FileDigest(ContentHash.of("int a;"), .xxh3))
         // Touched: the index no longer vouches; a git-blob record is compared with the id
         // computed from the bytes, and that is kept (not read again while the status holds).
-        try age(file, seconds: 5)
+        try setModificationTime(file, secondsAgo: 5)
         let computed = try #require(try hasher.hash("src/a.c", as: .gitBlob))
         #expect(computed.source == .read)
         #expect(computed.digest.algorithm == .gitBlob)

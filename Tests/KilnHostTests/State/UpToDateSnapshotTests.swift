@@ -6,10 +6,6 @@ import Testing
 
 @Suite("The up-to-date snapshot")
 struct UpToDateSnapshotTests {
-    func ageFile(_ path: String, seconds: Double) throws {
-        try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSinceNow: -seconds)], ofItemAtPath: path)
-    }
-
     func record(_ path: String, relative: String, seenAt: Int64? = nil) throws -> WatchedPath {
         let stat = try #require(FileStat.of(path))
         return WatchedPath(
@@ -22,7 +18,7 @@ struct UpToDateSnapshotTests {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         let file = try directory.write("a.txt", "alpha")
-        try ageFile(file, seconds: 10)
+        try setModificationTime(file, secondsAgo: 10)
         let entry = try record(file, relative: "a.txt")
         guard case .unchanged = entry.compare(root: directory.path) else {
             Issue.record("expected unchanged")
@@ -74,9 +70,7 @@ struct UpToDateSnapshotTests {
             return
         }
         try FileManager.default.createDirectory(atPath: directory.path("src"), withIntermediateDirectories: true)
-        try FileManager.default.setAttributes(
-            [.modificationDate: Date(timeIntervalSinceNow: -10)], ofItemAtPath: directory.path("src")
-        )
+        try setModificationTime(directory.path("src"), secondsAgo: 10)
         let stat = try #require(FileStat.of(directory.path("src")))
         let watched = WatchedPath(path: "src", kind: .directory, stat: stat, hash: WatchedPath.zeroHash, seenAt: FileHasher.realTime())
         guard case .unchanged = watched.compare(root: directory.path) else {
@@ -102,14 +96,14 @@ struct UpToDateSnapshotTests {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         let file = try directory.write("src/a.c", "int a;")
-        try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSinceNow: -10)], ofItemAtPath: file)
+        try setModificationTime(file, secondsAgo: 10)
         let blob = ContentHash(high: 0xb10b, low: 2)
         let recorded = WatchedPath(
             path: "src/a.c", file: HashedFile(stat: try #require(FileStat.of(file)), hash: blob, hashedAt: FileHasher.realTime(), algorithm: .gitBlob)
         )
         #expect(recorded.kind == .trackedFile)
         guard case .unchanged = recorded.compare(root: directory.path) else { Issue.record("untouched: unchanged"); return }
-        try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSinceNow: -5)], ofItemAtPath: file)
+        try setModificationTime(file, secondsAgo: 5)
         guard case .sameContent(let refreshed) = recorded.compare(root: directory.path, tracked: Vouching(id: blob)) else {
             Issue.record("the index vouches for the same blob: same content")
             return
