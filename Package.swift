@@ -42,9 +42,13 @@ let package = Package(
         ),
         .target(name: "CKilnHost"),
         .systemLibrary(name: "CGit2", pkgConfig: "libgit2", providers: [.apt(["libgit2-dev"])]),
+        // Git's on-disk formats read directly (index, objects, packs, references): no libgit2,
+        // so a hook with nothing to do never starts it.
+        .target(name: "KilnGitFormat", dependencies: ["CKilnZlib"], swiftSettings: swiftSettings),
         // libgit2 for the changed files of a repository (kiln affected, run --affected).
-        .target(name: "KilnGit", dependencies: ["CGit2", "KilnHost"], swiftSettings: swiftSettings),
+        .target(name: "KilnGit", dependencies: ["CGit2", "KilnGitFormat", "KilnHost"], swiftSettings: swiftSettings),
         .target(
+            // zlib, for the archive and compress plugins and git's objects.
             name: "CKilnZlib", path: "Plugins/CKilnZlib", linkerSettings: [.linkedLibrary("z")]
         ),
         // A plugin depends on the runtime's dynamic products only — never on KilnHost — so the
@@ -107,6 +111,7 @@ let package = Package(
             dependencies: [
                 "KilnHost",
                 "KilnGit",
+                "KilnGitFormat",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings
@@ -142,7 +147,7 @@ let package = Package(
         ),
         .testTarget(
             name: "KilnGitTests",
-            dependencies: ["KilnGit", "KilnTestSupport"],
+            dependencies: ["KilnGit", "KilnGitFormat", "KilnTestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

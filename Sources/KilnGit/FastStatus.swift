@@ -1,4 +1,5 @@
 import CGit2
+import KilnGitFormat
 import Dispatch
 import Synchronization
 
@@ -33,7 +34,7 @@ extension GitRepository {
         let (modified, present) = compareWorkingTree(with: index)
         changes += modified
         changes += untracked(index: index, present: present)
-        return Self.unique(changes)
+        return GitChange.uniqueSorted(changes)
     }
 
     /// The entries whose files differ from the index, and for each entry whether its file is

@@ -1,4 +1,5 @@
 import CGit2
+import KilnGitFormat
 import Dispatch
 import Synchronization
 
@@ -6,59 +7,12 @@ import Synchronization
 import Glibc
 #endif
 
-/// A failure of libgit2, with the message libgit2 gave (read with `git_error_last()` right after
-/// the failing call, on the same thread), or a repository that isn't there.
-///
-/// Threading: a value type.
-public struct GitError: Error, Sendable, CustomStringConvertible {
-    /// What kind of failure.
-    public enum Code: Sendable, Equatable {
-        /// The directory is not inside a git repository.
-        case notARepository
-        /// A revision (`--base`, `--head`) that doesn't name a commit.
-        case unknownRevision
-        /// An index this reader doesn't know (split, another version): libgit2 reads it instead.
-        case unsupportedIndex
-        /// Any other libgit2 failure.
-        case failed
-    }
-
-    /// What kind of failure.
-    public var code: Code
-    /// What happened, for people.
-    public var message: String
-    /// The message.
-    public var description: String { message }
-
-    /// An error from the last libgit2 call, which returned `status`.
+extension GitError {
+    /// An error from the last libgit2 call, which returned `status` (read on the calling thread,
+    /// right after the call).
     static func last(_ status: Int32, doing what: String, code: Code = .failed) -> GitError {
         let detail = git_error_last().flatMap { $0.pointee.message.map { String(cString: $0) } } ?? "error \(status)"
         return GitError(code: code, message: "\(what): \(detail)")
-    }
-}
-
-/// A path that changed, and how.
-///
-/// Threading: a value type.
-public struct GitChange: Sendable, Hashable, CustomStringConvertible {
-    /// How a path changed.
-    public enum Kind: String, Sendable {
-        case added, modified, deleted, renamed, typeChanged = "type changed", untracked
-    }
-
-    /// The path, relative to the repository's working directory.
-    public var path: String
-    /// How it changed.
-    public var kind: Kind
-    /// For a rename, the path it had before.
-    public var oldPath: String?
-
-    /// Both paths of a rename; the path otherwise.
-    public var paths: [String] { oldPath.map { [$0, path] } ?? [path] }
-
-    /// `kind path` (`renamed old → new`).
-    public var description: String {
-        oldPath.map { "\(kind.rawValue) \($0) → \(path)" } ?? "\(kind.rawValue) \(path)"
     }
 }
 
@@ -165,7 +119,7 @@ public final class GitRepository: @unchecked Sendable {
                     changes += try changesNotOnAnyRemote(local)
                 }
             }
-            return Self.unique(changes)
+            return GitChange.uniqueSorted(changes)
         case "post-merge":
             return (try? commit(named: "ORIG_HEAD")) == nil ? [] : try diff(from: "ORIG_HEAD", to: "HEAD")
         case "post-checkout":
@@ -226,7 +180,7 @@ public final class GitRepository: @unchecked Sendable {
                 changes.append(change)
             }
         }
-        return Self.unique(changes)
+        return GitChange.uniqueSorted(changes)
     }
 
     // MARK: Changed files
@@ -294,7 +248,7 @@ public final class GitRepository: @unchecked Sendable {
                 index += 2
             }
         }
-        return Self.unique(changes)
+        return GitChange.uniqueSorted(changes)
     }
 
     /// The index against HEAD, fast: from the index read directly and its cache-tree
@@ -303,7 +257,7 @@ public final class GitRepository: @unchecked Sendable {
     ///
     /// - Parameter index: The index, when the caller read it already.
     public func fastStagedChanges(index: GitIndex? = nil) throws(GitError) -> [GitChange] {
-        do {
+        do throws(GitError) {
             if let index { return try stagedChanges(in: index) }
             return try stagedChanges(in: try self.index())
         } catch where error.code == .unsupportedIndex {
@@ -342,7 +296,7 @@ public final class GitRepository: @unchecked Sendable {
                 changes.append(change)
             }
         }
-        return Self.unique(changes)
+        return GitChange.uniqueSorted(changes)
     }
 
     /// What changed between two revisions, the way `git diff A...B` sees it: from their merge
@@ -411,9 +365,75 @@ public final class GitRepository: @unchecked Sendable {
         guard let path = kind == .deleted ? (oldPath ?? newPath) : (newPath ?? oldPath) else { return nil }
         return GitChange(path: path, kind: untracked ? .untracked : kind, oldPath: kind == .renamed && oldPath != path ? oldPath : nil)
     }
+}
 
-    static func unique(_ changes: [GitChange]) -> [GitChange] {
-        var seen = Set<GitChange>()
-        return changes.filter { seen.insert($0).inserted }.sorted { ($0.path, $0.kind.rawValue) < ($1.path, $1.kind.rawValue) }
+// MARK: Staged changes
+
+extension GitRepository: GitTreeReading {
+    /// The index against HEAD from an index read with ``GitIndex`` (``StagedChanges``): HEAD's
+    /// trees read directly (``GitObjectDatabase``), or through libgit2 for a repository that
+    /// reader doesn't know.
+    ///
+    /// - Throws: ``GitError`` when HEAD or a tree can't be read either way.
+    public func stagedChanges(in index: GitIndex) throws(GitError) -> [GitChange] {
+        if let layout = GitLayout.locate(from: workingDirectory), let objects = try? GitObjectDatabase(layout: layout),
+            let changes = try? StagedChanges.between(index, andHeadOf: objects)
+        {
+            return changes
+        }
+        return try StagedChanges.between(index, andHeadOf: self)
+    }
+
+    /// The index git would use: `$GIT_INDEX_FILE` when set (git sets it for hooks of a commit
+    /// made with a temporary index, `git commit -a` or `git commit PATH`), else the repository's.
+    ///
+    /// - Throws: ``GitError`` from ``GitIndex/init(path:)``.
+    public func index() throws(GitError) -> GitIndex {
+        if let path = gitVariable("GIT_INDEX_FILE") {
+            return try GitIndex(path: path)  // relative: to the directory git runs us in
+        }
+        return try GitIndex(path: String(cString: git_repository_path(repository)) + "index")
+    }
+
+    /// HEAD's root tree through libgit2; `nil` when HEAD has no commit yet.
+    public func headTree() throws(GitError) -> GitObjectID? {
+        var object: OpaquePointer?
+        let status = git_revparse_single(&object, repository, "HEAD^{tree}")
+        guard status == 0, let object else {
+            if git_repository_head_unborn(repository) == 1 { return nil }
+            throw GitError.last(status, doing: "can't read HEAD's tree")
+        }
+        defer { git_object_free(object) }
+        return GitObjectID(git_object_id(object).pointee)
+    }
+
+    /// A tree's entries through libgit2.
+    public func entries(ofTree id: GitObjectID) throws(GitError) -> [GitTreeEntry] {
+        var oid = git_oid()
+        id.withBytes { raw in withUnsafeMutableBytes(of: &oid.id) { $0.copyMemory(from: raw) } }
+        var tree: OpaquePointer?
+        let status = git_tree_lookup(&tree, repository, &oid)
+        guard status == 0, let tree else { throw GitError.last(status, doing: "can't read tree \(id)") }
+        defer { git_tree_free(tree) }
+        return (0..<git_tree_entrycount(tree)).compactMap { position in
+            guard let entry = git_tree_entry_byindex(tree, position), let name = git_tree_entry_name(entry) else { return nil }
+            return GitTreeEntry(name: String(cString: name), mode: git_tree_entry_filemode(entry).rawValue, id: GitObjectID(git_tree_entry_id(entry).pointee))
+        }
+    }
+}
+
+extension GitObjectID {
+    /// The id libgit2 holds in `oid`.
+    init(_ oid: git_oid) {
+        var oid = oid
+        self = withUnsafeBytes(of: &oid.id) { GitObjectID($0.baseAddress!) }
+    }
+
+    /// The blob id git gives the bytes of the file at `path` now (libgit2's `git_odb_hashfile`,
+    /// no filters), or `nil` when it can't be read.
+    static func blob(ofFileAt path: String) -> GitObjectID? {
+        GitRepository.ensureLibgit2()
+        var oid = git_oid()
+        return git_odb_hashfile(&oid, path, GIT_OBJECT_BLOB) == 0 ? GitObjectID(oid) : nil
     }
 }

@@ -1,4 +1,5 @@
 import CGit2
+import KilnGitFormat
 import KilnHost
 import Synchronization
 
@@ -20,7 +21,7 @@ public final class GitTrackedContent: TrackedContent {
     /// The view of the repository holding `projectRoot`, or `nil` outside git. Finds the index
     /// without reading it (a few `stat` calls).
     public init?(projectRoot: String) {
-        guard let location = GitIndex.locateRepository(from: projectRoot) else { return nil }
+        guard let location = GitLayout.locate(from: projectRoot) else { return nil }
         let top = location.workingDirectory
         if projectRoot == top {
             prefix = ""
@@ -29,7 +30,7 @@ public final class GitTrackedContent: TrackedContent {
         } else {
             return nil
         }
-        indexPath = location.index
+        indexPath = location.indexPath
     }
 
     private var index: GitIndex? {

@@ -1,5 +1,6 @@
 import ArgumentParser
 import KilnGit
+import KilnGitFormat
 import KilnHost
 
 /// Which changes count: `--base`/`--head`, `--staged`, or the working tree.

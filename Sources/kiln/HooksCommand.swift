@@ -1,5 +1,6 @@
 import ArgumentParser
 import KilnGit
+import KilnGitFormat
 import KilnHost
 
 #if canImport(Glibc)
@@ -115,7 +116,7 @@ extension Kiln {
             phases.mark("taskfile")
             // pre-commit's files are the index's: read it (no libgit2 needed) while libgit2 starts.
             var index: GitIndex?
-            if name == "pre-commit" || name == "commit-msg", let path = GitIndex.locate(from: located.root) {
+            if name == "pre-commit" || name == "commit-msg", let path = GitLayout.locate(from: located.root)?.indexPath {
                 index = try? GitIndex(path: path)
             }
             phases.mark("read index")

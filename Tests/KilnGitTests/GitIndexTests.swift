@@ -1,5 +1,6 @@
 import Foundation
 import KilnGit
+import KilnGitFormat
 import KilnTestSupport
 import Testing
 
@@ -170,15 +171,23 @@ struct GitIndexTests {
     func locate() throws {
         let directory = try base.repository()
         defer { directory.remove() }
-        #expect(GitIndex.locate(from: directory.path("src")) == directory.path(".git/index"))
+        let top = try #require(GitLayout.locate(from: directory.path("src")))
+        #expect(top.indexPath == directory.path(".git/index"))
+        #expect(top.commonDirectory == top.gitDirectory)
         let worktree = directory.path + "-worktree"
         defer { try? FileManager.default.removeItem(atPath: worktree) }
         try base.git(["worktree", "add", "-q", worktree], in: directory)
         let expected = try requireGit(["rev-parse", "--path-format=absolute", "--git-path", "index"], in: worktree + "/src")
-        let located = try #require(GitIndex.locate(from: worktree + "/src"))
+        let layout = try #require(GitLayout.locate(from: worktree + "/src"))
+        let located = layout.indexPath
         #expect(located == expected.trimmingCharacters(in: .whitespacesAndNewlines))
         #expect(listing(try GitIndex(path: located)) == (try requireGit(["ls-files", "-s"], in: worktree)))
-        #expect(GitIndex.locate(from: "/") == nil)
+        // The worktree's objects and branches are the main repository's (its `commondir`).
+        let common = try requireGit(["rev-parse", "--path-format=absolute", "--git-common-dir"], in: worktree)
+        #expect(layout.commonDirectory.hasSuffix("/.git/worktrees/" + (worktree as NSString).lastPathComponent + "/../..")
+            || layout.commonDirectory == common.trimmingCharacters(in: .whitespacesAndNewlines))
+        #expect(try layout.headCommit()?.description == (try requireGit(["rev-parse", "HEAD"], in: worktree)).trimmingCharacters(in: .whitespacesAndNewlines))
+        #expect(GitLayout.locate(from: "/") == nil)
     }
 
     @Test("many files in many directories: the counting walk finds exactly the untracked and changed ones")

@@ -1,5 +1,6 @@
 import Foundation
 import KilnGit
+import KilnGitFormat
 import KilnTestSupport
 import Testing
 

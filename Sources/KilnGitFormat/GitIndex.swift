@@ -1,64 +1,6 @@
-import CGit2
-import KilnHost
-
 #if canImport(Glibc)
 import Glibc
 #endif
-
-/// A git object id (SHA-1, 20 bytes), as the index and libgit2 hold it.
-///
-/// Threading: a value type.
-public struct GitObjectID: Hashable, Sendable, CustomStringConvertible {
-    /// The 20 bytes, in order.
-    var bytes: (UInt64, UInt64, UInt32)
-
-    init(_ raw: UnsafeRawPointer) {
-        bytes = (raw.loadUnaligned(as: UInt64.self), raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self),
-                 raw.loadUnaligned(fromByteOffset: 16, as: UInt32.self))
-    }
-
-    init(_ oid: git_oid) {
-        var oid = oid
-        self = withUnsafeBytes(of: &oid.id) { GitObjectID($0.baseAddress!) }
-    }
-
-    /// The blob id git gives the bytes of the file at `path` now (libgit2's `git_odb_hashfile`,
-    /// no filters), or `nil` when it can't be read.
-    static func blob(ofFileAt path: String) -> GitObjectID? {
-        GitRepository.ensureLibgit2()
-        var oid = git_oid()
-        return git_odb_hashfile(&oid, path, GIT_OBJECT_BLOB) == 0 ? GitObjectID(oid) : nil
-    }
-
-    /// The first 16 bytes as two big-endian halves: a 128-bit prefix of the id, which prints as
-    /// the id's first 32 hex digits.
-    public var prefix128: (high: UInt64, low: UInt64) {
-        (UInt64(bigEndian: bytes.0), UInt64(bigEndian: bytes.1))
-    }
-
-    /// 40 lowercase hex digits.
-    public var description: String {
-        var copy = bytes
-        return withUnsafeBytes(of: &copy) { raw in
-            raw.map { byte in
-                let digits = String(byte, radix: 16)
-                return digits.count == 1 ? "0" + digits : digits
-            }.joined()
-        }
-    }
-
-    /// Whether two ids are the same 20 bytes.
-    public static func == (left: GitObjectID, right: GitObjectID) -> Bool {
-        left.bytes.0 == right.bytes.0 && left.bytes.1 == right.bytes.1 && left.bytes.2 == right.bytes.2
-    }
-
-    /// Feeds the 20 bytes to `hasher`.
-    public func hash(into hasher: inout Hasher) {
-        hasher.combine(bytes.0)
-        hasher.combine(bytes.1)
-        hasher.combine(bytes.2)
-    }
-}
 
 /// The git index (`.git/index`, or `$GIT_INDEX_FILE`) read directly, as git reads it: versions
 /// 2, 3 and 4 (prefix-compressed paths), and the cache-tree extension, which says which
@@ -87,13 +29,13 @@ public final class GitIndex: Sendable {
         public var size: UInt32
         /// The staged content's blob id (a commit id for a submodule).
         public var id: GitObjectID
-        var flags: UInt16
-        var extendedFlags: UInt16
+        package var flags: UInt16
+        package var extendedFlags: UInt16
         /// Where the path starts in ``GitIndex/names`` (NUL-terminated there).
-        var nameStart: UInt32
-        var nameLength: UInt32
+        package var nameStart: UInt32
+        package var nameLength: UInt32
         /// The length of the path's directory, its last `/` included (0 at the top level).
-        var directoryLength: UInt32
+        package var directoryLength: UInt32
 
         /// 0, or 1–3 for the sides of a conflict.
         public var stage: Int { Int((flags >> 12) & 3) }
@@ -116,7 +58,7 @@ public final class GitIndex: Sendable {
     /// The entries, sorted by path (then stage), as git keeps them.
     public let entries: [Entry]
     /// Every path, NUL-terminated, back to back.
-    let names: [UInt8]
+    package let names: [UInt8]
     /// The top of the cache-tree extension, if the index has one.
     public let cacheTree: CacheTree?
     /// The index file's modification time (ns): an entry modified at or after it may have changed
@@ -310,7 +252,7 @@ public final class GitIndex: Sendable {
     }
 
     /// Calls `body` with an entry's path as NUL-terminated bytes (valid only inside `body`).
-    func withPath<Result>(of entry: Entry, _ body: (UnsafePointer<CChar>) -> Result) -> Result {
+    package func withPath<Result>(of entry: Entry, _ body: (UnsafePointer<CChar>) -> Result) -> Result {
         names.withUnsafeBytes { raw in body(raw.baseAddress!.advanced(by: Int(entry.nameStart)).assumingMemoryBound(to: CChar.self)) }
     }
 
@@ -368,7 +310,7 @@ public final class GitIndex: Sendable {
 
     /// The component of an entry's path that starts after `prefixLength` bytes: its length, and
     /// whether a `/` follows it (a directory) or it ends the path (a file).
-    func component(of entry: Entry, after prefixLength: Int) -> (length: Int, isDirectory: Bool) {
+    package func component(of entry: Entry, after prefixLength: Int) -> (length: Int, isDirectory: Bool) {
         names.withUnsafeBytes { raw in
             let start = raw.baseAddress! + Int(entry.nameStart) + prefixLength
             let remaining = Int(entry.nameLength) - prefixLength
@@ -380,7 +322,7 @@ public final class GitIndex: Sendable {
     }
 
     /// `count` bytes of an entry's path from `start`, as a string.
-    func pathBytes(of entry: Entry, from start: Int, count: Int) -> String {
+    package func pathBytes(of entry: Entry, from start: Int, count: Int) -> String {
         names.withUnsafeBufferPointer { buffer in
             let base = Int(entry.nameStart) + start
             return String(decoding: UnsafeBufferPointer(rebasing: buffer[base..<base + count]), as: UTF8.self)
@@ -388,54 +330,3 @@ public final class GitIndex: Sendable {
     }
 }
 
-extension GitIndex {
-    /// Where the index of the repository holding `directory` is, found without libgit2 (so a
-    /// hook can read it while libgit2 starts): `$GIT_INDEX_FILE`, else `index` in `$GIT_DIR`, else
-    /// in the first `.git` upwards — a directory, or a file saying `gitdir: PATH` (a worktree, a
-    /// submodule). `nil` when there is none.
-    public static func locate(from directory: String) -> String? {
-        locateRepository(from: directory)?.index
-    }
-
-    /// The index (as ``locate(from:)`` finds it) and the working directory it describes: where
-    /// `.git` was found, or with `$GIT_DIR` set, `$GIT_WORK_TREE` or the current directory (as git
-    /// has it).
-    public static func locateRepository(from directory: String) -> (index: String, workingDirectory: String)? {
-        let indexFile = variable("GIT_INDEX_FILE")
-        if let gitDirectory = variable("GIT_DIR") {
-            return (indexFile ?? gitDirectory + "/index", variable("GIT_WORK_TREE") ?? System.currentDirectory)
-        }
-        var current = directory
-        while true {
-            var info = stat()
-            let dotGit = current + "/.git"
-            if stat(dotGit, &info) == 0 {
-                if info.st_mode & S_IFMT == S_IFDIR { return (indexFile ?? dotGit + "/index", current) }
-                // A worktree's or submodule's `.git` file: `gitdir: PATH`.
-                guard let text = try? Files.readText(dotGit), text.hasPrefix("gitdir: ") else { return nil }
-                let gitDirectory = String(text.dropFirst("gitdir: ".count).prefix { $0 != "\n" && $0 != "\r" })
-                return (indexFile ?? (gitDirectory.hasPrefix("/") ? gitDirectory : current + "/" + gitDirectory) + "/index", current)
-            }
-            guard let slash = current.lastIndex(of: "/"), current != "/" else { return nil }
-            current = slash == current.startIndex ? "/" : String(current[..<slash])
-        }
-    }
-
-    /// An environment variable git reads, `nil` when unset or empty (as git treats both).
-    static func variable(_ name: String) -> String? {
-        System.variable(name).flatMap { $0.isEmpty ? nil : $0 }
-    }
-}
-
-extension GitRepository {
-    /// The index git would use: `$GIT_INDEX_FILE` when set (git sets it for hooks of a commit
-    /// made with a temporary index, `git commit -a` or `git commit PATH`), else the repository's.
-    ///
-    /// - Throws: ``GitError`` from ``GitIndex/init(path:)``.
-    public func index() throws(GitError) -> GitIndex {
-        if let path = GitIndex.variable("GIT_INDEX_FILE") {
-            return try GitIndex(path: path)  // relative: to the directory git runs us in
-        }
-        return try GitIndex(path: String(cString: git_repository_path(repository)) + "index")
-    }
-}

@@ -1,26 +1,28 @@
-import CGit2
+/// Reads HEAD's trees for ``StagedChanges``: this module's ``GitObjectDatabase``, or libgit2.
+///
+/// Threading: as the conforming type says; ``StagedChanges`` calls it on the caller's thread.
+public protocol GitTreeReading {
+    /// HEAD's root tree, or `nil` when HEAD has no commit yet.
+    func headTree() throws(GitError) -> GitObjectID?
+    /// A tree's entries.
+    func entries(ofTree id: GitObjectID) throws(GitError) -> [GitTreeEntry]
+}
 
-extension GitRepository {
-    /// The index against HEAD — what a commit would record now — from an index read with
-    /// ``GitIndex``, the way `git diff --cached` finds it: a directory whose cache-tree id is
-    /// HEAD's tree for it is skipped whole, so a commit touching a few directories reads only
-    /// their trees. Renames are paired when the content is identical (both paths count either
-    /// way); an edited and moved file is a deletion and an addition.
+/// The index against HEAD — what a commit would record now — the way `git diff --cached` finds
+/// it: a directory whose cache-tree id is HEAD's tree for it is skipped whole (its tree isn't
+/// even read), so a commit touching a few directories reads only their trees. Renames are paired
+/// when the content is identical (both paths count either way); an edited and moved file is a
+/// deletion and an addition.
+///
+/// Threading: stateless; calls `trees` on the caller's thread.
+public enum StagedChanges {
+    /// The changes from HEAD (read through `trees`) to `index`, sorted by path.
     ///
     /// - Throws: ``GitError`` when HEAD or a tree can't be read.
-    public func stagedChanges(in index: GitIndex) throws(GitError) -> [GitChange] {
-        var headTree: OpaquePointer?
-        var object: OpaquePointer?
-        let status = git_revparse_single(&object, repository, "HEAD^{tree}")
-        if status == 0 {
-            headTree = object
-        } else if git_repository_head_unborn(repository) != 1 {
-            throw GitError.last(status, doing: "can't read HEAD's tree")
-        }
-        defer { if let headTree { git_object_free(headTree) } }
+    public static func between(_ index: GitIndex, andHeadOf trees: some GitTreeReading) throws(GitError) -> [GitChange] {
         var found = StagedDiff()
-        try compare(headTree, with: index, range: index.entries.indices, directory: "", cache: index.cacheTree, into: &found)
-        return Self.unique(found.changes())
+        try compare(trees.headTree(), with: index, range: index.entries.indices, directory: "", cache: index.cacheTree, trees: trees, into: &found)
+        return GitChange.uniqueSorted(found.changes())
     }
 
     /// Additions and deletions with their ids, paired into renames at the end.
@@ -47,46 +49,17 @@ extension GitRepository {
         }
     }
 
-    /// A tree entry: its mode, id and whether it is a tree.
-    private struct TreeItem {
-        var mode: UInt32
-        var id: GitObjectID
-        var oid: git_oid
-        var isTree: Bool
-    }
-
-    private func items(of tree: OpaquePointer?) -> [String: TreeItem] {
-        guard let tree else { return [:] }
-        var result: [String: TreeItem] = [:]
-        let count = git_tree_entrycount(tree)
-        result.reserveCapacity(count)
-        for position in 0..<count {
-            guard let entry = git_tree_entry_byindex(tree, position), let name = git_tree_entry_name(entry) else { continue }
-            let oid = git_tree_entry_id(entry).pointee
-            result[String(cString: name)] = TreeItem(
-                mode: git_tree_entry_filemode(entry).rawValue, id: GitObjectID(oid), oid: oid,
-                isTree: git_tree_entry_type(entry) == GIT_OBJECT_TREE
-            )
-        }
-        return result
-    }
-
-    private func lookupTree(_ oid: git_oid) throws(GitError) -> OpaquePointer {
-        var id = oid
-        var tree: OpaquePointer?
-        let status = git_tree_lookup(&tree, repository, &id)
-        guard status == 0, let tree else { throw GitError.last(status, doing: "can't read a tree of HEAD") }
-        return tree
-    }
-
     /// Compares a directory of HEAD (`tree`, `nil` when HEAD has none) with the index entries
     /// under it (`range`, whose paths start with `directory`).
-    private func compare(
-        _ tree: OpaquePointer?, with index: GitIndex, range: Range<Int>, directory: String, cache: GitIndex.CacheTree?,
-        into found: inout StagedDiff
+    private static func compare(
+        _ tree: GitObjectID?, with index: GitIndex, range: Range<Int>, directory: String, cache: GitIndex.CacheTree?,
+        trees: some GitTreeReading, into found: inout StagedDiff
     ) throws(GitError) {
-        if let tree, let cached = cache?.id, cached == GitObjectID(git_tree_id(tree).pointee) { return }
-        var head = items(of: tree)
+        if let tree, let cached = cache?.id, cached == tree { return }
+        var head: [String: GitTreeEntry] = [:]
+        if let tree {
+            for entry in try trees.entries(ofTree: tree) { head[entry.name] = entry }
+        }
         let prefixLength = directory.utf8.count
         var position = range.lowerBound
         while position < range.upperBound {
@@ -97,9 +70,7 @@ extension GitRepository {
             if isDirectory {
                 let group = index.range(ofPrefix: path + "/", in: position..<range.upperBound)
                 if let item = head.removeValue(forKey: name), item.isTree {
-                    let subtree = try lookupTree(item.oid)
-                    defer { git_tree_free(subtree) }
-                    try compare(subtree, with: index, range: group, directory: path + "/", cache: cache?.children[name], into: &found)
+                    try compare(item.id, with: index, range: group, directory: path + "/", cache: cache?.children[name], trees: trees, into: &found)
                 } else {
                     if let item = head[name] { found.deleted.append((path, item.id)) }
                     head[name] = nil
@@ -123,12 +94,12 @@ extension GitRepository {
                 found.other.append(GitChange(path: path, kind: .modified))
             } else if entry.isIntentToAdd {
                 // Not staged yet (`git add -N`): git diff --cached leaves it out.
-                if let item { try deleted(item, at: path, into: &found) }
+                if let item { try deleted(item, at: path, trees: trees, into: &found) }
             } else if let item, item.isTree {
-                try deleted(item, at: path, into: &found)
+                try deleted(item, at: path, trees: trees, into: &found)
                 found.added.append((path, entry.id))
             } else if let item {
-                if Self.kindOfMode(item.mode) != Self.kindOfMode(entry.mode) {
+                if kindOfMode(item.mode) != kindOfMode(entry.mode) {
                     found.other.append(GitChange(path: path, kind: .typeChanged))
                 } else if item.mode != entry.mode || item.id != entry.id {
                     found.other.append(GitChange(path: path, kind: .modified))
@@ -138,22 +109,33 @@ extension GitRepository {
             }
             position = next
         }
-        for (name, item) in head { try deleted(item, at: directory + name, into: &found) }
+        for (name, item) in head { try deleted(item, at: directory + name, trees: trees, into: &found) }
     }
 
     /// A path of HEAD the index no longer has: a file, or every file under a directory.
-    private func deleted(_ item: TreeItem, at path: String, into found: inout StagedDiff) throws(GitError) {
+    private static func deleted(_ item: GitTreeEntry, at path: String, trees: some GitTreeReading, into found: inout StagedDiff) throws(GitError) {
         guard item.isTree else {
             found.deleted.append((path, item.id))
             return
         }
-        let tree = try lookupTree(item.oid)
-        defer { git_tree_free(tree) }
-        for (name, inner) in items(of: tree) { try deleted(inner, at: path + "/" + name, into: &found) }
+        for inner in try trees.entries(ofTree: item.id) { try deleted(inner, at: path + "/" + inner.name, trees: trees, into: &found) }
     }
 
     /// Regular file (either mode), symbolic link, or submodule.
     private static func kindOfMode(_ mode: UInt32) -> UInt32 {
         mode & 0o170000
+    }
+}
+
+extension GitObjectDatabase: GitTreeReading {
+    /// HEAD's root tree, as the references under `layout` say.
+    public func headTree() throws(GitError) -> GitObjectID? {
+        guard let layout else { throw GitError(code: .failed, message: "an object database made from a directory has no HEAD") }
+        return try layout.headCommit().map { commit throws(GitError) in try treeOfCommit(commit) }
+    }
+
+    /// A tree's entries.
+    public func entries(ofTree id: GitObjectID) throws(GitError) -> [GitTreeEntry] {
+        try tree(id)
     }
 }
