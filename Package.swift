@@ -12,6 +12,8 @@ let package = Package(
     name: "Kiln",
     products: [
         .executable(name: "kiln", targets: ["kiln"]),
+        // kiln's CLI, which the `kiln` launcher loads from beside itself (libKilnCLI.so).
+        .library(name: "KilnCLI", type: .dynamic, targets: ["KilnCLI"]),
         .executable(name: "kiln-bench", targets: ["kiln-bench"]),
         .library(name: "KilnHost", targets: ["KilnHost"]),
         // Task plugins: loaded by kiln at run time from beside its executable (libkiln-NAME.so).
@@ -34,6 +36,7 @@ let package = Package(
                 .product(name: "KilnJobs", package: "KilnRuntime"),
                 .product(name: "KilnPluginAPI", package: "KilnRuntime"),
                 "CKilnHost",
+                "KilnPaths",
                 "CYAML",
                 "CXXHash",
                 "CSQLite",
@@ -41,6 +44,8 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .target(name: "CKilnHost"),
+        // Path rules the host and the hook launcher share: Taskfile discovery, `sources:` matching.
+        .target(name: "KilnPaths", swiftSettings: swiftSettings),
         .systemLibrary(name: "CGit2", pkgConfig: "libgit2", providers: [.apt(["libgit2-dev"])]),
         // Git's on-disk formats read directly (index, objects, packs, references): no libgit2,
         // so a hook with nothing to do never starts it.
@@ -106,16 +111,21 @@ let package = Package(
         .systemLibrary(name: "CYAML", pkgConfig: "yaml-0.1", providers: [.apt(["libyaml-dev"])]),
         .systemLibrary(name: "CXXHash", pkgConfig: "libxxhash", providers: [.apt(["libxxhash-dev"])]),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
-        .executableTarget(
-            name: "kiln",
+        // What a hook with nothing to do needs, and no more: the saved hook plan, git's formats.
+        .target(name: "KilnHookPlan", dependencies: ["KilnGitFormat", "KilnPaths"], swiftSettings: swiftSettings),
+        .target(
+            name: "KilnCLI",
             dependencies: [
                 "KilnHost",
                 "KilnGit",
                 "KilnGitFormat",
+                "KilnHookPlan",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings
         ),
+        // The launcher: answers a hook with nothing to do itself, loads libKilnCLI.so otherwise.
+        .executableTarget(name: "kiln", dependencies: ["KilnHookPlan"], swiftSettings: swiftSettings),
         .executableTarget(
             name: "kiln-bench",
             dependencies: [.product(name: "KilnJobs", package: "KilnRuntime"), "KilnHost"],

@@ -213,14 +213,14 @@ extension GitIndex {
     /// Whether an entry's directory is the one of the path starting at `start` in the names
     /// (of the same directory length).
     func sameDirectory(_ entry: Entry, startingAt start: UInt32) -> Bool {
-        names.withUnsafeBytes { raw in
+        withNames { raw in
             memcmp(raw.baseAddress! + Int(entry.nameStart), raw.baseAddress! + Int(start), Int(entry.directoryLength)) == 0
         }
     }
 
     /// Opens an entry's directory (for `fstatat`), relative to `base`; -1 when it can't be.
     func openDirectory(of entry: Entry, in base: Int32) -> Int32 {
-        var directory = names.withUnsafeBufferPointer { buffer in
+        var directory = withNames { buffer in
             Array(buffer[Int(entry.nameStart)..<Int(entry.nameStart + entry.directoryLength)])
         }
         directory.append(0)

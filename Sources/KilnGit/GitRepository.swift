@@ -259,7 +259,7 @@ public final class GitRepository: @unchecked Sendable {
     public func fastStagedChanges(index: GitIndex? = nil) throws(GitError) -> [GitChange] {
         do throws(GitError) {
             if let index { return try stagedChanges(in: index) }
-            return try stagedChanges(in: try self.index())
+            return try stagedChanges(in: try self.index(decoding: .onDemand))
         } catch where error.code == .unsupportedIndex {
             if let changes = stagedChangesFromGit() { return changes }
             return try stagedChanges()
@@ -387,12 +387,13 @@ extension GitRepository: GitTreeReading {
     /// The index git would use: `$GIT_INDEX_FILE` when set (git sets it for hooks of a commit
     /// made with a temporary index, `git commit -a` or `git commit PATH`), else the repository's.
     ///
-    /// - Throws: ``GitError`` from ``GitIndex/init(path:)``.
-    public func index() throws(GitError) -> GitIndex {
+    /// - Parameter decoding: When its entries are decoded (``GitIndex/Decoding``).
+    /// - Throws: ``GitError`` from ``GitIndex/init(path:decoding:)``.
+    public func index(decoding: GitIndex.Decoding = .upFront) throws(GitError) -> GitIndex {
         if let path = gitVariable("GIT_INDEX_FILE") {
-            return try GitIndex(path: path)  // relative: to the directory git runs us in
+            return try GitIndex(path: path, decoding: decoding)  // relative: to the directory git runs us in
         }
-        return try GitIndex(path: String(cString: git_repository_path(repository)) + "index")
+        return try GitIndex(path: String(cString: git_repository_path(repository)) + "index", decoding: decoding)
     }
 
     /// HEAD's root tree through libgit2; `nil` when HEAD has no commit yet.

@@ -31,7 +31,7 @@ public final class GitIndex: Sendable {
         public var id: GitObjectID
         package var flags: UInt16
         package var extendedFlags: UInt16
-        /// Where the path starts in ``GitIndex/names`` (NUL-terminated there).
+        /// Where the path starts in the index's names (``GitIndex/withNames(_:)``), NUL-terminated.
         package var nameStart: UInt32
         package var nameLength: UInt32
         /// The length of the path's directory, its last `/` included (0 at the top level).
@@ -55,10 +55,44 @@ public final class GitIndex: Sendable {
         public var children: [String: CacheTree]
     }
 
+    /// When entries are decoded.
+    public enum Decoding: Sendable {
+        /// All at once while reading: for callers that visit every entry (the working-tree status).
+        case upFront
+        /// Each when asked for: reading only finds where each starts, so a caller that looks at a
+        /// few (the staged changes, guided by the cache-tree) doesn't pay for 100k. A version-4
+        /// index, whose paths build on each other, is decoded up front all the same.
+        case onDemand
+    }
+
+    /// The entries of an index, in its order: decoded, or decoded from the mapped file when read.
+    ///
+    /// Threading: immutable; any thread.
+    public struct Entries: RandomAccessCollection, Sendable {
+        fileprivate let decoded: [Entry]
+        /// With ``Decoding/onDemand``, where each entry starts in the file.
+        fileprivate let offsets: [UInt32]
+        fileprivate let file: MappedFile?
+
+        /// 0.
+        public var startIndex: Int { 0 }
+        /// The number of entries.
+        public var endIndex: Int { offsets.isEmpty ? decoded.count : offsets.count }
+
+        /// The entry at `position`.
+        public subscript(position: Int) -> Entry {
+            offsets.isEmpty ? decoded[position] : GitIndex.entry(in: file!.bytes, at: Int(offsets[position]))
+        }
+    }
+
     /// The entries, sorted by path (then stage), as git keeps them.
-    public let entries: [Entry]
-    /// Every path, NUL-terminated, back to back.
-    package let names: [UInt8]
+    public let entries: Entries
+    /// A version-4 index's paths, NUL-terminated, back to back; empty for versions 2 and 3,
+    /// whose entries' paths point into the mapped file.
+    private let decodedNames: [UInt8]
+    /// The index file, mapped while the index lives (git replaces an index by renaming a new
+    /// file over it, so the mapping never changes under us); `nil` for a missing file.
+    private let file: MappedFile?
     /// The top of the cache-tree extension, if the index has one.
     public let cacheTree: CacheTree?
     /// The index file's modification time (ns): an entry modified at or after it may have changed
@@ -70,65 +104,112 @@ public final class GitIndex: Sendable {
     /// Reads the index file at `path`; a missing file is an empty index (a repository where
     /// nothing was ever added).
     ///
+    /// - Parameter decoding: When entries are decoded: all now, or each when asked for.
     /// - Throws: ``GitError`` `.unsupportedIndex` for a format this reader doesn't know (a split
     ///   index, another version, a SHA-256 repository): use libgit2 then. `.failed` when the file
     ///   can't be read or is damaged.
-    public init(path: String) throws(GitError) {
+    public init(path: String, decoding: Decoding = .upFront) throws(GitError) {
         self.path = path
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else {
+        guard let file = MappedFile(path: path) else {
             guard errno == ENOENT else { throw GitError(code: .failed, message: "can't read the git index \(path): \(String(cString: strerror(errno)))") }
-            entries = []
-            names = []
+            entries = Entries(decoded: [], offsets: [], file: nil)
+            decodedNames = []
             cacheTree = nil
             modified = 0
+            self.file = nil
             return
         }
-        defer { close(descriptor) }
-        var info = stat()
-        fstat(descriptor, &info)
-        modified = Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec)
-        let size = Int(info.st_size)
-        guard size > 0 else { throw GitError(code: .failed, message: "the git index \(path) is empty; 'git status' rewrites it") }
-        guard let mapped = mmap(nil, size, PROT_READ, MAP_PRIVATE, descriptor, 0), mapped != MAP_FAILED else {
-            throw GitError(code: .failed, message: "can't read the git index \(path): \(String(cString: strerror(errno)))")
+        self.file = file
+        modified = file.modified
+        guard file.bytes.count > 0 else { throw GitError(code: .failed, message: "the git index \(path) is empty; 'git status' rewrites it") }
+        guard file.bytes.count < Int(UInt32.max) else { throw GitError(code: .unsupportedIndex, message: "the git index \(path) is over 4 GiB") }
+        let parsed = try Self.parse(file.bytes, path: path)
+        decodedNames = parsed.names
+        cacheTree = parsed.cacheTree
+        if !parsed.offsets.isEmpty, decoding == .upFront {
+            entries = Entries(decoded: parsed.offsets.map { Self.entry(in: file.bytes, at: Int($0)) }, offsets: [], file: file)
+        } else {
+            entries = Entries(decoded: parsed.entries, offsets: parsed.offsets, file: file)
         }
-        defer { munmap(mapped, size) }
-        (entries, names, cacheTree) = try Self.parse(UnsafeRawBufferPointer(start: mapped, count: size), path: path)
     }
 
-    private static func parse(_ raw: UnsafeRawBufferPointer, path: String) throws(GitError) -> ([Entry], [UInt8], CacheTree?) {
+    /// Calls `body` with the bytes entries' paths point into (``Entry/nameStart``).
+    package func withNames<Result>(_ body: (UnsafeRawBufferPointer) -> Result) -> Result {
+        if decodedNames.isEmpty, let file { return body(file.bytes) }
+        return decodedNames.withUnsafeBytes(body)
+    }
+
+    private static func be32(_ raw: UnsafeRawBufferPointer, _ offset: Int) -> UInt32 {
+        UInt32(bigEndian: raw.loadUnaligned(fromByteOffset: offset, as: UInt32.self))
+    }
+
+    private static func be16(_ raw: UnsafeRawBufferPointer, _ offset: Int) -> UInt16 {
+        UInt16(bigEndian: raw.loadUnaligned(fromByteOffset: offset, as: UInt16.self))
+    }
+
+    /// The entry whose 62 (or 64) byte header starts at `header`, its path at `nameStart` in
+    /// `names`, `nameLength` bytes.
+    private static func entry(
+        _ raw: UnsafeRawBufferPointer, header: Int, flags: UInt16, extended: UInt16, names: UnsafeRawBufferPointer, nameStart: Int, nameLength: Int
+    ) -> Entry {
+        var slash = nameStart + nameLength - 1
+        while slash >= nameStart, names[slash] != UInt8(ascii: "/") { slash -= 1 }
+        return Entry(
+            changed: (be32(raw, header), be32(raw, header + 4)), modified: (be32(raw, header + 8), be32(raw, header + 12)),
+            inode: be32(raw, header + 20), mode: be32(raw, header + 24), size: be32(raw, header + 36),
+            id: GitObjectID(raw.baseAddress! + header + 40), flags: flags, extendedFlags: extended,
+            nameStart: UInt32(nameStart), nameLength: UInt32(nameLength), directoryLength: UInt32(slash - nameStart + 1)
+        )
+    }
+
+    /// A version 2 or 3 entry at `offset` of the file, which ``parse(_:path:)`` checked.
+    fileprivate static func entry(in raw: UnsafeRawBufferPointer, at offset: Int) -> Entry {
+        let flags = be16(raw, offset + 60)
+        let extended: UInt16 = flags & 0x4000 != 0 ? be16(raw, offset + 62) : 0
+        let nameStart = offset + (flags & 0x4000 != 0 ? 64 : 62)
+        var nameLength = Int(flags & 0xfff)
+        if nameLength == 0xfff { nameLength = strlen(raw.baseAddress!.advanced(by: nameStart).assumingMemoryBound(to: CChar.self)) }
+        return entry(raw, header: offset, flags: flags, extended: extended, names: raw, nameStart: nameStart, nameLength: nameLength)
+    }
+
+    /// One pass over the file: for versions 2 and 3, where each entry starts (each checked to lie
+    /// inside the file); for version 4, the entries decoded with their paths. Then the extensions.
+    private static func parse(
+        _ raw: UnsafeRawBufferPointer, path: String
+    ) throws(GitError) -> (offsets: [UInt32], entries: [Entry], names: [UInt8], cacheTree: CacheTree?) {
         func damaged(_ what: String) -> GitError {
             GitError(code: .failed, message: "the git index \(path) is damaged (\(what)); 'git status' rewrites it")
         }
         let hashSize = 20
         guard raw.count >= 12 + hashSize, raw.starts(with: Array("DIRC".utf8)) else { throw damaged("no DIRC header") }
-        func be32(_ offset: Int) -> UInt32 { UInt32(bigEndian: raw.loadUnaligned(fromByteOffset: offset, as: UInt32.self)) }
-        func be16(_ offset: Int) -> UInt16 { UInt16(bigEndian: raw.loadUnaligned(fromByteOffset: offset, as: UInt16.self)) }
-        let version = be32(4)
+        let version = be32(raw, 4)
         guard (2...4).contains(version) else {
             throw GitError(code: .unsupportedIndex, message: "the git index \(path) is version \(version)")
         }
-        let count = Int(be32(8))
+        let count = Int(be32(raw, 8))
         let end = raw.count - hashSize
+        var offsets: [UInt32] = []
         var entries: [Entry] = []
-        entries.reserveCapacity(count)
         var names: [UInt8] = []
-        names.reserveCapacity(version == 4 ? raw.count * 2 : raw.count)
+        if version == 4 {
+            entries.reserveCapacity(count)
+            names.reserveCapacity(raw.count * 2)
+        } else {
+            offsets.reserveCapacity(count)
+        }
         var previous: [UInt8] = []
         var offset = 12
         for _ in 0..<count {
             guard offset + 62 <= end else { throw damaged("entries run past the end") }
-            let flags = be16(offset + 60)
+            let flags = be16(raw, offset + 60)
             var headerLength = 62
             var extended: UInt16 = 0
             if flags & 0x4000 != 0 {
                 guard version >= 3, offset + 64 <= end else { throw damaged("extended flags in a version 2 index") }
-                extended = be16(offset + 62)
+                extended = be16(raw, offset + 62)
                 headerLength = 64
             }
             let nameOffset = offset + headerLength
-            let nameStart = names.count
             if version == 4 {
                 // A varint: how many bytes of the previous path to drop; then the rest, NUL-terminated.
                 var position = nameOffset
@@ -148,39 +229,30 @@ public final class GitIndex: Sendable {
                 guard suffixEnd < end else { throw damaged("a path runs past the end") }
                 previous.removeLast(drop)
                 previous.append(contentsOf: UnsafeRawBufferPointer(rebasing: raw[position..<suffixEnd]))
+                let nameStart = names.count
                 names.append(contentsOf: previous)
+                names.append(0)
+                let entry = names.withUnsafeBytes { buffer in
+                    Self.entry(raw, header: offset, flags: flags, extended: extended, names: buffer, nameStart: nameStart, nameLength: previous.count)
+                }
+                entries.append(entry)
                 offset = suffixEnd + 1
             } else {
                 var nameEnd = nameOffset + Int(flags & 0xfff)
                 if flags & 0xfff == 0xfff {  // 4095 or longer: find the NUL
                     while nameEnd < end, raw[nameEnd] != 0 { nameEnd += 1 }
                 }
-                guard nameEnd < end else { throw damaged("a path runs past the end") }
-                names.append(contentsOf: UnsafeRawBufferPointer(rebasing: raw[nameOffset..<nameEnd]))
-                // The entry is padded with 1–8 NULs to a multiple of 8 bytes.
+                // The entry is padded with 1–8 NULs to a multiple of 8 bytes: its path ends in one.
+                guard nameEnd < end, raw[nameEnd] == 0 else { throw damaged("a path runs past the end") }
+                offsets.append(UInt32(offset))
                 offset += (headerLength + (nameEnd - nameOffset) + 8) & ~7
             }
-            let nameLength = names.count - nameStart
-            let directoryLength = names.withUnsafeBufferPointer { buffer in
-                var position = buffer.count - 1
-                while position >= nameStart, buffer[position] != UInt8(ascii: "/") { position -= 1 }
-                return position - nameStart + 1
-            }
-            names.append(0)
-            entries.append(Entry(
-                changed: (be32(nameOffset - headerLength), be32(nameOffset - headerLength + 4)),
-                modified: (be32(nameOffset - headerLength + 8), be32(nameOffset - headerLength + 12)),
-                inode: be32(nameOffset - headerLength + 20), mode: be32(nameOffset - headerLength + 24),
-                size: be32(nameOffset - headerLength + 36), id: GitObjectID(raw.baseAddress! + nameOffset - headerLength + 40),
-                flags: flags, extendedFlags: extended, nameStart: UInt32(nameStart), nameLength: UInt32(nameLength),
-                directoryLength: UInt32(directoryLength)
-            ))
         }
         // Extensions: a four-letter signature, a 32-bit size, the data.
         var cacheTree: CacheTree?
         while offset + 8 <= end {
             let signature = String(decoding: UnsafeRawBufferPointer(rebasing: raw[offset..<offset + 4]), as: UTF8.self)
-            let size = Int(be32(offset + 4))
+            let size = Int(be32(raw, offset + 4))
             let data = offset + 8
             guard data + size <= end else { throw damaged("extension \(signature) runs past the end") }
             switch signature {
@@ -197,7 +269,7 @@ public final class GitIndex: Sendable {
             }
             offset = data + size
         }
-        return (entries, names, cacheTree)
+        return (offsets, entries, names, cacheTree)
     }
 
     /// One cache-tree node and, recursively, its subtrees: `NAME\0ENTRIES SUBTREES\n[ID]`, the
@@ -246,19 +318,19 @@ public final class GitIndex: Sendable {
 
     /// An entry's path.
     public func path(of entry: Entry) -> String {
-        names.withUnsafeBufferPointer { buffer in
-            String(decoding: UnsafeBufferPointer(rebasing: buffer[Int(entry.nameStart)..<Int(entry.nameStart + entry.nameLength)]), as: UTF8.self)
+        withNames { buffer in
+            String(decoding: UnsafeRawBufferPointer(rebasing: buffer[Int(entry.nameStart)..<Int(entry.nameStart + entry.nameLength)]), as: UTF8.self)
         }
     }
 
     /// Calls `body` with an entry's path as NUL-terminated bytes (valid only inside `body`).
     package func withPath<Result>(of entry: Entry, _ body: (UnsafePointer<CChar>) -> Result) -> Result {
-        names.withUnsafeBytes { raw in body(raw.baseAddress!.advanced(by: Int(entry.nameStart)).assumingMemoryBound(to: CChar.self)) }
+        withNames { raw in body(raw.baseAddress!.advanced(by: Int(entry.nameStart)).assumingMemoryBound(to: CChar.self)) }
     }
 
     /// Compares an entry's path with `key` (bytes), as git orders paths (bytewise).
     private func compare(_ entry: Entry, _ key: UnsafeRawBufferPointer, prefixOnly: Bool) -> Int32 {
-        names.withUnsafeBytes { raw in
+        withNames { raw in
             let length = Int(entry.nameLength)
             let common = min(length, key.count)
             let order = common == 0 ? 0 : memcmp(raw.baseAddress! + Int(entry.nameStart), key.baseAddress!, common)
@@ -311,7 +383,7 @@ public final class GitIndex: Sendable {
     /// The component of an entry's path that starts after `prefixLength` bytes: its length, and
     /// whether a `/` follows it (a directory) or it ends the path (a file).
     package func component(of entry: Entry, after prefixLength: Int) -> (length: Int, isDirectory: Bool) {
-        names.withUnsafeBytes { raw in
+        withNames { raw in
             let start = raw.baseAddress! + Int(entry.nameStart) + prefixLength
             let remaining = Int(entry.nameLength) - prefixLength
             if let slash = memchr(start, Int32(UInt8(ascii: "/")), remaining) {
@@ -323,9 +395,9 @@ public final class GitIndex: Sendable {
 
     /// `count` bytes of an entry's path from `start`, as a string.
     package func pathBytes(of entry: Entry, from start: Int, count: Int) -> String {
-        names.withUnsafeBufferPointer { buffer in
+        withNames { buffer in
             let base = Int(entry.nameStart) + start
-            return String(decoding: UnsafeBufferPointer(rebasing: buffer[base..<base + count]), as: UTF8.self)
+            return String(decoding: UnsafeRawBufferPointer(rebasing: buffer[base..<base + count]), as: UTF8.self)
         }
     }
 }

@@ -101,6 +101,8 @@ package func readSmallFile(_ path: String) -> [UInt8]? {
 package final class MappedFile: Sendable {
     /// The file's bytes.
     package var bytes: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: UnsafeRawPointer(bitPattern: address), count: count) }
+    /// The file's modification time when mapped, ns since the epoch.
+    package let modified: Int64
     private let address: Int
     private let count: Int
 
@@ -112,6 +114,7 @@ package final class MappedFile: Sendable {
         defer { close(descriptor) }
         var info = stat()
         guard fstat(descriptor, &info) == 0 else { return nil }
+        modified = Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec)
         count = Int(info.st_size)
         guard count > 0 else {
             address = 0

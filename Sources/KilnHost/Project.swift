@@ -1,3 +1,4 @@
+import KilnPaths
 import KilnPluginAPI
 
 #if canImport(Glibc)
@@ -9,7 +10,7 @@ import Glibc
 /// Threading: a value type; safe to pass between threads.
 public struct Project: Sendable {
     /// Names looked for, in order, in the current directory and then each parent.
-    public static let taskfileNames = ["Taskfile.yml", "Taskfile.yaml", "taskfile.yml", "taskfile.yaml"]
+    public static let taskfileNames = TaskfileDiscovery.names
 
     /// The loaded Taskfile.
     public var taskfile: Taskfile
@@ -104,16 +105,7 @@ public struct Project: Sendable {
 
     /// The Taskfile in `directory` or its nearest parent that has one.
     public static func discoverTaskfile(from directory: String) -> String? {
-        var current = Path.normalize(directory)
-        while true {
-            for name in taskfileNames {
-                let candidate = Path.join(current, name)
-                if Files.exists(candidate) { return candidate }
-            }
-            let parent = Path.directory(of: current)
-            if parent == current || parent.isEmpty { return nil }
-            current = parent
-        }
+        TaskfileDiscovery.discover(from: Path.normalize(directory))
     }
 
     /// Removes the declared outputs (`generates`) of the plan's tasks — for `each:` tasks, of the

@@ -44,6 +44,10 @@ struct GitIndexTests {
             try base.git(["update-index", "--index-version", version], in: directory)
             let index = try repository.index()
             #expect(listing(index) == (try base.git(["ls-files", "-s"], in: directory)), "version \(version)")
+            // Decoded on demand (versions 2 and 3 point into the mapped file), the same entries.
+            let lazy = try repository.index(decoding: .onDemand)
+            #expect(listing(lazy) == listing(index), "version \(version), decoded on demand")
+            #expect(lazy.entry(for: long)?.skipsWorktree == index.entry(for: long)?.skipsWorktree)
             #expect(index.entries.count == 104)
             // libgit2 1.5 misreads an index holding a path of over 4 KiB; git doesn't.
             #expect(try staged(repository, libgit2: false) == ["added \(long)"])

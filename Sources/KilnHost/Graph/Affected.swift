@@ -1,3 +1,4 @@
+import KilnPaths
 import KilnPluginAPI
 
 #if canImport(Glibc)
@@ -46,13 +47,12 @@ extension BuildPlan {
                 direct[definition.name] = Path.lastComponent(definition.file)
                 continue
             }
+            let patterns = definition.renderedSources
             for file in inside {
                 // Sources are relative to the task's directory.
                 guard Path.isInside(file, root: definition.directory) else { continue }
                 let relative = Path.relative(file, to: definition.directory)
-                let matched = definition.sources.contains { pattern in
-                    Glob.matches(Template.render(pattern.value, variables: definition.templateVariables), relative)
-                }
+                let matched = patterns.contains { GlobPattern.matches($0, relative) }
                 // Or a file the job's depfile named last time (an each: job's key names its source).
                 var discoveredSource: String?
                 if !matched {
@@ -119,28 +119,5 @@ extension BuildPlan {
         plan.dependencyPositions = positions.map { dependencyPositions[$0].compactMap { newPosition[$0] } }
         plan.eachSourceFilter = affected.eachFiles
         return plan
-    }
-}
-
-extension Glob {
-    /// Whether `path` (relative, `/`-separated) matches `pattern`: `*`, `?`, `[…]` within a
-    /// segment, `**` for any number of directories — the files ``files(matching:in:)`` would list.
-    static func matches(_ pattern: String, _ path: String) -> Bool {
-        let patternSegments = pattern.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
-        let pathSegments = path.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
-        return match(patternSegments[...], pathSegments[...])
-    }
-
-    private static func match(_ pattern: ArraySlice<String>, _ path: ArraySlice<String>) -> Bool {
-        guard let segment = pattern.first else { return path.isEmpty }
-        if segment == "**" {
-            // Zero directories, or one more (never a hidden one), then `**` again.
-            if match(pattern.dropFirst(), path) { return true }
-            guard let first = path.first, !first.hasPrefix("."), path.count > 1 else { return false }
-            return match(pattern, path.dropFirst())
-        }
-        guard let name = path.first else { return false }
-        let matched = isMagic(segment) ? fnmatch(segment, name, FNM_PERIOD) == 0 : segment == name
-        return matched && match(pattern.dropFirst(), path.dropFirst())
     }
 }

@@ -1,3 +1,5 @@
+import KilnPaths
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -47,7 +49,7 @@ enum Glob {
 
     /// Whether a pattern has wildcards.
     static func isMagic(_ text: String) -> Bool {
-        text.contains { $0 == "*" || $0 == "?" || $0 == "[" }
+        GlobPattern.isMagic(text)
     }
 
     private static func walk(

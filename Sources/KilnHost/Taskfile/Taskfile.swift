@@ -145,6 +145,8 @@ public struct TaskDefinition: Sendable {
     public var commands: [Located<String>] { storage.commands }
     /// `sources:` glob patterns, relative to the task's directory, before templating.
     public var sources: [Located<String>] { storage.sources }
+    /// `sources:` with templates rendered: the patterns a changed file is matched against.
+    public var renderedSources: [String] { sources.map { Template.render($0.value, variables: templateVariables) } }
     /// `generates:` paths or patterns, relative to the task's directory, before templating.
     public var generates: [Located<String>] { storage.generates }
     /// Variables visible to the task's templates: the file's `vars`, then the task's own. Tasks

@@ -41,6 +41,23 @@ enum TaskfileCache {
         return ContentHash.of(bytes[0..<reader.offset])
     }
 
+    /// Every file the cached load read, and each optional include it looked for and didn't find;
+    /// `nil` when there is no valid cache for `taskfilePath`.
+    static func filesRead(taskfilePath: String, root: String) -> [String]? {
+        guard let bytes = try? Files.readBytes(path(root: root)) else { return nil }
+        var reader = BinaryReader(bytes: bytes)
+        guard reader.readBytes(count: magic.count) == magic, reader.readInteger() == formatVersion,
+            reader.readString() == taskfilePath, let fileCount = reader.readInteger(), fileCount < 100_000
+        else { return nil }
+        var files: [String] = []
+        for _ in 0..<fileCount {
+            guard let file = reader.readString(), let high = reader.readUInt64(), let low = reader.readUInt64() else { return nil }
+            if fingerprint(file) != ContentHash(high: high, low: low) { return nil }
+            files.append(file)
+        }
+        return files
+    }
+
     /// Reads the header: magic, format, path, and the fingerprint of every file the load read,
     /// each checked against the file now (`absent`: it must not exist).
     private static func validHeader(_ reader: inout BinaryReader, taskfilePath: String) -> Bool {

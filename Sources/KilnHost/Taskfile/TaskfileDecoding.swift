@@ -43,6 +43,15 @@ public struct TaskfileLoader: Sendable {
         self.usesCache = false
     }
 
+    /// Every file the last load of the Taskfile at `path` (absolute) read, and each optional
+    /// include it looked for and didn't find — what its model depends on — while the project's
+    /// Taskfile cache is valid for it; `nil` otherwise.
+    ///
+    /// Threading: any thread.
+    public static func filesRead(byTaskfileAt path: String) -> [String]? {
+        TaskfileCache.filesRead(taskfilePath: path, root: Path.directory(of: path))
+    }
+
     /// Loads the Taskfile at `path` (absolute, or relative to the current directory).
     ///
     /// - Throws: ``TaskfileErrors`` with every mistake found.

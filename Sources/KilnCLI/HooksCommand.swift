@@ -1,6 +1,7 @@
 import ArgumentParser
 import KilnGit
 import KilnGitFormat
+import KilnHookPlan
 import KilnHost
 
 #if canImport(Glibc)
@@ -106,18 +107,22 @@ extension Kiln {
         func run() throws {
             if System.variable("KILN_SKIP_HOOKS") == "1" { Kiln.exit() }
             let phases = PhaseClock()
+            let madeAt = FileSignature.now()  // before the Taskfile is read: see HookPlan.save
             GitRepository.startLibgit2()  // meanwhile: the Taskfile, and the index
             guard let located = locateTaskfile(options), let taskfile = try? TaskfileLoader().load(path: located.path) else {
                 // No (valid) Taskfile here: nothing to run; a hook never blocks for that.
                 Kiln.exit()
             }
-            guard let tasks = taskfile.hooks[name]?.map(\.value), !tasks.isEmpty else { Kiln.exit() }
+            guard let tasks = taskfile.hooks[name]?.map(\.value), !tasks.isEmpty else {
+                saveHookPlan(nil, discovered: [:], taskfile: taskfile, madeAt: madeAt)
+                Kiln.exit()
+            }
             let input = name == "pre-push" ? readStandardInput() : ""
             phases.mark("taskfile")
             // pre-commit's files are the index's: read it (no libgit2 needed) while libgit2 starts.
             var index: GitIndex?
             if name == "pre-commit" || name == "commit-msg", let path = GitLayout.locate(from: located.root)?.indexPath {
-                index = try? GitIndex(path: path)
+                index = try? GitIndex(path: path, decoding: .onDemand)
             }
             phases.mark("read index")
             let changed: [String]
@@ -139,8 +144,10 @@ extension Kiln {
             } catch {
                 exitWithTaskfileErrors(error)
             }
-            let affected = plan.affected(by: changed, discovered: discoveredInputs(for: plan))
+            let discovered = discoveredInputs(for: plan)
+            let affected = plan.affected(by: changed, discovered: discovered)
             phases.mark("plan and affected")
+            saveHookPlan(plan, discovered: discovered, taskfile: taskfile, madeAt: madeAt)
             phases.print()
             if affected.tasks.isEmpty {
                 System.writeError("kiln hook \(name): nothing affected (\(affected.changedFiles.count) changed file\(affected.changedFiles.count == 1 ? "" : "s"))\n")
@@ -157,6 +164,36 @@ extension Kiln {
             execv(argv[0], pointers)
             System.writeError("kiln hook \(name): can't run kiln: \(String(cString: strerror(errno)))\n")
             Kiln.exit(withError: ExitCode(ExitStatus.jobFailed))
+        }
+
+        /// Saves what this hook's tasks look at, for the launcher's quick answer next time
+        /// (``QuickHook``): for the hooks it answers, called as the hook scripts call it.
+        private func saveHookPlan(_ plan: BuildPlan?, discovered: [String: [String]], taskfile: Taskfile, madeAt: Int64) {
+            guard QuickHook.answers(name), options.taskfile == nil, options.pluginPath.isEmpty, !options.allowInsecurePlugins,
+                var watched = TaskfileLoader.filesRead(byTaskfileAt: taskfile.path)
+            else { return }
+            var tasks: [HookPlan.Task] = []
+            for task in plan?.tasks ?? [] {
+                let definition = task.definition
+                let prefix = definition.name + " "
+                let files = discovered.filter { $0.key == definition.name || $0.key.hasPrefix(prefix) }.values.joined()
+                tasks.append(HookPlan.Task(
+                    directory: definition.directory,
+                    patterns: definition.renderedSources,
+                    discovered: Array(Set(files))
+                ))
+            }
+            if plan?.tasks.contains(where: { $0.definition.depfile != nil }) == true {
+                watched += [".kiln/state.db", ".kiln/state.db-wal"].map { taskfile.root + "/" + $0 }
+            }
+            // kiln itself: another build may answer differently.
+            if let executable = System.executablePath, let directory = System.executableDirectory {
+                watched += [executable, directory + "/libKilnCLI.so"]
+            }
+            HookPlan(
+                taskfilePath: taskfile.path, root: taskfile.root, taskfiles: Array(Set((plan?.tasks ?? []).map(\.definition.file))),
+                tasks: tasks, watched: watched.map(HookPlan.Watched.init(path:))
+            ).save(hook: name, madeAt: madeAt)
         }
 
         private func readStandardInput() -> String {

@@ -1,8 +1,19 @@
 import ArgumentParser
 import KilnHost
 
+/// Runs kiln's command line (`CommandLine.arguments`): the `kiln` launcher calls it after
+/// loading this library, for everything it doesn't answer itself.
+///
+/// Threading: the main thread, once.
+///
+/// - Returns: 0; a command that fails exits the process with its status.
+@_cdecl("kiln_cli_main")
+public func kilnCLIMain() -> Int32 {
+    Kiln.main()
+    return 0
+}
+
 /// The `kiln` command: parses arguments and prints; the work is in KilnHost.
-@main
 struct Kiln: ParsableCommand {
     static let version = "0.1.0"
 
