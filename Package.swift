@@ -161,6 +161,11 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(
+            name: "KilnHookPlanTests",
+            dependencies: ["KilnHookPlan", "KilnTestSupport"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
             name: "KilnJobsTests",
             dependencies: [
                 .product(name: "KilnJobs", package: "KilnRuntime"),

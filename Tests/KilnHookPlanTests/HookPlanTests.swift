@@ -1,0 +1,81 @@
+import Foundation
+import KilnHookPlan
+import KilnTestSupport
+import Testing
+
+/// The saved hook plan: what it says is affected, and when it may be trusted.
+@Suite("Hook plans")
+struct HookPlanTests {
+    /// A project directory with an aged Taskfile, and a plan watching it.
+    func plan(in directory: TemporaryDirectory) throws -> HookPlan {
+        let taskfile = try directory.write("Taskfile.yml", "version: '3'\n")
+        try setModificationTime(taskfile, secondsAgo: 60)
+        return HookPlan(
+            taskfilePath: taskfile, root: directory.path, taskfiles: [taskfile, directory.path("lib/Taskfile.yml")],
+            tasks: [
+                HookPlan.Task(directory: directory.path, patterns: ["src/**/*.c", "docs/*.md"], discovered: []),
+                HookPlan.Task(directory: directory.path("lib"), patterns: ["*.h"], discovered: ["gen/config.h"]),
+            ],
+            watched: [HookPlan.Watched(path: taskfile), HookPlan.Watched(path: directory.path("missing.yml"))]
+        )
+    }
+
+    @Test("affected: a task's patterns relative to its directory, a depfile's file, a Taskfile; .kiln and outside files don't count")
+    func affects() throws {
+        let directory = try TemporaryDirectory(prefix: "kiln-hook-plan")
+        defer { directory.remove() }
+        let plan = try plan(in: directory)
+        let root = directory.path
+        #expect(plan.affects([root + "/src/deep/a.c"]) == (true, 1))
+        #expect(plan.affects([root + "/src/.hidden/a.c"]) == (false, 1))  // ** never enters a hidden directory
+        #expect(plan.affects([root + "/lib/x.h", root + "/README"]) == (true, 2))
+        #expect(plan.affects([root + "/x.h"]) == (false, 1))  // lib's *.h is relative to lib
+        #expect(plan.affects([root + "/lib/gen/config.h"]) == (true, 1))
+        #expect(plan.affects([root + "/gen/config.h"]) == (false, 1))
+        #expect(plan.affects([root + "/lib/Taskfile.yml"]) == (true, 1))
+        #expect(plan.affects([root + "/.kiln/state.db", "/elsewhere/a.c", root + "/notes.txt"]) == (false, 1))
+        #expect(plan.affects([]) == (false, 0))
+    }
+
+    @Test("saved and loaded back; refused once a watched file changes or appears, or the file is damaged")
+    func storage() throws {
+        let directory = try TemporaryDirectory(prefix: "kiln-hook-plan")
+        defer { directory.remove() }
+        let plan = try plan(in: directory)
+        #expect(plan.save(hook: "pre-commit", madeAt: Date().timeIntervalSince1970.nanoseconds))
+        #expect(HookPlan.load(root: directory.path, hook: "pre-commit") == plan)
+        #expect(HookPlan.load(root: directory.path, hook: "commit-msg") == nil)
+
+        let saved = try #require(FileManager.default.contents(atPath: HookPlan.path(root: directory.path, hook: "pre-commit")))
+        try saved.dropLast(3).write(to: URL(fileURLWithPath: HookPlan.path(root: directory.path, hook: "pre-commit")))
+        #expect(HookPlan.load(root: directory.path, hook: "pre-commit") == nil, "a truncated plan")
+        try saved.write(to: URL(fileURLWithPath: HookPlan.path(root: directory.path, hook: "pre-commit")))
+        #expect(HookPlan.load(root: directory.path, hook: "pre-commit") == plan)
+
+        _ = try directory.write("missing.yml", "now here\n")
+        #expect(HookPlan.load(root: directory.path, hook: "pre-commit") == nil, "an absent file appeared")
+        try FileManager.default.removeItem(atPath: directory.path("missing.yml"))
+        #expect(HookPlan.load(root: directory.path, hook: "pre-commit") == plan)
+        try setModificationTime(directory.path("Taskfile.yml"), secondsAgo: 30)  // a touch: same bytes, new times
+        #expect(HookPlan.load(root: directory.path, hook: "pre-commit") == nil, "the Taskfile was touched")
+    }
+
+    @Test("not saved when a watched file changed too recently to tell a later change from it")
+    func racy() throws {
+        let directory = try TemporaryDirectory(prefix: "kiln-hook-plan")
+        defer { directory.remove() }
+        var plan = try plan(in: directory)
+        let fresh = try directory.write("fresh.yml", "just written\n")
+        plan.watched.append(HookPlan.Watched(path: fresh))
+        #expect(!plan.save(hook: "pre-commit", madeAt: Date().timeIntervalSince1970.nanoseconds))
+        #expect(HookPlan.load(root: directory.path, hook: "pre-commit") == nil)
+        try setModificationTime(fresh, secondsAgo: 5)
+        plan.watched[plan.watched.count - 1] = HookPlan.Watched(path: fresh)
+        #expect(plan.save(hook: "pre-commit", madeAt: Date().timeIntervalSince1970.nanoseconds))
+    }
+}
+
+extension TimeInterval {
+    /// Seconds since the epoch as nanoseconds.
+    var nanoseconds: Int64 { Int64(self * 1_000_000_000) }
+}
