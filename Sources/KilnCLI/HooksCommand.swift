@@ -108,7 +108,8 @@ extension Kiln {
             if System.variable("KILN_SKIP_HOOKS") == "1" { Kiln.exit() }
             let phases = PhaseClock()
             let madeAt = FileSignature.now()  // before the Taskfile is read: see HookPlan.save
-            GitRepository.startLibgit2()  // meanwhile: the Taskfile, and the index
+            let stagedFiles = QuickHook.answers(name)  // pre-commit, commit-msg: read directly, no libgit2
+            if !stagedFiles { GitRepository.startLibgit2() }  // meanwhile: the Taskfile
             guard let located = locateTaskfile(options), let taskfile = try? TaskfileLoader().load(path: located.path) else {
                 // No (valid) Taskfile here: nothing to run; a hook never blocks for that.
                 Kiln.exit()
@@ -119,21 +120,20 @@ extension Kiln {
             }
             let input = name == "pre-push" ? readStandardInput() : ""
             phases.mark("taskfile")
-            // pre-commit's files are the index's: read it (no libgit2 needed) while libgit2 starts.
-            var index: GitIndex?
-            if name == "pre-commit" || name == "commit-msg", let path = GitLayout.locate(from: located.root)?.indexPath {
-                index = try? GitIndex(path: path, decoding: .onDemand)
-            }
-            phases.mark("read index")
             let changed: [String]
-            do {
-                let repository = try GitRepository(containing: located.root)
-                phases.mark("open repository")
-                changed = try repository.hookChanges(name, arguments: arguments, input: input, index: index).flatMap(\.paths)
-                    .map { repository.workingDirectory + "/" + $0 }
-            } catch {
-                System.writeError("kiln hook \(name): \(error.message)\n")
-                Kiln.exit(withError: ExitCode(ExitStatus.jobFailed))
+            if stagedFiles, let files = GitLayout.locate(from: located.root)?.stagedFiles() {
+                changed = files
+            } else {
+                // Other hooks, and repositories KilnGitFormat doesn't read (it says which): libgit2.
+                do {
+                    let repository = try GitRepository(containing: located.root)
+                    phases.mark("open repository")
+                    changed = try repository.hookChanges(name, arguments: arguments, input: input).flatMap(\.paths)
+                        .map { repository.workingDirectory + "/" + $0 }
+                } catch {
+                    System.writeError("kiln hook \(name): \(error.message)\n")
+                    Kiln.exit(withError: ExitCode(ExitStatus.jobFailed))
+                }
             }
             phases.mark("changes")
             // Quick answer when nothing the hook runs is affected (the Taskfile loaded above serves).

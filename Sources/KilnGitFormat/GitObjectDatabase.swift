@@ -17,7 +17,14 @@ import Glibc
 public final class GitObjectDatabase {
     /// An object's type, numbered as in pack files.
     public enum Kind: UInt8, Sendable {
-        case commit = 1, tree = 2, blob = 3, tag = 4
+        /// A commit: its tree, parents, author, message.
+        case commit = 1
+        /// A directory listing: names, modes and ids.
+        case tree = 2
+        /// A file's content.
+        case blob = 3
+        /// An annotated tag.
+        case tag = 4
     }
 
     /// The object directories: the repository's, then its alternates'.

@@ -139,3 +139,15 @@ extension GitObjectDatabase: GitTreeReading {
         try tree(id)
     }
 }
+
+extension GitLayout {
+    /// The files a commit would change now — the index against HEAD (``StagedChanges``), both
+    /// paths of a rename — absolute, read without libgit2; `nil` when the index or the objects are
+    /// in a format this module doesn't read (then ask libgit2).
+    public func stagedFiles() -> [String]? {
+        guard let index = try? GitIndex(path: indexPath, decoding: .onDemand), let objects = try? GitObjectDatabase(layout: self),
+            let changes = try? StagedChanges.between(index, andHeadOf: objects)
+        else { return nil }
+        return changes.flatMap(\.paths).map { workingDirectory + "/" + $0 }
+    }
+}

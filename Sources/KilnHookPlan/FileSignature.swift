@@ -7,8 +7,11 @@ import Glibc
 ///
 /// Threading: a value type.
 public struct FileSignature: Sendable, Equatable {
+    /// The device holding the file.
     public var device: UInt64
+    /// Its inode: a file replaced by a rename has another.
     public var inode: UInt64
+    /// Its size in bytes.
     public var size: Int64
     /// Modification time, ns since the epoch.
     public var modified: Int64

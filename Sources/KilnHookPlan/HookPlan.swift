@@ -39,7 +39,9 @@ public struct HookPlan: Sendable, Equatable {
     ///
     /// Threading: a value type.
     public struct Watched: Sendable, Equatable {
+        /// The file (absolute).
         public var path: String
+        /// Its signature when the plan was made; `nil` when it didn't exist.
         public var signature: FileSignature?
 
         /// `path` as it is now.

@@ -51,13 +51,8 @@ public enum QuickHook {
         guard let plan = HookPlan.load(root: root, hook: hook), plan.taskfilePath == taskfile else { return nil }
         clock.mark("plan")
         if plan.tasks.isEmpty { return 0 }  // the hook maps no task
-        guard let layout = GitLayout.locate(from: plan.root), let index = try? GitIndex(path: layout.indexPath, decoding: .onDemand) else { return nil }
-        clock.mark("read index")
-        guard let objects = try? GitObjectDatabase(layout: layout), let changes = try? StagedChanges.between(index, andHeadOf: objects) else {
-            return nil
-        }
-        clock.mark("changes")
-        let changed = changes.flatMap(\.paths).map { layout.workingDirectory + "/" + $0 }
+        guard let changed = GitLayout.locate(from: plan.root)?.stagedFiles() else { return nil }
+        clock.mark("staged files")
         let (affected, count) = plan.affects(changed)
         clock.mark("affected")
         guard !affected else { return nil }
