@@ -70,7 +70,7 @@ struct GitBenchmark {
         print("\nTargets: finding the changed files ≤ git status --porcelain; kiln hook pre-commit with nothing affected ≤ 20 ms.")
         print("Each command is spawned directly (no shell or time(1) in front): start-up is part of a hook's time.")
         print("kiln hook pre-commit is answered by the launcher from the plan the previous hook saved; with the Taskfile")
-        print("just touched, that plan is out of date and the full hook (libKilnCLI.so, the Taskfile, libgit2) answers.")
+        print("just touched, that plan is out of date and the full hook (libKilnCLI.so loaded, the Taskfile read) answers.")
     }
 
     /// The repository, made once: `files` small C files in directories of 1,000, a Taskfile whose
