@@ -7,9 +7,10 @@ import Glibc
 /// directories the index holds exactly as a known tree.
 ///
 /// libgit2 reads the index too, but verifies its SHA-1 trailer and builds a hash map of every
-/// entry, about 60 ms for 100k files on a slow machine; this is one pass over the bytes (about
-/// 5 ms), and lookups are binary searches of the sorted entries. The trailer is not checked: git
-/// writes the index to a lock file and renames it into place, so a reader never sees half of one.
+/// entry, about 60 ms for 100k files on a slow machine; this is one pass over the mapped bytes
+/// (about 8 ms decoding every entry, 1.5 ms only finding where each starts, ``Decoding``), and
+/// lookups are binary searches of the sorted entries. The trailer is not checked: git writes the
+/// index to a lock file and renames it into place, so a reader never sees half of one.
 ///
 /// Threading: immutable once read; every member from any thread.
 public final class GitIndex: Sendable {
