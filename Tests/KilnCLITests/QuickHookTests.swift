@@ -142,24 +142,10 @@ struct QuickHookTests {
         defer { directory.remove() }
         let copy = directory.path("kiln")
         try FileManager.default.copyItem(atPath: try KilnProcess.executable(), toPath: copy)
-        func run(_ arguments: [String], environment: [String: String] = [:]) throws -> (Int32, String) {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: copy)
-            process.arguments = arguments
-            process.currentDirectoryURL = URL(fileURLWithPath: directory.path)
-            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-            let pipe = Pipe()
-            process.standardError = pipe
-            process.standardOutput = FileHandle.nullDevice
-            try process.run()
-            let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            process.waitUntilExit()
-            return (process.terminationStatus, output)
-        }
-        let (status, output) = try run(["--version"])
+        let (status, output) = try runProgram(copy, ["--version"], in: directory.path)
         #expect(status == 70)
         #expect(output.contains("can't load its command-line library \(directory.path)/libKilnCLI.so"), "\(output)")
         #expect(output.contains("swift build"))
-        #expect(try run(["hook", "pre-commit"], environment: ["KILN_SKIP_HOOKS": "1"]) == (0, ""))
+        #expect(try runProgram(copy, ["hook", "pre-commit"], in: directory.path, environment: ["KILN_SKIP_HOOKS": "1"]) == (0, ""))
     }
 }

@@ -8,13 +8,27 @@ import Foundation
 /// Threading: any thread.
 @discardableResult
 public func runGit(_ arguments: [String], in directory: String, environment: [String: String] = [:]) throws -> (status: Int32, output: String) {
+    try runProgram(
+        "/usr/bin/git", ["-c", "user.email=kiln@example.invalid", "-c", "user.name=Kiln Tests"] + arguments, in: directory,
+        environment: environment
+    )
+}
+
+/// Runs `executable` with `arguments` in `directory`, the test's environment plus `environment`,
+/// standard input from /dev/null, and waits for it.
+///
+/// - Returns: The exit status, and standard output and error together.
+///
+/// Threading: any thread.
+@discardableResult
+public func runProgram(
+    _ executable: String, _ arguments: [String], in directory: String, environment: [String: String] = [:]
+) throws -> (status: Int32, output: String) {
     let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/git")
-    process.arguments = ["-c", "user.email=kiln@example.invalid", "-c", "user.name=Kiln Tests"] + arguments
+    process.executableURL = URL(fileURLWithPath: executable)
+    process.arguments = arguments
     process.currentDirectoryURL = URL(fileURLWithPath: directory)
-    var merged = ProcessInfo.processInfo.environment
-    merged.merge(environment) { $1 }
-    process.environment = merged
+    process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
     let pipe = Pipe()
     process.standardOutput = pipe
     process.standardError = pipe
