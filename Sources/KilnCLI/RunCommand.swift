@@ -1,5 +1,6 @@
 import ArgumentParser
 import KilnGit
+import KilnHookPlan
 import KilnHost
 import Dispatch
 import Synchronization
@@ -198,25 +199,4 @@ final class SignalWatcher: Sendable {
 /// Whether `KILN_DEBUG` (a comma-separated list) names `topic`: `phases`, `hashes`.
 func debugging(_ topic: String) -> Bool {
     getenv("KILN_DEBUG").map { String(cString: $0).split(separator: ",").contains(Substring(topic)) } ?? false
-}
-
-/// With `KILN_DEBUG=phases` in the environment, prints how long each phase of a run took to
-/// standard error (like ninja's `-d stats`).
-///
-/// Threading: used by the main thread only.
-final class PhaseClock {
-    private let enabled = debugging("phases")
-    private var text = "kiln: phases (ms):"
-    private var last = DispatchTime.now().uptimeNanoseconds
-
-    func mark(_ name: String) {
-        guard enabled else { return }
-        let now = DispatchTime.now().uptimeNanoseconds
-        text += " \(name) \(Double((now - last) / 10_000) / 100);"
-        last = now
-    }
-
-    func print() {
-        if enabled { System.writeError(text + "\n") }
-    }
 }

@@ -99,11 +99,10 @@ public final class GitRepository: @unchecked Sendable {
     ///   - hook: The hook's name.
     ///   - arguments: What git passed it.
     ///   - input: Its standard input (pre-push's ref lines).
-    ///   - index: The index, when the caller read it already (pre-commit and commit-msg).
-    public func hookChanges(_ hook: String, arguments: [String], input: String, index: GitIndex? = nil) throws(GitError) -> [GitChange] {
+    public func hookChanges(_ hook: String, arguments: [String], input: String) throws(GitError) -> [GitChange] {
         switch hook {
         case "pre-commit", "commit-msg":
-            return try fastStagedChanges(index: index)
+            return try fastStagedChanges()
         case "pre-push":
             // `<local ref> <local sha> <remote ref> <remote sha>` per line (githooks(5)).
             var changes: [GitChange] = []
@@ -254,11 +253,8 @@ public final class GitRepository: @unchecked Sendable {
     /// The index against HEAD, fast: from the index read directly and its cache-tree
     /// (``stagedChanges(in:)``), honouring `$GIT_INDEX_FILE` as git does for a hook; from the
     /// `git` executable, then libgit2, for an index that reader doesn't know.
-    ///
-    /// - Parameter index: The index, when the caller read it already.
-    public func fastStagedChanges(index: GitIndex? = nil) throws(GitError) -> [GitChange] {
+    public func fastStagedChanges() throws(GitError) -> [GitChange] {
         do throws(GitError) {
-            if let index { return try stagedChanges(in: index) }
             return try stagedChanges(in: try self.index(decoding: .onDemand))
         } catch where error.code == .unsupportedIndex {
             if let changes = stagedChangesFromGit() { return changes }

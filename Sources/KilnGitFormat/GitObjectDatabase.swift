@@ -178,12 +178,13 @@ public final class GitObjectDatabase {
                 current = entry.baseOffset
                 continue
             case 7:  // reference delta: the base is named by id, in this pack or another
+                guard let baseID = entry.baseID else { throw GitError(code: .unsupportedRepository, message: "pack \(pack.path) has a delta without a base at \(current)") }
                 deltas.append(try pack.inflate(at: entry.dataOffset, size: entry.size))
-                if let base = pack.offset(of: entry.baseID) {
+                if let base = pack.offset(of: baseID) {
                     current = base
                     continue
                 }
-                result = try read(entry.baseID)
+                result = try read(baseID)
             default:
                 throw GitError(code: .unsupportedRepository, message: "pack \(pack.path) has an object of type \(entry.type) at \(current)")
             }

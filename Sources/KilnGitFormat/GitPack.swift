@@ -71,7 +71,7 @@ final class GitPack: Sendable {
         /// An offset delta's base.
         var baseOffset: Int = 0
         /// A reference delta's base.
-        var baseID = GitObjectID(hex: String(repeating: "0", count: 40))!
+        var baseID: GitObjectID?
     }
 
     /// The header of the object at `offset`.

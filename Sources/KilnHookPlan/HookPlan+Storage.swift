@@ -1,3 +1,5 @@
+import KilnGitFormat
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -54,13 +56,7 @@ extension HookPlan {
     /// The saved plan of `hook` under `root`, if there is one and it is current: every watched
     /// file as it was. `nil` otherwise (missing, damaged, another format, or out of date).
     public static func load(root: String, hook: String) -> HookPlan? {
-        let descriptor = open(path(root: root, hook: hook), O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else { return nil }
-        defer { close(descriptor) }
-        var info = stat()
-        guard fstat(descriptor, &info) == 0, info.st_size < 64 << 20 else { return nil }
-        var bytes = [UInt8](repeating: 0, count: Int(info.st_size))
-        guard bytes.withUnsafeMutableBytes({ read(descriptor, $0.baseAddress, $0.count) }) == bytes.count else { return nil }
+        guard let bytes = readSmallFile(path(root: root, hook: hook)) else { return nil }
         var reader = PlanReader(bytes: bytes)
         guard reader.take(magic.count).map(Array.init) == magic, let madeAt = reader.integer(), let taskfilePath = reader.string(),
             let root = reader.string(), let taskfiles = reader.strings(), let taskCount = reader.integer(), taskCount < 1_000_000
@@ -134,20 +130,19 @@ private struct PlanReader {
     }
 
     mutating func strings() -> [String]? {
-        guard let count = integer(), count >= 0, count < Int64(bytes.count) else { return nil }
-        var result: [String] = []
-        for _ in 0..<count {
-            guard let text = string() else { return nil }
-            result.append(text)
-        }
-        return result
+        list { $0.string() }
     }
 
     mutating func integers() -> [Int64]? {
+        list { $0.integer() }
+    }
+
+    /// A count, then that many items read by `item`.
+    private mutating func list<Item>(_ item: (inout PlanReader) -> Item?) -> [Item]? {
         guard let count = integer(), count >= 0, count < Int64(bytes.count) else { return nil }
-        var result: [Int64] = []
+        var result: [Item] = []
         for _ in 0..<count {
-            guard let value = integer() else { return nil }
+            guard let value = item(&self) else { return nil }
             result.append(value)
         }
         return result

@@ -36,14 +36,14 @@ public enum QuickHook {
         let hook = arguments[2]
         if environment("KILN_SKIP_HOOKS") == "1" { return 0 }
         guard stagedHooks.contains(hook) else { return nil }
-        var clock = Clock(enabled: environment("KILN_DEBUG")?.split(separator: ",").contains("phases") ?? false)
-        let status = answer(hook, clock: &clock)
+        let clock = PhaseClock(title: "quick hook")
+        let status = answer(hook, clock: clock)
         if status != nil { clock.print() }  // else the full command prints its own
         return status
     }
 
     /// The quick answer for a staged-files hook, or `nil`.
-    private static func answer(_ hook: String, clock: inout Clock) -> Int32? {
+    private static func answer(_ hook: String, clock: PhaseClock) -> Int32? {
         // No Taskfile here: nothing to run; a hook never blocks for that.
         guard let taskfile = TaskfileDiscovery.discover(from: currentDirectory()) else { return 0 }
         let slash = taskfile.lastIndex(of: "/")!
@@ -63,31 +63,5 @@ public enum QuickHook {
 
     private static func environment(_ name: String) -> String? {
         getenv(name).map { String(cString: $0) }
-    }
-
-    /// `KILN_DEBUG=phases`: how long each step took, as the full commands print it.
-    private struct Clock {
-        let enabled: Bool
-        var text = "kiln: phases (ms): quick hook;"
-        var last = Self.now()
-
-        static func now() -> Int64 {
-            var time = timespec()
-            clock_gettime(CLOCK_MONOTONIC, &time)
-            return Int64(time.tv_sec) * 1_000_000_000 + Int64(time.tv_nsec)
-        }
-
-        mutating func mark(_ name: String) {
-            guard enabled else { return }
-            let now = Self.now()
-            text += " \(name) \(Double((now - last) / 10_000) / 100);"
-            last = now
-        }
-
-        func print() {
-            guard enabled else { return }
-            let line = text + "\n"
-            _ = line.utf8CString.withUnsafeBufferPointer { write(2, $0.baseAddress, $0.count - 1) }
-        }
     }
 }

@@ -122,7 +122,7 @@ public struct Project: Sendable {
             for variables in variableSets {
                 for output in definition.generates {
                     let rendered = Template.render(output.value, variables: variables)
-                    let paths = Glob.isMagic(rendered) ? Glob.files(matching: rendered, in: definition.directory) : [rendered]
+                    let paths = GlobPattern.isMagic(rendered) ? Glob.files(matching: rendered, in: definition.directory) : [rendered]
                     for path in paths {
                         let absolute = Path.absolute(path, base: definition.directory)
                         guard definition.allowsOutsideRoot || Path.isInside(absolute, root: root) else { continue }

@@ -37,7 +37,7 @@ enum Glob {
         var prefix = ""
         if pattern.hasPrefix("/") { prefix = "/" }
         // Walk the literal leading segments directly.
-        while let first = segments.first, !isMagic(first), segments.count > 1 {
+        while let first = segments.first, !GlobPattern.isMagic(first), segments.count > 1 {
             prefix += first + "/"
             segments.removeFirst()
         }
@@ -45,11 +45,6 @@ enum Glob {
         let start = Path.join(base, prefix)
         walk(directory: start, relative: prefix, segments: segments[...], into: &results, visited: &visited)
         return results.sorted()
-    }
-
-    /// Whether a pattern has wildcards.
-    static func isMagic(_ text: String) -> Bool {
-        GlobPattern.isMagic(text)
     }
 
     private static func walk(
@@ -71,7 +66,7 @@ enum Glob {
             }
             return
         }
-        if !isMagic(segment) {
+        if !GlobPattern.isMagic(segment) {
             let path = directory + "/" + segment
             var info = stat()
             guard stat(path, &info) == 0 else { return }

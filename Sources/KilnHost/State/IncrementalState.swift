@@ -1,3 +1,4 @@
+import KilnPaths
 import KilnPluginAPI
 import Synchronization
 
@@ -439,11 +440,11 @@ public final class IncrementalState: Sendable {
     /// Paths and glob patterns → the files they name, relative to `directory`, sorted; the
     /// directories the globs read go into `watched`.
     private func expand(_ patterns: [String], in directory: String, watched: inout Watched) -> [String] {
-        if patterns.count == 1, !Glob.isMagic(patterns[0]) { return patterns }
+        if patterns.count == 1, !GlobPattern.isMagic(patterns[0]) { return patterns }
         var files: [String] = []
         var visited: [VisitedDirectory] = []
         for pattern in patterns {
-            if Glob.isMagic(pattern) {
+            if GlobPattern.isMagic(pattern) {
                 files += Glob.files(matching: pattern, in: directory, visited: &visited)
             } else {
                 files.append(pattern)

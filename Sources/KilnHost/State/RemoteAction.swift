@@ -1,3 +1,4 @@
+import KilnPaths
 import KilnPluginAPI
 
 /// The keys a remote action cache (REAPI: SHA-256 only) would use for a job, computed from the job
@@ -98,7 +99,7 @@ public struct RemoteActionKeys {
     private func expand(_ patterns: [String], in directory: String) -> [String] {
         var files: [String] = []
         for pattern in patterns {
-            files += Glob.isMagic(pattern) ? Glob.files(matching: pattern, in: directory) : [pattern]
+            files += GlobPattern.isMagic(pattern) ? Glob.files(matching: pattern, in: directory) : [pattern]
         }
         return Array(Set(files)).sorted()
     }

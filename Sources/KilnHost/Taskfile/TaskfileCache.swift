@@ -27,7 +27,7 @@ enum TaskfileCache {
     static func load(taskfilePath: String, root: String) -> Taskfile? {
         guard let bytes = try? Files.readBytes(path(root: root)) else { return nil }
         var reader = BinaryReader(bytes: bytes)
-        guard validHeader(&reader, taskfilePath: taskfilePath) else { return nil }
+        guard validHeader(&reader, taskfilePath: taskfilePath) != nil else { return nil }
         return reader.readTaskfile()
     }
 
@@ -37,7 +37,7 @@ enum TaskfileCache {
     static func identity(taskfilePath: String, root: String) -> ContentHash? {
         guard let bytes = try? Files.readBytes(path(root: root)) else { return nil }
         var reader = BinaryReader(bytes: bytes)
-        guard validHeader(&reader, taskfilePath: taskfilePath) else { return nil }
+        guard validHeader(&reader, taskfilePath: taskfilePath) != nil else { return nil }
         return ContentHash.of(bytes[0..<reader.offset])
     }
 
@@ -46,32 +46,26 @@ enum TaskfileCache {
     static func filesRead(taskfilePath: String, root: String) -> [String]? {
         guard let bytes = try? Files.readBytes(path(root: root)) else { return nil }
         var reader = BinaryReader(bytes: bytes)
+        return validHeader(&reader, taskfilePath: taskfilePath)
+    }
+
+    /// Reads the header: magic, format, path, and the fingerprint of every file the load read,
+    /// each checked against the file now (`absent`: it must not exist). Returns those files when
+    /// all match, `nil` otherwise.
+    private static func validHeader(_ reader: inout BinaryReader, taskfilePath: String) -> [String]? {
         guard reader.readBytes(count: magic.count) == magic, reader.readInteger() == formatVersion,
-            reader.readString() == taskfilePath, let fileCount = reader.readInteger(), fileCount < 100_000
+            reader.readString() == taskfilePath
         else { return nil }
+        guard let fileCount = reader.readInteger(), fileCount < 100_000 else { return nil }
         var files: [String] = []
         for _ in 0..<fileCount {
-            guard let file = reader.readString(), let high = reader.readUInt64(), let low = reader.readUInt64() else { return nil }
+            guard let file = reader.readString(), let high = reader.readUInt64(), let low = reader.readUInt64() else {
+                return nil
+            }
             if fingerprint(file) != ContentHash(high: high, low: low) { return nil }
             files.append(file)
         }
         return files
-    }
-
-    /// Reads the header: magic, format, path, and the fingerprint of every file the load read,
-    /// each checked against the file now (`absent`: it must not exist).
-    private static func validHeader(_ reader: inout BinaryReader, taskfilePath: String) -> Bool {
-        guard reader.readBytes(count: magic.count) == magic, reader.readInteger() == formatVersion,
-            reader.readString() == taskfilePath
-        else { return false }
-        guard let fileCount = reader.readInteger(), fileCount < 100_000 else { return false }
-        for _ in 0..<fileCount {
-            guard let file = reader.readString(), let high = reader.readUInt64(), let low = reader.readUInt64() else {
-                return false
-            }
-            if fingerprint(file) != ContentHash(high: high, low: low) { return false }
-        }
-        return true
     }
 
     /// Saves `taskfile`, whose load read `files` (with `missingOptional` includes absent).
