@@ -76,11 +76,12 @@ public struct HookPlan: Sendable, Equatable {
     /// the project (kiln's own `.kiln/` left out), as the hook reports.
     public func affects(_ changedFiles: [String]) -> (affected: Bool, changedInside: Int) {
         let inside = changedFiles.filter { Self.isInside($0, root) && !Self.isInside($0, root + "/.kiln") }
+        let lists = tasks.map { GlobList($0.patterns) }
         for file in inside {
             if taskfiles.contains(file) { return (true, inside.count) }
-            for task in tasks where Self.isInside(file, task.directory) {
+            for (task, list) in zip(tasks, lists) where Self.isInside(file, task.directory) {
                 let relative = file == task.directory ? "." : String(file.dropFirst(task.directory.count + (task.directory == "/" ? 0 : 1)))
-                if task.patterns.contains(where: { GlobPattern.matches($0, relative) }) || task.discovered.contains(relative) {
+                if list.matches(relative) || task.discovered.contains(relative) {
                     return (true, inside.count)
                 }
             }

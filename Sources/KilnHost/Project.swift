@@ -120,10 +120,9 @@ public struct Project: Sendable {
                 definition.each == .sources
                 ? definition.sourceFiles().map(definition.templateVariables(forSource:)) : [definition.templateVariables]
             for variables in variableSets {
-                for output in definition.generates {
-                    let rendered = Template.render(output.value, variables: variables)
-                    let paths = GlobPattern.isMagic(rendered) ? Glob.files(matching: rendered, in: definition.directory) : [rendered]
-                    for path in paths {
+                let rendered = definition.generates.map { Template.render($0.value, variables: variables) }
+                for path in Glob.files(matching: rendered, in: definition.directory, keepingMissingLiterals: true) {
+                    do {
                         let absolute = Path.absolute(path, base: definition.directory)
                         guard definition.allowsOutsideRoot || Path.isInside(absolute, root: root) else { continue }
                         if !Files.isDirectory(absolute), unlink(absolute) == 0 { removed += 1 }

@@ -13,7 +13,7 @@ struct HookPlanTests {
         return HookPlan(
             taskfilePath: taskfile, root: directory.path, taskfiles: [taskfile, directory.path("lib/Taskfile.yml")],
             tasks: [
-                HookPlan.Task(directory: directory.path, patterns: ["src/**/*.c", "docs/*.md"], discovered: []),
+                HookPlan.Task(directory: directory.path, patterns: ["src/**/*.c", "docs/*.md", "web/**"], discovered: []),
                 HookPlan.Task(directory: directory.path("lib"), patterns: ["*.h"], discovered: ["gen/config.h"]),
             ],
             watched: [HookPlan.Watched(path: taskfile), HookPlan.Watched(path: directory.path("missing.yml"))]
@@ -27,7 +27,10 @@ struct HookPlanTests {
         let plan = try plan(in: directory)
         let root = directory.path
         #expect(plan.affects([root + "/src/deep/a.c"]) == (true, 1))
-        #expect(plan.affects([root + "/src/.hidden/a.c"]) == (false, 1))  // ** never enters a hidden directory
+        // As in go-task: ROOT/**/NAME enters hidden directories; a trailing ** (shell-style) doesn't.
+        #expect(plan.affects([root + "/src/.hidden/a.c"]) == (true, 1))
+        #expect(plan.affects([root + "/web/a/b.js"]) == (true, 1))
+        #expect(plan.affects([root + "/web/.cache/b.js"]) == (false, 1))
         #expect(plan.affects([root + "/lib/x.h", root + "/README"]) == (true, 2))
         #expect(plan.affects([root + "/x.h"]) == (false, 1))  // lib's *.h is relative to lib
         #expect(plan.affects([root + "/lib/gen/config.h"]) == (true, 1))

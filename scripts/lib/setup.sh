@@ -37,3 +37,20 @@ check_no_warnings() {
         exit 1
     fi
 }
+
+# The peers Kiln is compared with, from PyPI, in .build-peers/venv (kept between runs): the
+# differential tests run go-task beside kiln, and the benchmarks ninja and lefthook too.
+# Pinned: a differential test is only as good as the version it compares with.
+peers_venv=.build-peers/venv
+ensure_peers() {
+    local wanted=("go-task-bin==3.54.0" "ninja" "$@")
+    local missing=0
+    [[ -x $peers_venv/bin/task && -x $peers_venv/bin/ninja ]] || missing=1
+    for tool in "$@"; do [[ -x $peers_venv/bin/$tool ]] || missing=1; done
+    [[ -x $peers_venv/bin/task ]] && ! "$peers_venv/bin/task" --version | grep -q "^3\.54\.0" && missing=1
+    ((missing == 0)) && return 0
+    ensure_debian_packages python3-venv
+    step "installing ${wanted[*]} from PyPI into $peers_venv"
+    python3 -m venv "$peers_venv"
+    "$peers_venv/bin/pip" install --quiet "${wanted[@]}"
+}

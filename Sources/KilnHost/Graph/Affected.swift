@@ -47,12 +47,12 @@ extension BuildPlan {
                 direct[definition.name] = Path.lastComponent(definition.file)
                 continue
             }
-            let patterns = definition.renderedSources
+            let patterns = GlobList(definition.renderedSources)
             for file in inside {
                 // Sources are relative to the task's directory.
                 guard Path.isInside(file, root: definition.directory) else { continue }
                 let relative = Path.relative(file, to: definition.directory)
-                let matched = patterns.contains { GlobPattern.matches($0, relative) }
+                let matched = patterns.matches(relative)
                 // Or a file the job's depfile named last time (an each: job's key names its source).
                 var discoveredSource: String?
                 if !matched {

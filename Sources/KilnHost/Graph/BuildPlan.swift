@@ -1,3 +1,4 @@
+import KilnPaths
 import KilnPluginAPI
 
 /// The tasks a run needs — the ones asked for and everything they depend on, nothing else — in
@@ -132,7 +133,7 @@ public struct BuildPlanner: Sendable {
         }
         var variables: [String: String]?
         let directoryInside = task.directory == root || task.directory.hasPrefix(rootWithSlash)
-        for output in task.generates {
+        for output in task.generates where !GlobList.isExclusion(output.value) {
             var rendered = output.value
             if rendered.utf8.contains(UInt8(ascii: "{")) {
                 // Per-source variables stand for paths inside the root; render them as a placeholder.

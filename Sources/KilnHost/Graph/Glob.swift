@@ -16,96 +16,201 @@ struct VisitedDirectory: Sendable {
     var stat: FileStat?
 }
 
-/// Expands `sources:` patterns: `*`, `?` and `[…]` within a path segment, `**` for any number of
-/// directories. Paths are relative to a base directory; hidden entries match only patterns that
-/// name them (`.*`), and `**` never descends into `.git` or `.kiln`.
+/// Expands `sources:` patterns into the files they match now, with go-task's meaning
+/// (``GlobPattern``): paths are relative to a base directory, `!PATTERN` removes files, and no
+/// walk enters `.git` or `.kiln`. Walks are iterative, and a symbolic link that leads back into
+/// a directory being walked is not followed again.
 ///
 /// Threading: stateless; safe from any thread.
 enum Glob {
-    /// The files matching `pattern` under `base`, relative to `base`, sorted.
-    static func files(matching pattern: String, in base: String) -> [String] {
+    /// The files `patterns` (a `sources:` list: `PATTERN` or `!PATTERN`, go-task's order rule)
+    /// match under `base`, relative to it, sorted and unique. With `keepingMissingLiterals`, a
+    /// plain path (no wildcard) is listed whether or not it exists, so a missing input is
+    /// recorded as missing rather than dropped.
+    static func files(
+        matching patterns: [String], in base: String, keepingMissingLiterals: Bool = false
+    ) -> [String] {
         var ignored: [VisitedDirectory] = []
-        return files(matching: pattern, in: base, visited: &ignored)
+        return files(matching: patterns, in: base, visited: &ignored, keepingMissingLiterals: keepingMissingLiterals)
     }
 
-    /// The files matching `pattern` under `base`, relative to `base`, sorted; appends to `visited`
-    /// every directory the expansion looked into (absolute), with its status taken *before* it was
-    /// read (`nil`: it didn't exist). While none of them changes, the expansion can't change
-    /// either: adding, removing or renaming an entry changes its directory's mtime and ctime.
-    static func files(matching pattern: String, in base: String, visited: inout [VisitedDirectory]) -> [String] {
-        var segments = pattern.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
-        var prefix = ""
-        if pattern.hasPrefix("/") { prefix = "/" }
-        // Walk the literal leading segments directly.
-        while let first = segments.first, !GlobPattern.isMagic(first), segments.count > 1 {
-            prefix += first + "/"
-            segments.removeFirst()
+    /// ``files(matching:in:keepingMissingLiterals:)``, appending to `visited` every directory
+    /// the expansion looked into (absolute), with its status taken *before* it was read (`nil`:
+    /// it didn't exist). While none of them changes, the expansion can't change either: adding,
+    /// removing or renaming an entry changes its directory's mtime and ctime.
+    static func files(
+        matching patterns: [String], in base: String, visited: inout [VisitedDirectory],
+        keepingMissingLiterals: Bool = false
+    ) -> [String] {
+        var included: [String: Bool] = [:]
+        for entry in GlobList(patterns).entries {
+            var found: [String] = []
+            if keepingMissingLiterals, !entry.excludes, !GlobPattern.isMagic(entry.text) {
+                found = [entry.text]
+            } else {
+                for alternative in entry.alternatives {
+                    found += files(matching: alternative, in: base, visited: &visited)
+                }
+            }
+            for file in found { included[file] = !entry.excludes }
         }
+        return included.compactMap { $0.value ? $0.key : nil }.sorted()
+    }
+
+    /// The files one compiled pattern matches under `base`, relative to `base`.
+    static func files(matching pattern: GlobPattern, in base: String, visited: inout [VisitedDirectory]) -> [String] {
+        switch pattern.form {
+        case .recursiveName(let root, let name):
+            if let found = filesBelow(root: root, named: name, in: base, visited: &visited) { return found }
+            // A symbolic link to a directory below: go-task then expands the pattern as a shell
+            // would, following links, and so does Kiln.
+            let segments = root.map(GlobPattern.Segment.literal) + [.globstar, GlobPattern.isMagic(name) ? .wildcard(name) : .literal(name)]
+            return files(matching: segments, in: base, visited: &visited)
+        case .segments(let segments):
+            return files(matching: segments, in: base, visited: &visited)
+        }
+    }
+
+    /// Every file below `base/root` named like `name`, hidden directories included; `nil` when
+    /// the walk meets a symbolic link to a directory.
+    private static func filesBelow(
+        root: [String], named name: String, in base: String, visited: inout [VisitedDirectory]
+    ) -> [String]? {
+        let prefix = root.map { $0 + "/" }.joined()
+        var pending: [(absolute: String, relative: String)] = [(Path.join(base, prefix), prefix)]
         var results: [String] = []
-        let start = Path.join(base, prefix)
-        walk(directory: start, relative: prefix, segments: segments[...], into: &results, visited: &visited)
-        return results.sorted()
+        var walked: [VisitedDirectory] = []
+        while let (directory, relative) = pending.popLast() {
+            walked.append(VisitedDirectory(path: directory, seenAt: FileHasher.realTime(), stat: FileStat.of(directory)))
+            for entry in entries(of: directory) {
+                if entry.kind == .directory {
+                    if entry.isLink { return nil }
+                    pending.append((directory + "/" + entry.name, relative + entry.name + "/"))
+                } else if entry.kind == .file, GlobPattern.nameMatches(name, entry.name) {
+                    results.append(relative + entry.name)
+                }
+            }
+        }
+        visited += walked
+        return results
     }
 
-    private static func walk(
-        directory: String, relative: String, segments: ArraySlice<String>, into results: inout [String],
-        visited: inout [VisitedDirectory]
-    ) {
-        guard let segment = segments.first else { return }
-        visited.append(VisitedDirectory(path: directory, seenAt: FileHasher.realTime(), stat: FileStat.of(directory)))
-        let rest = segments.dropFirst()
-        if segment == "**" {
-            // Zero directories…
-            walk(directory: directory, relative: relative, segments: rest, into: &results, visited: &visited)
-            // …or one more, then `**` again.
-            for entry in entries(of: directory) where entry.isDirectory && !entry.name.hasPrefix(".") {
-                walk(
-                    directory: directory + "/" + entry.name, relative: relative + entry.name + "/", segments: segments,
-                    into: &results, visited: &visited
+    /// Where a shell-style walk stands: a directory, the segment to match in it, and the
+    /// directories (inodes) above it, so a link back into one of them isn't followed again.
+    private struct Position {
+        var absolute: String
+        var relative: String
+        var segment: Int
+        var ancestors: [UInt64]
+    }
+
+    /// The files a shell-style pattern matches under `base`, walked segment by segment.
+    private static func files(
+        matching segments: [GlobPattern.Segment], in base: String, visited: inout [VisitedDirectory]
+    ) -> [String] {
+        guard !segments.isEmpty else { return [] }
+        var results: Set<String> = []
+        var pending = [Position(absolute: base, relative: "", segment: 0, ancestors: [])]
+        var seen: Set<String> = []
+        while let position = pending.popLast() {
+            let last = position.segment == segments.count - 1
+            let directory = position.absolute
+            var ancestors = position.ancestors
+            if case .literal = segments[position.segment] {
+                // Only a lookup here, not a read: the directory isn't watched for it.
+            } else {
+                // This directory is read: watch it, and don't walk into it again through a link.
+                let stat = FileStat.of(directory)
+                if seen.insert(directory).inserted {
+                    visited.append(VisitedDirectory(path: directory, seenAt: FileHasher.realTime(), stat: stat))
+                }
+                guard let stat, !ancestors.contains(stat.inode) else { continue }
+                ancestors.append(stat.inode)
+            }
+            func descend(_ name: String, segment: Int) {
+                pending.append(
+                    Position(
+                        absolute: directory + "/" + name, relative: position.relative + name + "/", segment: segment,
+                        ancestors: ancestors
+                    )
                 )
             }
-            return
-        }
-        if !GlobPattern.isMagic(segment) {
-            let path = directory + "/" + segment
-            var info = stat()
-            guard stat(path, &info) == 0 else { return }
-            let isDirectory = (info.st_mode & S_IFMT) == S_IFDIR
-            if rest.isEmpty {
-                if !isDirectory { results.append(relative + segment) }
-            } else if isDirectory {
-                walk(directory: path, relative: relative + segment + "/", segments: rest, into: &results, visited: &visited)
+            switch segments[position.segment] {
+            case .literal(let name):
+                let path = directory + "/" + name
+                let kind = Self.kind(of: path)
+                if kind == .missing, seen.insert(path).inserted {
+                    // Watched as absent, so its creation is noticed.
+                    visited.append(VisitedDirectory(path: path, seenAt: FileHasher.realTime(), stat: nil))
+                }
+                if last {
+                    if kind == .file { results.insert(position.relative + name) }
+                } else if kind == .directory {
+                    descend(name, segment: position.segment + 1)
+                }
+            case .wildcard(let pattern):
+                for entry in entries(of: directory) where GlobPattern.segmentMatches(pattern, entry.name) {
+                    if last {
+                        if entry.kind == .file { results.insert(position.relative + entry.name) }
+                    } else if entry.kind == .directory {
+                        descend(entry.name, segment: position.segment + 1)
+                    }
+                }
+            case .globstar:
+                if !last {
+                    // Zero directories here: the next segment is matched in this one.
+                    pending.append(
+                        Position(
+                            absolute: directory, relative: position.relative, segment: position.segment + 1,
+                            ancestors: position.ancestors
+                        )
+                    )
+                }
+                for entry in entries(of: directory) where !entry.name.hasPrefix(".") {
+                    if entry.kind == .directory {
+                        descend(entry.name, segment: position.segment)
+                    } else if last, entry.kind == .file {
+                        results.insert(position.relative + entry.name)
+                    }
+                }
             }
-            return
         }
-        for entry in entries(of: directory) where fnmatch(segment, entry.name, FNM_PERIOD) == 0 {
-            if rest.isEmpty {
-                if !entry.isDirectory { results.append(relative + entry.name) }
-            } else if entry.isDirectory {
-                walk(
-                    directory: directory + "/" + entry.name, relative: relative + entry.name + "/", segments: rest,
-                    into: &results, visited: &visited
-                )
-            }
+        return Array(results)
+    }
+
+    /// What a directory entry is, links followed.
+    enum Kind { case file, directory, other, missing }
+
+    private static func kind(of path: String) -> Kind {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return .missing }
+        switch info.st_mode & S_IFMT {
+        case S_IFDIR: return .directory
+        case S_IFREG: return .file
+        default: return .other
         }
     }
 
-    /// The entries of `directory` but `.`, `..`, `.git` and `.kiln`, and whether each is a directory.
-    static func entries(of directory: String) -> [(name: String, isDirectory: Bool)] {
+    /// The entries of `directory` but `.`, `..` and ``GlobPattern/skippedNames``: each one's
+    /// name, what it is (links followed), and whether it is a symbolic link.
+    static func entries(of directory: String) -> [(name: String, kind: Kind, isLink: Bool)] {
         guard let handle = opendir(directory) else { return [] }
         defer { closedir(handle) }
-        var result: [(String, Bool)] = []
+        var result: [(String, Kind, Bool)] = []
         while let entry = readdir(handle) {
             let name = withUnsafeBytes(of: entry.pointee.d_name) { bytes in
                 String(decoding: bytes.prefix { $0 != 0 }, as: UTF8.self)
             }
-            if name == "." || name == ".." || name == ".git" || name == ".kiln" { continue }
-            var isDirectory = entry.pointee.d_type == UInt8(DT_DIR)
-            if entry.pointee.d_type == UInt8(DT_UNKNOWN) || entry.pointee.d_type == UInt8(DT_LNK) {
-                var info = stat()
-                isDirectory = stat(directory + "/" + name, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR
+            if name == "." || name == ".." || GlobPattern.skippedNames.contains(name) { continue }
+            let type = entry.pointee.d_type
+            let kind: Kind
+            switch Int32(type) {
+            case Int32(DT_DIR): kind = .directory
+            case Int32(DT_REG): kind = .file
+            case Int32(DT_LNK), Int32(DT_UNKNOWN): kind = Self.kind(of: directory + "/" + name)
+            default: kind = .other
             }
-            result.append((name, isDirectory))
+            result.append((name, kind, type == UInt8(DT_LNK)))
         }
         return result
     }

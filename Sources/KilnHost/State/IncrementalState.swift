@@ -441,16 +441,9 @@ public final class IncrementalState: Sendable {
     /// directories the globs read go into `watched`.
     private func expand(_ patterns: [String], in directory: String, watched: inout Watched) -> [String] {
         if patterns.count == 1, !GlobPattern.isMagic(patterns[0]) { return patterns }
-        var files: [String] = []
         var visited: [VisitedDirectory] = []
-        for pattern in patterns {
-            if GlobPattern.isMagic(pattern) {
-                files += Glob.files(matching: pattern, in: directory, visited: &visited)
-            } else {
-                files.append(pattern)
-            }
-        }
+        let files = Glob.files(matching: patterns, in: directory, visited: &visited, keepingMissingLiterals: true)
         watched.add(visited, relativeTo: relative)
-        return Array(Set(files)).sorted()
+        return files
     }
 }

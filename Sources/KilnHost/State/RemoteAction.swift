@@ -97,10 +97,6 @@ public struct RemoteActionKeys {
     }
 
     private func expand(_ patterns: [String], in directory: String) -> [String] {
-        var files: [String] = []
-        for pattern in patterns {
-            files += GlobPattern.isMagic(pattern) ? Glob.files(matching: pattern, in: directory) : [pattern]
-        }
-        return Array(Set(files)).sorted()
+        Glob.files(matching: patterns, in: directory, keepingMissingLiterals: true)
     }
 }

@@ -236,8 +236,8 @@ public struct TaskDefinition: Sendable {
         return result
     }
 
-    /// The files an `each: sources` task's patterns match now, relative to its directory, in
-    /// pattern order.
+    /// The files an `each: sources` task's patterns match now, relative to its directory, sorted
+    /// and unique: a file two patterns match is one job.
     func sourceFiles() -> [String] {
         var ignored: [VisitedDirectory] = []
         return sourceFiles(visited: &ignored)
@@ -245,13 +245,7 @@ public struct TaskDefinition: Sendable {
 
     /// ``sourceFiles()``, noting in `visited` every directory the patterns read.
     func sourceFiles(visited: inout [VisitedDirectory]) -> [String] {
-        var files: [String] = []
-        for pattern in sources {
-            files += Glob.files(
-                matching: Template.render(pattern.value, variables: templateVariables), in: directory, visited: &visited
-            )
-        }
-        return files
+        Glob.files(matching: renderedSources, in: directory, visited: &visited)
     }
 
     /// The request for one job of the task: the whole task, or the file `source` of an

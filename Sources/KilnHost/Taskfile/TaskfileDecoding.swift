@@ -335,8 +335,8 @@ private final class LoadSession {
                         }
                     }
                 case "cmds": commandYAMLNodes = list(value, file: file, what: "'cmds'")
-                case "sources": sources = strings(value, file: file, what: "'sources'")
-                case "generates": generates = strings(value, file: file, what: "'generates'")
+                case "sources": sources = globs(value, file: file, what: "'sources'")
+                case "generates": generates = globs(value, file: file, what: "'generates'")
                 case "vars": taskVariablesYAMLNode = value
                 case "env": environmentYAMLNode = value
                 case "dir":
@@ -672,6 +672,32 @@ private final class LoadSession {
     func strings(_ node: YAMLNode, file: String, what: String) -> [Located<String>] {
         list(node, file: file, what: what).compactMap { item in
             scalar(item, file: file, what: "each item of \(what)").map { Located(value: $0, location: location(item, file)) }
+        }
+    }
+
+    /// A `sources:` or `generates:` list as go-task reads it: patterns, and `{exclude: PATTERN}`
+    /// items that remove what they match. An exclusion is kept as `!PATTERN` (``GlobList``'s
+    /// form); a pattern written with a leading `!` is refused, since go-task would read it as a
+    /// file name starting with `!` and silently match nothing.
+    func globs(_ node: YAMLNode, file: String, what: String) -> [Located<String>] {
+        list(node, file: file, what: what).compactMap { item in
+            if case .mapping(let entries, _) = item {
+                guard entries.count == 1, entries[0].key.string == "exclude", let pattern = entries[0].value.string else {
+                    fail(.wrongType, "each item of \(what) must be a pattern or {exclude: PATTERN}", at: location(item, file))
+                    return nil
+                }
+                return Located(value: "!" + pattern, location: location(entries[0].value, file))
+            }
+            guard let pattern = scalar(item, file: file, what: "each item of \(what)") else { return nil }
+            if pattern.hasPrefix("!") {
+                fail(
+                    .invalidValue,
+                    "'\(pattern)' in \(what) is a file name starting with '!', not an exclusion; to exclude files write '- exclude: \(pattern.dropFirst())'",
+                    at: location(item, file)
+                )
+                return nil
+            }
+            return Located(value: pattern, location: location(item, file))
         }
     }
 
