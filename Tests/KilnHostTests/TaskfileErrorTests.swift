@@ -169,6 +169,32 @@ import Testing
             column: 11,
             message: "'each' must be 'sources', not 'files'"
         ),
+        InvalidValueCase(
+            name: "a source starting with !",
+            text: """
+                version: '3'
+                tasks:
+                  lint:
+                    sources: ['src/*.c', '!src/gen.c']
+                    cmds: [lint]
+                """,
+            line: 4,
+            column: 26,
+            message: "'!src/gen.c' in 'sources' is a file name starting with '!', not an exclusion; to exclude files write '- exclude: src/gen.c'"
+        ),
+        InvalidValueCase(
+            name: "an environment variable in generates",
+            text: """
+                version: '3'
+                tasks:
+                  build:
+                    generates: ['$OUT/app']
+                    cmds: [make]
+                """,
+            line: 4,
+            column: 17,
+            message: "go-task expands '$VARIABLE' and '~' here and kiln does not"
+        ),
     ]
 
     @Test(arguments: invalidValueCases)

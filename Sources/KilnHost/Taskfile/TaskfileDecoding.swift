@@ -697,6 +697,14 @@ private final class LoadSession {
                 )
                 return nil
             }
+            if pattern.contains("$") || pattern.hasPrefix("~") {
+                fail(
+                    .invalidValue,
+                    "'\(pattern)' in \(what): go-task expands '$VARIABLE' and '~' here and kiln does not; use a template variable ({{.NAME}}) or a path relative to the task's directory",
+                    at: location(item, file)
+                )
+                return nil
+            }
             return Located(value: pattern, location: location(item, file))
         }
     }
