@@ -109,8 +109,9 @@ public struct Project: Sendable {
     }
 
     /// Removes the declared outputs (`generates`) of the plan's tasks — for `each:` tasks, of the
-    /// files their sources match now — and returns how many files were removed. Never touches a
-    /// path outside the project root unless the task allows it.
+    /// files their sources match now — and returns how many files were removed. Never follows a
+    /// symbolic link out of the project root, and removes a path outside it only when its task
+    /// allows it (`allow-outside-root`) and names it.
     public static func removeOutputs(_ plan: BuildPlan) -> Int {
         var removed = 0
         let root = plan.taskfile.root
@@ -122,11 +123,14 @@ public struct Project: Sendable {
             for variables in variableSets {
                 let rendered = definition.generates.map { Template.render($0.value, variables: variables) }
                 for path in Glob.files(matching: rendered, in: definition.directory, keepingMissingLiterals: true) {
-                    do {
-                        let absolute = Path.absolute(path, base: definition.directory)
-                        guard definition.allowsOutsideRoot || Path.isInside(absolute, root: root) else { continue }
-                        if !Files.isDirectory(absolute), unlink(absolute) == 0 { removed += 1 }
-                    }
+                    let absolute = Path.join(definition.directory, path)
+                    // Inside the root, links resolved: a glob that went through a link to a
+                    // directory elsewhere, or a linked parent, removes nothing there. Outside it
+                    // only what a task that allows it names.
+                    let lexicallyInside = Path.isInside(absolute, root: root)
+                    guard lexicallyInside ? plan.boundary.contains(absolute, followingLastLink: false) : definition.allowsOutsideRoot
+                    else { continue }
+                    if !Files.isDirectory(absolute), unlink(absolute) == 0 { removed += 1 }
                 }
             }
         }

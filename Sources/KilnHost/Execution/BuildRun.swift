@@ -546,10 +546,16 @@ public final class BuildRun: @unchecked Sendable {
             if let incremental, let result = verdict.value {
                 switch outcome {
                 case .succeeded:
+                    let depfile = task.definition.depfile.map { Template.render($0, variables: request.variables) }
+                    // Removed only inside the project, links resolved now: a link planted since
+                    // the plan was checked can't make kiln delete a file elsewhere.
+                    let removable = depfile.map { depfile in
+                        task.definition.allowsOutsideRoot
+                            || plan.boundary.contains(Path.join(request.directory, depfile), followingLastLink: false)
+                    } ?? false
                     incremental.succeeded(
                         key: request.label, task: countsAsPlanned ? task.definition.name : nil, check: result, request: request,
-                        depfile: task.definition.depfile.map { Template.render($0, variables: request.variables) },
-                        keepDepfile: task.definition.keepsDepfile
+                        depfile: depfile, keepDepfile: task.definition.keepsDepfile || !removable
                     )
                 case .upToDate:
                     incremental.upToDate(key: request.label, task: countsAsPlanned ? task.definition.name : nil, check: result)

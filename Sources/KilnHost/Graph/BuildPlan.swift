@@ -25,6 +25,8 @@ public struct BuildPlan: Sendable {
     /// For `each:` tasks, by name, the only source files whose jobs run (`kiln run --affected`);
     /// a task not named here runs all of its files.
     public var eachSourceFilter: [String: Set<String>] = [:]
+    /// The project root as a boundary (links resolved): what a run may write or remove.
+    let boundary: ProjectBoundary
 
     /// The files an `each:` task's jobs are for now: its sources, limited by ``eachSourceFilter``.
     func sourceFiles(of task: Task, visited: inout [VisitedDirectory]) -> [String] {
@@ -66,12 +68,23 @@ public struct BuildPlanner: Sendable {
         let index = Dictionary(taskfile.tasks.enumerated().map { ($1.name, $0) }, uniquingKeysWith: { first, _ in first })
         var order: [Int] = []
         var visited = Set<Int>()
-        func visit(_ position: Int) {
-            guard visited.insert(position).inserted else { return }
-            for dependency in taskfile.tasks[position].dependencies {
-                if let next = index[dependency.value] { visit(next) }
+        // Depth first, dependencies before dependents, with an explicit stack: a chain of a
+        // million tasks must not need a million stack frames.
+        func visit(_ start: Int) {
+            guard visited.insert(start).inserted else { return }
+            var stack: [(position: Int, next: Int)] = [(start, 0)]
+            while let top = stack.last {
+                let dependencies = taskfile.tasks[top.position].dependencies
+                if top.next < dependencies.count {
+                    stack[stack.count - 1].next += 1
+                    if let next = index[dependencies[top.next].value], visited.insert(next).inserted {
+                        stack.append((next, 0))
+                    }
+                } else {
+                    order.append(top.position)
+                    stack.removeLast()
+                }
             }
-            order.append(position)
         }
         for name in targets {
             if let position = index[name] {
@@ -84,10 +97,10 @@ public struct BuildPlanner: Sendable {
         }
         var tasks: [BuildPlan.Task] = []
         tasks.reserveCapacity(order.count)
-        let rootWithSlash = taskfile.root == "/" ? "/" : taskfile.root + "/"
+        let boundary = ProjectBoundary(root: taskfile.root)
         for position in order {
             let definition = taskfile.tasks[position]
-            errors += rootEscapes(definition, rootWithSlash: rootWithSlash)
+            errors += rootEscapes(definition, boundary: boundary)
             guard let kind = registry.kind(named: definition.kind.value) else {
                 let known = registry.kinds.map(\.name).joined(separator: ", ")
                 errors.append(TaskfileError(
@@ -116,41 +129,44 @@ public struct BuildPlanner: Sendable {
         positions.reserveCapacity(tasks.count)
         for (position, task) in tasks.enumerated() { positions[task.definition.name] = position }
         let dependencyPositions = tasks.map { task in task.definition.dependencies.compactMap { positions[$0.value] } }
-        return BuildPlan(taskfile: taskfile, tasks: tasks, targets: targets, dependencyPositions: dependencyPositions)
+        return BuildPlan(
+            taskfile: taskfile, tasks: tasks, targets: targets, dependencyPositions: dependencyPositions, boundary: boundary
+        )
     }
 
-    /// Errors for `generates` (and `dir`) that leave the project root, unless the task allows it.
-    private func rootEscapes(_ task: TaskDefinition, rootWithSlash: String) -> [TaskfileError] {
+    /// Errors for a `dir`, `generates` or `depfile` that leaves the project root — lexically, or
+    /// through a symbolic link — unless the task allows it.
+    private func rootEscapes(_ task: TaskDefinition, boundary: ProjectBoundary) -> [TaskfileError] {
         guard !task.allowsOutsideRoot else { return [] }
         var errors: [TaskfileError] = []
         let root = taskfile.root
-        if task.directory != root, !Self.isInside(task.directory, root: root) {
+        let hint = "add 'allow-outside-root: true' to the task if that is intended"
+        if !boundary.contains(task.directory, followingLastLink: true) {
+            let how = Self.isInside(task.directory, root: root) ? " through a symbolic link" : ""
             errors.append(TaskfileError(
-                .outsideRoot,
-                "task '\(task.name)' runs in \(task.directory), outside the project root \(root); add 'allow-outside-root: true' if that is intended",
+                .outsideRoot, "task '\(task.name)' runs in \(task.directory), outside the project root \(root)\(how); \(hint)",
                 at: task.location
             ))
         }
         var variables: [String: String]?
-        let directoryInside = task.directory == root || task.directory.hasPrefix(rootWithSlash)
-        for output in task.generates where !GlobList.isExclusion(output.value) {
-            var rendered = output.value
-            if rendered.utf8.contains(UInt8(ascii: "{")) {
-                // Per-source variables stand for paths inside the root; render them as a placeholder.
-                if variables == nil {
-                    variables = task.templateVariables
-                    for name in TaskfileLoader.eachVariables { variables?[name] = "x" }
-                }
-                rendered = Template.render(rendered, variables: variables ?? [:])
+        func rendered(_ text: String) -> String {
+            guard text.utf8.contains(UInt8(ascii: "{")) else { return text }
+            // Per-source variables stand for paths inside the root; render them as a placeholder.
+            if variables == nil {
+                variables = task.templateVariables
+                for name in TaskfileLoader.eachVariables { variables?[name] = "x" }
             }
-            // The common case — a relative path without `..` under a directory inside the root —
-            // needs no normalizing.
-            if !rendered.hasPrefix("/"), !Path.hasParentReference(rendered), directoryInside { continue }
-            let path = rendered.hasPrefix("/") ? rendered : task.directory + "/" + rendered
-            if !Self.isInside(path, root: root) {
+            return Template.render(text, variables: variables ?? [:])
+        }
+        var paths = task.generates.filter { !GlobList.isExclusion($0.value) }.map { (what: "write", path: $0) }
+        if let depfile = task.depfile { paths.append(("read and remove the depfile", Located(value: depfile, location: task.location))) }
+        for (what, output) in paths {
+            let text = rendered(output.value)
+            let path = Path.join(task.directory, text)
+            if !boundary.contains(path, followingLastLink: true) {
+                let how = Self.isInside(path, root: root) ? " through a symbolic link" : ""
                 errors.append(TaskfileError(
-                    .outsideRoot,
-                    "task '\(task.name)' would write \(rendered), outside the project root; add 'allow-outside-root: true' to the task if that is intended",
+                    .outsideRoot, "task '\(task.name)' would \(what) \(text), outside the project root\(how); \(hint)",
                     at: output.location
                 ))
             }
