@@ -120,6 +120,7 @@ let package = Package(
                 "KilnGit",
                 "KilnGitFormat",
                 "KilnHookPlan",
+                "KilnPaths",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: swiftSettings

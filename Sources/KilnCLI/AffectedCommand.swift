@@ -1,3 +1,4 @@
+import KilnPaths
 import ArgumentParser
 import KilnGit
 import KilnGitFormat
@@ -110,6 +111,6 @@ extension Kiln {
 /// empty without a task that has a depfile, so the state isn't read for nothing.
 func discoveredInputs(for plan: BuildPlan) -> [String: [String]] {
     let root = plan.taskfile.root
-    guard plan.tasks.contains(where: { $0.definition.depfile != nil }), Files.exists(root + "/.kiln/state.db") else { return [:] }
+    guard plan.tasks.contains(where: { $0.definition.depfile != nil }), Files.exists(KilnDirectory(root: root).stateDatabase) else { return [:] }
     return BuildState(root: root, lock: nil) { System.writeError($0 + "\n") }.discoveredInputs()
 }

@@ -1,3 +1,4 @@
+import KilnPaths
 import ArgumentParser
 import KilnGit
 import KilnGitFormat
@@ -31,10 +32,21 @@ extension Kiln {
             func run() throws {
                 let (project, directory) = hookSetting(options)
                 let kiln = System.executablePath ?? "kiln"
+                var refused = false
                 for name in project.taskfile.hooks.keys.sorted() {
                     let path = directory + "/" + name
                     let existing = try? Files.readText(path)
                     if let existing, !existing.contains(hookMarker) {
+                        // Another tool wrote this hook after kiln chained the user's own: keeping
+                        // both is the user's call, never an overwrite.
+                        guard !Files.exists(path + ".kiln-chained") else {
+                            System.writeError(
+                                "kiln hooks: \(path) is not Kiln's, and \(name).kiln-chained already holds the hook Kiln kept before; "
+                                    + "neither was changed. Merge them into \(name).kiln-chained (or remove one), then run 'kiln hooks install' again\n"
+                            )
+                            refused = true
+                            continue
+                        }
                         rename(path, path + ".kiln-chained")
                         print("kiln: kept your \(name) hook as \(name).kiln-chained; it runs first")
                     }
@@ -43,6 +55,7 @@ extension Kiln {
                     print("kiln: installed \(path) → \(project.taskfile.hooks[name]?.map(\.value).joined(separator: ", ") ?? "")")
                 }
                 if project.taskfile.hooks.isEmpty { print("kiln: the Taskfile maps no hooks (add 'hooks: {pre-commit: [TASK]}')") }
+                if refused { Kiln.exit(withError: ExitCode(ExitStatus.jobFailed)) }
             }
         }
 
@@ -106,13 +119,24 @@ extension Kiln {
 
         func run() throws {
             if System.variable("KILN_SKIP_HOOKS") == "1" { Kiln.exit() }
+            // The hook scripts pass git's arguments after `--`.
+            let arguments = self.arguments.first == "--" ? Array(self.arguments.dropFirst()) : self.arguments
             let phases = PhaseClock()
             let madeAt = FileSignature.now()  // before the Taskfile is read: see HookPlan.save
             let stagedFiles = QuickHook.answers(name)  // pre-commit, commit-msg: read directly, no libgit2
             if !stagedFiles { GitRepository.startLibgit2() }  // meanwhile: the Taskfile
-            guard let located = locateTaskfile(options), let taskfile = try? TaskfileLoader().load(path: located.path) else {
-                // No (valid) Taskfile here: nothing to run; a hook never blocks for that.
-                Kiln.exit()
+            let bypass = "KILN_SKIP_HOOKS=1 skips the hook; 'kiln hooks uninstall' removes it"
+            guard let located = locateTaskfile(options) else {
+                // The hook's checks can't run: say so, and block, rather than pass unchecked.
+                System.writeError("kiln hook \(name): no Taskfile in \(System.currentDirectory) or a parent, so its checks can't run; \(bypass)\n")
+                Kiln.exit(withError: ExitCode(ExitStatus.invalidTaskfile))
+            }
+            let taskfile: Taskfile
+            do {
+                taskfile = try TaskfileLoader().load(path: located.path)
+            } catch {
+                System.writeError("\(error.description)\nkiln hook \(name): the Taskfile doesn't load, so its checks can't run; \(bypass)\n")
+                Kiln.exit(withError: ExitCode(ExitStatus.invalidTaskfile))
             }
             guard let tasks = taskfile.hooks[name]?.map(\.value), !tasks.isEmpty else {
                 saveHookPlan(nil, discovered: [:], taskfile: taskfile, madeAt: madeAt)
@@ -153,17 +177,22 @@ extension Kiln {
                 System.writeError("kiln hook \(name): nothing affected (\(affected.changedFiles.count) changed file\(affected.changedFiles.count == 1 ? "" : "s"))\n")
                 Kiln.exit()
             }
-            // Run them: `kiln run --affected` with the hook's files.
-            let list = "/tmp/kiln-hook-\(getpid()).files"
-            try? System.writeFile(list, contents: changed.joined(separator: "\n"))
-            setenv("KILN_HOOK_FILES", affected.changedFiles.joined(separator: "\n"), 1)
-            var argv = [System.executablePath ?? "kiln", "run", "--affected", "--changed-files-from", list]
+            // Run them: `kiln run --affected` with the hook's files, passed in files of this run's
+            // own under .kiln/hooks (made with O_EXCL, never followed through a link, removed
+            // after): a list of any length, which no other user can read or replace.
+            let lists: HookFileLists
+            do {
+                lists = try HookFileLists(root: taskfile.root, changed: changed, hookFiles: affected.changedFiles)
+            } catch {
+                System.writeError("kiln hook \(name): \(error)\n")
+                Kiln.exit(withError: ExitCode(ExitStatus.jobFailed))
+            }
+            var argv = [System.executablePath ?? "kiln", "run", "--affected", "--changed-files-from", lists.changed]
             if let taskfile = options.taskfile { argv += ["--taskfile", taskfile] }
             argv += tasks
-            let pointers = argv.map { strdup($0) } + [nil]
-            execv(argv[0], pointers)
-            System.writeError("kiln hook \(name): can't run kiln: \(String(cString: strerror(errno)))\n")
-            Kiln.exit(withError: ExitCode(ExitStatus.jobFailed))
+            let status = lists.run(argv)
+            lists.remove()
+            if status != 0 { Kiln.exit(withError: ExitCode(status)) }
         }
 
         /// Saves what this hook's tasks look at, for the launcher's quick answer next time
@@ -184,7 +213,8 @@ extension Kiln {
                 ))
             }
             if plan?.tasks.contains(where: { $0.definition.depfile != nil }) == true {
-                watched += [".kiln/state.db", ".kiln/state.db-wal"].map { taskfile.root + "/" + $0 }
+                let kiln = KilnDirectory(root: taskfile.root)
+                watched += [kiln.stateDatabase, kiln.stateLog]
             }
             // kiln itself: another build may answer differently.
             if let executable = System.executablePath, let directory = System.executableDirectory {

@@ -122,7 +122,10 @@ public final class GitRepository: @unchecked Sendable {
         case "post-merge":
             return (try? commit(named: "ORIG_HEAD")) == nil ? [] : try diff(from: "ORIG_HEAD", to: "HEAD")
         case "post-checkout":
+            // `<previous HEAD> <new HEAD> <flag>`; the previous HEAD is all zeros for a new
+            // worktree or a clone: then every file of the new HEAD is new.
             guard arguments.count >= 2, arguments[0] != arguments[1] else { return [] }
+            if !arguments[0].contains(where: { $0 != "0" }) { return try everything(in: arguments[1]) }
             return try diff(from: arguments[0], to: arguments[1])
         default:
             return []

@@ -1,3 +1,4 @@
+import KilnPaths
 import KilnGitFormat
 
 #if canImport(Glibc)
@@ -10,7 +11,7 @@ extension HookPlan {
 
     /// Where the plan of `hook` is kept: `.kiln/hooks/HOOK.plan` under the project root.
     public static func path(root: String, hook: String) -> String {
-        root + "/.kiln/hooks/" + hook + ".plan"
+        KilnDirectory(root: root).hookPlan(hook)
     }
 
     /// Saves the plan of `hook`, made from inputs read from `madeAt` on (``FileSignature/now()``
@@ -39,8 +40,7 @@ extension HookPlan {
             writer.write(file.signature.map { [$0.device, $0.inode, UInt64(bitPattern: $0.size), UInt64(bitPattern: $0.modified), UInt64(bitPattern: $0.changed)].map(Int64.init(bitPattern:)) } ?? [])
         }
         let destination = Self.path(root: root, hook: hook)
-        mkdir(root + "/.kiln", 0o755)
-        mkdir(root + "/.kiln/hooks", 0o755)
+        KilnDirectory(root: root).createHooks()
         let temporary = destination + ".\(getpid()).tmp"
         let descriptor = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
         guard descriptor >= 0 else { return false }

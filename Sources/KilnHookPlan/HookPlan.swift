@@ -75,7 +75,7 @@ public struct HookPlan: Sendable, Equatable {
     /// test `kiln affected` makes for a task directly touched — and how many of them are inside
     /// the project (kiln's own `.kiln/` left out), as the hook reports.
     public func affects(_ changedFiles: [String]) -> (affected: Bool, changedInside: Int) {
-        let inside = changedFiles.filter { Self.isInside($0, root) && !Self.isInside($0, root + "/.kiln") }
+        let inside = changedFiles.filter { Self.isInside($0, root) && !Self.isInside($0, KilnDirectory(root: root).path) }
         let lists = tasks.map { GlobList($0.patterns) }
         for file in inside {
             if taskfiles.contains(file) { return (true, inside.count) }

@@ -35,7 +35,7 @@ extension BuildPlan {
     public func affected(by changedFiles: [String], discovered: [String: [String]] = [:]) -> AffectedTasks {
         let root = taskfile.root
         // Kiln's own state (.kiln/, when git doesn't ignore it) is never a task's input.
-        let inside = changedFiles.filter { Path.isInside($0, root: root) && !Path.isInside($0, root: root + "/.kiln") }
+        let inside = changedFiles.filter { Path.isInside($0, root: root) && !Path.isInside($0, root: KilnDirectory(root: root).path) }
         let relativeFiles = inside.map { Path.relative($0, to: root) }.sorted()
         let changedTaskfiles = Set(inside.filter { taskfile.files.contains($0) })
 

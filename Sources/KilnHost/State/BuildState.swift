@@ -1,3 +1,4 @@
+import KilnPaths
 import CSQLite
 import Synchronization
 
@@ -111,7 +112,7 @@ public final class BuildState: @unchecked Sendable {
     ///   - lock: The project's lock, held from now on by the state; `nil` only for reading.
     ///   - warn: Receives a line when a broken database is moved aside (from any thread).
     public init(root: String, lock: ProjectLock?, warn: @escaping @Sendable (String) -> Void) {
-        path = root + "/.kiln/state.db"
+        path = KilnDirectory(root: root).stateDatabase
         self.lock = lock
         self.warn = warn
         var database = Self.openDatabase(path)
@@ -509,11 +510,12 @@ public final class ProjectLock: Sendable {
     /// - Throws: ``BuildStateError`` when another run holds it (and `wait` is false), or `.kiln`
     ///   can't be created.
     public init(root: String, wait: Bool) throws(BuildStateError) {
-        let directory = root + "/.kiln"
-        if mkdir(directory, 0o755) != 0, errno != EEXIST {
-            throw BuildStateError(message: "can't create \(directory): \(String(cString: strerror(errno)))")
+        let kiln = KilnDirectory(root: root)
+        let made = kiln.create()
+        if made != 0 {
+            throw BuildStateError(message: "can't create \(kiln.path): \(String(cString: strerror(made)))")
         }
-        let path = directory + "/lock"
+        let path = kiln.lock
         let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
         guard descriptor >= 0 else {
             throw BuildStateError(message: "can't open \(path): \(String(cString: strerror(errno)))")

@@ -1,3 +1,4 @@
+import KilnPaths
 import Dispatch
 import KilnJobs
 import Synchronization
@@ -150,7 +151,7 @@ public struct UpToDateSnapshot: Sendable {
     static let formatVersion = 3
 
     /// The snapshot file of a project.
-    public static func path(root: String) -> String { root + "/.kiln/snapshot" }
+    public static func path(root: String) -> String { KilnDirectory(root: root).snapshot }
 
     /// Deletes the snapshot of a project (a run is about to change what it describes).
     public static func remove(root: String) {

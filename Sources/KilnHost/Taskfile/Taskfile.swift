@@ -276,9 +276,11 @@ public struct TaskDefinition: Sendable {
 
     /// `{{.staged_files}}`: in a run started by a git hook, the files the hook concerns (the staged
     /// files for pre-commit), relative to the project root, shell-quoted where needed and separated
-    /// by spaces; empty otherwise. `kiln hook` passes them in `KILN_HOOK_FILES`, one per line.
+    /// by spaces; empty otherwise. `kiln hook` passes them in a file named by
+    /// `KILN_HOOK_FILES_FROM` (and, when short, in `KILN_HOOK_FILES`), one per line.
     static let hookFiles: String = {
-        guard let list = System.variable("KILN_HOOK_FILES") else { return "" }
+        let named = System.variable("KILN_HOOK_FILES_FROM").flatMap { try? Files.readText($0) }
+        guard let list = named ?? System.variable("KILN_HOOK_FILES") else { return "" }
         return list.split(separator: "\n").map { path in
             let safe = path.allSatisfy { $0.isLetter || $0.isNumber || "/._-+,:@".contains($0) }
             return safe ? String(path) : "'" + path.split(separator: "'", omittingEmptySubsequences: false).joined(separator: "'\\''") + "'"

@@ -1,3 +1,4 @@
+import KilnPaths
 import KilnPluginAPI
 
 #if canImport(Glibc)
@@ -21,7 +22,7 @@ enum TaskfileCache {
     static let formatVersion = 9
 
     /// The cache file of a project.
-    static func path(root: String) -> String { root + "/.kiln/taskfile.cache" }
+    static func path(root: String) -> String { KilnDirectory(root: root).taskfileCache }
 
     /// The cached model, if the cache is valid for `taskfilePath`.
     static func load(taskfilePath: String, root: String) -> Taskfile? {
@@ -88,7 +89,7 @@ enum TaskfileCache {
             writer.write(hash.low)
         }
         writer.write(taskfile)
-        mkdir(taskfile.root + "/.kiln", 0o755)
+        KilnDirectory(root: taskfile.root).create()
         Files.writeAtomically(path(root: taskfile.root), bytes: writer.bytes)
     }
 

@@ -1,0 +1,118 @@
+import Foundation
+import KilnTestSupport
+import Testing
+
+/// Git hooks never get in the way and never pass unchecked: post-checkout works, a reinstall
+/// never overwrites the chained hook, 100,000 staged files commit, a broken Taskfile blocks the
+/// commit with its located errors, and no file list is left anywhere.
+@Suite("Git hooks: robustness")
+struct HookRobustnessTests {
+    let hooks = HookTests()
+
+    @Test("with post-checkout mapped, git checkout, git switch and git worktree add succeed and run the affected task")
+    func postCheckout() async throws {
+        let directory = try TemporaryDirectory(prefix: "kiln-hooks")
+        defer { directory.remove() }
+        try directory.write("Taskfile.yml", """
+            version: '3'
+            hooks:
+              post-checkout: [note]
+            tasks:
+              note:
+                sources: ['src/*.c']
+                cmds: ['echo "checked out" >> note.log']
+
+            """)
+        try directory.write(".gitignore", "note.log\n.kiln/\n")
+        try directory.write("src/a.c", "a\n")
+        try hooks.git(["init", "-q", "-b", "main"], in: directory.path)
+        try hooks.git(["add", "."], in: directory.path)
+        try hooks.git(["commit", "-q", "-m", "first"], in: directory.path)
+        let install = try await KilnProcess.run(["hooks", "install"], in: directory.path)
+        #expect(install.status == 0, "\(install)")
+        var result = try hooks.git(["checkout", "-q", "-b", "feature"], in: directory.path)
+        #expect(result.status == 0, "\(result.output)")
+        try directory.write("src/a.c", "changed on feature\n")
+        try hooks.git(["commit", "-q", "-am", "feature"], in: directory.path)
+        result = try hooks.git(["switch", "-q", "main"], in: directory.path)
+        #expect(result.status == 0, "\(result.output)")
+        #expect(directory.read("note.log") == "checked out\n", "src/a.c changed between the two heads: \(result.output)")
+        let worktree = try TemporaryDirectory(prefix: "kiln-worktree")
+        defer { worktree.remove() }
+        result = try hooks.git(["worktree", "add", "-q", worktree.path + "/w", "feature"], in: directory.path)
+        #expect(result.status == 0, "\(result.output)")
+        // A new worktree's checkout comes from nothing: every file is new there, so the task ran.
+        #expect(FileManager.default.fileExists(atPath: worktree.path + "/w/note.log"), "\(result.output)")
+    }
+
+    @Test("a reinstall after another tool rewrote a hook keeps both hooks and says so")
+    func reinstallNeverOverwritesTheChainedHook() async throws {
+        let directory = try TemporaryDirectory(prefix: "kiln-hooks")
+        defer { directory.remove() }
+        try directory.write("Taskfile.yml", "version: '3'\nhooks:\n  pre-commit: [check]\ntasks:\n  check:\n    cmds: ['true']\n")
+        try hooks.git(["init", "-q"], in: directory.path)
+        let hook = directory.path(".git/hooks/pre-commit")
+        try "#!/bin/sh\n# the user's own\n".write(toFile: hook, atomically: true, encoding: .utf8)
+        #expect(try await KilnProcess.run(["hooks", "install"], in: directory.path).status == 0)
+        try "#!/bin/sh\n# another tool's\n".write(toFile: hook, atomically: true, encoding: .utf8)
+        let again = try await KilnProcess.run(["hooks", "install"], in: directory.path)
+        #expect(again.status == 1, "\(again)")
+        #expect(again.standardError.contains("pre-commit.kiln-chained already holds the hook Kiln kept before"), "\(again)")
+        #expect(try String(contentsOfFile: hook + ".kiln-chained", encoding: .utf8) == "#!/bin/sh\n# the user's own\n")
+        #expect(try String(contentsOfFile: hook, encoding: .utf8) == "#!/bin/sh\n# another tool's\n")
+    }
+
+    @Test("a Taskfile that doesn't load blocks the commit with its located errors; KILN_SKIP_HOOKS=1 lets it through")
+    func brokenTaskfileBlocks() async throws {
+        let directory = try await hooks.project()
+        defer { directory.remove() }
+        try directory.write("Taskfile.yml", "version: '3'\nhooks:\n  pre-commit: [lint]\ntasks:\n  lint:\n    depz: [x]\n    cmds: ['true']\n")
+        try directory.write("src/b.c", "PASS\n")
+        try hooks.git(["add", "."], in: directory.path)
+        var commit = try hooks.git(["commit", "-q", "-m", "b"], in: directory.path)
+        #expect(commit.status != 0, "\(commit.output)")
+        #expect(commit.output.contains("Taskfile.yml:6:5: error: unknown key 'depz'"), "\(commit.output)")
+        #expect(commit.output.contains("KILN_SKIP_HOOKS=1 skips the hook"), "\(commit.output)")
+        commit = try hooks.git(["commit", "-q", "-m", "b"], in: directory.path, environment: ["KILN_SKIP_HOOKS": "1"])
+        #expect(commit.status == 0, "\(commit.output)")
+    }
+
+    @Test("a commit of 100,000 staged files runs the affected task with the whole list, and leaves no list behind")
+    func hundredThousandStagedFiles() async throws {
+        let directory = try TemporaryDirectory(prefix: "kiln-hooks-large")
+        defer { directory.remove() }
+        try directory.write("Taskfile.yml", """
+            version: '3'
+            hooks:
+              pre-commit: [count]
+            tasks:
+              count:
+                sources: ['gen/**/*.txt']
+                cmds: ['wc -l < "$KILN_HOOK_FILES_FROM" > count.log; test -z "$KILN_HOOK_FILES"']
+
+            """)
+        try directory.write(".gitignore", "count.log\n.kiln/\n")
+        try hooks.git(["init", "-q", "-b", "main"], in: directory.path)
+        try hooks.git(["add", "."], in: directory.path)
+        try hooks.git(["commit", "-q", "-m", "first"], in: directory.path)
+        #expect(try await KilnProcess.run(["hooks", "install"], in: directory.path).status == 0)
+        let count = 100_000
+        for group in 0..<100 {
+            let folder = directory.path("gen/group-with-a-long-name-\(group)")
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            for index in 0..<(count / 100) {
+                _ = FileManager.default.createFile(atPath: folder + "/file-number-\(index).txt", contents: nil)
+            }
+        }
+        let temporaryBefore = try FileManager.default.contentsOfDirectory(atPath: "/tmp").filter { $0.hasPrefix("kiln-hook-") }.count
+        try hooks.git(["add", "gen"], in: directory.path)
+        let commit = try hooks.git(["commit", "-q", "-m", "many"], in: directory.path)
+        #expect(commit.status == 0, "\(commit.output.prefix(2000))")
+        // wc counts newlines: the last path has none.
+        #expect(directory.read("count.log")?.trimmingCharacters(in: .whitespacesAndNewlines) == String(count - 1))
+        let lists = (try? FileManager.default.contentsOfDirectory(atPath: directory.path(".kiln/hooks"))) ?? []
+        #expect(!lists.contains { $0.hasPrefix("files-") }, "\(lists)")
+        let temporaryAfter = try FileManager.default.contentsOfDirectory(atPath: "/tmp").filter { $0.hasPrefix("kiln-hook-") }.count
+        #expect(temporaryAfter <= temporaryBefore)
+    }
+}
