@@ -7,7 +7,7 @@ import Glibc
 
 extension HookPlan {
     /// Bump when the encoding or the meaning of a plan changes.
-    static let magic = Array("KILNHOOKPLAN\u{1}\n".utf8)
+    static let magic = Array("KILNHOOKPLAN\u{2}\n".utf8)
 
     /// Where the plan of `hook` is kept: `.kiln/hooks/HOOK.plan` under the project root.
     public static func path(root: String, hook: String) -> String {
@@ -39,6 +39,7 @@ extension HookPlan {
             writer.write(file.path)
             writer.write(file.signature.map { [$0.device, $0.inode, UInt64(bitPattern: $0.size), UInt64(bitPattern: $0.modified), UInt64(bitPattern: $0.changed)].map(Int64.init(bitPattern:)) } ?? [])
         }
+        FileChecksum.seal(&writer.bytes)
         let destination = Self.path(root: root, hook: hook)
         KilnDirectory(root: root).createHooks()
         let temporary = destination + ".\(getpid()).tmp"
@@ -56,7 +57,14 @@ extension HookPlan {
     /// The saved plan of `hook` under `root`, if there is one and it is current: every watched
     /// file as it was. `nil` otherwise (missing, damaged, another format, or out of date).
     public static func load(root: String, hook: String) -> HookPlan? {
-        guard let bytes = readSmallFile(path(root: root, hook: hook)) else { return nil }
+        let file = path(root: root, hook: hook)
+        guard var bytes = readSmallFile(file), bytes.starts(with: magic) else { return nil }
+        guard FileChecksum.unseal(&bytes) else {
+            // Ignored: the full hook answers, and saves a sound plan.
+            let note = Array("kiln: warning: \(file) is damaged (its checksum doesn't match its contents); ignored, and written anew\n".utf8)
+            _ = note.withUnsafeBytes { Glibc.write(2, $0.baseAddress, $0.count) }
+            return nil
+        }
         var reader = PlanReader(bytes: bytes)
         guard reader.take(magic.count).map(Array.init) == magic, let madeAt = reader.integer(), let taskfilePath = reader.string(),
             let root = reader.string(), let taskfiles = reader.strings(), let taskCount = reader.integer(), taskCount < 1_000_000

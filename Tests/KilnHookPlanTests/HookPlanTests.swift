@@ -82,3 +82,26 @@ extension TimeInterval {
     /// Seconds since the epoch as nanoseconds.
     var nanoseconds: Int64 { Int64(self * 1_000_000_000) }
 }
+
+@Suite struct HookPlanChecksumTests {
+    @Test("a plan with one byte changed is no plan")
+    func damagedPlanIsRefused() throws {
+        let directory = try TemporaryDirectory(prefix: "kiln-hook-plan")
+        defer { directory.remove() }
+        let taskfile = try directory.write("Taskfile.yml", "version: '3'\n")
+        try setModificationTime(taskfile, secondsAgo: 60)
+        let plan = HookPlan(
+            taskfilePath: taskfile, root: directory.path, taskfiles: [taskfile],
+            tasks: [HookPlan.Task(directory: directory.path, patterns: ["src/*.c"], discovered: [])],
+            watched: [HookPlan.Watched(path: taskfile)]
+        )
+        #expect(plan.save(hook: "pre-commit", madeAt: FileSignature.now()))
+        #expect(HookPlan.load(root: directory.path, hook: "pre-commit") != nil)
+        let path = HookPlan.path(root: directory.path, hook: "pre-commit")
+        var bytes = try #require(FileManager.default.contents(atPath: path)).map { $0 }
+        let star = try #require(bytes.firstIndex(of: UInt8(ascii: "*")))
+        bytes[star] = UInt8(ascii: "?")
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+        #expect(HookPlan.load(root: directory.path, hook: "pre-commit") == nil)
+    }
+}

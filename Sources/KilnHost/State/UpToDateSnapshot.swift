@@ -146,7 +146,7 @@ public struct UpToDateSnapshot: Sendable {
     /// Whether a job always runs (then no run is a no-op).
     public var anyAlwaysRuns: Bool
 
-    static let magic = Array("KILNSNP\u{1}".utf8)
+    static let magic = Array("KILNSNP\u{2}".utf8)
     /// Bump when the encoding or the meaning of the snapshot changes.
     static let formatVersion = 3
 
@@ -188,7 +188,7 @@ public struct UpToDateSnapshot: Sendable {
     public static func scan(
         root: String, taskfilePath: String, targets: [String], mayRewrite: Bool = true, tracked: (any TrackedContent)? = nil
     ) -> Scan? {
-        guard let bytes = try? Files.readBytes(path(root: root)), let (head, tail) = decodeHead(bytes),
+        guard let bytes = Files.readSealed(path(root: root), magic: magic), let (head, tail) = decodeHead(bytes),
             head.targets == targets,
             let identity = TaskfileCache.identity(taskfilePath: taskfilePath, root: root),
             identity == head.taskfileIdentity
@@ -279,12 +279,14 @@ public struct UpToDateSnapshot: Sendable {
             writer.write(signature.high)
             writer.write(signature.low)
         }
+        FileChecksum.seal(&writer.bytes)
         return writer.bytes
     }
 
     /// Decodes a whole snapshot.
-    static func decode(_ bytes: [UInt8]) -> UpToDateSnapshot? {
-        guard let (head, offset) = decodeHead(bytes) else { return nil }
+    static func decode(_ sealed: [UInt8]) -> UpToDateSnapshot? {
+        var bytes = sealed
+        guard FileChecksum.unseal(&bytes), let (head, offset) = decodeHead(bytes) else { return nil }
         var snapshot = head
         guard decodeTail(bytes, from: offset, into: &snapshot) else { return nil }
         return snapshot

@@ -1,3 +1,4 @@
+import KilnPaths
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -100,6 +101,19 @@ public enum Files {
         public var reason: String
         /// `path: reason`.
         public var description: String { "\(path): \(reason)" }
+    }
+
+    /// The contents of a file kiln sealed with ``FileChecksum``, without the checksum; `nil` when
+    /// it can't be read, when it is another version's (it doesn't start with `magic`), or when it
+    /// is damaged — which is said on standard error, since the file is then ignored and written
+    /// anew.
+    static func readSealed(_ path: String, magic: [UInt8]) -> [UInt8]? {
+        guard var bytes = try? readBytes(path), bytes.starts(with: magic) else { return nil }
+        guard FileChecksum.unseal(&bytes) else {
+            System.writeError("kiln: warning: \(path) is damaged (its checksum doesn't match its contents); ignored, and written anew\n")
+            return nil
+        }
+        return bytes
     }
 
     /// The whole file as UTF-8 text.

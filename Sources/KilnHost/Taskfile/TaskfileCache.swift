@@ -17,7 +17,7 @@ import Glibc
 ///
 /// Threading: stateless; safe from any thread.
 enum TaskfileCache {
-    static let magic = Array("KILNTFC\u{1}".utf8)
+    static let magic = Array("KILNTFC\u{2}".utf8)
     /// Bump when the encoding or the meaning of ``Taskfile`` changes.
     static let formatVersion = 9
 
@@ -26,7 +26,7 @@ enum TaskfileCache {
 
     /// The cached model, if the cache is valid for `taskfilePath`.
     static func load(taskfilePath: String, root: String) -> Taskfile? {
-        guard let bytes = try? Files.readBytes(path(root: root)) else { return nil }
+        guard let bytes = Files.readSealed(path(root: root), magic: magic) else { return nil }
         var reader = BinaryReader(bytes: bytes)
         guard validHeader(&reader, taskfilePath: taskfilePath) != nil else { return nil }
         return reader.readTaskfile()
@@ -36,7 +36,7 @@ enum TaskfileCache {
     /// the hash of its contents — or `nil` when there is no valid cache. Equal identities mean
     /// the same Taskfiles with the same contents; kiln's up-to-date snapshot is keyed on it.
     static func identity(taskfilePath: String, root: String) -> ContentHash? {
-        guard let bytes = try? Files.readBytes(path(root: root)) else { return nil }
+        guard let bytes = Files.readSealed(path(root: root), magic: magic) else { return nil }
         var reader = BinaryReader(bytes: bytes)
         guard validHeader(&reader, taskfilePath: taskfilePath) != nil else { return nil }
         return ContentHash.of(bytes[0..<reader.offset])
@@ -45,7 +45,7 @@ enum TaskfileCache {
     /// Every file the cached load read, and each optional include it looked for and didn't find;
     /// `nil` when there is no valid cache for `taskfilePath`.
     static func filesRead(taskfilePath: String, root: String) -> [String]? {
-        guard let bytes = try? Files.readBytes(path(root: root)) else { return nil }
+        guard let bytes = Files.readSealed(path(root: root), magic: magic) else { return nil }
         var reader = BinaryReader(bytes: bytes)
         return validHeader(&reader, taskfilePath: taskfilePath)
     }
@@ -90,6 +90,7 @@ enum TaskfileCache {
         }
         writer.write(taskfile)
         KilnDirectory(root: taskfile.root).create()
+        FileChecksum.seal(&writer.bytes)
         Files.writeAtomically(path(root: taskfile.root), bytes: writer.bytes)
     }
 
