@@ -1,5 +1,6 @@
 import Dispatch
 import KilnJobs
+import KilnPaths
 import KilnPluginAPI
 import Synchronization
 
@@ -465,6 +466,7 @@ public final class BuildRun: @unchecked Sendable {
         } catch {
             realJob = FailingJob(error)
         }
+        let incremental = options.incremental
         let id = state.withLock { state -> Int in
             defer { state.nextJobID += 1 }
             return state.nextJobID
@@ -492,6 +494,14 @@ public final class BuildRun: @unchecked Sendable {
         }
 
         let chainSlots = slots
+        // The literal outputs the job declares (`generates:` paths without wildcards): one it
+        // didn't produce fails it, as Bazel does, so nothing is built on a missing file and
+        // nothing records it as up to date.
+        let promised = request.outputs.filter { !GlobList.isExclusion($0) && !GlobPattern.isMagic($0) }
+            .map { Path.join(request.directory, $0) }
+        let unproduced = LockedValue<[String]>([])
+        // Dependents wait for a job of their own when the unit checks first or checks outputs.
+        let hasDone = incremental != nil && precomputed == nil || !promised.isEmpty
         let observation = realJob.observe(.isExecuting) { [self] change in
             if change.kind == .didChange, change.value { observer.jobStarted(info, at: now) }
         }
@@ -500,7 +510,6 @@ public final class BuildRun: @unchecked Sendable {
         pendingAdd(1)
         state.withLock { $0.live[id] = realJob }
 
-        let incremental = options.incremental
         let verdict = LockedValue<IncrementalState.Check?>(precomputed)
         if let precomputed { observer.jobChecked(info, reason: precomputed.reason) }
         // Checked already (its dependencies had settled): no check job, the job runs directly.
@@ -542,6 +551,16 @@ public final class BuildRun: @unchecked Sendable {
                     outcome = .upToDate
                 }
             }
+            if outcome == .succeeded {
+                let missing = promised.filter { !Files.exists($0) }
+                if !missing.isEmpty {
+                    unproduced.withLock { $0 = missing }
+                    let names = missing.map { "'\(Path.relative($0, to: request.directory))'" }.joined(separator: ", ")
+                    outcome = .failed(
+                        "it succeeded but didn't produce \(names), which its task declares under 'generates:'; write it, or remove it from 'generates:'"
+                    )
+                }
+            }
             let failed = outcome != .succeeded && outcome != .upToDate
             if let incremental, let result = verdict.value {
                 switch outcome {
@@ -573,21 +592,22 @@ public final class BuildRun: @unchecked Sendable {
                 }
             }
             observer.jobFinished(info, outcome: outcome, output: output, at: now)
-            if check == nil { onFinish(failed, realJob) }
+            if !hasDone { onFinish(failed, realJob) }
             if case .failed = outcome, !options.keepGoing { stopScheduling() }
             // Only now may a waiting job take the slots: after the observers heard this job end
             // (a trace never shows more jobs on a queue than its width) and after a failure
             // stopped the run (a job waiting for one of these slots must not start).
             for slot in chainSlots { slot.release() }
-            if check == nil { pendingAdd(-1) }
+            if !hasDone { pendingAdd(-1) }
         }
 
-        guard let check else { return (next, nextQueue, realJob, realJob) }
-        // Dependents wait for this: it succeeds when the job ran successfully or was up to date.
+        guard hasDone else { return (next, nextQueue, realJob, realJob) }
+        // Dependents wait for this: it succeeds when the job ran successfully (and produced what
+        // it declares) or was up to date.
         let done = BlockJob {
             let outcome = Self.outcome(of: realJob)
-            if verdict.value?.reason == .upToDate, !check.isCancelled { return }
-            if outcome != .succeeded { throw UnitFailure(label: request.label) }
+            if let check, verdict.value?.reason == .upToDate, !check.isCancelled { return }
+            if outcome != .succeeded || !unproduced.value.isEmpty { throw UnitFailure(label: request.label) }
         }
         done.name = request.label
         done.addDependency(realJob)
@@ -596,6 +616,7 @@ public final class BuildRun: @unchecked Sendable {
             pendingAdd(-1)
         }
         add(done, to: unitEnds)
+        guard let check else { return (next, nextQueue, realJob, done) }
         return (check, checks, realJob, done)
     }
 

@@ -254,7 +254,7 @@ public struct TaskDefinition: Sendable {
         let variables = source.map(templateVariables(forSource:)) ?? templateVariables
         return JobRequest(
             taskName: name, label: source.map { "\(name) \($0)" } ?? name,
-            inputs: source.map { [$0] } ?? sources.map(\.value),
+            inputs: source.map { [$0] } ?? renderedSources,
             outputs: generates.map { Template.render($0.value, variables: variables) },
             resources: resources.map(\.value), variables: variables, directory: directory, environment: environment
         )

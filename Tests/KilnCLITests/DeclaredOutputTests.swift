@@ -1,0 +1,67 @@
+import Foundation
+import KilnTestSupport
+import Testing
+
+/// A job is judged by what it declares: a literal `generates:` path it didn't produce fails it.
+@Suite struct DeclaredOutputTests {
+    static let taskfile = """
+        version: '3'
+        tasks:
+          lib:
+            generates: [foo.a, include/foo.h]
+            cmds: ['mkdir -p include && touch include/foo.h']
+          app:
+            deps: [lib]
+            generates: [app]
+            cmds: ['touch app']
+        """
+
+    @Test("a succeeding command that didn't write a declared output fails its job, which runs again next time, and its dependents don't run")
+    func unproducedOutputFails() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        try directory.write("Taskfile.yml", Self.taskfile)
+        for attempt in 1...2 {
+            let run = try await KilnProcess.run(["run", "app"], in: directory.path)
+            #expect(run.status == 1, "attempt \(attempt): \(run)")
+            let said = run.standardOutput + run.standardError
+            #expect(said.contains("FAILED: lib"), "attempt \(attempt): \(run)")
+            #expect(said.contains("didn't produce 'foo.a'"), "attempt \(attempt): \(run)")
+            #expect(!said.contains("include/foo.h'"), "only the missing one is named: \(run)")
+            #expect(!directory.exists("app"), "the dependent didn't run")
+        }
+        let status = try await KilnProcess.run(["status", "app", "--exit-code"], in: directory.path)
+        #expect(status.status == 1, "\(status)")
+        // Once the command keeps its promise, both run and the next run is a no-op.
+        try directory.write("Taskfile.yml", Self.taskfile.replacingOccurrences(of: "touch include/foo.h", with: "touch include/foo.h foo.a"))
+        #expect(try await KilnProcess.run(["run", "app"], in: directory.path).status == 0)
+        let noOp = try await KilnProcess.run(["run", "app"], in: directory.path)
+        #expect(noOp.standardOutput.contains("0 ran"), "\(noOp)")
+    }
+
+    @Test("with --keep-going too, a job missing its output is a failure, and the run exits 1")
+    func keepGoing() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        try directory.write("Taskfile.yml", "version: '3'\ntasks:\n  a:\n    generates: [a.out]\n    cmds: ['true']\n  b:\n    cmds: ['touch b.ran']\n  default:\n    deps: [a, b]\n")
+        let run = try await KilnProcess.run(["run", "-k"], in: directory.path)
+        #expect(run.status == 1, "\(run)")
+        #expect(directory.exists("b.ran"))
+    }
+}
+
+/// Templated `sources:` patterns are rendered before they are globbed, in every kind of task.
+@Suite struct TemplatedSourcesTests {
+    @Test("editing a file a templated pattern names reruns the task")
+    func templatedPatternIsRendered() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        try directory.write("Taskfile.yml", "version: '3'\nvars:\n  SRC: src\ntasks:\n  a:\n    sources: ['{{.SRC}}/*.c']\n    generates: [out]\n    cmds: ['cat src/*.c > out']\n")
+        try directory.write("src/x.c", "one\n")
+        #expect(try await KilnProcess.run(["run", "a"], in: directory.path).status == 0)
+        try directory.write("src/x.c", "two\n")
+        let run = try await KilnProcess.run(["run", "a"], in: directory.path)
+        #expect(run.standardOutput.contains("1 ran"), "\(run)")
+        #expect(directory.read("out") == "two\n")
+    }
+}
