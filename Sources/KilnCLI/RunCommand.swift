@@ -146,6 +146,7 @@ extension Kiln {
             }
             run.start()
             let summary = run.wait()
+            for warning in incremental.takeWarnings() { RunObservers(observers).warning(warning) }
             phases.mark("run")
             incremental.saveFiles()
             // Even after a failure: the jobs that settled are in it (it is then incomplete, so the

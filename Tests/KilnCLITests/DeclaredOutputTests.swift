@@ -65,3 +65,35 @@ import Testing
         #expect(directory.read("out") == "two\n")
     }
 }
+
+/// What may make a run silently stale is said, with its place in the Taskfile.
+@Suite struct RunWarningTests {
+    static let taskfile = """
+        version: '3'
+        tasks:
+          a:
+            sources: ['src/*.c', 'nothing/**/*.c', 'missing.h']
+            generates: ['out/*.o']
+            depfile: a.d
+            cmds: ['true']
+        """
+
+    @Test("a sources pattern matching nothing, an output glob matching nothing and an unwritten depfile are located warnings")
+    func warnings() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        try directory.write("Taskfile.yml", Self.taskfile)
+        try directory.write("src/a.c", "")
+        let run = try await KilnProcess.run(["run", "a"], in: directory.path)
+        #expect(run.status == 0, "\(run)")
+        let file = directory.path("Taskfile.yml")
+        #expect(run.standardOutput.contains("\(file):4:26: warning: 'nothing/**/*.c' in 'sources' of task 'a' matches no file"), "\(run)")
+        #expect(run.standardOutput.contains("\(file):4:44: warning: 'missing.h' in 'sources' of task 'a' matches no file"), "\(run)")
+        #expect(!run.standardOutput.contains("'src/*.c' in 'sources'"), "\(run)")
+        #expect(run.standardOutput.contains("\(file):5:17: warning: 'out/*.o' in 'generates' of task 'a' matched no file"), "\(run)")
+        #expect(run.standardOutput.contains("\(file):3:3: warning: task 'a' declares the depfile 'a.d', which 'a' didn't write"), "\(run)")
+        let json = try await KilnProcess.run(["run", "a", "--json"], in: directory.path)
+        #expect(json.standardOutput.contains(#""event":"warning""#), "\(json)")
+        #expect(json.standardOutput.contains(#""line":4"#), "\(json)")
+    }
+}

@@ -141,7 +141,14 @@ struct QuickHookTests {
         let directory = try TemporaryDirectory(prefix: "kiln-launcher-alone")
         defer { directory.remove() }
         let copy = directory.path("kiln")
-        try FileManager.default.copyItem(atPath: try KilnProcess.executable(), toPath: copy)
+        // Copied through a close-on-exec descriptor: one inherited by a process another test
+        // starts meanwhile would make running the copy fail with "Text file busy".
+        let bytes = try #require(FileManager.default.contents(atPath: try KilnProcess.executable()))
+        let descriptor = open(copy, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o755)
+        try #require(descriptor >= 0)
+        let written = bytes.withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress, $0.count) }
+        close(descriptor)
+        try #require(written == bytes.count)
         let (status, output) = try runProgram(copy, ["--version"], in: directory.path)
         #expect(status == 70)
         #expect(output.contains("can't load its command-line library \(directory.path)/libKilnCLI.so"), "\(output)")

@@ -70,7 +70,9 @@ struct HookPlanTests {
         var plan = try plan(in: directory)
         let fresh = try directory.write("fresh.yml", "just written\n")
         plan.watched.append(HookPlan.Watched(path: fresh))
-        #expect(!plan.save(hook: "pre-commit", madeAt: Date().timeIntervalSince1970.nanoseconds))
+        // Read at the very moment it was written: racy whatever the machine's load.
+        let written = try #require(plan.watched.last?.signature?.modified)
+        #expect(!plan.save(hook: "pre-commit", madeAt: written))
         #expect(HookPlan.load(root: directory.path, hook: "pre-commit") == nil)
         try setModificationTime(fresh, secondsAgo: 5)
         plan.watched[plan.watched.count - 1] = HookPlan.Watched(path: fresh)

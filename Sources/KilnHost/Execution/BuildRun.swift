@@ -574,7 +574,7 @@ public final class BuildRun: @unchecked Sendable {
                     } ?? false
                     incremental.succeeded(
                         key: request.label, task: countsAsPlanned ? task.definition.name : nil, check: result, request: request,
-                        depfile: depfile, keepDepfile: task.definition.keepsDepfile || !removable
+                        depfile: depfile, keepDepfile: task.definition.keepsDepfile || !removable, definition: task.definition
                     )
                 case .upToDate:
                     incremental.upToDate(key: request.label, task: countsAsPlanned ? task.definition.name : nil, check: result)

@@ -30,6 +30,26 @@ public enum JobOutcome: Sendable, Equatable {
     case upToDate
 }
 
+/// Something a run noticed that may make it wrong without failing it: a `sources:` pattern that
+/// matches no file, a depfile the command didn't write, an output glob that matched nothing.
+///
+/// Threading: a value type; safe to pass between threads.
+public struct RunWarning: Sendable, Hashable, CustomStringConvertible {
+    /// What was noticed and what to do.
+    public var message: String
+    /// Where in the Taskfile.
+    public var location: SourceLocation?
+
+    /// A warning.
+    public init(_ message: String, at location: SourceLocation?) {
+        self.message = message
+        self.location = location
+    }
+
+    /// `file:line:column: warning: message`.
+    public var description: String { "\(location.map { "\($0): " } ?? "")warning: \(message)" }
+}
+
 /// Receives the events of a run: the live status line, `--json`, `--trace` and tests implement it.
 ///
 /// Threading: methods are called from any thread, concurrently; implementations must be
@@ -45,11 +65,16 @@ public protocol RunObserver: Sendable {
     func jobChecked(_ job: JobInfo, reason: RunReason)
     /// Jobs found up to date without running, together (see the default implementation).
     func jobsUpToDate(_ jobs: [JobInfo], planned: Bool, at time: Double)
+    /// Something that may make the run wrong without failing it; each at most once per run.
+    func warning(_ warning: RunWarning)
 }
 
 extension RunObserver {
     /// Ignores the reason.
     public func jobChecked(_ job: JobInfo, reason: RunReason) {}
+
+    /// Ignores the warning.
+    public func warning(_ warning: RunWarning) {}
 
     /// Jobs found up to date without running, reported together (a no-op run has thousands):
     /// each is planned (when `planned`), checked and finished as `.upToDate`. Reporters that
@@ -89,4 +114,6 @@ public struct RunObservers: RunObserver {
     public func jobsUpToDate(_ jobs: [JobInfo], planned: Bool, at time: Double) {
         for observer in observers { observer.jobsUpToDate(jobs, planned: planned, at: time) }
     }
+    /// Forwards.
+    public func warning(_ warning: RunWarning) { for observer in observers { observer.warning(warning) } }
 }

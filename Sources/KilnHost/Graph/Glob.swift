@@ -28,29 +28,38 @@ enum Glob {
     /// plain path (no wildcard) is listed whether or not it exists, so a missing input is
     /// recorded as missing rather than dropped.
     static func files(
-        matching patterns: [String], in base: String, keepingMissingLiterals: Bool = false
+        matching patterns: [String], in base: String, keepingMissingLiterals: Bool = false,
+        unmatched: ((Int) -> Void)? = nil
     ) -> [String] {
         var ignored: [VisitedDirectory] = []
-        return files(matching: patterns, in: base, visited: &ignored, keepingMissingLiterals: keepingMissingLiterals)
+        return files(
+            matching: patterns, in: base, visited: &ignored, keepingMissingLiterals: keepingMissingLiterals,
+            unmatched: unmatched
+        )
     }
 
     /// ``files(matching:in:keepingMissingLiterals:)``, appending to `visited` every directory
     /// the expansion looked into (absolute), with its status taken *before* it was read (`nil`:
     /// it didn't exist). While none of them changes, the expansion can't change either: adding,
     /// removing or renaming an entry changes its directory's mtime and ctime.
+    ///
+    /// `unmatched`, when given, is called with the position of each pattern (not exclusion) that
+    /// matched no file: for a warning.
     static func files(
         matching patterns: [String], in base: String, visited: inout [VisitedDirectory],
-        keepingMissingLiterals: Bool = false
+        keepingMissingLiterals: Bool = false, unmatched: ((Int) -> Void)? = nil
     ) -> [String] {
         var included: [String: Bool] = [:]
-        for entry in GlobList(patterns).entries {
+        for (position, entry) in GlobList(patterns).entries.enumerated() {
             var found: [String] = []
             if keepingMissingLiterals, !entry.excludes, !GlobPattern.isMagic(entry.text) {
                 found = [entry.text]
+                if let unmatched, !Files.exists(Path.join(base, entry.text)) { unmatched(position) }
             } else {
                 for alternative in entry.alternatives {
                     found += files(matching: alternative, in: base, visited: &visited)
                 }
+                if let unmatched, !entry.excludes, found.isEmpty { unmatched(position) }
             }
             for file in found { included[file] = !entry.excludes }
         }

@@ -146,6 +146,14 @@ public final class ConsoleReporter: RunObserver {
         return "kiln: \(verdict): \(parts.joined(separator: ", ")) in \(formatDecimal(seconds, digits: 2)) s\n"
     }
 
+    /// Prints the warning above the status line.
+    public func warning(_ warning: RunWarning) {
+        state.withLock { state in
+            emit(&state, "kiln: \(warning)\n")
+            if interactive { drawStatus(&state) }
+        }
+    }
+
     /// Writes text above the status line.
     private func emit(_ state: inout State, _ text: String) {
         if state.statusShown {

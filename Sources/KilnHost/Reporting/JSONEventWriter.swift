@@ -58,6 +58,15 @@ public final class JSONEventWriter: RunObserver {
         ])
     }
 
+    /// Emits `warning`, with its message and place.
+    public func warning(_ warning: RunWarning) {
+        var event: [(String, JSONValue)] = [("event", "warning"), ("message", .string(warning.message))]
+        if let location = warning.location {
+            event += [("file", .string(location.file)), ("line", .integer(location.line)), ("column", .integer(location.column))]
+        }
+        emit(event)
+    }
+
     /// Emits `run-finished`.
     public func runFinished(_ summary: RunSummary, seconds: Double) {
         emit([

@@ -75,6 +75,8 @@ public final class IncrementalState: Sendable {
     private let previousJobs: [String: Int]
     /// What this run's verdicts rest on, for the next snapshot.
     private let recorder: SnapshotRecorder
+    /// What checks and records noticed, each once, in the order noticed.
+    private let warnings = Mutex<(seen: Set<RunWarning>, list: [RunWarning])>(([], []))
 
     /// Creates the incremental state of a run.
     ///
@@ -164,6 +166,17 @@ public final class IncrementalState: Sendable {
     ///   - request: The job's request (inputs, outputs, directory, environment).
     ///   - dependencies: The names of the tasks it depends on, whose output signatures are published.
     public func check(key: String, task: BuildPlan.Task, request: JobRequest, dependencies: [String]) -> Check {
+        // A plain task's inputs are its `sources:` patterns: one matching nothing is a warning.
+        let sources = task.definition.each == .sources ? nil : task.definition.sources
+        let unmatched: ((Int) -> Void)? = sources.map { sources in
+            { [self] position in
+                guard position < sources.count else { return }
+                warn(RunWarning(
+                    "'\(request.inputs[position])' in 'sources' of task '\(task.definition.name)' matches no file, so no change there reruns it; check the pattern (see docs/taskfile.md#globs)",
+                    at: sources[position].location
+                ))
+            }
+        }
         var hasher = ContentHasher()
         hasher.combine(task.prepared.kindName)
         hasher.combine(task.prepared.kindVersion)
@@ -180,7 +193,7 @@ public final class IncrementalState: Sendable {
         var inputHashes: [String: FileDigest] = [:]
         // Declared inputs, and those the job's depfile named last time (headers a compile read).
         let recorded = record(key)
-        var inputs = expand(request.inputs, in: request.directory, watched: &watched)
+        var inputs = expand(request.inputs, in: request.directory, watched: &watched, unmatched: unmatched)
         for path in (recorded?.discovered.keys).map(Array.init) ?? [] where !inputs.contains(path) { inputs.append(path) }
         for input in inputs {
             // Hashed the way the record's hash was (a blob id from git, or XXH3), so a file that was
@@ -286,13 +299,27 @@ public final class IncrementalState: Sendable {
     /// Records a job that just succeeded: hashes its outputs, reads its depfile (if the task has
     /// one: the files it names become inputs, and the depfile is removed), commits its record, and
     /// publishes its output signature under `key` (and under `task`, for a plain task).
+    ///
+    /// With `definition` (the job's task), what the job left that may be a mistake is a warning:
+    /// an output glob that matched nothing, a declared depfile it didn't write.
     public func succeeded(
-        key: String, task: String?, check: Check, request: JobRequest, depfile: String? = nil, keepDepfile: Bool = false
+        key: String, task: String?, check: Check, request: JobRequest, depfile: String? = nil, keepDepfile: Bool = false,
+        definition: TaskDefinition? = nil
     ) {
         var watched = Watched(paths: check.watched)
         var outputs: [String: ContentHash] = [:]
+        let unmatchedOutput: ((Int) -> Void)? = definition.map { definition in
+            { [self] position in
+                // A literal output it didn't write failed the job already; a glob is a warning.
+                guard position < definition.generates.count, GlobPattern.isMagic(request.outputs[position]) else { return }
+                warn(RunWarning(
+                    "'\(request.outputs[position])' in 'generates' of task '\(definition.name)' matched no file after '\(request.label)' ran",
+                    at: definition.generates[position].location
+                ))
+            }
+        }
         // Outputs are read (XXH3): the job just wrote them, so the index can't vouch for them.
-        for output in expand(request.outputs, in: request.directory, watched: &watched) {
+        for output in expand(request.outputs, in: request.directory, watched: &watched, unmatched: unmatchedOutput) {
             if let found = watched.hash(projectPath(output, in: request.directory), as: .xxh3, with: hasher) { outputs[output] = found.hash }
         }
         var parts = check.parts
@@ -306,6 +333,11 @@ public final class IncrementalState: Sendable {
                     discovered[input] = found?.digest ?? .absent
                 }
                 if !keepDepfile { _ = unlink(path) }
+            } else if let definition {
+                warn(RunWarning(
+                    "task '\(definition.name)' declares the depfile '\(depfile)', which '\(request.label)' didn't write: the files it reads aren't known, so editing them (a header) reruns nothing; make the command write it (cc -MMD -MF \(depfile))",
+                    at: definition.location
+                ))
             }
             // What the next check will hash: the declared inputs and these.
             for (path, hash) in discovered where parts.inputs[path] == nil { parts.inputs[path] = hash }
@@ -329,6 +361,21 @@ public final class IncrementalState: Sendable {
         }
         guard let signature = check.outputSignature else { return }
         publish(signature, under: key, task: task)
+    }
+
+    /// Notes a warning, once however often it is noticed.
+    func warn(_ warning: RunWarning) {
+        warnings.withLock { warnings in
+            if warnings.seen.insert(warning).inserted { warnings.list.append(warning) }
+        }
+    }
+
+    /// The warnings noticed so far, in order; each is returned once.
+    public func takeWarnings() -> [RunWarning] {
+        warnings.withLock { warnings in
+            defer { warnings.list = [] }
+            return warnings.list
+        }
     }
 
     /// Forgets a job that failed, so the next run tries it again.
@@ -439,10 +486,14 @@ public final class IncrementalState: Sendable {
 
     /// Paths and glob patterns → the files they name, relative to `directory`, sorted; the
     /// directories the globs read go into `watched`.
-    private func expand(_ patterns: [String], in directory: String, watched: inout Watched) -> [String] {
-        if patterns.count == 1, !GlobPattern.isMagic(patterns[0]) { return patterns }
+    private func expand(
+        _ patterns: [String], in directory: String, watched: inout Watched, unmatched: ((Int) -> Void)? = nil
+    ) -> [String] {
+        if unmatched == nil, patterns.count == 1, !GlobPattern.isMagic(patterns[0]) { return patterns }
         var visited: [VisitedDirectory] = []
-        let files = Glob.files(matching: patterns, in: directory, visited: &visited, keepingMissingLiterals: true)
+        let files = Glob.files(
+            matching: patterns, in: directory, visited: &visited, keepingMissingLiterals: true, unmatched: unmatched
+        )
         watched.add(visited, relativeTo: relative)
         return files
     }
