@@ -97,3 +97,32 @@ import Testing
         #expect(json.standardOutput.contains(#""line":4"#), "\(json)")
     }
 }
+
+/// `each:` jobs: one per file however many patterns match it, and never two writing one output.
+@Suite struct EachJobOwnershipTests {
+    @Test("overlapping sources patterns give a file one job")
+    func overlappingPatterns() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        try directory.write("Taskfile.yml", "version: '3'\ntasks:\n  c:\n    each: sources\n    sources: ['lvm.c', 'l*.c']\n    generates: ['{{.source_stem}}.o']\n    cmds: ['echo {{.source}} >> compiled.log; touch {{.source_stem}}.o']\n")
+        try directory.write("lvm.c", "")
+        try directory.write("lapi.c", "")
+        let run = try await KilnProcess.run(["run", "c"], in: directory.path)
+        #expect(run.status == 0, "\(run)")
+        #expect(directory.read("compiled.log")?.split(separator: "\n").sorted() == ["lapi.c", "lvm.c"])
+    }
+
+    @Test("two files whose jobs would write one output fail the task before any of its jobs runs, naming both")
+    func clashingJobs() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        try directory.write("Taskfile.yml", "version: '3'\ntasks:\n  c:\n    each: sources\n    sources: ['**/*.c']\n    generates: ['build/{{.source_stem}}.o']\n    cmds: ['echo {{.source}} >> compiled.log']\n")
+        try directory.write("src/a.c", "")
+        try directory.write("lib/a.c", "")
+        try directory.write("lib/b.c", "")
+        let run = try await KilnProcess.run(["run", "c"], in: directory.path)
+        #expect(run.status == 1, "\(run)")
+        #expect(run.standardOutput.contains("jobs 'c lib/a.c' and 'c src/a.c' both declare the output build/a.o"), "\(run)")
+        #expect(!directory.exists("compiled.log"))
+    }
+}

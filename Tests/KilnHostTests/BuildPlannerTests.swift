@@ -211,7 +211,7 @@ struct ArchiveTaskKind: TaskKind {
                     generates: ['../\(Self.lastComponent(directory.path))-sibling/out']
                     cmds: [echo]
                   allowed:
-                    generates: ['../x', /elsewhere/out]
+                    generates: ['../x', /elsewhere/other]
                     dir: ..
                     allow-outside-root: true
                     cmds: [echo]

@@ -88,7 +88,8 @@ import Testing
                 taskfile,
                 targets: taskfile.tasks.map(\.name),
                 kinds: [ProbeTaskKind(lab: lab)],
-                cpuWidth: 1
+                cpuWidth: 1,
+                within: 30
             )
             #expect(observer.started.map(\.job.task) == ["fail"])
             #expect(summary.failed == 1 && summary.cancelled == 5)

@@ -386,6 +386,24 @@ public final class BuildRun: @unchecked Sendable {
             var listed: [VisitedDirectory] = []
             let sources = plan.sourceFiles(of: task, visited: &listed)
             options.incremental?.listed(task: name, directories: listed)
+            if let clash = task.definition.outputClash(among: sources) {
+                // Two of its jobs would write one file: none of them runs.
+                let id = state.withLock { state -> Int in
+                    defer {
+                        state.nextJobID += 1
+                        state.summary.failed += 1
+                    }
+                    return state.nextJobID
+                }
+                observer.jobsPlanned(1)
+                observer.jobFinished(
+                    JobInfo(id: id, task: name, label: name, summary: "", resources: []), outcome: .failed(clash),
+                    output: TaskOutput(), at: now
+                )
+                if !options.keepGoing { stopScheduling() }
+                done.complete(failures: 1)
+                return
+            }
             observer.jobsPlanned(sources.count)
             sourcesOfTask.withLock { $0 = sources }
             let batches = EachTaskBatches(task: task, sources: sources, batchSize: task.definition.batchSize ?? options.batchSize)
@@ -508,7 +526,6 @@ public final class BuildRun: @unchecked Sendable {
         // `each:` jobs were counted when their task listed its sources.
         if countsAsPlanned { observer.jobsPlanned(1) }
         pendingAdd(1)
-        state.withLock { $0.live[id] = realJob }
 
         let verdict = LockedValue<IncrementalState.Check?>(precomputed)
         if let precomputed { observer.jobChecked(info, reason: precomputed.reason) }
@@ -600,6 +617,10 @@ public final class BuildRun: @unchecked Sendable {
             for slot in chainSlots { slot.release() }
             if !hasDone { pendingAdd(-1) }
         }
+        // Only now may a stop or an interrupt cancel it: a job cancelled in no queue finishes at
+        // once, and it must not finish before this completion block is there to report it and
+        // count it done (that window made a failing run hang, now and then, under load).
+        state.withLock { $0.live[id] = realJob }
 
         guard hasDone else { return (next, nextQueue, realJob, realJob) }
         // Dependents wait for this: it succeeds when the job ran successfully (and produced what

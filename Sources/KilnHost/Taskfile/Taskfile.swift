@@ -1,3 +1,4 @@
+import KilnPaths
 import KilnPluginAPI
 
 /// A loaded Taskfile, with every include merged in: what the user wrote, resolved and checked.
@@ -228,12 +229,43 @@ public struct TaskDefinition: Sendable {
     /// `generates` entry, rendered).
     public func templateVariables(forSource source: String) -> [String: String] {
         var result = templateVariables
-        result["source"] = source
-        result["source_dir"] = Path.directory(of: source)
-        result["source_base"] = Path.lastComponent(source)
-        result["source_stem"] = Path.stem(source)
-        result["output"] = generates.first.map { Template.render($0.value, variables: result) } ?? ""
+        setSourceVariables(&result, source: source)
         return result
+    }
+
+    /// Sets the per-source variables of `source` in `variables` (``templateVariables`` or an
+    /// earlier source's): changing five entries in place, not copying the dictionary.
+    func setSourceVariables(_ variables: inout [String: String], source: String) {
+        variables["source"] = source
+        variables["source_dir"] = Path.directory(of: source)
+        variables["source_base"] = Path.lastComponent(source)
+        variables["source_stem"] = Path.stem(source)
+        variables["output"] = generates.first.map { Template.render($0.value, variables: variables) } ?? ""
+    }
+
+    /// Two of `sources` whose jobs would write the same plain `generates:` path: a message naming
+    /// both jobs and the path; `nil` when every job's outputs are its own.
+    func outputClash(among sources: [String]) -> String? {
+        let literal = generates.map(\.value).filter { !GlobList.isExclusion($0) && !GlobPattern.isMagic($0) }
+        guard !literal.isEmpty, sources.count > 1 else { return nil }
+        var variables = templateVariables
+        // By a 64-bit hash of the path (a few bytes a file, not the path), then confirmed.
+        var owners: [Int: Int] = [:]
+        owners.reserveCapacity(sources.count)
+        for (position, source) in sources.enumerated() {
+            setSourceVariables(&variables, source: source)
+            for output in literal {
+                let path = Path.normalize(Template.render(output, variables: variables))
+                if let other = owners.updateValue(position, forKey: path.hashValue) {
+                    var earlier = variables
+                    setSourceVariables(&earlier, source: sources[other])
+                    if literal.contains(where: { Path.normalize(Template.render($0, variables: earlier)) == path }) {
+                        return "jobs '\(name) \(sources[other])' and '\(name) \(source)' both declare the output \(path); only one job may write a file (name outputs after {{.source}}, not only {{.source_stem}})"
+                    }
+                }
+            }
+        }
+        return nil
     }
 
     /// The files an `each: sources` task's patterns match now, relative to its directory, sorted

@@ -1,3 +1,4 @@
+import KilnPaths
 import KilnPluginAPI
 
 /// Reads a Taskfile and its includes, checks everything, and returns the merged ``Taskfile`` —
@@ -66,6 +67,7 @@ public struct TaskfileLoader: Sendable {
         session.resolveDependencies()
         session.checkResources()
         session.checkCycles()
+        session.checkOutputs()
         session.texts = [:]
         if !session.errors.isEmpty {
             throw TaskfileErrors(sorting: session.errors, fileOrder: session.files)
@@ -510,30 +512,72 @@ private final class LoadSession {
         }
     }
 
+    /// Reports each dependency cycle once, with a note at every dependency on it. Depth first
+    /// with an explicit stack: a chain of a million tasks needs no million stack frames.
     func checkCycles() {
-        var state: [String: Int] = [:]  // 1 = on the path, 2 = done
-        var path: [(String, SourceLocation)] = []
-        func visit(_ name: String, from location: SourceLocation) {
-            if state[name] == 2 { return }
-            if state[name] == 1 {
-                let start = path.firstIndex { $0.0 == name } ?? 0
-                let cycle = path[start...].map(\.0) + [name]
-                let notes = path[start...].dropFirst().map { ("'\($0.0)' is a dependency here", Optional($0.1)) }
-                    + [("'\(name)' is a dependency here", Optional(location))]
-                errors.append(TaskfileError(
-                    .dependencyCycle, "dependency cycle: \(cycle.joined(separator: " → "))",
-                    at: path[start].1, notes: notes
-                ))
-                return
+        var state = [UInt8](repeating: 0, count: tasks.count)  // 1 = on the path, 2 = done
+        // The path: each task on it, where it was named, and how many of its dependencies are seen.
+        var path: [(index: Int, location: SourceLocation, next: Int)] = []
+        for start in tasks.indices where state[start] == 0 {
+            state[start] = 1
+            path.append((start, tasks[start].location, 0))
+            while let top = path.last {
+                let dependencies = tasks[top.index].dependencies
+                guard top.next < dependencies.count else {
+                    state[top.index] = 2
+                    path.removeLast()
+                    continue
+                }
+                path[path.count - 1].next += 1
+                let dependency = dependencies[top.next]
+                guard let index = taskIndex[dependency.value] else { continue }
+                switch state[index] {
+                case 0:
+                    state[index] = 1
+                    path.append((index, dependency.location, 0))
+                case 1:
+                    let first = path.firstIndex { $0.index == index } ?? 0
+                    let cycle = path[first...].map { tasks[$0.index].name } + [tasks[index].name]
+                    let notes = path[first...].dropFirst().map { ("'\(tasks[$0.index].name)' is a dependency here", Optional($0.location)) }
+                        + [("'\(tasks[index].name)' is a dependency here", Optional(dependency.location))]
+                    errors.append(TaskfileError(
+                        .dependencyCycle, "dependency cycle: \(cycle.joined(separator: " → "))",
+                        at: path[first].location, notes: notes
+                    ))
+                default:
+                    break
+                }
             }
-            guard let index = taskIndex[name] else { return }
-            state[name] = 1
-            path.append((name, location))
-            for dependency in tasks[index].dependencies { visit(dependency.value, from: dependency.location) }
-            path.removeLast()
-            state[name] = 2
         }
-        for task in tasks { visit(task.name, from: task.location) }
+    }
+
+    /// Two tasks may not declare the same output (a plain `generates:` path, templates rendered):
+    /// which one wrote it would depend on timing, as ninja's "multiple rules generate X" says.
+    /// Outputs that name an `each:` job's file are compared per job when the task runs.
+    func checkOutputs() {
+        var owners: [String: (task: String, location: SourceLocation)] = [:]
+        for task in tasks {
+            var variables: [String: String]?
+            for output in task.generates where !GlobList.isExclusion(output.value) {
+                var text = output.value
+                if text.utf8.contains(UInt8(ascii: "{")) {
+                    if TaskfileLoader.eachVariables.contains(where: { text.contains("." + $0) }) { continue }
+                    if variables == nil { variables = task.templateVariables }
+                    text = Template.render(text, variables: variables ?? [:])
+                }
+                guard !GlobPattern.isMagic(text) else { continue }
+                let path = Path.absolute(text, base: task.directory)
+                if let owner = owners[path], owner.task != task.name {
+                    errors.append(TaskfileError(
+                        .duplicateOutput,
+                        "tasks '\(owner.task)' and '\(task.name)' both declare the output \(Path.relative(path, to: root)); only one task may write a file",
+                        at: output.location, notes: [("'\(owner.task)' declares it here", owner.location)]
+                    ))
+                } else {
+                    owners[path] = (task.name, output.location)
+                }
+            }
+        }
     }
 
     // MARK: Templates

@@ -41,6 +41,8 @@ public struct TaskfileError: Error, Sendable, CustomStringConvertible {
         public static let outsideRoot = Code("outside-root")
         /// Files that include each other in a circle.
         public static let includeCycle = Code("include-cycle")
+        /// Two tasks declare the same output.
+        public static let duplicateOutput = Code("duplicate-output")
         /// The stable name, e.g. `unknown-key`.
         public var description: String { name }
     }

@@ -124,8 +124,18 @@ func run(
     )
     buildRun.start()
     guard let summary = await waitForResult(within: seconds, { buildRun.wait() }) else {
+        // What is still queued, and in what state: where a hang is.
+        var waiting: [String] = []
+        for (name, queue) in queues.all {
+            for job in queue.jobs {
+                waiting.append(
+                    "\(name): \(job.name ?? "?") ready=\(job.isReady) executing=\(job.isExecuting) cancelled=\(job.isCancelled) finished=\(job.isFinished)"
+                )
+            }
+        }
+        let finished = observer.finished.map { "\($0.job.label): \($0.outcome)" }
         buildRun.interrupt()
-        throw RunTimedOut(seconds: seconds, finished: observer.finished.count)
+        throw RunTimedOut(seconds: seconds, finished: observer.finished.count, detail: (finished + waiting).joined(separator: "; "))
     }
     return (summary, observer, queues)
 }
@@ -134,5 +144,7 @@ func run(
 struct RunTimedOut: Error, CustomStringConvertible {
     var seconds: Double
     var finished: Int
-    var description: String { "the run did not finish within \(seconds) s (\(finished) jobs had finished)" }
+    /// The jobs that finished, and those still queued with their states.
+    var detail: String = ""
+    var description: String { "the run did not finish within \(seconds) s (\(finished) jobs had finished): \(detail)" }
 }
