@@ -85,3 +85,111 @@ int ckiln_epoll_wait(int epoll_fd, unsigned long long *tokens, int capacity, int
 }
 
 int ckiln_pipe_cloexec(int fds[2]) { return pipe2(fds, O_CLOEXEC); }
+
+// MARK: The guardian
+
+#include <pthread.h>
+
+/// The process groups the guardian kills when kiln is gone. A static array: the guardian is a
+/// forked copy of a multithreaded process and may call only async-signal-safe functions, so no
+/// malloc.
+#define CKILN_GUARDIAN_CAPACITY 4096
+static pid_t guardian_groups[CKILN_GUARDIAN_CAPACITY];
+
+static int guardian_fd = -1;
+static pthread_once_t guardian_once = PTHREAD_ONCE_INIT;
+static pthread_mutex_t guardian_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void guardian_serve(int in) __attribute__((noreturn));
+static void guardian_serve(int in) {
+    // From here on only async-signal-safe calls: the parent has other threads.
+    struct sigaction ignore;
+    for (unsigned i = 0; i < sizeof ignore; i++) ((char *)&ignore)[i] = 0;
+    ignore.sa_handler = SIG_IGN;
+    int ignored[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGTSTP, SIGTTIN, SIGTTOU};
+    for (unsigned i = 0; i < sizeof ignored / sizeof ignored[0]; i++) sigaction(ignored[i], &ignore, NULL);
+    // Its own session: not stopped by the terminal's Ctrl-C or Ctrl-Z, nor by a kill of kiln's group.
+    setsid();
+    int null = open("/dev/null", O_RDWR);
+    if (null >= 0) {
+        dup2(null, 0);
+        dup2(null, 1);
+        dup2(null, 2);
+    }
+    // Hold nothing of kiln's (its lock, its output pipes) but the pipe it reads.
+    if (in > 3) syscall(SYS_close_range, 3, in - 1, 0);
+    syscall(SYS_close_range, in + 1, ~0U, 0);
+    int count = 0;
+    for (;;) {
+        int message[2];
+        ssize_t got = read(in, message, sizeof message);
+        if (got < 0 && errno == EINTR) continue;
+        if (got != (ssize_t)sizeof message) break;  // end of file: every copy of the write end is closed
+        if (message[0] == 1) {
+            if (count < CKILN_GUARDIAN_CAPACITY) guardian_groups[count++] = (pid_t)message[1];
+        } else {
+            for (int i = 0; i < count; i++) {
+                if (guardian_groups[i] == (pid_t)message[1]) {
+                    guardian_groups[i] = guardian_groups[--count];
+                    break;
+                }
+            }
+        }
+    }
+    for (int i = 0; i < count; i++) kill(-guardian_groups[i], SIGKILL);
+    _exit(0);
+}
+
+static void guardian_start(void) {
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) != 0) return;
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(fds[0]);
+        close(fds[1]);
+        return;
+    }
+    if (pid == 0) {
+        close(fds[1]);
+        guardian_serve(fds[0]);
+    }
+    close(fds[0]);
+    guardian_fd = fds[1];
+}
+
+int ckiln_guardian_note(pid_t group, int started) {
+    pthread_once(&guardian_once, guardian_start);
+    if (guardian_fd < 0) return -1;
+    int message[2] = {started ? 1 : 0, (int)group};
+    pthread_mutex_lock(&guardian_lock);
+    ssize_t written;
+    do {
+        written = write(guardian_fd, message, sizeof message);
+    } while (written < 0 && errno == EINTR);
+    pthread_mutex_unlock(&guardian_lock);
+    return written == (ssize_t)sizeof message ? 0 : -1;
+}
+
+// MARK: The exit guard
+
+#include <stdlib.h>
+
+static volatile sig_atomic_t run_in_progress = 0;
+static pthread_once_t exit_guard_once = PTHREAD_ONCE_INIT;
+
+static void exit_guard(void) {
+    if (!run_in_progress) return;
+    static const char message[] =
+        "kiln: exit() was called in the middle of the run (by a plugin, or code a plugin runs): the build is unfinished; "
+        "exiting with status 70, not the status it asked for\n";
+    ssize_t ignored = write(2, message, sizeof message - 1);
+    (void)ignored;
+    _exit(70);
+}
+
+static void exit_guard_install(void) { atexit(exit_guard); }
+
+void ckiln_set_run_in_progress(int running) {
+    pthread_once(&exit_guard_once, exit_guard_install);
+    run_in_progress = running ? 1 : 0;
+}

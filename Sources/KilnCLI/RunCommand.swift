@@ -11,6 +11,10 @@ import Glibc
 
 extension Kiln {
     struct Run: ParsableCommand {
+        /// How long after Ctrl-C or SIGTERM kiln waits for jobs to stop before it exits anyway:
+        /// past the commands' grace period (SIGTERM, then SIGKILL after 2 s).
+        static let stopDeadline = 5.0
+
         static let configuration = CommandConfiguration(
             abstract: "Run tasks and everything they depend on.",
             discussion: """
@@ -139,13 +143,27 @@ extension Kiln {
             signals.start(monitor: monitor) { count in
                 if count == 1 {
                     run.interrupt()
+                    // Commands are killed after their grace period; a plugin's job that ignores
+                    // cancellation can't be. kiln ends anyway, saying which.
+                    System.startThread {
+                        usleep(UInt32(Self.stopDeadline * 1_000_000))
+                        let stuck = run.unfinishedJobs
+                        guard !stuck.isEmpty else { return }
+                        System.writeError(
+                            "kiln: \(stuck.joined(separator: ", ")) did not stop within \(Int(Self.stopDeadline)) s of the interrupt; exiting anyway\n"
+                        )
+                        System.markRunInProgress(false)
+                        _exit(ExitStatus.interrupted)
+                    }
                 } else {
                     // A second Ctrl-C: don't wait for the grace period.
                     monitor.killAll()
                 }
             }
+            System.markRunInProgress(true)
             run.start()
             let summary = run.wait()
+            System.markRunInProgress(false)
             for warning in incremental.takeWarnings() { RunObservers(observers).warning(warning) }
             phases.mark("run")
             incremental.saveFiles()

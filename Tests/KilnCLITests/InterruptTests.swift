@@ -25,6 +25,11 @@ import Testing
         try await expectInterruption(by: SIGTERM, tasks: Self.tasks, started: ["spawner", "nested", "trapper"])
     }
 
+    @Test("after kill -9 of kiln, no command it started (nor what those started) keeps running")
+    func killNineLeavesNothingRunning() async throws {
+        try await expectInterruption(by: SIGKILL, tasks: Self.tasks, started: ["spawner", "nested", "trapper"])
+    }
+
     @Test func aBackgroundGrandchildThatIgnoresSIGTERMIsStoppedEvenAfterItsShellExited() async throws {
         // The command's shell dies of SIGTERM at once; the grandchild it started ignores SIGTERM
         // and still holds the output pipe.
@@ -75,8 +80,13 @@ import Testing
         }
         kiln.send(signal)
         let result = try await kiln.wait(within: 60, sourceLocation: sourceLocation)
-        #expect(result.status == 130, "\(result)", sourceLocation: sourceLocation)
-        #expect(result.standardOutput.contains("kiln: interrupted"), "\(result)", sourceLocation: sourceLocation)
+        if signal == SIGKILL {
+            // Nothing of kiln runs after SIGKILL: its guardian process cleans up.
+            #expect(result.signal == SIGKILL, "\(result)", sourceLocation: sourceLocation)
+        } else {
+            #expect(result.status == 130, "\(result)", sourceLocation: sourceLocation)
+            #expect(result.standardOutput.contains("kiln: interrupted"), "\(result)", sourceLocation: sourceLocation)
+        }
         // Processes killed as kiln exits may take a moment to disappear.
         let gone = await waitUntil(within: 10) { processes(containing: marker).isEmpty }
         let left = processes(containing: marker).map { "\($0.pid): \($0.commandLine)" }

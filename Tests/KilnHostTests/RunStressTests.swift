@@ -43,9 +43,10 @@ import Testing
                 usleep(UInt32(interruptAfter))
                 buildRun.interrupt()
             }
-            guard let summary = await waitForResult(within: 20, { buildRun.wait() }) else {
+            guard let summary = await waitForResult(within: 60, { buildRun.wait() }) else {
+                let pending = buildRun.pendingDescription
                 buildRun.interrupt()
-                Issue.record("seed \(seed): the run did not end within 20 s (\(observer.finished.count) of \(count) jobs reported)")
+                Issue.record("seed \(seed): the run did not end within 60 s (\(observer.finished.count) of \(count) jobs reported): \(pending)")
                 return
             }
             let reported = observer.finished.map(\.job.task)

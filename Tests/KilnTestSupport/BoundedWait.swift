@@ -1,4 +1,5 @@
 import Dispatch
+import Foundation
 import Synchronization
 
 /// Runs `body` — something that blocks, such as waiting for a build — on a thread of its own,
@@ -15,7 +16,12 @@ public func waitForResult<Result: Sendable>(
     let once = OneShot<Result?>()
     return await withCheckedContinuation { (continuation: CheckedContinuation<Result?, Never>) in
         once.install(continuation)
-        DispatchQueue.global().async { once.resume(body()) }
+        // A thread of its own, not a Dispatch worker: when many tests block workers at once the
+        // pool starves, and an overdue deadline could then run before the body, which had
+        // long finished — a false timeout. A late deadline only makes the bound longer.
+        let thread = Thread { once.resume(body()) }
+        thread.stackSize = 1 << 20
+        thread.start()
         DispatchQueue.global().asyncAfter(deadline: .now() + seconds) { once.resume(nil) }
     }
 }

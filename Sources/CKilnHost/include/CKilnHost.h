@@ -37,4 +37,17 @@ int ckiln_epoll_remove(int epoll_fd, int fd);
 /// Waits for events and stores up to `capacity` tokens; returns their count, 0 on timeout, -1 on error.
 int ckiln_epoll_wait(int epoll_fd, unsigned long long *tokens, int capacity, int timeout_ms);
 
+/// Tells this process's guardian that the process group `group` started (`started` = 1) or is
+/// done (0). The guardian — forked on the first call, in a session of its own, holding the read
+/// end of a close-on-exec pipe — kills every group still listed with SIGKILL when that pipe
+/// closes: when this process exits or is killed, even by SIGKILL. So no command kiln started,
+/// nor anything that command started in its group, outlives kiln. 0, or -1 when there is no
+/// guardian (it couldn't be forked).
+int ckiln_guardian_note(pid_t group, int started);
+
+/// Marks a run as in progress (1) or over (0). While one is, a call to exit() — from a plugin,
+/// say — doesn't end kiln with the status it asks for: kiln says the build is unfinished and
+/// exits with 70, so a build cut short is never reported as a success.
+void ckiln_set_run_in_progress(int running);
+
 #endif

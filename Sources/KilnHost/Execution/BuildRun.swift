@@ -266,6 +266,22 @@ public final class BuildRun: @unchecked Sendable {
         }
     }
 
+    /// The labels of the jobs that haven't finished yet (empty once the run is over).
+    ///
+    /// Threading: any thread.
+    public var unfinishedJobs: [String] {
+        state.withLock { state in state.live.values.compactMap { $0.isFinished ? nil : $0.name } }.sorted()
+    }
+
+    /// What the run is still waiting for, for a test's watchdog: the count of pending work, the
+    /// tasks created and live, and the jobs not finished.
+    var pendingDescription: String {
+        state.withLock { state in
+            "pending \(state.pending), created \(state.nextTask) of \(plan.tasks.count) (creating \(state.creating), done \(state.creatingDone)), "
+                + "live tasks \(state.liveTasks), live jobs \(state.live.values.map { "\($0.name ?? "?") finished=\($0.isFinished)" })"
+        }
+    }
+
     /// Blocks until every job has finished; returns the summary.
     public func wait() -> RunSummary {
         allDone.wait()

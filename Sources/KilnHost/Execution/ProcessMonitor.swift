@@ -98,6 +98,8 @@ public final class ProcessMonitor: CommandRunner, @unchecked Sendable {
             completion(.failedToStart(reason))
             return RunningCommand {}
         }
+        // Its group dies with kiln, however kiln ends (see ckiln_guardian_note).
+        _ = ckiln_guardian_note(pid, 1)
         _ = fcntl(readEnd, F_SETFL, fcntl(readEnd, F_GETFL) | O_NONBLOCK)
         let pidDescriptor = ckiln_pidfd_open(pid)
         let token = children.withLock { children -> UInt64 in
@@ -233,6 +235,7 @@ public final class ProcessMonitor: CommandRunner, @unchecked Sendable {
             children.withLock { $0.byToken[token]?.reaping = false }
             return
         }
+        _ = ckiln_guardian_note(pid, 0)
         _ = ckiln_epoll_remove(epoll, pidDescriptor)
         close(pidDescriptor)
         let result: CommandResult = (status & 0x7f) == 0 ? .exited((status >> 8) & 0xff) : .signaled(status & 0x7f)
@@ -271,6 +274,7 @@ public final class ProcessMonitor: CommandRunner, @unchecked Sendable {
             _ = killpg(child.pid, SIGKILL)
             var status: Int32 = 0
             while waitpid(child.pid, &status, 0) < 0, errno == EINTR {}
+            _ = ckiln_guardian_note(child.pid, 0)
             child.result = (status & 0x7f) == 0 ? .exited((status >> 8) & 0xff) : .signaled(status & 0x7f)
             done.append(child)
         }

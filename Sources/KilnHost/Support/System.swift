@@ -1,3 +1,5 @@
+import CKilnHost
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -18,6 +20,15 @@ public enum System {
             cursor += 1
         }
         return result
+    }
+
+    /// Marks whether a run is in progress. While one is, an `exit()` called by a plugin ends
+    /// kiln with status 70 and a message, never with the status it asked for: a build cut short
+    /// is never reported as a success.
+    ///
+    /// Threading: any thread.
+    public static func markRunInProgress(_ running: Bool) {
+        ckiln_set_run_in_progress(running ? 1 : 0)
     }
 
     /// One environment variable, or `nil`.
@@ -68,7 +79,9 @@ public enum System {
     }
 
     /// Starts a detached thread running `body`.
-    static func startThread(_ body: @escaping @Sendable () -> Void) {
+    ///
+    /// Threading: any thread.
+    public static func startThread(_ body: @escaping @Sendable () -> Void) {
         final class Box {
             let body: @Sendable () -> Void
             init(_ body: @escaping @Sendable () -> Void) { self.body = body }

@@ -133,7 +133,7 @@ func run(
                 )
             }
         }
-        let finished = observer.finished.map { "\($0.job.label): \($0.outcome)" }
+        let finished = observer.finished.map { "\($0.job.label): \($0.outcome)" } + [buildRun.pendingDescription]
         buildRun.interrupt()
         throw RunTimedOut(seconds: seconds, finished: observer.finished.count, detail: (finished + waiting).joined(separator: "; "))
     }

@@ -8,7 +8,9 @@ import KilnPluginAPI
 // Test kinds with behaviours the host must survive:
 // - `fail`: its job throws (`with: {message: …}`): only its task fails;
 // - `later`: an asynchronous job that finishes on another thread after `with: {seconds: …}`,
-//   writing `with: {output: …}`.
+//   writing `with: {output: …}`;
+// - `quit`: its job calls exit(`with: {status: …}`) in the middle of the run;
+// - `hang`: its job never finishes and ignores cancellation (it touches `with: {started: …}`).
 struct FailKind: TaskKind {
     let name = "fail"
     let version = "1"
@@ -62,6 +64,34 @@ final class LaterJob: Job, @unchecked Sendable {
     }
 }
 
+struct QuitKind: TaskKind {
+    let name = "quit"
+    let version = "1"
+    func configuration(from value: ConfigurationValue, task: TaskDescription) throws(TaskConfigurationError) -> Int {
+        try value["status"]?.requireInteger("'status'") ?? 0
+    }
+    func summary(of configuration: Int, request: JobRequest) -> String { "exit(\(configuration))" }
+    func makeJob(configuration: Int, request: JobRequest, context: TaskContext) throws -> Job {
+        BlockJob { exit(Int32(configuration)) }
+    }
+}
+
+struct HangKind: TaskKind {
+    let name = "hang"
+    let version = "1"
+    func configuration(from value: ConfigurationValue, task: TaskDescription) throws(TaskConfigurationError) -> String {
+        try value["started"]?.requireString("'started'") ?? "hang.started"
+    }
+    func summary(of configuration: String, request: JobRequest) -> String { "hang" }
+    func makeJob(configuration: String, request: JobRequest, context: TaskContext) throws -> Job {
+        let marker = request.directory + "/" + configuration
+        return BlockJob {
+            close(open(marker, O_WRONLY | O_CREAT, 0o644))
+            while true { sleep(1000) }
+        }
+    }
+}
+
 @_cdecl("kiln_plugin_entry")
 public func kilnPluginEntry(_ entry: UnsafeMutablePointer<KilnPluginEntry>) {
     entry.pointee.abi_version = kiln_plugin_abi_version()
@@ -70,5 +100,7 @@ public func kilnPluginEntry(_ entry: UnsafeMutablePointer<KilnPluginEntry>) {
         plugin.declare(name: "behaviours", version: "0.1.0")
         plugin.register(FailKind())
         plugin.register(LaterKind())
+        plugin.register(QuitKind())
+        plugin.register(HangKind())
     }
 }
