@@ -9,6 +9,13 @@ public struct TaskfileLoader: Sendable {
     /// Resource names every project has: `cpu`, `disk` (one queue per storage device) and the
     /// `net` family (`net:<host>`, one queue per host).
     public static let builtInResources: Set<String> = ["cpu", "disk", "net"]
+    /// The largest value a variable may have once its templates are filled in.
+    public static let maximumValueSize = 1 << 20
+    /// How deep includes may nest.
+    public static let maximumIncludeDepth = 100
+    /// How many files may be loaded through includes in all, counting a file each time it is
+    /// included: a file included twice at each of thirty levels is a billion.
+    public static let maximumIncludes = 10_000
 
     /// Variables every task's templates may use besides the Taskfile's own.
     public static let builtInVariables: Set<String> = ["ROOT_DIR", "TASK", "TASKFILE_DIR", "staged_files"]
@@ -69,6 +76,7 @@ public struct TaskfileLoader: Sendable {
         session.checkCycles()
         session.checkOutputs()
         session.texts = [:]
+        session.lineIndex = [:]
         if !session.errors.isEmpty {
             throw TaskfileErrors(sorting: session.errors, fileOrder: session.files)
         }
@@ -91,6 +99,10 @@ private final class LoadSession {
     var missingOptional: [String] = []
     /// Each file's text while loading, to point errors at the exact character.
     var texts: [String: String] = [:]
+    /// Each file's bytes and where its lines start, made on the first error located in it.
+    var lineIndex: [String: (bytes: [UInt8], lineStarts: [Int])] = [:]
+    /// Files loaded through includes so far, counting each time a file is included.
+    var includeCount = 0
     var tasks: [TaskDefinition] = []
     var taskIndex: [String: Int] = [:]
     var resources: [ResourceDefinition] = []
@@ -120,18 +132,38 @@ private final class LoadSession {
             fail(.includeCycle, "include cycle: \((chain + [path]).joined(separator: " → "))", at: includedAt)
             return nil
         }
-        let text: String
-        do {
-            text = try readFile(path)
-        } catch let error as Files.ReadError {
-            fail(.unreadableFile, "can't read Taskfile \(path): \(error.reason)", at: includedAt)
-            return nil
-        } catch {
-            fail(.unreadableFile, "can't read Taskfile \(path): \(error)", at: includedAt)
+        guard chain.count < TaskfileLoader.maximumIncludeDepth else {
+            fail(.invalidValue, "includes nested more than \(TaskfileLoader.maximumIncludeDepth) deep", at: includedAt)
             return nil
         }
-        files.append(path)
-        texts[path] = text
+        includeCount += 1
+        guard includeCount <= TaskfileLoader.maximumIncludes else {
+            if includeCount == TaskfileLoader.maximumIncludes + 1 {
+                fail(
+                    .invalidValue,
+                    "more than \(TaskfileLoader.maximumIncludes) includes in all (files included again and again, under several names at each level?)",
+                    at: includedAt
+                )
+            }
+            return nil
+        }
+        // Each file is read once, however often it is included.
+        let text: String
+        if let known = texts[path] {
+            text = known
+        } else {
+            do {
+                text = try readFile(path)
+            } catch let error as Files.ReadError {
+                fail(.unreadableFile, "can't read Taskfile \(path): \(error.reason)", at: includedAt)
+                return nil
+            } catch {
+                fail(.unreadableFile, "can't read Taskfile \(path): \(error)", at: includedAt)
+                return nil
+            }
+            files.append(path)
+            texts[path] = text
+        }
         let node: YAMLNode?
         do {
             // First pass: everything but the tasks, whose decoding needs the file's vars and env
@@ -183,7 +215,11 @@ private final class LoadSession {
             var seen = Set<String>()
             let fileVariables = variables
             let fileEnvironment = environment
-            _ = try? YAMLNode.parse(text, mode: .streaming("tasks") { key, value in
+            // The first pass read the same text, so a syntax error here was reported already;
+            // what only this pass sees (an alias bomb among the tasks) is reported now.
+            let before = errors.count
+            do {
+                _ = try YAMLNode.parse(text, mode: .streaming("tasks") { key, value in
                 guard let name = self.scalar(key, file: path, what: "a task name") else { return }
                 guard seen.insert(name).inserted else {
                     self.fail(.syntax, "duplicate key '\(name)' in 'tasks'", at: self.location(key, path))
@@ -194,6 +230,12 @@ private final class LoadSession {
                     fileVariables: fileVariables, fileEnvironment: fileEnvironment
                 )
             })
+            } catch {
+                let location = SourceLocation(file: path, line: Int(error.mark.line), column: Int(error.mark.column))
+                if !errors[before...].contains(where: { $0.location == location }) {
+                    fail(.syntax, "YAML: \(error.message)", at: location)
+                }
+            }
         } else if tasksYAMLNode == nil, includesYAMLNode == nil {
             fail(.wrongType, "the Taskfile has no 'tasks:'", at: location(node, path))
         }
@@ -447,6 +489,19 @@ private final class LoadSession {
             guard let text = scalar(value, file: file, what: "variable '\(name)'") else { continue }
             let located = Located(value: text, location: location(value, file))
             checkTemplate(located, node: value, known: KnownVariables(variables: variables, each: false, task: false))
+            // Sized before it is rendered: variables that double each other reach gigabytes in
+            // thirty steps.
+            var size = text.utf8.count
+            for reference in Template.references(in: text) { size += variables[reference.name]?.utf8.count ?? 0 }
+            guard size <= TaskfileLoader.maximumValueSize else {
+                fail(
+                    .invalidValue,
+                    "variable '\(name)' would be \(size) bytes once its templates are filled in, over kiln's limit of \(TaskfileLoader.maximumValueSize)",
+                    at: located.location
+                )
+                variables[name] = ""
+                continue
+            }
             variables[name] = Template.render(text, variables: variables)
         }
     }
@@ -618,15 +673,19 @@ private final class LoadSession {
     /// (1-based line and column, counting characters), if it is there.
     func locate(_ raw: String, occurrence: Int, after start: SourceLocation) -> SourceLocation? {
         guard let text = texts[start.file], !raw.isEmpty else { return nil }
-        let bytes = Array(text.utf8)  // only on the error path
-        let needle = Array(raw.utf8)
-        // Find the byte where the scalar starts: skip to its line, then count characters.
-        var index = 0
-        var line = 1
-        while line < start.line, index < bytes.count {
-            if bytes[index] == UInt8(ascii: "\n") { line += 1 }
-            index += 1
+        // Only on the error path, and once per file: thousands of errors must not copy the file
+        // thousands of times.
+        if lineIndex[start.file] == nil {
+            let bytes = Array(text.utf8)
+            var lineStarts = [0]
+            for (offset, byte) in bytes.enumerated() where byte == UInt8(ascii: "\n") { lineStarts.append(offset + 1) }
+            lineIndex[start.file] = (bytes, lineStarts)
         }
+        guard let (bytes, lineStarts) = lineIndex[start.file], start.line >= 1 else { return nil }
+        let needle = Array(raw.utf8)
+        // Find the byte where the scalar starts: its line, then count characters.
+        var index = start.line - 1 < lineStarts.count ? lineStarts[start.line - 1] : bytes.count
+        var line = start.line
         var column = 1
         while column < start.column, index < bytes.count, bytes[index] != UInt8(ascii: "\n") {
             index += 1

@@ -123,12 +123,22 @@ extension YAMLNode {
         }
     }
 
+    /// The deepest nesting of lists and maps a Taskfile may have. Hardened loaders limit it
+    /// too: every walk of a deeper tree risks the stack, and no Taskfile needs it.
+    static let maximumDepth = 256
+    /// How many nodes aliases may add to a document, expanded, beyond ``aliasRatio`` times the
+    /// nodes written: `&a [x, x]` then `&b [*a, *a]` … doubles at each step (an alias bomb).
+    static let aliasAllowance = 100_000
+    static let aliasRatio = 10
+
     private struct Builder {
         /// An open container. A class, so appending to it never copies what it holds.
         final class Frame {
             let isMapping: Bool
             let mark: YAMLMark
             let anchor: String?
+            /// The nodes its children stand for with every alias expanded.
+            var expandedSize = 0
             var entries: [(key: YAMLNode, value: YAMLNode)] = []
             var items: [YAMLNode] = []
             var pendingKey: YAMLNode?
@@ -142,7 +152,10 @@ extension YAMLNode {
             }
         }
         var stack: [Frame] = []
-        var anchors: [String: YAMLNode] = [:]
+        var anchors: [String: (node: YAMLNode, expandedSize: Int)] = [:]
+        /// Nodes written in the document, and nodes its aliases added, expanded.
+        var writtenNodes = 0
+        var aliasedNodes = 0
         var root: YAMLNode?
         var done = false
         let mode: Mode
@@ -182,7 +195,13 @@ extension YAMLNode {
                 let mark = YAMLMark(line: Int32(event.start_mark.line + 1), column: Int32(event.start_mark.column + 1))
                 if skipDepth > 0 {
                     switch event.type {
-                    case YAML_SEQUENCE_START_EVENT, YAML_MAPPING_START_EVENT: skipDepth += 1
+                    case YAML_SEQUENCE_START_EVENT, YAML_MAPPING_START_EVENT:
+                        skipDepth += 1
+                        guard stack.count + skipDepth <= YAMLNode.maximumDepth else {
+                            throw YAMLSyntaxError(
+                                message: "lists and maps nested more than \(YAMLNode.maximumDepth) deep; flatten this value", mark: mark
+                            )
+                        }
                     case YAML_SEQUENCE_END_EVENT, YAML_MAPPING_END_EVENT: skipDepth -= 1
                     default: break
                     }
@@ -190,7 +209,7 @@ extension YAMLNode {
                 }
                 if case .skipping(let key) = mode, event.type == YAML_MAPPING_START_EVENT, startsValue(ofTopLevelKey: key) {
                     skipDepth = 1
-                    add(.mapping([], mark))
+                    add(.mapping([], mark), expandedSize: 1)
                     continue
                 }
                 switch event.type {
@@ -208,28 +227,44 @@ extension YAMLNode {
                     default: style = .plain
                     }
                     let node = YAMLNode.scalar(YAMLScalar(string: text, style: style, mark: mark))
-                    if let anchor = scalar.anchor { anchors[String(cString: anchor)] = node }
-                    add(node)
-                case YAML_SEQUENCE_START_EVENT:
-                    stack.append(Frame(isMapping: false, mark: mark, anchor: event.data.sequence_start.anchor.map { String(cString: $0) }))
-                case YAML_MAPPING_START_EVENT:
-                    stack.append(Frame(isMapping: true, mark: mark, anchor: event.data.mapping_start.anchor.map { String(cString: $0) }))
+                    if let anchor = scalar.anchor { anchors[String(cString: anchor)] = (node, 1) }
+                    writtenNodes += 1
+                    add(node, expandedSize: 1)
+                case YAML_SEQUENCE_START_EVENT, YAML_MAPPING_START_EVENT:
+                    guard stack.count < YAMLNode.maximumDepth else {
+                        throw YAMLSyntaxError(
+                            message: "lists and maps nested more than \(YAMLNode.maximumDepth) deep; flatten this value", mark: mark
+                        )
+                    }
+                    writtenNodes += 1
+                    let isMapping = event.type == YAML_MAPPING_START_EVENT
+                    let anchor = isMapping ? event.data.mapping_start.anchor : event.data.sequence_start.anchor
+                    stack.append(Frame(isMapping: isMapping, mark: mark, anchor: anchor.map { String(cString: $0) }))
                 case YAML_SEQUENCE_END_EVENT, YAML_MAPPING_END_EVENT:
                     let frame = stack.removeLast()
                     let node: YAMLNode = frame.isMapping ? .mapping(frame.entries, frame.mark) : .sequence(frame.items, frame.mark)
-                    if let anchor = frame.anchor { anchors[anchor] = node }
-                    add(node)
+                    if let anchor = frame.anchor { anchors[anchor] = (node, frame.expandedSize + 1) }
+                    add(node, expandedSize: frame.expandedSize + 1)
                 case YAML_ALIAS_EVENT:
                     let name = event.data.alias.anchor.map { String(cString: $0) } ?? ""
-                    guard let node = anchors[name] else {
+                    guard let (node, size) = anchors[name] else {
                         // The anchor may be in a skipped subtree: the pass that builds it reports.
                         if case .skipping = mode {
-                            add(.scalar(YAMLScalar(string: "", style: .plain, mark: mark)))
+                            add(.scalar(YAMLScalar(string: "", style: .plain, mark: mark)), expandedSize: 1)
                             continue
                         }
                         throw YAMLSyntaxError(message: "unknown alias '*\(name)'", mark: mark)
                     }
-                    add(node)
+                    // Shared, not copied, here — but whatever reads the tree walks it expanded.
+                    aliasedNodes += size
+                    let allowed = YAMLNode.aliasAllowance + YAMLNode.aliasRatio * writtenNodes
+                    guard aliasedNodes <= allowed else {
+                        throw YAMLSyntaxError(
+                            message: "aliases expand to more than \(allowed) nodes for \(writtenNodes) written (an alias bomb?); write the values out",
+                            mark: mark
+                        )
+                    }
+                    add(node, expandedSize: size)
                 case YAML_DOCUMENT_END_EVENT, YAML_STREAM_END_EVENT:
                     done = true
                 default:
@@ -239,12 +274,14 @@ extension YAMLNode {
             return root
         }
 
-        /// Adds a finished node to the open container, or makes it the root.
-        mutating func add(_ node: YAMLNode) {
+        /// Adds a finished node (standing for `expandedSize` nodes, aliases expanded) to the open
+        /// container, or makes it the root.
+        mutating func add(_ node: YAMLNode, expandedSize: Int) {
             guard let top = stack.last else {
                 root = node
                 return
             }
+            top.expandedSize += expandedSize
             guard top.isMapping else {
                 top.items.append(node)
                 return
