@@ -50,6 +50,7 @@ enum ExitStatus {
     static let jobFailed: Int32 = 1
     static let invalidTaskfile: Int32 = 2
     static let projectBusy: Int32 = 3
+    static let stateUnwritable: Int32 = 4
     static let interrupted: Int32 = 130
 }
 
@@ -80,7 +81,7 @@ func takeLock(root: String, wait: Bool) -> ProjectLock {
         return try ProjectLock(root: root, wait: wait)
     } catch {
         System.writeError("kiln: \(error)\n")
-        Kiln.exit(withError: ExitCode(ExitStatus.projectBusy))
+        Kiln.exit(withError: ExitCode(error.isBusy ? ExitStatus.projectBusy : ExitStatus.stateUnwritable))
     }
 }
 

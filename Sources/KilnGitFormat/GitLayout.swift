@@ -81,9 +81,12 @@ package func currentDirectory() -> String {
 
 /// The bytes of a small file (a reference, `HEAD`, a `.git` file), or `nil` when it can't be read.
 package func readSmallFile(_ path: String) -> [UInt8]? {
-    let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+    // Regular files only, opened without blocking: never wait on a FIFO planted at the path.
+    let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
     guard descriptor >= 0 else { return nil }
     defer { close(descriptor) }
+    var info = stat()
+    guard fstat(descriptor, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_size < 1 << 30 else { return nil }
     var result: [UInt8] = []
     var buffer = [UInt8](repeating: 0, count: 4096)
     while true {

@@ -147,11 +147,24 @@ public final class PluginLoader: Sendable {
         let file = Path.absolute(path, base: Path.currentDirectory)
         guard Files.exists(file) else { throw PluginError(message: "plugin file \(file) does not exist") }
         if let known = loaded.withLock({ $0[file] }) { return known }
-        if !allowInsecure { try Self.checkOwnership(of: file) }
+        // Opened once, without blocking (a FIFO would wait forever); the file checked is the
+        // file loaded — through its descriptor — so nothing can be swapped in between.
+        let descriptor = open(file, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
+        guard descriptor >= 0 else { throw PluginError(message: "can't open plugin \(file): \(String(cString: strerror(errno)))") }
+        // Kept open once loaded, as the library stays loaded: glibc knows a library by the name it
+        // was opened under, so /proc/self/fd/N must never name another plugin later.
+        var keepOpen = false
+        defer { if !keepOpen { close(descriptor) } }
+        var info = stat()
+        guard fstat(descriptor, &info) == 0, info.st_mode & S_IFMT == S_IFREG else {
+            throw PluginError(message: "plugin \(file) is not a regular file (a FIFO, a device or a directory)")
+        }
+        if !allowInsecure { try Self.checkOwnership(of: file, descriptor: descriptor, status: info) }
 
-        guard let handle = dlopen(file, RTLD_NOW | RTLD_LOCAL) else {
+        guard let handle = dlopen("/proc/self/fd/\(descriptor)", RTLD_NOW | RTLD_LOCAL) else {
             throw PluginError(message: "can't load plugin \(file): \(Self.lastError())")
         }
+        keepOpen = true
         // Never dlclose: see the type's documentation.
         guard let symbol = dlsym(handle, KILN_PLUGIN_ENTRY_SYMBOL) else {
             throw PluginError(message: "\(file) is not a kiln plugin: it has no '\(KILN_PLUGIN_ENTRY_SYMBOL)' entry point (\(Self.lastError()))")
@@ -182,14 +195,36 @@ public final class PluginLoader: Sendable {
         return plugin
     }
 
-    /// Refuses a file, or a directory holding it, that others could have written.
-    static func checkOwnership(of file: String) throws(PluginError) {
+    /// Refuses a plugin that anyone but its user (or root) could have written: the file itself,
+    /// every directory above its real path (links resolved), and every directory on the path as
+    /// named (where a link could be swapped) — ssh's StrictModes rule. A
+    /// directory writable by others is allowed only with the sticky bit and root as owner (as
+    /// `/tmp`): there, no one else can rename or remove what is yours.
+    static func checkOwnership(of file: String, descriptor: Int32, status: stat) throws(PluginError) {
         let user = getuid()
-        for path in [file, Path.directory(of: file)] {
-            var info = stat()
-            guard stat(path, &info) == 0 else { continue }
-            let what = path == file ? "plugin file" : "plugin directory"
-            if info.st_mode & (S_IWGRP | S_IWOTH) != 0 {
+        var real = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        let length = readlink("/proc/self/fd/\(descriptor)", &real, real.count - 1)
+        let realPath = length > 0 ? String(decoding: real[0..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self) : file
+        // The directories of the path as named (whoever can write one could have swapped the
+        // name before it was opened), then the real file and the directories above it.
+        var checks: [(path: String, info: stat)] = []
+        var seen = Set<String>()
+        for (start, fileStatus) in [(file, nil), (realPath, status)] as [(String, stat?)] {
+            if let fileStatus, seen.insert(start).inserted { checks.append((start, fileStatus)) }
+            var directory = Path.directory(of: start)
+            while seen.insert(directory).inserted {
+                var info = stat()
+                guard stat(directory, &info) == 0 else { break }
+                checks.append((directory, info))
+                if directory == "/" { break }
+                directory = Path.directory(of: directory)
+            }
+        }
+        for (path, info) in checks {
+            let isDirectoryOfPlugin = path == Path.directory(of: file) || path == Path.directory(of: realPath)
+            let what = path == realPath ? "plugin file" : isDirectoryOfPlugin ? "plugin directory" : "directory above it"
+            let shared = info.st_mode & S_ISVTX != 0 && info.st_uid == 0 && path != realPath
+            if info.st_mode & (S_IWGRP | S_IWOTH) != 0, !shared {
                 throw PluginError(
                     message: "refusing to load \(file): the \(what) \(path) is writable by \(info.st_mode & S_IWOTH != 0 ? "others" : "its group") "
                         + "(mode \(String(info.st_mode & 0o7777, radix: 8))), and loading a plugin runs its code; "

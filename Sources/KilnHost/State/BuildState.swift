@@ -59,6 +59,8 @@ public struct JobRecord: Sendable, Equatable {
 public struct BuildStateError: Error, Sendable, CustomStringConvertible {
     /// What happened and what to do.
     public var message: String
+    /// Whether another run holds the project (rather than `.kiln/` being unusable).
+    public var isBusy = false
     /// The message.
     public var description: String { message }
 }
@@ -115,20 +117,25 @@ public final class BuildState: @unchecked Sendable {
         path = KilnDirectory(root: root).stateDatabase
         self.lock = lock
         self.warn = warn
-        var database = Self.openDatabase(path)
-        if database == nil {
+        var (database, failure) = Self.openDatabase(path)
+        // Only damage moves the database aside: a full disk or a read-only .kiln is said as such,
+        // and the state — healthy — is left alone.
+        if database == nil, Self.isDamage(failure.code) {
             Self.moveAside(path, warn: warn)
-            database = Self.openDatabase(path)
+            (database, failure) = Self.openDatabase(path)
         }
         connection = Mutex(Handle(database: database))
         if database == nil {
-            warn("kiln: can't create the build state \(path); this run will rebuild everything and remember nothing")
+            warn("kiln: can't use the build state \(path): \(Self.describe(failure)); this run will rebuild everything and remember nothing")
         }
     }
 
     /// Moves a damaged database (and its log) aside, with a warning, and forgets the up-to-date
     /// snapshot, which rests on its records.
     private static func moveAside(_ path: String, warn: (String) -> Void) {
+        // One damaged copy is kept for a look, the newest: older ones go.
+        let directory = Path.directory(of: path), prefix = Path.lastComponent(path) + ".corrupt-"
+        for entry in Glob.entries(of: directory) where entry.name.hasPrefix(prefix) { unlink(directory + "/" + entry.name) }
         let aside = path + ".corrupt-\(FileHasher.realTime() / 1_000_000_000)"
         for suffix in ["", "-wal", "-shm"] { rename(path + suffix, aside + suffix) }
         UpToDateSnapshot.remove(root: Path.directory(of: Path.directory(of: path)))
@@ -285,7 +292,9 @@ public final class BuildState: @unchecked Sendable {
                 }
             }
             sqlite3_finalize(statement)
-            sqlite3_exec(database, "COMMIT", nil, nil, nil)
+            if sqlite3_exec(database, "COMMIT", nil, nil, nil) != SQLITE_OK {
+                if Self.isDamage(sqlite3_errcode(database)) { damaged(&handle) } else { cannotRecord(&handle) }
+            }
         }
     }
 
@@ -302,14 +311,27 @@ public final class BuildState: @unchecked Sendable {
     private static let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
 
     /// Opens, checks and prepares the database; `nil` if it is unusable.
-    private static func openDatabase(_ path: String) -> OpaquePointer? {
-        var database: OpaquePointer?
-        guard sqlite3_open_v2(path, &database, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nil) == SQLITE_OK,
-            let database
-        else {
-            sqlite3_close_v2(database)
-            return nil
+    /// Why SQLite failed: its extended error code and the system's `errno` behind it.
+    struct Failure: Sendable {
+        var code: Int32
+        var systemError: Int32
+
+        init(_ database: OpaquePointer?, fallback: Int32 = SQLITE_ERROR) {
+            code = database.map { sqlite3_extended_errcode($0) } ?? fallback
+            systemError = database.map { sqlite3_system_errno($0) } ?? 0
         }
+    }
+
+    /// The open database, or `nil` and why not.
+    private static func openDatabase(_ path: String) -> (OpaquePointer?, Failure) {
+        var database: OpaquePointer?
+        let opened = sqlite3_open_v2(path, &database, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nil)
+        guard opened == SQLITE_OK, let database else {
+            let failure = Failure(database, fallback: opened)
+            sqlite3_close_v2(database)
+            return (nil, failure)
+        }
+        sqlite3_extended_result_codes(database, 1)
         sqlite3_busy_timeout(database, 5000)
         // WITHOUT ROWID: the key is the row, with no second index beside it (a third smaller).
         let setup = """
@@ -327,8 +349,9 @@ public final class BuildState: @unchecked Sendable {
         // SQLITE_CORRUPT or SQLITE_NOTADB when a page is used, and is handled there.
         guard sqlite3_exec(database, setup, nil, nil, nil) == SQLITE_OK, sqlite3_exec(database, tables, nil, nil, nil) == SQLITE_OK
         else {
+            let failure = Failure(database)
             sqlite3_close_v2(database)
-            return nil
+            return (nil, failure)
         }
         // A state of another format (or another hash algorithm) can't be trusted: start over.
         let expected = "\(format)/\(ContentHash.algorithm)"
@@ -343,11 +366,12 @@ public final class BuildState: @unchecked Sendable {
         if current != expected {
             let reset = "DROP TABLE jobs; DROP TABLE files; \(tables) INSERT OR REPLACE INTO meta(key, value) VALUES ('format', '\(expected)');"
             guard sqlite3_exec(database, reset, nil, nil, nil) == SQLITE_OK else {
+                let failure = Failure(database)
                 sqlite3_close_v2(database)
-                return nil
+                return (nil, failure)
             }
         }
-        return database
+        return (database, Failure(nil, fallback: SQLITE_OK))
     }
 
     private func query(_ sql: String, row: (OpaquePointer) -> Void) {
@@ -401,7 +425,45 @@ public final class BuildState: @unchecked Sendable {
             guard let statement = prepare(sql, &handle) else { return }
             defer { sqlite3_finalize(statement) }
             bind(statement)
-            if Self.isDamage(sqlite3_step(statement)) { damaged(&handle) }
+            let status = sqlite3_step(statement)
+            if Self.isDamage(status) {
+                damaged(&handle)
+            } else if status != SQLITE_DONE, status != SQLITE_ROW {
+                cannotRecord(&handle)
+            }
+        }
+    }
+
+    /// A write failed for want of room or permission (not damage): said once, the database is
+    /// closed, and the run goes on without recording — the next run redoes what this one
+    /// couldn't remember.
+    private func cannotRecord(_ handle: inout Handle) {
+        guard let database = handle.database else { return }
+        let code = Failure(database)
+        for statement in handle.cached.values { sqlite3_finalize(statement) }
+        handle.cached = [:]
+        sqlite3_close_v2(database)
+        handle = Handle(database: nil)
+        warn("kiln: can't record results in the build state \(path): \(Self.describe(code)); the next run redoes what this one couldn't record")
+    }
+
+    /// What a failure means for the user: the system's reason when there is one (a full disk is
+    /// "No space left on device", however SQLite classes it).
+    static func describe(_ failure: Failure) -> String {
+        if failure.systemError == ENOSPC || failure.systemError == EDQUOT {
+            return "the disk is full (\(String(cString: strerror(failure.systemError)))); free some space"
+        }
+        if failure.systemError == EROFS || failure.systemError == EACCES {
+            return "it is read-only (\(String(cString: strerror(failure.systemError)))); kiln must be able to write .kiln/"
+        }
+        let code = failure.code
+        let reason = String(cString: sqlite3_errstr(code))
+        switch code & 0xff {
+        case SQLITE_FULL: return "the disk is full (\(reason)); free some space"
+        case SQLITE_READONLY, SQLITE_PERM: return "it is read-only (\(reason)); kiln must be able to write .kiln/"
+        case SQLITE_CANTOPEN: return "it can't be opened (\(reason)); check that .kiln/ is writable"
+        case SQLITE_IOERR: return "an I/O error (\(reason)); the disk may be full or failing"
+        default: return reason
         }
     }
 
@@ -513,12 +575,12 @@ public final class ProjectLock: Sendable {
         let kiln = KilnDirectory(root: root)
         let made = kiln.create()
         if made != 0 {
-            throw BuildStateError(message: "can't create \(kiln.path): \(String(cString: strerror(made)))")
+            throw BuildStateError(message: Self.unwritable(kiln.path, made))
         }
         let path = kiln.lock
-        let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0o644)
         guard descriptor >= 0 else {
-            throw BuildStateError(message: "can't open \(path): \(String(cString: strerror(errno)))")
+            throw BuildStateError(message: Self.unwritable(path, errno))
         }
         while flock(descriptor, LOCK_EX | (wait ? 0 : LOCK_NB)) != 0 {
             if errno == EINTR { continue }
@@ -528,13 +590,27 @@ public final class ProjectLock: Sendable {
             Glibc.close(descriptor)
             throw BuildStateError(
                 message: "another kiln run\(pid.isEmpty ? "" : " (pid \(pid))") is using this project; "
-                    + "wait for it to finish, or pass --wait to wait for it"
+                    + "wait for it to finish, or pass --wait to wait for it",
+                isBusy: true
             )
         }
         let pid = "\(getpid())\n"
         _ = ftruncate(descriptor, 0)
         _ = pid.withCString { pwrite(descriptor, $0, strlen($0), 0) }
         self.descriptor = descriptor
+    }
+
+    /// What to say when `path` under `.kiln/` can't be made or opened for `error`.
+    static func unwritable(_ path: String, _ error: Int32) -> String {
+        let reason = String(cString: strerror(error))
+        switch error {
+        case EROFS, EACCES, EPERM:
+            return "can't write kiln's state at \(path): \(reason); kiln keeps its build state in .kiln/ and must be able to write it — make it writable (or remove it), or run kiln on a writable copy"
+        case ENOSPC, EDQUOT:
+            return "can't write kiln's state at \(path): \(reason) (the disk is full); free some space and run again"
+        default:
+            return "can't write kiln's state at \(path): \(reason)"
+        }
     }
 
     deinit {

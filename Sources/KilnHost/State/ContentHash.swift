@@ -168,11 +168,13 @@ public enum FileContent {
     ///
     /// - Throws: ``Failure`` if the file can't be opened or read.
     public static func hash(_ path: String) throws(Failure) -> ContentHash {
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        // Non-blocking, and regular files only: a FIFO among the inputs must not stop the run.
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
         guard descriptor >= 0 else { throw Failure(path: path, reason: String(cString: strerror(errno))) }
         defer { close(descriptor) }
         var info = stat()
         guard fstat(descriptor, &info) == 0 else { throw Failure(path: path, reason: String(cString: strerror(errno))) }
+        guard info.st_mode & S_IFMT == S_IFREG else { throw Failure(path: path, reason: "not a regular file") }
         let size = Int(info.st_size)
         if size >= 1 << 20, let mapped = mmap(nil, size, PROT_READ, MAP_PRIVATE, descriptor, 0), mapped != MAP_FAILED {
             defer { munmap(mapped, size) }

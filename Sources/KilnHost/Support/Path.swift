@@ -116,6 +116,10 @@ public enum Files {
         return bytes
     }
 
+    /// The largest file ``readBytes(_:limit:)`` reads unless told otherwise: Taskfiles, caches,
+    /// depfiles — none is anywhere near it.
+    public static let maximumReadSize = 1 << 30
+
     /// The whole file as UTF-8 text.
     ///
     /// - Throws: ``ReadError`` naming the path and the system's reason.
@@ -126,17 +130,28 @@ public enum Files {
     /// The whole file.
     ///
     /// - Throws: ``ReadError`` naming the path and the system's reason.
-    public static func readBytes(_ path: String) throws(ReadError) -> [UInt8] {
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+    public static func readBytes(_ path: String, limit: Int = maximumReadSize) throws(ReadError) -> [UInt8] {
+        // Non-blocking: opening a FIFO for reading would otherwise wait for a writer forever.
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
         guard descriptor >= 0 else { throw ReadError(path: path, reason: String(cString: strerror(errno))) }
         defer { close(descriptor) }
         var info = stat()
-        let expected = fstat(descriptor, &info) == 0 ? max(0, Int(info.st_size)) : 0
+        guard fstat(descriptor, &info) == 0 else { throw ReadError(path: path, reason: String(cString: strerror(errno))) }
+        guard info.st_mode & S_IFMT == S_IFREG else {
+            throw ReadError(path: path, reason: "not a regular file (a FIFO, a device or a directory); kiln reads only regular files")
+        }
+        guard info.st_size <= limit else {
+            throw ReadError(path: path, reason: "\(info.st_size) bytes, over kiln's limit of \(limit) for this file")
+        }
+        let expected = max(0, Int(info.st_size))
         // Read straight into a buffer of the file's size (plus room to notice growth).
         var bytes = [UInt8](repeating: 0, count: expected + 1)
         var filled = 0
         while true {
-            if filled == bytes.count { bytes += [UInt8](repeating: 0, count: max(4096, bytes.count)) }
+            if filled == bytes.count {
+                guard filled < limit else { throw ReadError(path: path, reason: "grew past kiln's limit of \(limit) bytes while read") }
+                bytes += [UInt8](repeating: 0, count: max(4096, bytes.count))
+            }
             let count = bytes.withUnsafeMutableBytes { read(descriptor, $0.baseAddress! + filled, $0.count - filled) }
             if count < 0 {
                 if errno == EINTR { continue }
@@ -149,14 +164,16 @@ public enum Files {
         return bytes
     }
 
-    /// Whether something exists at `path`.
     /// Writes `bytes` to a temporary file beside `path` and renames it into place, so a reader
     /// sees the old file or the whole new one. Best effort: returns whether it worked.
     @discardableResult
     static func writeAtomically(_ path: String, bytes: [UInt8]) -> Bool {
         let temporary = path + ".\(getpid()).tmp"
-        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        guard descriptor >= 0 else { return false }
+        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o644)
+        guard descriptor >= 0 else {
+            noteUnwritten(path, errno)
+            return false
+        }
         let complete = bytes.withUnsafeBytes { buffer -> Bool in
             var offset = 0
             while offset < buffer.count {
@@ -167,14 +184,23 @@ public enum Files {
             }
             return true
         }
+        let failure = complete ? 0 : errno
         close(descriptor)
         guard complete, rename(temporary, path) == 0 else {
+            noteUnwritten(path, failure != 0 ? failure : errno)
             unlink(temporary)
             return false
         }
         return true
     }
 
+    /// Says that one of kiln's own files couldn't be written: only an accelerator is lost (the
+    /// next run does more work), but a full disk or a read-only `.kiln` is worth knowing.
+    private static func noteUnwritten(_ path: String, _ error: Int32) {
+        System.writeError("kiln: warning: can't write \(path): \(String(cString: strerror(error))); the next run does the work it would have saved\n")
+    }
+
+    /// Whether something exists at `path`.
     public static func exists(_ path: String) -> Bool {
         var info = stat()
         return stat(path, &info) == 0
