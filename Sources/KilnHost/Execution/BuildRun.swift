@@ -490,7 +490,8 @@ public final class BuildRun: @unchecked Sendable {
         verdict precomputed: IncrementalState.Check? = nil,
         onFinish: @escaping @Sendable (_ failed: Bool, _ job: Job) -> Void
     ) -> (entry: Job, queue: JobQueue, realJob: Job, target: Job) {
-        let output = TaskOutput()
+        // Past a MiB, a job's output goes to an anonymous file under .kiln/, not into memory.
+        let output = TaskOutput(spillDirectory: KilnDirectory(root: plan.taskfile.root).path)
         // The host's environment plus the task's (shared storage when the task adds nothing).
         let environment = request.environment.isEmpty ? baseEnvironment : baseEnvironment.merging(request.environment) { $1 }
         let context = TaskContext(output: output, projectRoot: plan.taskfile.root, environment: environment)

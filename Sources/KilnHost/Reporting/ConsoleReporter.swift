@@ -81,9 +81,20 @@ public final class ConsoleReporter: RunObserver {
             let progress = "[\(state.finished)/\(max(state.total, state.finished))]"
             switch outcome {
             case .succeeded:
-                let text = output.text
-                if !interactive || !text.isEmpty {
-                    emit(&state, "\(progress) \(job.label)\n" + text + (text.isEmpty || text.hasSuffix("\n") ? "" : "\n"))
+                if output.isSpilled {
+                    // Streamed from its file, a piece at a time: never whole in memory.
+                    emit(&state, "\(progress) \(job.label)\n")
+                    var last = ""
+                    output.forEachChunk { chunk in
+                        write(chunk)
+                        if !chunk.isEmpty { last = chunk }
+                    }
+                    if !last.hasSuffix("\n") { write("\n") }
+                } else {
+                    let text = output.text
+                    if !interactive || !text.isEmpty {
+                        emit(&state, "\(progress) \(job.label)\n" + text + (text.isEmpty || text.hasSuffix("\n") ? "" : "\n"))
+                    }
                 }
             case .failed(let reason):
                 var block = "\(progress) FAILED: \(job.label)\n  \(job.summary)\n"

@@ -46,7 +46,8 @@ public final class JSONEventWriter: RunObserver {
         case .upToDate: event.append(("status", "up-to-date"))
         }
         if let started { event.append(("duration", .number(time - started))) }
-        if !output.isEmpty { event.append(("output", .string(output.text))) }
+        // At most a MiB of it (its start and end, saying what was left out): an event is one line.
+        if !output.isEmpty { event.append(("output", .string(output.text(limit: TaskOutput.memoryLimit)))) }
         emit(event)
     }
 
