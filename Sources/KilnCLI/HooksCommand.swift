@@ -109,6 +109,9 @@ extension Kiln {
                 """
         )
 
+        /// How long a hook waits for a `kiln run` already using the project.
+        static let waitLimit = 300.0
+
         @OptionGroup var options: TaskfileOptions
 
         @Argument(help: "The hook's name.")
@@ -187,7 +190,11 @@ extension Kiln {
                 System.writeError("kiln hook \(name): \(error)\n")
                 Kiln.exit(withError: ExitCode(ExitStatus.jobFailed))
             }
-            var argv = [System.executablePath ?? "kiln", "run", "--affected", "--changed-files-from", lists.changed]
+            // A commit during a build waits for it — said, and bounded — rather than failing.
+            var argv = [
+                System.executablePath ?? "kiln", "run", "--affected", "--changed-files-from", lists.changed, "--wait",
+                "--wait-limit", "\(Int(Self.waitLimit))",
+            ]
             if let taskfile = options.taskfile { argv += ["--taskfile", taskfile] }
             argv += tasks
             let status = lists.run(argv)

@@ -76,9 +76,12 @@ func openBuildState(root: String, wait: Bool) -> BuildState {
 }
 
 /// Takes the project's run lock, or exits with status 3 when another run holds it.
-func takeLock(root: String, wait: Bool) -> ProjectLock {
+func takeLock(root: String, wait: Bool, waitLimit: Double? = nil) -> ProjectLock {
     do {
-        return try ProjectLock(root: root, wait: wait)
+        return try ProjectLock(root: root, wait: wait, waitLimit: waitLimit) { holder in
+            let bound = waitLimit.map { " (at most \(Int($0)) s)" } ?? ""
+            System.writeError("kiln: \(holder) is using this project; waiting for it to finish\(bound)…\n")
+        }
     } catch {
         System.writeError("kiln: \(error)\n")
         Kiln.exit(withError: ExitCode(error.isBusy ? ExitStatus.projectBusy : ExitStatus.stateUnwritable))

@@ -56,6 +56,9 @@ extension Kiln {
         @Flag(help: "Wait for another kiln run on this project to finish, instead of failing at once.")
         var wait = false
 
+        @Option(name: .customLong("wait-limit"), help: "With --wait, give up (exit 3) after this many seconds.")
+        var waitLimit: Double?
+
         @Flag(help: "Run only the tasks that files changed in git affect, and what depends on them (see 'kiln affected').")
         var affected = false
 
@@ -79,7 +82,7 @@ extension Kiln {
             var scan: UpToDateSnapshot.Scan?
             var tracked: GitTrackedContent?
             if let located = locateTaskfile(options), !affected {
-                lock = dryRun ? try? ProjectLock(root: located.root, wait: false) : takeLock(root: located.root, wait: wait)
+                lock = dryRun ? try? ProjectLock(root: located.root, wait: false) : takeLock(root: located.root, wait: wait, waitLimit: waitLimit)
                 tracked = trackedContent(root: located.root)
                 scan = UpToDateSnapshot.scan(
                     root: located.root, taskfilePath: located.path, targets: tasks, mayRewrite: lock != nil, tracked: tracked
@@ -110,7 +113,7 @@ extension Kiln {
             let buildState =
                 dryRun
                 ? BuildState(root: root, lock: lock) { System.writeError($0 + "\n") }
-                : BuildState(root: root, lock: lock ?? takeLock(root: root, wait: wait)) { System.writeError($0 + "\n") }
+                : BuildState(root: root, lock: lock ?? takeLock(root: root, wait: wait, waitLimit: waitLimit)) { System.writeError($0 + "\n") }
             let incremental = IncrementalState(state: buildState, root: root, previous: scan, tracked: tracked ?? trackedContent(root: root))
             phases.mark("open state")
             if dryRun {

@@ -158,19 +158,20 @@ public struct BuildPlanner: Sendable {
             }
             return Template.render(text, variables: variables ?? [:])
         }
-        var paths = task.generates.filter { !GlobList.isExclusion($0.value) }.map { (what: "write", path: $0) }
-        if let depfile = task.depfile { paths.append(("read and remove the depfile", Located(value: depfile, location: task.location))) }
-        for (what, output) in paths {
-            let text = rendered(output.value)
+        func check(_ written: String, what: String, at location: SourceLocation) {
+            let text = rendered(written)
             let path = Path.join(task.directory, text)
-            if !boundary.contains(path, followingLastLink: true) {
-                let how = Self.isInside(path, root: root) ? " through a symbolic link" : ""
-                errors.append(TaskfileError(
-                    .outsideRoot, "task '\(task.name)' would \(what) \(text), outside the project root\(how); \(hint)",
-                    at: output.location
-                ))
-            }
+            guard !boundary.contains(path, followingLastLink: true) else { return }
+            let how = Self.isInside(path, root: root) ? " through a symbolic link" : ""
+            errors.append(TaskfileError(
+                .outsideRoot, "task '\(task.name)' would \(what) \(text), outside the project root\(how); \(hint)",
+                at: location
+            ))
         }
+        for output in task.generates where !GlobList.isExclusion(output.value) {
+            check(output.value, what: "write", at: output.location)
+        }
+        if let depfile = task.depfile { check(depfile, what: "read and remove the depfile", at: task.location) }
         return errors
     }
 

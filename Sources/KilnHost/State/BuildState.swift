@@ -568,10 +568,15 @@ public final class ProjectLock: Sendable {
 
     /// Takes the lock of the project at `root`, creating `.kiln` when needed.
     ///
-    /// - Parameter wait: Wait for another run holding it instead of failing.
+    /// - Parameters:
+    ///   - wait: Wait for another run holding it instead of failing.
+    ///   - waitLimit: With `wait`, give up after this many seconds (`nil`: never).
+    ///   - waiting: Called once, with who holds the lock, when the wait begins.
     /// - Throws: ``BuildStateError`` when another run holds it (and `wait` is false), or `.kiln`
     ///   can't be created.
-    public init(root: String, wait: Bool) throws(BuildStateError) {
+    public init(
+        root: String, wait: Bool, waitLimit: Double? = nil, waiting: ((_ holder: String) -> Void)? = nil
+    ) throws(BuildStateError) {
         let kiln = KilnDirectory(root: root)
         let made = kiln.create()
         if made != 0 {
@@ -582,17 +587,29 @@ public final class ProjectLock: Sendable {
         guard descriptor >= 0 else {
             throw BuildStateError(message: Self.unwritable(path, errno))
         }
-        while flock(descriptor, LOCK_EX | (wait ? 0 : LOCK_NB)) != 0 {
+        func holder() -> String {
+            var bytes = [UInt8](repeating: 0, count: 32)
+            let count = bytes.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, $0.count, 0) }
+            let pid = String(decoding: bytes.prefix(max(0, count)), as: UTF8.self).trimmingNewlines
+            return "another kiln run\(pid.isEmpty ? "" : " (pid \(pid))")"
+        }
+        // Polled rather than blocked on, so a wait can be bounded and said once.
+        let deadline = waitLimit.map { FileHasher.realTime() + Int64($0 * 1e9) }
+        var said = false
+        while flock(descriptor, LOCK_EX | LOCK_NB) != 0 {
             if errno == EINTR { continue }
-            var holder = [UInt8](repeating: 0, count: 32)
-            let count = holder.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, $0.count, 0) }
-            let pid = String(decoding: holder.prefix(max(0, count)), as: UTF8.self).trimmingNewlines
+            let who = holder()
+            if wait, deadline.map({ FileHasher.realTime() < $0 }) ?? true {
+                if !said {
+                    waiting?(who)
+                    said = true
+                }
+                usleep(50_000)
+                continue
+            }
             Glibc.close(descriptor)
-            throw BuildStateError(
-                message: "another kiln run\(pid.isEmpty ? "" : " (pid \(pid))") is using this project; "
-                    + "wait for it to finish, or pass --wait to wait for it",
-                isBusy: true
-            )
+            let advice = wait ? "it was still running after \(Int(waitLimit ?? 0)) s" : "wait for it to finish, or pass --wait to wait for it"
+            throw BuildStateError(message: "\(who) is using this project; \(advice)", isBusy: true)
         }
         let pid = "\(getpid())\n"
         _ = ftruncate(descriptor, 0)

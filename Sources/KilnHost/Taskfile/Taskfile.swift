@@ -147,7 +147,15 @@ public struct TaskDefinition: Sendable {
     /// `sources:` glob patterns, relative to the task's directory, before templating.
     public var sources: [Located<String>] { storage.sources }
     /// `sources:` with templates rendered: the patterns a changed file is matched against.
-    public var renderedSources: [String] { sources.map { Template.render($0.value, variables: templateVariables) } }
+    public var renderedSources: [String] { renderedSources(variables: nil) }
+
+    /// `sources:` rendered with `variables` (``templateVariables`` when `nil`, made only if a
+    /// pattern has a template).
+    func renderedSources(variables: [String: String]?) -> [String] {
+        guard sources.contains(where: { $0.value.utf8.contains(UInt8(ascii: "{")) }) else { return sources.map(\.value) }
+        let variables = variables ?? templateVariables
+        return sources.map { Template.render($0.value, variables: variables) }
+    }
     /// `generates:` paths or patterns, relative to the task's directory, before templating.
     public var generates: [Located<String>] { storage.generates }
     /// Variables visible to the task's templates: the file's `vars`, then the task's own. Tasks
@@ -286,7 +294,7 @@ public struct TaskDefinition: Sendable {
         let variables = source.map(templateVariables(forSource:)) ?? templateVariables
         return JobRequest(
             taskName: name, label: source.map { "\(name) \($0)" } ?? name,
-            inputs: source.map { [$0] } ?? renderedSources,
+            inputs: source.map { [$0] } ?? renderedSources(variables: variables),
             outputs: generates.map { Template.render($0.value, variables: variables) },
             resources: resources.map(\.value), variables: variables, directory: directory, environment: environment
         )
