@@ -72,8 +72,13 @@ public struct GlobPattern: Sendable, Hashable, CustomStringConvertible {
     /// Whether `text` is a pattern rather than a plain path: it has `*`, `?` or `[`, or braces
     /// that expand to several alternatives.
     public static func isMagic(_ text: String) -> Bool {
-        if text.contains(where: { $0 == "*" || $0 == "?" || $0 == "[" }) { return true }
-        return text.contains("{") && BraceExpansion.expand(text) != [text]
+        // Bytes, not characters: it runs for every input of every job checked.
+        var hasBrace = false
+        for byte in text.utf8 {
+            if byte == UInt8(ascii: "*") || byte == UInt8(ascii: "?") || byte == UInt8(ascii: "[") { return true }
+            if byte == UInt8(ascii: "{") { hasBrace = true }
+        }
+        return hasBrace && BraceExpansion.expand(text) != [text]
     }
 
     /// Whether `path` (relative to the pattern's base, `/`-separated) is a file this pattern

@@ -116,3 +116,41 @@ struct HookRobustnessTests {
         #expect(temporaryAfter <= temporaryBefore)
     }
 }
+
+/// A commit made while a `kiln run` is using the project waits for it, saying so, instead of
+/// failing with "another kiln run is using this project".
+@Suite struct HookWaitTests {
+    @Test("a pre-commit hook during a kiln run waits for the run, with a message, and then checks the commit")
+    func commitWaitsForARun() async throws {
+        let directory = try TemporaryDirectory(prefix: "kiln-hooks-wait")
+        defer { directory.remove() }
+        try directory.write("Taskfile.yml", """
+            version: '3'
+            hooks:
+              pre-commit: [lint]
+            tasks:
+              lint:
+                sources: ['src/*.c']
+                cmds: ['echo linted >> lint.log']
+              slow:
+                cmds: ['touch slow.started; sleep 3']
+
+            """)
+        try directory.write(".gitignore", "lint.log\nslow.started\n.kiln/\n")
+        try directory.write("src/a.c", "a\n")
+        try requireGit(["init", "-q", "-b", "main"], in: directory.path)
+        try requireGit(["add", "."], in: directory.path)
+        try requireGit(["commit", "-q", "-m", "first"], in: directory.path)
+        #expect(try await KilnProcess.run(["hooks", "install"], in: directory.path).status == 0)
+        let slow = try KilnProcess.start(["run", "slow"], in: directory.path)
+        let started = await waitUntil(within: 60) { directory.exists("slow.started") }
+        try #require(started)
+        try directory.write("src/b.c", "b\n")
+        try requireGit(["add", "src/b.c"], in: directory.path)
+        let commit = try runGit(["commit", "-q", "-m", "during a run"], in: directory.path)
+        #expect(commit.status == 0, "\(commit.output)")
+        #expect(commit.output.contains("is using this project; waiting for it to finish (at most 300 s)"), "\(commit.output)")
+        #expect(directory.read("lint.log") == "linted\n")
+        #expect(try await slow.wait(within: 60).status == 0)
+    }
+}

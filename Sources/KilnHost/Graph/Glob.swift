@@ -43,8 +43,9 @@ enum Glob {
     /// it didn't exist). While none of them changes, the expansion can't change either: adding,
     /// removing or renaming an entry changes its directory's mtime and ctime.
     ///
-    /// `unmatched`, when given, is called with the position of each pattern (not exclusion) that
-    /// matched no file: for a warning.
+    /// `unmatched`, when given, is called with the position of each wildcard pattern (not an
+    /// exclusion) that matched no file: for a warning. (A plain path kept with
+    /// `keepingMissingLiterals` is the caller's to judge, by its hash.)
     static func files(
         matching patterns: [String], in base: String, visited: inout [VisitedDirectory],
         keepingMissingLiterals: Bool = false, unmatched: ((Int) -> Void)? = nil
@@ -53,8 +54,8 @@ enum Glob {
         for (position, entry) in GlobList(patterns).entries.enumerated() {
             var found: [String] = []
             if keepingMissingLiterals, !entry.excludes, !GlobPattern.isMagic(entry.text) {
+                // Kept whether or not it exists; its hash says which (and so whether it matched).
                 found = [entry.text]
-                if let unmatched, !Files.exists(Path.join(base, entry.text)) { unmatched(position) }
             } else {
                 for alternative in entry.alternatives {
                     found += files(matching: alternative, in: base, visited: &visited)

@@ -202,6 +202,14 @@ public final class IncrementalState: Sendable {
             let algorithm = (recorded?.inputs[input] ?? recorded?.discovered[input])?.algorithm
             inputHashes[input] = watched.hash(projectPath(input, in: request.directory), as: algorithm, with: self.hasher)?.digest ?? .absent
         }
+        // A plain path among the sources matches nothing when its file is absent (its hash says
+        // so: no second look at the disk).
+        if let unmatched {
+            for (position, pattern) in request.inputs.enumerated()
+            where !GlobList.isExclusion(pattern) && !GlobPattern.isMagic(pattern) && inputHashes[pattern] == .absent {
+                unmatched(position)
+            }
+        }
         var dependencyHashes: [String: ContentHash] = [:]
         published.withLock { table in
             for name in dependencies { dependencyHashes[name] = table[name] ?? ContentHash(high: 0, low: 0) }
@@ -489,7 +497,8 @@ public final class IncrementalState: Sendable {
     private func expand(
         _ patterns: [String], in directory: String, watched: inout Watched, unmatched: ((Int) -> Void)? = nil
     ) -> [String] {
-        if unmatched == nil, patterns.count == 1, !GlobPattern.isMagic(patterns[0]) { return patterns }
+        // Plain paths need no walk (a missing one is noticed by its hash, in `check`).
+        if patterns.allSatisfy({ !GlobPattern.isMagic($0) && !GlobList.isExclusion($0) }) { return patterns }
         var visited: [VisitedDirectory] = []
         let files = Glob.files(
             matching: patterns, in: directory, visited: &visited, keepingMissingLiterals: true, unmatched: unmatched
