@@ -47,15 +47,14 @@ public struct KilnDirectory: Sendable {
     /// The saved plan of `hook`.
     public func hookPlan(_ hook: String) -> String { hooks + "/" + hook + ".plan" }
 
-    /// Makes `.kiln` (with its `.gitignore`) when it is missing.
+    /// Makes `.kiln` when it is missing, and its `.gitignore` when that is.
     ///
     /// - Returns: 0, or the `errno` of the failure (`EROFS`, `EACCES`, `ENOSPC`…).
     @discardableResult
     public func create() -> Int32 {
-        if mkdir(path, 0o755) != 0 {
-            return errno == EEXIST ? 0 : errno
-        }
-        // New: mark it ignored, as pytest's cache does, before anything else lands in it.
+        if mkdir(path, 0o755) != 0, errno != EEXIST { return errno }
+        // Marked ignored, as pytest's cache is — also a .kiln made before kiln did this. O_EXCL:
+        // an existing file (the user's own, too) is left as it is.
         let ignore = path + "/.gitignore"
         let descriptor = open(ignore, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o644)
         if descriptor >= 0 {

@@ -9,27 +9,35 @@ import Testing
 struct HookRobustnessTests {
     let hooks = HookTests()
 
-    @Test("with post-checkout mapped, git checkout, git switch and git worktree add succeed and run the affected task")
-    func postCheckout() async throws {
-        let directory = try TemporaryDirectory(prefix: "kiln-hooks")
-        defer { directory.remove() }
-        try directory.write("Taskfile.yml", """
-            version: '3'
-            hooks:
-              post-checkout: [note]
-            tasks:
-              note:
-                sources: ['src/*.c']
-                cmds: ['echo "checked out" >> note.log']
-
-            """)
-        try directory.write(".gitignore", "note.log\n.kiln/\n")
-        try directory.write("src/a.c", "a\n")
-        try hooks.git(["init", "-q", "-b", "main"], in: directory.path)
-        try hooks.git(["add", "."], in: directory.path)
-        try hooks.git(["commit", "-q", "-m", "first"], in: directory.path)
+    /// A git repository holding `files`, committed, with kiln's hooks installed.
+    static func repository(prefix: String, _ files: [String: String]) async throws -> TemporaryDirectory {
+        let directory = try TemporaryDirectory(prefix: prefix)
+        for (path, text) in files { try directory.write(path, text) }
+        try requireGit(["init", "-q", "-b", "main"], in: directory.path)
+        try requireGit(["add", "."], in: directory.path)
+        try requireGit(["commit", "-q", "-m", "first"], in: directory.path)
         let install = try await KilnProcess.run(["hooks", "install"], in: directory.path)
         #expect(install.status == 0, "\(install)")
+        return directory
+    }
+
+    @Test("with post-checkout mapped, git checkout, git switch and git worktree add succeed and run the affected task")
+    func postCheckout() async throws {
+        let directory = try await Self.repository(prefix: "kiln-hooks", [
+            "Taskfile.yml": """
+                version: '3'
+                hooks:
+                  post-checkout: [note]
+                tasks:
+                  note:
+                    sources: ['src/*.c']
+                    cmds: ['echo "checked out" >> note.log']
+
+                """,
+            ".gitignore": "note.log\n.kiln/\n",
+            "src/a.c": "a\n",
+        ])
+        defer { directory.remove() }
         var result = try hooks.git(["checkout", "-q", "-b", "feature"], in: directory.path)
         #expect(result.status == 0, "\(result.output)")
         try directory.write("src/a.c", "changed on feature\n")
@@ -79,23 +87,20 @@ struct HookRobustnessTests {
 
     @Test("a commit of 100,000 staged files runs the affected task with the whole list, and leaves no list behind")
     func hundredThousandStagedFiles() async throws {
-        let directory = try TemporaryDirectory(prefix: "kiln-hooks-large")
-        defer { directory.remove() }
-        try directory.write("Taskfile.yml", """
-            version: '3'
-            hooks:
-              pre-commit: [count]
-            tasks:
-              count:
-                sources: ['gen/**/*.txt']
-                cmds: ['wc -l < "$KILN_HOOK_FILES_FROM" > count.log; test -z "$KILN_HOOK_FILES"']
+        let directory = try await Self.repository(prefix: "kiln-hooks-large", [
+            "Taskfile.yml": """
+                version: '3'
+                hooks:
+                  pre-commit: [count]
+                tasks:
+                  count:
+                    sources: ['gen/**/*.txt']
+                    cmds: ['wc -l < "$KILN_HOOK_FILES_FROM" > count.log; test -z "$KILN_HOOK_FILES"']
 
-            """)
-        try directory.write(".gitignore", "count.log\n.kiln/\n")
-        try hooks.git(["init", "-q", "-b", "main"], in: directory.path)
-        try hooks.git(["add", "."], in: directory.path)
-        try hooks.git(["commit", "-q", "-m", "first"], in: directory.path)
-        #expect(try await KilnProcess.run(["hooks", "install"], in: directory.path).status == 0)
+                """,
+            ".gitignore": "count.log\n.kiln/\n",
+        ])
+        defer { directory.remove() }
         let count = 100_000
         for group in 0..<100 {
             let folder = directory.path("gen/group-with-a-long-name-\(group)")
@@ -122,31 +127,38 @@ struct HookRobustnessTests {
 @Suite struct HookWaitTests {
     @Test("a pre-commit hook during a kiln run waits for the run, with a message, and then checks the commit")
     func commitWaitsForARun() async throws {
-        let directory = try TemporaryDirectory(prefix: "kiln-hooks-wait")
-        defer { directory.remove() }
-        try directory.write("Taskfile.yml", """
-            version: '3'
-            hooks:
-              pre-commit: [lint]
-            tasks:
-              lint:
-                sources: ['src/*.c']
-                cmds: ['echo linted >> lint.log']
-              slow:
-                cmds: ['touch slow.started; sleep 3']
+        let directory = try await HookRobustnessTests.repository(prefix: "kiln-hooks-wait", [
+            "Taskfile.yml": """
+                version: '3'
+                hooks:
+                  pre-commit: [lint]
+                tasks:
+                  lint:
+                    sources: ['src/*.c']
+                    cmds: ['echo linted >> lint.log']
+                  slow:
+                    cmds: ['touch slow.started; while [ ! -f release ]; do sleep 0.05; done']
 
-            """)
-        try directory.write(".gitignore", "lint.log\nslow.started\n.kiln/\n")
-        try directory.write("src/a.c", "a\n")
-        try requireGit(["init", "-q", "-b", "main"], in: directory.path)
-        try requireGit(["add", "."], in: directory.path)
-        try requireGit(["commit", "-q", "-m", "first"], in: directory.path)
-        #expect(try await KilnProcess.run(["hooks", "install"], in: directory.path).status == 0)
+                """,
+            ".gitignore": "lint.log\nslow.started\nrelease\n.kiln/\n",
+            "src/a.c": "a\n",
+        ])
+        defer { directory.remove() }
         let slow = try KilnProcess.start(["run", "slow"], in: directory.path)
         let started = await waitUntil(within: 60) { directory.exists("slow.started") }
         try #require(started)
         try directory.write("src/b.c", "b\n")
         try requireGit(["add", "src/b.c"], in: directory.path)
+        // The run ends only once the hook's own `kiln run` exists and has had time to find the
+        // project busy: released from another thread while the commit waits.
+        let release = directory.path("release")
+        let releaser = Thread {
+            let deadline = Date().addingTimeInterval(60)
+            while processes(containing: "--wait-limit").isEmpty, Date() < deadline { usleep(20_000) }
+            sleep(1)
+            _ = FileManager.default.createFile(atPath: release, contents: nil)
+        }
+        releaser.start()
         let commit = try runGit(["commit", "-q", "-m", "during a run"], in: directory.path)
         #expect(commit.status == 0, "\(commit.output)")
         #expect(commit.output.contains("is using this project; waiting for it to finish (at most 300 s)"), "\(commit.output)")
