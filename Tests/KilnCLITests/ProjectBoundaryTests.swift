@@ -72,6 +72,25 @@ import Testing
         #expect(layout.scratch.read("outside/important.conf") == "keep me\n", "\(example.name)")
     }
 
+    @Test("a depfile whose directory became a link outward while the command ran is not removed")
+    func depfileThroughALinkMadeDuringTheRun() async throws {
+        let layout = try Layout()
+        defer { layout.scratch.remove() }
+        // At planning `deps/` doesn't exist (inside, then); the command makes it a link outside.
+        try layout.taskfile(
+            """
+            version: '3'
+            tasks:
+              c:
+                depfile: 'deps/made.d'
+                cmds: ['ln -s ../outside deps', 'printf "x: a.h\\n" > deps/made.d']
+            """
+        )
+        let result = try await KilnProcess.run(["run", "c"], in: layout.project)
+        #expect(result.status == 0, "\(result)")
+        #expect(layout.scratch.exists("outside/made.d"), "kiln removed a file outside the project")
+    }
+
     @Test("allow-outside-root lets a task use a depfile outside, and kiln reads it")
     func allowedOutside() async throws {
         let layout = try Layout()

@@ -604,7 +604,7 @@ public final class BuildRun: @unchecked Sendable {
                     // the plan was checked can't make kiln delete a file elsewhere.
                     let removable = depfile.map { depfile in
                         task.definition.allowsOutsideRoot
-                            || plan.boundary.contains(Path.join(request.directory, depfile), followingLastLink: false)
+                            || plan.boundary.contains(Path.join(request.directory, depfile), followingLastLink: false, fresh: true)
                     } ?? false
                     incremental.succeeded(
                         key: request.label, task: countsAsPlanned ? task.definition.name : nil, check: result, request: request,

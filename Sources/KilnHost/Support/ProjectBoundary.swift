@@ -36,8 +36,9 @@ final class ProjectBoundary: Sendable {
     /// Whether `path` (absolute) is inside the project: lexically, and with every link on the way
     /// resolved. With `followingLastLink`, a link at `path` itself is followed too — what a
     /// command writing to `path` does; without it, `path` is the entry itself — what removing it
-    /// touches.
-    func contains(_ path: String, followingLastLink: Bool) -> Bool {
+    /// touches. With `fresh`, nothing remembered is used: the file system as it is now (for a
+    /// check made while commands run, which may have made directories and links since).
+    func contains(_ path: String, followingLastLink: Bool, fresh: Bool = false) -> Bool {
         // Most paths are normal already: normalizing costs more than the rest together.
         let normalized = Self.isNormal(path) ? path : Path.normalize(path)
         guard normalized == root || normalized.hasPrefix(rootPrefix) else { return false }
@@ -47,7 +48,7 @@ final class ProjectBoundary: Sendable {
         let name = normalized[normalized.utf8.index(after: slash)...]
         // A normal name in a directory that resolves inside the root is inside, unless the
         // name itself is a link that leads out.
-        let known = self.directory(directory)
+        let known = fresh ? Self.describe(directory, resolvedRootPrefix: resolvedRootPrefix, resolvedRoot: resolvedRoot) : self.directory(directory)
         guard known.inside else { return false }
         guard followingLastLink, known.links.contains(String(name)) else { return true }
         let resolved = Self.resolvingLinks(known.resolved + "/" + name)
@@ -76,11 +77,17 @@ final class ProjectBoundary: Sendable {
 
     private func directory(_ directory: String) -> (resolved: String, inside: Bool, links: Set<String>) {
         if let known = directories.withLock({ $0[directory] }) { return known }
-        let resolved = Self.resolvingLinks(directory)
-        let inside = resolved == resolvedRoot || resolved.hasPrefix(resolvedRootPrefix)
-        let entry = (resolved, inside, inside ? Self.links(in: resolved) : [])
+        let entry = Self.describe(directory, resolvedRootPrefix: resolvedRootPrefix, resolvedRoot: resolvedRoot)
         directories.withLock { $0[directory] = entry }
         return entry
+    }
+
+    private static func describe(
+        _ directory: String, resolvedRootPrefix: String, resolvedRoot: String
+    ) -> (resolved: String, inside: Bool, links: Set<String>) {
+        let resolved = resolvingLinks(directory)
+        let inside = resolved == resolvedRoot || resolved.hasPrefix(resolvedRootPrefix)
+        return (resolved, inside, inside ? links(in: resolved) : [])
     }
 
     /// `path` with every symbolic link resolved: the real path of its longest existing prefix,
