@@ -23,7 +23,16 @@ final class ProjectBoundary: Sendable {
     /// What is known of each directory (as named): where it resolves to, whether that is inside
     /// the root, and the names of the links in it — one `realpath` and one `readdir` a directory,
     /// so a plan of 10,000 outputs in one directory makes no 10,000 system calls.
-    private let directories = Mutex<[String: (resolved: String, inside: Bool, links: Set<String>)]>([:])
+    private let directories = Mutex<Memo>(Memo())
+
+    /// What is known of directories, and the last one asked about (consecutive outputs mostly
+    /// share a directory: compared without making a string or hashing one).
+    private struct Memo {
+        var byPath: [String: Directory] = [:]
+        var last: (path: String, directory: Directory)?
+    }
+
+    private typealias Directory = (resolved: String, inside: Bool, links: Set<String>)
 
     /// The boundary of the project rooted at `root` (absolute, normalized).
     init(root: String) {
@@ -44,13 +53,16 @@ final class ProjectBoundary: Sendable {
         guard normalized == root || normalized.hasPrefix(rootPrefix) else { return false }
         if normalized == root { return true }
         let slash = normalized.utf8.lastIndex(of: UInt8(ascii: "/"))!
-        let directory = slash == normalized.startIndex ? "/" : String(normalized[..<slash])
+        let directory = slash == normalized.startIndex ? normalized[..<normalized.utf8.index(after: slash)] : normalized[..<slash]
         let name = normalized[normalized.utf8.index(after: slash)...]
         // A normal name in a directory that resolves inside the root is inside, unless the
         // name itself is a link that leads out.
-        let known = fresh ? Self.describe(directory, resolvedRootPrefix: resolvedRootPrefix, resolvedRoot: resolvedRoot) : self.directory(directory)
+        let known =
+            fresh
+            ? Self.describe(String(directory), resolvedRootPrefix: resolvedRootPrefix, resolvedRoot: resolvedRoot)
+            : self.directory(directory)
         guard known.inside else { return false }
-        guard followingLastLink, known.links.contains(String(name)) else { return true }
+        guard followingLastLink, !known.links.isEmpty, known.links.contains(String(name)) else { return true }
         let resolved = Self.resolvingLinks(known.resolved + "/" + name)
         return resolved == resolvedRoot || resolved.hasPrefix(resolvedRootPrefix)
     }
@@ -75,16 +87,24 @@ final class ProjectBoundary: Sendable {
         return componentLength == 0 ? path == "/" : !(componentLength == dots && componentLength <= 2)
     }
 
-    private func directory(_ directory: String) -> (resolved: String, inside: Bool, links: Set<String>) {
-        if let known = directories.withLock({ $0[directory] }) { return known }
-        let entry = Self.describe(directory, resolvedRootPrefix: resolvedRootPrefix, resolvedRoot: resolvedRoot)
-        directories.withLock { $0[directory] = entry }
+    private func directory(_ directory: Substring) -> Directory {
+        let known = directories.withLock { memo -> Directory? in
+            if let last = memo.last, last.path == directory { return last.directory }
+            guard let entry = memo.byPath[String(directory)] else { return nil }
+            memo.last = (String(directory), entry)
+            return entry
+        }
+        if let known { return known }
+        let path = String(directory)
+        let entry = Self.describe(path, resolvedRootPrefix: resolvedRootPrefix, resolvedRoot: resolvedRoot)
+        directories.withLock { memo in
+            memo.byPath[path] = entry
+            memo.last = (path, entry)
+        }
         return entry
     }
 
-    private static func describe(
-        _ directory: String, resolvedRootPrefix: String, resolvedRoot: String
-    ) -> (resolved: String, inside: Bool, links: Set<String>) {
+    private static func describe(_ directory: String, resolvedRootPrefix: String, resolvedRoot: String) -> Directory {
         let resolved = resolvingLinks(directory)
         let inside = resolved == resolvedRoot || resolved.hasPrefix(resolvedRootPrefix)
         return (resolved, inside, inside ? links(in: resolved) : [])
