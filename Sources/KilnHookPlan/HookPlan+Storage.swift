@@ -58,13 +58,8 @@ extension HookPlan {
     /// file as it was. `nil` otherwise (missing, damaged, another format, or out of date).
     public static func load(root: String, hook: String) -> HookPlan? {
         let file = path(root: root, hook: hook)
-        guard var bytes = readSmallFile(file), bytes.starts(with: magic) else { return nil }
-        guard FileChecksum.unseal(&bytes) else {
-            // Ignored: the full hook answers, and saves a sound plan.
-            let note = Array("kiln: warning: \(file) is damaged (its checksum doesn't match its contents); ignored, and written anew\n".utf8)
-            _ = note.withUnsafeBytes { Glibc.write(2, $0.baseAddress, $0.count) }
-            return nil
-        }
+        // A damaged plan is ignored: the full hook answers, and saves a sound one.
+        guard let raw = readSmallFile(file), let bytes = FileChecksum.opened(raw, magic: magic, path: file) else { return nil }
         var reader = PlanReader(bytes: bytes)
         guard reader.take(magic.count).map(Array.init) == magic, let madeAt = reader.integer(), let taskfilePath = reader.string(),
             let root = reader.string(), let taskfiles = reader.strings(), let taskCount = reader.integer(), taskCount < 1_000_000

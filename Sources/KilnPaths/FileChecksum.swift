@@ -40,6 +40,20 @@ public enum FileChecksum {
         withUnsafeBytes(of: checksum.littleEndian) { bytes.append(contentsOf: $0) }
     }
 
+    /// The contents of a file kiln sealed (`bytes`, read from `path`) without the checksum; `nil`
+    /// when it is another version's (it doesn't start with `magic`) or damaged — which is said
+    /// on standard error, since the file is then ignored and written anew.
+    public static func opened(_ bytes: [UInt8], magic: [UInt8], path: String) -> [UInt8]? {
+        guard bytes.starts(with: magic) else { return nil }
+        var bytes = bytes
+        guard unseal(&bytes) else {
+            let note = Array("kiln: warning: \(path) is damaged (its checksum doesn't match its contents); ignored, and written anew\n".utf8)
+            _ = note.withUnsafeBytes { Glibc.write(2, $0.baseAddress, $0.count) }
+            return nil
+        }
+        return bytes
+    }
+
     /// Removes the checksum from the end of `bytes` when it matches what comes before it;
     /// returns whether it did (`false`: the file is damaged, or too short to hold one).
     public static func unseal(_ bytes: inout [UInt8]) -> Bool {

@@ -102,6 +102,15 @@ public struct GlobPattern: Sendable, Hashable, CustomStringConvertible {
         fnmatch(segment, name, FNM_PERIOD) == 0
     }
 
+    /// The pattern as a shell glob, segment by segment: what go-task falls back to for
+    /// `ROOT/**/NAME` when the walk meets a symbolic link to a directory.
+    public var shellSegments: [Segment] {
+        switch form {
+        case .recursiveName(let root, let name): return root.map(Segment.literal) + [.globstar, Self.segment(name)]
+        case .segments(let segments): return segments
+        }
+    }
+
     /// Whether `name` matches the `NAME` of a ``Form/recursiveName`` pattern.
     public static func nameMatches(_ pattern: String, _ name: String) -> Bool {
         fnmatch(pattern, name, 0) == 0
@@ -297,4 +306,8 @@ public struct GlobList: Sendable {
 
     /// Whether `pattern` is an exclusion (`!PATTERN`).
     public static func isExclusion(_ pattern: String) -> Bool { pattern.hasPrefix("!") }
+
+    /// Whether `pattern` names one path: neither an exclusion nor a wildcard pattern. Such an
+    /// entry is a file that must exist, not a set that may be empty.
+    public static func isPlainPath(_ pattern: String) -> Bool { !isExclusion(pattern) && !GlobPattern.isMagic(pattern) }
 }

@@ -532,7 +532,7 @@ public final class BuildRun: @unchecked Sendable {
         // The literal outputs the job declares (`generates:` paths without wildcards): one it
         // didn't produce fails it, as Bazel does, so nothing is built on a missing file and
         // nothing records it as up to date.
-        let promised = request.outputs.filter { !GlobList.isExclusion($0) && !GlobPattern.isMagic($0) }
+        let promised = request.outputs.filter(GlobList.isPlainPath)
             .map { Path.join(request.directory, $0) }
         let unproduced = LockedValue<[String]>([])
         // Dependents wait for a job of their own when the unit checks first or checks outputs.

@@ -53,7 +53,7 @@ enum Glob {
         var included: [String: Bool] = [:]
         for (position, entry) in GlobList(patterns).entries.enumerated() {
             var found: [String] = []
-            if keepingMissingLiterals, !entry.excludes, !GlobPattern.isMagic(entry.text) {
+            if keepingMissingLiterals, !entry.excludes, GlobList.isPlainPath(entry.text) {
                 // Kept whether or not it exists; its hash says which (and so whether it matched).
                 found = [entry.text]
             } else {
@@ -74,8 +74,7 @@ enum Glob {
             if let found = filesBelow(root: root, named: name, in: base, visited: &visited) { return found }
             // A symbolic link to a directory below: go-task then expands the pattern as a shell
             // would, following links, and so does Kiln.
-            let segments = root.map(GlobPattern.Segment.literal) + [.globstar, GlobPattern.isMagic(name) ? .wildcard(name) : .literal(name)]
-            return files(matching: segments, in: base, visited: &visited)
+            return files(matching: pattern.shellSegments, in: base, visited: &visited)
         case .segments(let segments):
             return files(matching: segments, in: base, visited: &visited)
         }

@@ -206,7 +206,7 @@ public final class IncrementalState: Sendable {
         // so: no second look at the disk).
         if let unmatched {
             for (position, pattern) in request.inputs.enumerated()
-            where !GlobList.isExclusion(pattern) && !GlobPattern.isMagic(pattern) && inputHashes[pattern] == .absent {
+            where GlobList.isPlainPath(pattern) && inputHashes[pattern] == .absent {
                 unmatched(position)
             }
         }
@@ -498,7 +498,7 @@ public final class IncrementalState: Sendable {
         _ patterns: [String], in directory: String, watched: inout Watched, unmatched: ((Int) -> Void)? = nil
     ) -> [String] {
         // Plain paths need no walk (a missing one is noticed by its hash, in `check`).
-        if patterns.allSatisfy({ !GlobPattern.isMagic($0) && !GlobList.isExclusion($0) }) { return patterns }
+        if patterns.allSatisfy(GlobList.isPlainPath) { return patterns }
         var visited: [VisitedDirectory] = []
         let files = Glob.files(
             matching: patterns, in: directory, visited: &visited, keepingMissingLiterals: true, unmatched: unmatched

@@ -108,12 +108,8 @@ public enum Files {
     /// is damaged — which is said on standard error, since the file is then ignored and written
     /// anew.
     static func readSealed(_ path: String, magic: [UInt8]) -> [UInt8]? {
-        guard var bytes = try? readBytes(path), bytes.starts(with: magic) else { return nil }
-        guard FileChecksum.unseal(&bytes) else {
-            System.writeError("kiln: warning: \(path) is damaged (its checksum doesn't match its contents); ignored, and written anew\n")
-            return nil
-        }
-        return bytes
+        guard let bytes = try? readBytes(path) else { return nil }
+        return FileChecksum.opened(bytes, magic: magic, path: path)
     }
 
     /// The largest file ``readBytes(_:limit:)`` reads unless told otherwise: Taskfiles, caches,

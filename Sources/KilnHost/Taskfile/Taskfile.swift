@@ -254,7 +254,7 @@ public struct TaskDefinition: Sendable {
     /// Two of `sources` whose jobs would write the same plain `generates:` path: a message naming
     /// both jobs and the path; `nil` when every job's outputs are its own.
     func outputClash(among sources: [String]) -> String? {
-        let literal = generates.map(\.value).filter { !GlobList.isExclusion($0) && !GlobPattern.isMagic($0) }
+        let literal = generates.map(\.value).filter(GlobList.isPlainPath)
         guard !literal.isEmpty, sources.count > 1 else { return nil }
         var variables = templateVariables
         // By a 64-bit hash of the path (a few bytes a file, not the path), then confirmed.

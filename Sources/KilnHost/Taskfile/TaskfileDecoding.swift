@@ -616,11 +616,12 @@ private final class LoadSession {
             for output in task.generates where !GlobList.isExclusion(output.value) {
                 var text = output.value
                 if text.utf8.contains(UInt8(ascii: "{")) {
-                    if TaskfileLoader.eachVariables.contains(where: { text.contains("." + $0) }) { continue }
+                    let names = Template.references(in: text).map(\.name)
+                    if names.contains(where: TaskfileLoader.eachVariables.contains) { continue }
                     if variables == nil { variables = task.templateVariables }
                     text = Template.render(text, variables: variables ?? [:])
                 }
-                guard !GlobPattern.isMagic(text) else { continue }
+                guard GlobList.isPlainPath(text) else { continue }
                 let path = Path.absolute(text, base: task.directory)
                 if let owner = owners[path], owner.task != task.name {
                     errors.append(TaskfileError(
