@@ -109,7 +109,7 @@ extension Kiln {
 
 /// What depfiles named last time, from the build state (read without taking the project's lock);
 /// empty without a task that has a depfile, so the state isn't read for nothing.
-func discoveredInputs(for plan: BuildPlan) -> [String: [String]] {
+func discoveredInputs(for plan: BuildPlan) -> [JobKey: [String]] {
     let root = plan.taskfile.root
     guard plan.tasks.contains(where: { $0.definition.depfile != nil }), Files.exists(KilnDirectory(root: root).stateDatabase) else { return [:] }
     return BuildState(root: root, lock: nil) { System.writeError($0 + "\n") }.discoveredInputs()

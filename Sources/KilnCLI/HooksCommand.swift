@@ -204,15 +204,14 @@ extension Kiln {
 
         /// Saves what this hook's tasks look at, for the launcher's quick answer next time
         /// (``QuickHook``): for the hooks it answers, called as the hook scripts call it.
-        private func saveHookPlan(_ plan: BuildPlan?, discovered: [String: [String]], taskfile: Taskfile, madeAt: Int64) {
+        private func saveHookPlan(_ plan: BuildPlan?, discovered: [JobKey: [String]], taskfile: Taskfile, madeAt: Int64) {
             guard QuickHook.answers(name), options.taskfile == nil, options.pluginPath.isEmpty, !options.allowInsecurePlugins,
                 var watched = TaskfileLoader.filesRead(byTaskfileAt: taskfile.path)
             else { return }
             var tasks: [HookPlan.Task] = []
             for task in plan?.tasks ?? [] {
                 let definition = task.definition
-                let prefix = definition.name + " "
-                let files = discovered.filter { $0.key == definition.name || $0.key.hasPrefix(prefix) }.values.joined()
+                let files = discovered.filter { $0.key.task == definition.name }.values.joined()
                 tasks.append(HookPlan.Task(
                     directory: definition.directory,
                     patterns: definition.renderedSources,

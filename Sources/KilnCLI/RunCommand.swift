@@ -114,12 +114,15 @@ extension Kiln {
                 dryRun
                 ? BuildState(root: root, lock: lock) { System.writeError($0 + "\n") }
                 : BuildState(root: root, lock: lock ?? takeLock(root: root, wait: wait, waitLimit: waitLimit)) { System.writeError($0 + "\n") }
-            let incremental = IncrementalState(state: buildState, root: root, previous: scan, tracked: tracked ?? trackedContent(root: root))
+            let incremental = IncrementalState(
+                state: buildState, root: root, previous: scan, tracked: tracked ?? trackedContent(root: root), dryRun: dryRun
+            )
             phases.mark("open state")
             if dryRun {
-                // Exactly the jobs a real run would start now (and those waiting on them).
+                // The run's own scheduler, running nothing: the jobs a real run would start now (and
+                // those waiting on them).
                 var text = ""
-                for job in incremental.verdicts(plan) where job.reason != .upToDate {
+                for job in plan.verdicts(incremental) where job.reason != .upToDate {
                     text += job.summary.isEmpty ? job.label : "\(job.label): \(job.summary)"
                     text += explain ? "\n    because \(job.reason)\n" : "\n"
                 }

@@ -92,7 +92,7 @@ private func evaluate(_ options: TaskfileOptions, targets: [String], remoteKeys:
     // The snapshot only when no run is changing things under it.
     let tracked = trackedContent(root: root)
     let scan = state.lock == nil ? nil : UpToDateSnapshot.scan(root: root, taskfilePath: project.taskfile.path, targets: targets, tracked: tracked)
-    return IncrementalState(state: state, root: root, previous: scan, tracked: tracked).verdicts(plan, remoteKeys: remoteKeys)
+    return plan.verdicts(IncrementalState(state: state, root: root, previous: scan, tracked: tracked, dryRun: true), remoteKeys: remoteKeys)
 }
 
 extension JobVerdict {

@@ -197,7 +197,7 @@ public final class BuildRun: @unchecked Sendable {
                 state.nextTask += 1
                 state.summary.upToDate += 1
                 let name = plan.tasks[position].definition.name
-                infos.append(JobInfo(id: state.nextJobID, task: name, label: name, summary: "", resources: []))
+                infos.append(JobInfo(id: state.nextJobID, key: JobKey(task: name), summary: "", resources: []))
                 state.nextJobID += 1
             }
             return infos
@@ -232,11 +232,10 @@ public final class BuildRun: @unchecked Sendable {
         DispatchQueue.concurrentPerform(iterations: batch.count) { index in
             let position = batch[index]
             let task = plan.tasks[position]
-            let verdict = incremental.verdict(of: task, source: nil)
+            let key = JobKey(task: task.definition.name)
+            let verdict = incremental.verdict(of: task, key: key, request: task.definition.jobRequest(source: nil))
             // Published now, in parallel: dependents are checked only once this task is settled.
-            if verdict.reason == .upToDate {
-                incremental.upToDate(key: task.definition.name, task: task.definition.name, check: verdict)
-            }
+            if verdict.reason == .upToDate { incremental.upToDate(key: key, check: verdict) }
             verdicts.withLock { $0[position] = verdict }
         }
         let results = verdicts.value
@@ -330,10 +329,10 @@ public final class BuildRun: @unchecked Sendable {
     /// Starts a plain task's job; `nil` when the task was found up to date and needs none.
     private func startPlainTask(_ task: BuildPlan.Task, position: Int, after dependencies: [TaskProgress]) -> Job? {
         if task.definition.isGroup { return startGroupTask(task, position: position, after: dependencies) }
-        let verdict = inlineCheck(task, source: nil, after: dependencies, countsAsPlanned: true, position: position)
+        let verdict = inlineCheck(task, source: nil, after: dependencies, position: position)
         if verdict?.reason == .upToDate { return nil }
         let request = task.definition.jobRequest(source: nil)
-        let (entry, entryQueue, realJob, target) = makeUnit(task, request: request, verdict: verdict) { [self] _, job in
+        let (entry, entryQueue, realJob, target) = makeUnit(task, source: nil, request: request, verdict: verdict) { [self] _, job in
             taskFinished(position, doneJob: job)
         }
         wire(entry, after: dependencies)
@@ -387,7 +386,7 @@ public final class BuildRun: @unchecked Sendable {
         let sourcesOfTask = LockedValue<[String]>([])
         done.completionBlock = { [self] in
             if !done.isCancelled, done.error == nil {
-                options.incremental?.publishEachTask(name, jobKeys: sourcesOfTask.value.map { "\(name) \($0)" })
+                options.incremental?.publishEachTask(name, sources: sourcesOfTask.value)
             }
             taskFinished(position, doneJob: done)
             pendingAdd(-1)
@@ -413,7 +412,7 @@ public final class BuildRun: @unchecked Sendable {
                 }
                 observer.jobsPlanned(1)
                 observer.jobFinished(
-                    JobInfo(id: id, task: name, label: name, summary: "", resources: []), outcome: .failed(clash),
+                    JobInfo(id: id, key: JobKey(task: name), summary: "", resources: []), outcome: .failed(clash),
                     output: TaskOutput(), at: now
                 )
                 if !options.keepGoing { stopScheduling() }
@@ -448,10 +447,10 @@ public final class BuildRun: @unchecked Sendable {
         var entries: [(Job, JobQueue)] = []
         for source in batches.sources[range] {
             // The gate ran, so the task's dependencies all succeeded: check each file now.
-            let verdict = inlineCheck(batches.task, source: source, after: [], countsAsPlanned: false)
+            let verdict = inlineCheck(batches.task, source: source, after: [])
             if verdict?.reason == .upToDate { continue }
             let request = batches.task.definition.jobRequest(source: source)
-            let (entry, queue, _, target) = makeUnit(batches.task, request: request, countsAsPlanned: false, verdict: verdict) { [self] failed, _ in
+            let (entry, queue, _, target) = makeUnit(batches.task, source: source, request: request, verdict: verdict) { [self] failed, _ in
                 if failed { batches.recordFailure() }
                 state.withLock { $0.liveEachJobs -= 1 }
             }
@@ -486,8 +485,7 @@ public final class BuildRun: @unchecked Sendable {
     /// date, cancels the real job before it ever runs; the done job records what a run left and
     /// succeeds for an up-to-date job, so dependents go on.
     private func makeUnit(
-        _ task: BuildPlan.Task, request: JobRequest, countsAsPlanned: Bool = true,
-        verdict precomputed: IncrementalState.Check? = nil,
+        _ task: BuildPlan.Task, source: String?, request: JobRequest, verdict precomputed: IncrementalState.Check? = nil,
         onFinish: @escaping @Sendable (_ failed: Bool, _ job: Job) -> Void
     ) -> (entry: Job, queue: JobQueue, realJob: Job, target: Job) {
         // Past a MiB, a job's output goes to an anonymous file under .kiln/, not into memory.
@@ -495,13 +493,16 @@ public final class BuildRun: @unchecked Sendable {
         // The host's environment plus the task's (shared storage when the task adds nothing).
         let environment = request.environment.isEmpty ? baseEnvironment : baseEnvironment.merging(request.environment) { $1 }
         let context = TaskContext(output: output, projectRoot: plan.taskfile.root, environment: environment)
+        let incremental = options.incremental
+        // A dry run schedules exactly as a run does, with jobs that run nothing (ninja's dry run
+        // is its builder with a command runner that runs nothing, too).
+        let dryRun = incremental?.isDryRun ?? false
         let realJob: Job
         do {
-            realJob = try task.prepared.makeJob(request, context: context)
+            realJob = dryRun ? BlockJob {} : try task.prepared.makeJob(request, context: context)
         } catch {
             realJob = FailingJob(error)
         }
-        let incremental = options.incremental
         let id = state.withLock { state -> Int in
             defer { state.nextJobID += 1 }
             return state.nextJobID
@@ -510,10 +511,8 @@ public final class BuildRun: @unchecked Sendable {
         // The Taskfile's claims, or what the task's kind asks for (a download: its host's queue).
         let claims = request.resources.isEmpty ? task.prepared.defaultResources(for: request) : request.resources
         let resources = queues.resources(for: claims, outputs: outputs, directory: request.directory)
-        let info = JobInfo(
-            id: id, task: task.definition.name, label: request.label,
-            summary: task.prepared.summary(for: request), resources: resources
-        )
+        let key = JobKey(task: task.definition.name, source: source)
+        let info = JobInfo(id: id, key: key, summary: task.prepared.summary(for: request), resources: resources)
         realJob.name = realJob.name ?? request.label
         realJob.requiresSuccessfulDependencies = true
 
@@ -541,7 +540,7 @@ public final class BuildRun: @unchecked Sendable {
             if change.kind == .didChange, change.value { observer.jobStarted(info, at: now) }
         }
         // `each:` jobs were counted when their task listed its sources.
-        if countsAsPlanned { observer.jobsPlanned(1) }
+        if source == nil { observer.jobsPlanned(1) }
         pendingAdd(1)
 
         let verdict = LockedValue<IncrementalState.Check?>(precomputed)
@@ -550,12 +549,8 @@ public final class BuildRun: @unchecked Sendable {
         let check = precomputed != nil ? nil : incremental.map { incremental in
             let entry = next
             let entryQueue = nextQueue
-            let dependencies = task.definition.dependencies.map(\.value)
-            let key = request.label
             let check = BlockJob {
-                let result =
-                    incremental.snapshotVerdict(key: key, dependencies: dependencies)
-                    ?? incremental.check(key: key, task: task, request: request, dependencies: dependencies)
+                let result = incremental.verdict(of: task, key: key, request: request)
                 verdict.withLock { $0 = result }
             }
             check.name = "\(request.label) (up-to-date check)"
@@ -585,7 +580,7 @@ public final class BuildRun: @unchecked Sendable {
                     outcome = .upToDate
                 }
             }
-            if outcome == .succeeded {
+            if outcome == .succeeded, !dryRun {
                 let missing = promised.filter { !Files.exists($0) }
                 if !missing.isEmpty {
                     unproduced.withLock { $0 = missing }
@@ -598,6 +593,7 @@ public final class BuildRun: @unchecked Sendable {
             let failed = outcome != .succeeded && outcome != .upToDate
             if let incremental, let result = verdict.value {
                 switch outcome {
+                case .succeeded where dryRun: incremental.willRun(key)
                 case .succeeded:
                     let depfile = task.definition.depfile.map { Template.render($0, variables: request.variables) }
                     // Removed only inside the project, links resolved now: a link planted since
@@ -607,12 +603,12 @@ public final class BuildRun: @unchecked Sendable {
                             || plan.boundary.contains(Path.join(request.directory, depfile), followingLastLink: false, fresh: true)
                     } ?? false
                     incremental.succeeded(
-                        key: request.label, task: countsAsPlanned ? task.definition.name : nil, check: result, request: request,
+                        key: key, check: result, request: request,
                         depfile: depfile, keepDepfile: task.definition.keepsDepfile || !removable, definition: task.definition
                     )
                 case .upToDate:
-                    incremental.upToDate(key: request.label, task: countsAsPlanned ? task.definition.name : nil, check: result)
-                case .failed: incremental.failed(key: request.label)
+                    incremental.upToDate(key: key, check: result)
+                case .failed: incremental.failed(key: key)
                 case .cancelled: break
                 }
             }
@@ -663,17 +659,17 @@ public final class BuildRun: @unchecked Sendable {
     /// job at all — a no-op run creates none. Returns `nil` when the check has to wait for running
     /// dependencies (a check job does it then).
     private func inlineCheck(
-        _ task: BuildPlan.Task, source: String?, after dependencies: [TaskProgress], countsAsPlanned: Bool,
-        position: Int? = nil
+        _ task: BuildPlan.Task, source: String?, after dependencies: [TaskProgress], position: Int? = nil
     ) -> IncrementalState.Check? {
         guard let incremental = options.incremental else { return nil }
         for dependency in dependencies {
             guard case .succeeded = dependency else { return nil }
         }
-        let verdict = prechecked(at: position) ?? incremental.verdict(of: task, source: source)
+        let key = JobKey(task: task.definition.name, source: source)
+        let verdict =
+            prechecked(at: position) ?? incremental.verdict(of: task, key: key, request: task.definition.jobRequest(source: source))
         guard verdict.reason == .upToDate else { return verdict }
-        let label = source.map { "\(task.definition.name) \($0)" } ?? task.definition.name
-        incremental.upToDate(key: label, task: countsAsPlanned ? task.definition.name : nil, check: verdict)
+        incremental.upToDate(key: key, check: verdict)
         let id = state.withLock { state -> Int in
             defer {
                 state.nextJobID += 1
@@ -681,8 +677,9 @@ public final class BuildRun: @unchecked Sendable {
             }
             return state.nextJobID
         }
-        let info = JobInfo(id: id, task: task.definition.name, label: label, summary: "", resources: [])
-        observer.jobsUpToDate([info], planned: countsAsPlanned, at: now)
+        let info = JobInfo(id: id, key: key, summary: "", resources: [])
+        // `each:` jobs were counted when their task listed its sources.
+        observer.jobsUpToDate([info], planned: source == nil, at: now)
         return verdict
     }
 

@@ -6,14 +6,25 @@ import KilnPluginAPI
 public struct JobInfo: Sendable {
     /// Unique within the run, in creation order.
     public var id: Int
-    /// The task's name.
-    public var task: String
-    /// The task name, plus the source file for `each:` jobs.
-    public var label: String
+    /// Which job it is.
+    public var key: JobKey
     /// What it does (the command line for shell jobs).
     public var summary: String
     /// The concrete resources it holds while it runs, in acquisition order.
     public var resources: [String]
+
+    /// A job's description.
+    public init(id: Int, key: JobKey, summary: String, resources: [String]) {
+        self.id = id
+        self.key = key
+        self.summary = summary
+        self.resources = resources
+    }
+
+    /// The task's name.
+    public var task: String { key.task }
+    /// The task name, plus the source file for `each:` jobs (see ``JobKey/label``).
+    public var label: String { key.label }
 }
 
 /// How a job ended.

@@ -32,7 +32,7 @@ extension BuildPlan {
     /// The tasks of the plan that `changedFiles` (absolute paths) affect. `discovered` holds, by
     /// job key, the inputs the build state learnt from depfiles (a C file's headers, relative to
     /// the job's directory): a changed header affects the jobs that included it last time.
-    public func affected(by changedFiles: [String], discovered: [String: [String]] = [:]) -> AffectedTasks {
+    public func affected(by changedFiles: [String], discovered: [JobKey: [String]] = [:]) -> AffectedTasks {
         let root = taskfile.root
         // Kiln's own state (.kiln/, when git doesn't ignore it) is never a task's input.
         let inside = changedFiles.filter { Path.isInside($0, root: root) && !Path.isInside($0, root: KilnDirectory(root: root).path) }
@@ -56,13 +56,8 @@ extension BuildPlan {
                 // Or a file the job's depfile named last time (an each: job's key names its source).
                 var discoveredSource: String?
                 if !matched {
-                    if definition.each == .sources {
-                        let prefix = definition.name + " "
-                        discoveredSource = discovered.first { key, inputs in key.hasPrefix(prefix) && inputs.contains(relative) }
-                            .map { String($0.key.dropFirst(prefix.count)) }
-                    } else if discovered[definition.name]?.contains(relative) == true {
-                        discoveredSource = ""
-                    }
+                    discoveredSource = discovered.first { key, inputs in key.task == definition.name && inputs.contains(relative) }
+                        .map { $0.key.source ?? "" }
                 }
                 guard matched || discoveredSource != nil else { continue }
                 if direct[definition.name] == nil {
@@ -71,9 +66,8 @@ extension BuildPlan {
                 if definition.each == .sources {
                     if let source = discoveredSource, !source.isEmpty {
                         // Every job whose depfile named the file, not just the first.
-                        let prefix = definition.name + " "
-                        for (key, inputs) in discovered where key.hasPrefix(prefix) && inputs.contains(relative) {
-                            eachFiles[definition.name, default: []].insert(String(key.dropFirst(prefix.count)))
+                        for (key, inputs) in discovered where key.task == definition.name && inputs.contains(relative) {
+                            if let source = key.source { eachFiles[definition.name, default: []].insert(source) }
                         }
                     } else if Files.exists(file) {
                         eachFiles[definition.name, default: []].insert(relative)

@@ -78,7 +78,7 @@ public struct BuildStateError: Error, Sendable, CustomStringConvertible {
 /// Threading: every member from any thread; the connection is used under its mutex.
 public final class BuildState: @unchecked Sendable {
     /// Bump when the tables or the record encoding change: an older state is then discarded.
-    static let format = "5"
+    static let format = "6"
 
     /// The database file.
     public let path: String
@@ -232,9 +232,9 @@ public final class BuildState: @unchecked Sendable {
 
     /// The inputs each job's depfile named last time (a C file's headers), by job key, relative
     /// to the job's directory: what `kiln affected` adds to a task's declared sources.
-    public func discoveredInputs() -> [String: [String]] {
-        var result: [String: [String]] = [:]
-        for (key, record) in loadJobs() where !record.discovered.isEmpty { result[key] = Array(record.discovered.keys) }
+    public func discoveredInputs() -> [JobKey: [String]] {
+        var result: [JobKey: [String]] = [:]
+        for (key, record) in loadJobs() where !record.discovered.isEmpty { result[JobKey(stored: key)] = Array(record.discovered.keys) }
         return result
     }
 
@@ -242,14 +242,14 @@ public final class BuildState: @unchecked Sendable {
     public func save(_ record: JobRecord, for key: String) {
         let encoded = Self.encodeRecord(record)
         execute("INSERT OR REPLACE INTO jobs(key, record) VALUES (?1, ?2)") { statement in
-            sqlite3_bind_text(statement, 1, key, -1, Self.transient)
+            Self.bind(key, to: statement, at: 1)
             _ = encoded.withUnsafeBytes { sqlite3_bind_blob(statement, 2, $0.baseAddress, Int32($0.count), Self.transient) }
         }
     }
 
     /// Forgets a job (its outputs were removed, or it failed).
     public func remove(key: String) {
-        execute("DELETE FROM jobs WHERE key = ?1") { sqlite3_bind_text($0, 1, key, -1, Self.transient) }
+        execute("DELETE FROM jobs WHERE key = ?1") { Self.bind(key, to: $0, at: 1) }
     }
 
     /// Saves file hashes in one transaction; `nil` forgets a file.
@@ -261,7 +261,7 @@ public final class BuildState: @unchecked Sendable {
         }
         save(files: present)
         for path in gone {
-            execute("DELETE FROM files WHERE path = ?1") { sqlite3_bind_text($0, 1, path, -1, Self.transient) }
+            execute("DELETE FROM files WHERE path = ?1") { Self.bind(path, to: $0, at: 1) }
         }
     }
 
@@ -279,7 +279,7 @@ public final class BuildState: @unchecked Sendable {
             if sqlite3_prepare_v2(database, sql, -1, &statement, nil) == SQLITE_OK {
                 for (path, file) in files {
                     sqlite3_reset(statement)
-                    sqlite3_bind_text(statement, 1, path, -1, Self.transient)
+                    Self.bind(path, to: statement, at: 1)
                     sqlite3_bind_int64(statement, 2, file.stat.modified)
                     sqlite3_bind_int64(statement, 3, file.stat.changed)
                     sqlite3_bind_int64(statement, 4, file.stat.size)
@@ -414,7 +414,7 @@ public final class BuildState: @unchecked Sendable {
                 sqlite3_reset(statement)
                 sqlite3_clear_bindings(statement)
             }
-            sqlite3_bind_text(statement, 1, key, -1, Self.transient)
+            Self.bind(key, to: statement, at: 1)
             let status = sqlite3_step(statement)
             if status == SQLITE_ROW { row(statement) } else if Self.isDamage(status) { damaged(&handle) }
         }
@@ -478,8 +478,25 @@ public final class BuildState: @unchecked Sendable {
         status & 0xff == SQLITE_CORRUPT || status & 0xff == SQLITE_NOTADB
     }
 
+    /// Binds `text` whole: a job key may hold a NUL (``JobKey/stored``), which a C string would end at.
+    private static func bind(_ text: String, to statement: OpaquePointer?, at index: Int32) {
+        var text = text
+        text.withUTF8 { bytes in
+            guard let base = bytes.baseAddress, !bytes.isEmpty else {
+                _ = sqlite3_bind_text(statement, index, "", 0, transient)
+                return
+            }
+            _ = base.withMemoryRebound(to: CChar.self, capacity: bytes.count) {
+                sqlite3_bind_text(statement, index, $0, Int32(bytes.count), transient)
+            }
+        }
+    }
+
+    /// A text column whole (it may hold a NUL, as ``bind(_:to:at:)`` allows).
     private static func text(_ statement: OpaquePointer?, _ column: Int32) -> String? {
-        sqlite3_column_text(statement, column).map { String(cString: $0) }
+        guard let pointer = sqlite3_column_text(statement, column) else { return nil }
+        let count = Int(sqlite3_column_bytes(statement, column))
+        return String(decoding: UnsafeBufferPointer(start: pointer, count: count), as: UTF8.self)
     }
 
     private static func blob(_ statement: OpaquePointer?, _ column: Int32) -> [UInt8] {

@@ -75,6 +75,11 @@ public final class IncrementalState: Sendable {
     private let previousJobs: [String: Int]
     /// What this run's verdicts rest on, for the next snapshot.
     private let recorder: SnapshotRecorder
+    /// A dry run's: jobs don't run, records aren't written, and a job whose dependency would run
+    /// gets ``RunReason/dependencyRuns(_:)`` (what that dependency leaves can't be known).
+    private let dryRun: Bool
+    /// In a dry run, the tasks that would run (some job of theirs would).
+    private let wouldRun = Mutex<Set<String>>([])
     /// What checks and records noticed, each once, in the order noticed.
     private let warnings = Mutex<(seen: Set<RunWarning>, list: [RunWarning])>(([], []))
 
@@ -89,8 +94,14 @@ public final class IncrementalState: Sendable {
     ///     check.
     ///   - tracked: The git index's content ids of clean tracked files (inputs hashed through git,
     ///     not read), or `nil` outside git.
-    public init(state: BuildState?, root: String, previous: UpToDateSnapshot.Scan? = nil, tracked: (any TrackedContent)? = nil) {
+    ///   - dryRun: For `--dry-run`, `kiln status` and `kiln explain`: the run's scheduler reaches
+    ///     the same verdicts, but nothing is recorded (see ``willRun(_:)``).
+    public init(
+        state: BuildState?, root: String, previous: UpToDateSnapshot.Scan? = nil, tracked: (any TrackedContent)? = nil,
+        dryRun: Bool = false
+    ) {
         self.state = state
+        self.dryRun = dryRun
         self.root = root
         self.previous = previous
         var index: [String: Int] = [:]
@@ -133,7 +144,7 @@ public final class IncrementalState: Sendable {
     /// The verdict the snapshot gives without a check: up to date when it has the job, none of
     /// the paths the job watches changed, and each dependency publishes the output signature it
     /// published then. `nil`: the job needs ``check(key:task:request:dependencies:)``.
-    public func snapshotVerdict(key: String, dependencies: [String]) -> Check? {
+    private func snapshotVerdict(key: String, dependencies: [String]) -> Check? {
         guard let previous, let position = previousJobs[key], !previous.dirtyJobs.contains(key),
             let signature = previous.snapshot.published[key]
         else { return nil }
@@ -148,24 +159,45 @@ public final class IncrementalState: Sendable {
         )
     }
 
-    /// The verdict on the job of `task` for `source` (`nil`: a plain task): the snapshot's when it
-    /// has one, a check otherwise.
-    public func verdict(of task: BuildPlan.Task, source: String?) -> Check {
+    /// Whether the job `key` of `task` (`request`) must run, and why: **the one place a verdict is
+    /// reached.** A real run's scheduler asks it once per job, once the job's dependencies have
+    /// settled (published their output signatures); a dry run's asks it the same way.
+    ///
+    /// In order: in a dry run, a dependency that would run decides (``RunReason/dependencyRuns(_:)``);
+    /// then the snapshot, when it vouches for the job; then a check of the job's signature and
+    /// outputs against its record.
+    ///
+    /// Threading: any thread; each job is asked about once per run.
+    public func verdict(of task: BuildPlan.Task, key: JobKey, request: @autoclosure () -> JobRequest) -> Check {
         let dependencies = task.definition.dependencies.map(\.value)
-        let key = source.map { "\(task.definition.name) \($0)" } ?? task.definition.name
-        if let verdict = snapshotVerdict(key: key, dependencies: dependencies) { return verdict }
-        let request = task.definition.jobRequest(source: source)
-        return check(key: request.label, task: task, request: request, dependencies: dependencies)
+        if dryRun, let running = wouldRun.withLock({ set in dependencies.first(where: set.contains) }) {
+            return Check(
+                signature: ContentHash(high: 0, low: 0), reason: .dependencyRuns(running),
+                parts: Parts(definition: ContentHash(high: 0, low: 0), inputs: [:], dependencies: [:]), watched: nil
+            )
+        }
+        if let verdict = snapshotVerdict(key: key.stored, dependencies: dependencies) { return verdict }
+        return check(key: key, task: task, request: request(), dependencies: dependencies)
+    }
+
+    /// Whether this is a dry run's state (see ``init(state:root:previous:tracked:dryRun:)``).
+    public var isDryRun: Bool { dryRun }
+
+    /// In a dry run, notes that the job `key` would run: its task's dependents can't be judged.
+    ///
+    /// Threading: any thread.
+    public func willRun(_ key: JobKey) {
+        wouldRun.withLock { _ = $0.insert(key.task) }
     }
 
     /// Computes a job's signature and decides whether it must run.
     ///
     /// - Parameters:
-    ///   - key: The job's key (its label).
+    ///   - key: The job's key.
     ///   - task: Its task.
     ///   - request: The job's request (inputs, outputs, directory, environment).
     ///   - dependencies: The names of the tasks it depends on, whose output signatures are published.
-    public func check(key: String, task: BuildPlan.Task, request: JobRequest, dependencies: [String]) -> Check {
+    private func check(key: JobKey, task: BuildPlan.Task, request: JobRequest, dependencies: [String]) -> Check {
         // A plain task's inputs are its `sources:` patterns: one matching nothing is a warning.
         let sources = task.definition.each == .sources ? nil : task.definition.sources
         let unmatched: ((Int) -> Void)? = sources.map { sources in
@@ -192,7 +224,7 @@ public final class IncrementalState: Sendable {
         var watched = Watched()
         var inputHashes: [String: FileDigest] = [:]
         // Declared inputs, and those the job's depfile named last time (headers a compile read).
-        let recorded = record(key)
+        let recorded = record(key.stored)
         var inputs = expand(request.inputs, in: request.directory, watched: &watched, unmatched: unmatched)
         for path in (recorded?.discovered.keys).map(Array.init) ?? [] where !inputs.contains(path) { inputs.append(path) }
         for input in inputs {
@@ -306,14 +338,15 @@ public final class IncrementalState: Sendable {
 
     /// Records a job that just succeeded: hashes its outputs, reads its depfile (if the task has
     /// one: the files it names become inputs, and the depfile is removed), commits its record, and
-    /// publishes its output signature under `key` (and under `task`, for a plain task).
+    /// publishes its output signature under `key` (a plain task's key is its task's name).
     ///
     /// With `definition` (the job's task), what the job left that may be a mistake is a warning:
     /// an output glob that matched nothing, a declared depfile it didn't write.
     public func succeeded(
-        key: String, task: String?, check: Check, request: JobRequest, depfile: String? = nil, keepDepfile: Bool = false,
+        key: JobKey, check: Check, request: JobRequest, depfile: String? = nil, keepDepfile: Bool = false,
         definition: TaskDefinition? = nil
     ) {
+        precondition(!dryRun, "a dry run records nothing")
         var watched = Watched(paths: check.watched)
         var outputs: [String: ContentHash] = [:]
         let unmatchedOutput: ((Int) -> Void)? = definition.map { definition in
@@ -354,21 +387,21 @@ public final class IncrementalState: Sendable {
             signature: Self.signature(of: parts), outputs: outputs, finishedAt: FileHasher.realTime(),
             definition: parts.definition, inputs: parts.inputs, dependencies: parts.dependencies, discovered: discovered
         )
-        state?.save(record, for: key)
+        state?.save(record, for: key.stored)
         state?.save(changedFiles: hasher.takeChangedRecords())
-        recorder.record(key: key, alwaysRuns: check.reason == .alwaysRuns, paths: watched.paths)
-        publish(outputSignature(of: record), under: key, task: task)
+        recorder.record(key: key.stored, alwaysRuns: check.reason == .alwaysRuns, paths: watched.paths)
+        publish(outputSignature(of: record), under: key)
     }
 
     /// Publishes the output signature of a job found up to date.
-    public func upToDate(key: String, task: String?, check: Check) {
+    public func upToDate(key: JobKey, check: Check) {
         if let position = check.snapshotJob {
-            recorder.carry(key: key, index: position)
+            recorder.carry(key: key.stored, index: position)
         } else {
-            recorder.record(key: key, alwaysRuns: false, paths: check.watched)
+            recorder.record(key: key.stored, alwaysRuns: false, paths: check.watched)
         }
         guard let signature = check.outputSignature else { return }
-        publish(signature, under: key, task: task)
+        publish(signature, under: key)
     }
 
     /// Notes a warning, once however often it is noticed.
@@ -387,8 +420,9 @@ public final class IncrementalState: Sendable {
     }
 
     /// Forgets a job that failed, so the next run tries it again.
-    public func failed(key: String) {
-        state?.remove(key: key)
+    public func failed(key: JobKey) {
+        guard !dryRun else { return }
+        state?.remove(key: key.stored)
     }
 
     /// Notes the directories an `each:` task read to list its files: when one changes (a file
@@ -413,7 +447,16 @@ public final class IncrementalState: Sendable {
     }
 
     /// Publishes the output signature of a group task (no commands): its dependencies', in order.
+    /// In a dry run, a group one of whose dependencies would run would run too.
     public func publishGroup(_ task: String, dependencies: [String]) {
+        if dryRun {
+            let runs = wouldRun.withLock { set in
+                guard dependencies.contains(where: set.contains) else { return false }
+                set.insert(task)
+                return true
+            }
+            if runs { return }
+        }
         published.withLock { table in
             var hasher = ContentHasher()
             for name in dependencies {
@@ -424,11 +467,14 @@ public final class IncrementalState: Sendable {
         }
     }
 
-    /// Publishes the output signature of a whole `each:` task: its jobs', in order.
-    public func publishEachTask(_ task: String, jobKeys: [String]) {
+    /// Publishes the output signature of a whole `each:` task: its jobs' (one per file of
+    /// `sources`), in order.
+    public func publishEachTask(_ task: String, sources: [String]) {
+        if dryRun, wouldRun.withLock({ $0.contains(task) }) { return }
         var hasher = ContentHasher()
         published.withLock { table in
-            for key in jobKeys {
+            for source in sources {
+                let key = JobKey(task: task, source: source).stored
                 hasher.combine(key)
                 hasher.combine(table[key] ?? ContentHash(high: 0, low: 0))
             }
@@ -442,6 +488,7 @@ public final class IncrementalState: Sendable {
 
     /// Saves the file hashes learned during the run.
     public func saveFiles() {
+        guard !dryRun else { return }
         state?.save(changedFiles: hasher.takeChangedRecords())
     }
 
@@ -451,7 +498,7 @@ public final class IncrementalState: Sendable {
     /// that settled. Without a Taskfile identity (no valid Taskfile cache: the Taskfile changed
     /// during the run) there is none.
     public func saveSnapshot(taskfilePath: String, targets: [String], jobs: Int, complete: Bool) {
-        guard state != nil, let identity = TaskfileCache.identity(taskfilePath: taskfilePath, root: root) else { return }
+        guard state != nil, !dryRun, let identity = TaskfileCache.identity(taskfilePath: taskfilePath, root: root) else { return }
         var snapshot = recorder.snapshot(
             taskfileIdentity: identity, targets: targets, published: published.withLock { $0 }, expectedJobs: jobs
         )
@@ -475,11 +522,8 @@ public final class IncrementalState: Sendable {
         record.outputs.isEmpty ? record.signature : record.outputSignature
     }
 
-    private func publish(_ signature: ContentHash, under key: String, task: String?) {
-        published.withLock { table in
-            table[key] = signature
-            if let task, task != key { table[task] = signature }
-        }
+    private func publish(_ signature: ContentHash, under key: JobKey) {
+        published.withLock { table in table[key.stored] = signature }
     }
 
     /// `path` (relative to `directory`) relative to the project root when it is inside it.

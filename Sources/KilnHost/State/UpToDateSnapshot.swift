@@ -146,7 +146,7 @@ public struct UpToDateSnapshot: Sendable {
     /// Whether a job always runs (then no run is a no-op).
     public var anyAlwaysRuns: Bool
 
-    static let magic = Array("KILNSNP\u{2}".utf8)
+    static let magic = Array("KILNSNP\u{3}".utf8)
     /// Bump when the encoding or the meaning of the snapshot changes.
     static let formatVersion = 3
 

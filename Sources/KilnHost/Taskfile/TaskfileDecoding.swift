@@ -221,6 +221,11 @@ private final class LoadSession {
             do {
                 _ = try YAMLNode.parse(text, mode: .streaming("tasks") { key, value in
                 guard let name = self.scalar(key, file: path, what: "a task name") else { return }
+                // A NUL can't reach a command line, and it separates a job key's parts (JobKey).
+                guard !name.utf8.contains(0) else {
+                    self.fail(.invalidValue, "a task name can't contain a NUL character", at: self.location(key, path))
+                    return
+                }
                 guard seen.insert(name).inserted else {
                     self.fail(.syntax, "duplicate key '\(name)' in 'tasks'", at: self.location(key, path))
                     return
