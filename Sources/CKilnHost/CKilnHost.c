@@ -193,3 +193,96 @@ void ckiln_set_run_in_progress(int running) {
     pthread_once(&exit_guard_once, exit_guard_install);
     run_in_progress = running ? 1 : 0;
 }
+
+// MARK: A private view of the working tree
+
+#include <sched.h>
+#include <stdio.h>
+#include <sys/mount.h>
+#include <sys/wait.h>
+
+/// Writes `text` to `path` whole, with only system calls (the caller is a forked child).
+static int write_whole(const char *path, const char *text, size_t length) {
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    ssize_t written;
+    do {
+        written = write(fd, text, length);
+    } while (written < 0 && errno == EINTR);
+    int saved = errno;
+    close(fd);
+    errno = saved;
+    return written == (ssize_t)length ? 0 : -1;
+}
+
+int ckiln_spawn_with_view(const char *path, char *const argv[], char *const envp[], const char *const sources[],
+                          const char *const targets[], int count, pid_t *pid, int *failed_step, int *failed_index) {
+    // Everything the child needs is made before fork: after it, only system calls.
+    uid_t uid = geteuid();
+    gid_t gid = getegid();
+    int private_user = uid != 0;
+    char uid_map[64], gid_map[64];
+    int uid_length = snprintf(uid_map, sizeof uid_map, "%u %u 1\n", (unsigned)uid, (unsigned)uid);
+    int gid_length = snprintf(gid_map, sizeof gid_map, "%u %u 1\n", (unsigned)gid, (unsigned)gid);
+    int report_fds[2];
+    if (pipe2(report_fds, O_CLOEXEC) != 0) return errno;
+    pid_t child = fork();
+    if (child < 0) {
+        int saved = errno;
+        close(report_fds[0]);
+        close(report_fds[1]);
+        return saved;
+    }
+    if (child == 0) {
+        int report[3] = {0, 0, -1};
+        signal(SIGINT, SIG_DFL);
+        signal(SIGQUIT, SIG_DFL);
+        if (unshare(CLONE_NEWNS | (private_user ? CLONE_NEWUSER : 0)) != 0) {
+            report[0] = 1;
+            goto failed;
+        }
+        if (private_user && (write_whole("/proc/self/setgroups", "deny", 4) != 0 ||
+                             write_whole("/proc/self/uid_map", uid_map, (size_t)uid_length) != 0 ||
+                             write_whole("/proc/self/gid_map", gid_map, (size_t)gid_length) != 0)) {
+            report[0] = 2;
+            goto failed;
+        }
+        // Nothing mounted here propagates back to the system's namespace.
+        if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0) {
+            report[0] = 3;
+            goto failed;
+        }
+        for (int i = 0; i < count; i++) {
+            if (mount(sources[i], targets[i], NULL, MS_BIND, NULL) != 0) {
+                report[0] = 4;
+                report[2] = i;
+                goto failed;
+            }
+        }
+        execve(path, argv, envp);
+        report[0] = 5;
+    failed:
+        report[1] = errno;
+        ssize_t ignored = write(report_fds[1], report, sizeof report);
+        (void)ignored;
+        _exit(127);
+    }
+    close(report_fds[1]);
+    int report[3];
+    ssize_t got;
+    do {
+        got = read(report_fds[0], report, sizeof report);
+    } while (got < 0 && errno == EINTR);
+    close(report_fds[0]);
+    if (got == (ssize_t)sizeof report) {
+        // The child failed before exec (its end closed at exec otherwise): reap it.
+        int status;
+        while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
+        }
+        *failed_step = report[0];
+        *failed_index = report[2];
+        return report[1] != 0 ? report[1] : EINVAL;
+    }
+    *pid = child;
+    return 0;
+}

@@ -31,6 +31,7 @@ struct HookFileLists {
         let kiln = KilnDirectory(root: root)
         let made = kiln.createHooks()
         if made != 0 { throw Failure(path: kiln.hooks, reason: String(cString: strerror(made))) }
+        Self.removeAbandoned(in: kiln.hooks)
         self.changed = try Self.write(changed, in: kiln.hooks)
         do {
             self.hookFiles = try Self.write(hookFiles, in: kiln.hooks)
@@ -50,8 +51,8 @@ struct HookFileLists {
     /// Runs `argv` (with this process's environment) and waits for it; its exit status, or
     /// 128 + the signal that ended it. Ctrl-C reaches the run (it shares the terminal's process
     /// group), which stops cleanly; this process ignores it meanwhile, so it is there to remove
-    /// the lists.
-    func run(_ argv: [String]) -> Int32 {
+    /// the lists. With a `view`, the run sees its staged versions in place (``StagedView``).
+    func run(_ argv: [String], view: StagedView? = nil) -> Int32 {
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }
@@ -68,12 +69,24 @@ struct HookFileLists {
             signal(SIGQUIT, previousQuit)
         }
         var pid = pid_t()
-        let pointers = argv.map { strdup($0) } + [nil]
-        defer { for pointer in pointers { free(pointer) } }
-        let spawned = posix_spawn(&pid, argv[0], nil, &attributes, pointers, environ)
-        guard spawned == 0 else {
-            System.writeError("kiln hook: can't run \(argv[0]): \(String(cString: strerror(spawned)))\n")
-            return 1
+        if let view {
+            switch System.spawn(argv, showing: view.bindings) {
+            case .success(let child): pid = child
+            case .failure(let failure):
+                System.writeError(
+                    "kiln hook: partly staged files need a private view to show the tasks their staged version, and \(failure); "
+                        + "stage or stash the rest of those files, or commit with KILN_SKIP_HOOKS=1\n"
+                )
+                return 1
+            }
+        } else {
+            let pointers = argv.map { strdup($0) } + [nil]
+            defer { for pointer in pointers { free(pointer) } }
+            let spawned = posix_spawn(&pid, argv[0], nil, &attributes, pointers, environ)
+            guard spawned == 0 else {
+                System.writeError("kiln hook: can't run \(argv[0]): \(String(cString: strerror(spawned)))\n")
+                return 1
+            }
         }
         var status: Int32 = 0
         while waitpid(pid, &status, 0) < 0 {
@@ -90,7 +103,7 @@ struct HookFileLists {
     }
 
     private static func write(_ paths: [String], in directory: String) throws(Failure) -> String {
-        var template = Array((directory + "/files-XXXXXX").utf8CString)
+        var template = Array((directory + "/files-\(getpid())-XXXXXX").utf8CString)
         let descriptor = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
         let path = String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
         guard descriptor >= 0 else { throw Failure(path: path, reason: String(cString: strerror(errno))) }
@@ -109,6 +122,42 @@ struct HookFileLists {
             offset += written
         }
         return path
+    }
+
+    /// Removes what hooks killed before they could clean up left (`files-PID-*` lists and
+    /// `staged-PID-*` directories, ``StagedView``) when their process is gone.
+    static func removeAbandoned(in hooks: String) {
+        for name in names(in: hooks) where name.hasPrefix("files-") || name.hasPrefix("staged-") {
+            let fields = name.split(separator: "-")
+            guard fields.count == 3, let pid = pid_t(fields[1]), !isAlive(pid) else { continue }
+            let path = hooks + "/" + name
+            if name.hasPrefix("files-") {
+                unlink(path)
+            } else {
+                StagedView(bindings: [], directory: path).remove()
+            }
+        }
+    }
+
+    /// Whether `pid` is a process that hasn't ended (a zombie has).
+    private static func isAlive(_ pid: pid_t) -> Bool {
+        guard kill(pid, 0) == 0 || errno == EPERM else { return false }
+        guard let stat = try? Files.readText("/proc/\(pid)/stat"), let close = stat.lastIndex(of: ")") else { return true }
+        return stat[stat.index(after: close)...].dropFirst().first != "Z"
+    }
+
+    /// The names in a directory (not `.` and `..`).
+    static func names(in directory: String) -> [String] {
+        guard let stream = opendir(directory) else { return [] }
+        defer { closedir(stream) }
+        var names: [String] = []
+        while let entry = readdir(stream) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { bytes in
+                String(decoding: bytes.prefix(while: { $0 != 0 }), as: UTF8.self)
+            }
+            if name != ".", name != ".." { names.append(name) }
+        }
+        return names
     }
 
     /// A list that couldn't be written.

@@ -105,7 +105,8 @@ extension Kiln {
                 from standard input); post-merge and post-checkout: what changed. Only the mapped \
                 tasks those files affect run, with KILN_HOOK_FILES holding the files (one per line). \
                 A failing task blocks the commit or push. KILN_SKIP_HOOKS=1 skips. The working tree \
-                is never stashed or rewritten: partly staged and untracked files stay as they are.
+                is never stashed or rewritten: for a partly staged file, pre-commit tasks see its \
+                staged version at its path, in a private mount namespace, and your copy is untouched.
                 """
         )
 
@@ -148,8 +149,10 @@ extension Kiln {
             let input = name == "pre-push" ? readStandardInput() : ""
             phases.mark("taskfile")
             let changed: [String]
-            if stagedFiles, let files = GitLayout.locate(from: located.root)?.stagedFiles() {
+            var staged: GitLayout?  // read directly: the index and objects are in formats KilnGitFormat reads
+            if stagedFiles, let layout = GitLayout.locate(from: located.root), let files = layout.stagedFiles() {
                 changed = files
+                staged = layout
             } else {
                 // Other hooks, and repositories KilnGitFormat doesn't read (it says which): libgit2.
                 do {
@@ -190,6 +193,29 @@ extension Kiln {
                 System.writeError("kiln hook \(name): \(error)\n")
                 Kiln.exit(withError: ExitCode(ExitStatus.jobFailed))
             }
+            // Partly staged files: the tasks see what is committed, in a view of their own.
+            var view: StagedView?
+            if let staged {
+                do {
+                    view = try StagedView.make(layout: staged, projectRoot: taskfile.root, stagedFiles: changed)
+                } catch {
+                    lists.remove()
+                    System.writeError("kiln hook \(name): \(error); \(bypass)\n")
+                    Kiln.exit(withError: ExitCode(ExitStatus.jobFailed))
+                }
+                if let view {
+                    let files = view.files(relativeTo: staged.workingDirectory)
+                    System.writeError(
+                        "kiln hook \(name): \(files.joined(separator: ", ")) \(files.count == 1 ? "is" : "are") partly staged: "
+                            + "the tasks see the staged version; your working copy is untouched\n"
+                    )
+                }
+            } else if stagedFiles {
+                System.writeError(
+                    "kiln hook \(name): warning: this repository's index is in a format kiln reads only through libgit2, so partly staged files "
+                        + "can't be shown to the tasks as staged: they see the working tree\n"
+                )
+            }
             // A commit during a build waits for it — said, and bounded — rather than failing.
             var argv = [
                 System.executablePath ?? "kiln", "run", "--affected", "--changed-files-from", lists.changed, "--wait",
@@ -197,8 +223,9 @@ extension Kiln {
             ]
             if let taskfile = options.taskfile { argv += ["--taskfile", taskfile] }
             argv += tasks
-            let status = lists.run(argv)
+            let status = lists.run(argv, view: view)
             lists.remove()
+            view?.remove()
             if status != 0 { Kiln.exit(withError: ExitCode(status)) }
         }
 

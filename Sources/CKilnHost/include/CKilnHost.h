@@ -50,4 +50,14 @@ int ckiln_guardian_note(pid_t group, int started);
 /// exits with 70, so a build cut short is never reported as a success.
 void ckiln_set_run_in_progress(int running);
 
+/// Starts `path` with `argv` and `envp` in a mount namespace of its own in which each file
+/// `targets[i]` shows the content of `sources[i]` (a bind mount); the files on disk, and what
+/// every other process sees, are unchanged, and the view ends with the last process in it. Not
+/// root: in a user namespace of its own too, mapping only the caller's user and group. SIGINT and
+/// SIGQUIT are set to their defaults in the child. 0 with `*pid` set; otherwise an errno, with
+/// `*failed_step` saying what failed: 1 unshare, 2 the id maps, 3 making mounts private, 4 a
+/// bind mount (`*failed_index` says which), 5 exec.
+int ckiln_spawn_with_view(const char *path, char *const argv[], char *const envp[], const char *const sources[],
+                          const char *const targets[], int count, pid_t *pid, int *failed_step, int *failed_index);
+
 #endif

@@ -31,6 +31,47 @@ public enum System {
         ckiln_set_run_in_progress(running ? 1 : 0)
     }
 
+    /// A private view that couldn't be set up (see ``spawn(_:showing:)``).
+    ///
+    /// Threading: a value type.
+    public struct ViewFailure: Error, CustomStringConvertible {
+        /// What failed, with the system's reason.
+        public var description: String
+    }
+
+    /// Starts `argv` (this process's environment) in a mount namespace of its own in which each
+    /// `target` file shows the content of its `source` (a bind mount visible to that process and
+    /// its children only; the files on disk and every other process's view are unchanged, and
+    /// nothing is left once they end, even after SIGKILL). Not root: in a user namespace too,
+    /// mapping only this user. SIGINT and SIGQUIT are at their defaults in the child.
+    ///
+    /// Threading: any thread.
+    public static func spawn(_ argv: [String], showing view: [(source: String, target: String)]) -> Result<pid_t, ViewFailure> {
+        let arguments = argv.map { strdup($0) } + [nil]
+        let sources = view.map { UnsafePointer(strdup($0.source)) } + [nil]
+        let targets = view.map { UnsafePointer(strdup($0.target)) } + [nil]
+        defer {
+            for pointer in arguments { free(pointer) }
+            for pointer in sources + targets { free(UnsafeMutablePointer(mutating: pointer)) }
+        }
+        var pid = pid_t()
+        var step: Int32 = 0
+        var index: Int32 = -1
+        let error = ckiln_spawn_with_view(arguments[0], arguments, environ, sources, targets, Int32(view.count), &pid, &step, &index)
+        guard error != 0 else { return .success(pid) }
+        let reason = String(cString: strerror(error))
+        let what =
+            switch step {
+            case 1: "can't make a private mount namespace (unshare: \(reason)); this system may not allow user namespaces"
+            case 2: "can't map the user into a private namespace: \(reason)"
+            case 3: "can't make the private namespace's mounts private: \(reason)"
+            case 4 where index >= 0 && Int(index) < view.count: "can't show \(view[Int(index)].source) at \(view[Int(index)].target): \(reason)"
+            case 5: "can't run \(argv[0]): \(reason)"
+            default: "can't start \(argv[0]): \(reason)"
+            }
+        return .failure(ViewFailure(description: what))
+    }
+
     /// One environment variable, or `nil`.
     public static func variable(_ name: String) -> String? {
         getenv(name).map { String(cString: $0) }
