@@ -20,8 +20,10 @@ struct ChangeOptions: ParsableArguments {
     var changedFilesFrom: String?
 
     /// The changed files, absolute (both paths of a rename), or `nil` outside a git repository
-    /// (a note is printed: everything counts then). Exits with status 2 on a bad revision.
-    func changedFiles(in directory: String) -> [String]? {
+    /// (a note is printed: everything counts then).
+    ///
+    /// - Throws: A failure with status 2 for a bad revision.
+    func changedFiles(in directory: String) throws(BuildSession.Failure) -> [String]? {
         if let changedFilesFrom {
             let text = (try? Files.readText(changedFilesFrom)) ?? ""
             return text.split(separator: "\n").map(String.init)
@@ -44,8 +46,7 @@ struct ChangeOptions: ParsableArguments {
             }
             return changes.flatMap(\.paths).map { repository.workingDirectory + "/" + $0 }
         } catch {
-            System.writeError("kiln: \(error.message)\n")
-            Kiln.exit(withError: ExitCode(ExitStatus.invalidTaskfile))
+            throw BuildSession.Failure(description: "kiln: \(error.message)", exitStatus: ExitStatus.invalidTaskfile)
         }
     }
 }
@@ -72,8 +73,9 @@ extension Kiln {
         var json = false
 
         func run() throws {
-            let (project, plan) = loadAndPlan(options, targets: tasks, everyTaskWhenEmpty: false, runner: ProcessMonitor())
-            guard let changed = changes.changedFiles(in: project.taskfile.root) else {
+            let (project, plan) = try loadAndPlan(options, targets: tasks, everyTaskWhenEmpty: false, runner: ProcessMonitor())
+            let changes = self.changes
+            guard let changed = try session({ () throws(BuildSession.Failure) in try changes.changedFiles(in: project.taskfile.root) }) else {
                 if json {
                     System.write(JSONValue.object([("git", .bool(false)), ("tasks", .array(plan.tasks.map { .string($0.definition.name) }))]).serialized() + "\n", to: 1)
                 } else {
@@ -81,7 +83,7 @@ extension Kiln {
                 }
                 Kiln.exit()
             }
-            let affected = plan.affected(by: changed, discovered: discoveredInputs(for: plan))
+            let affected = plan.affected(by: changed, discovered: BuildSession.discoveredInputs(for: plan))
             if json {
                 let tasks: [JSONValue] = affected.tasks.map { name in
                     var fields: [(String, JSONValue)] = [("name", .string(name)), ("reason", .string(affected.reason(for: name)))]
@@ -105,12 +107,4 @@ extension Kiln {
             Kiln.exit()
         }
     }
-}
-
-/// What depfiles named last time, from the build state (read without taking the project's lock);
-/// empty without a task that has a depfile, so the state isn't read for nothing.
-func discoveredInputs(for plan: BuildPlan) -> [JobKey: [String]] {
-    let root = plan.taskfile.root
-    guard plan.tasks.contains(where: { $0.definition.depfile != nil }), Files.exists(KilnDirectory(root: root).stateDatabase) else { return [:] }
-    return BuildState(root: root, lock: nil) { System.writeError($0 + "\n") }.discoveredInputs()
 }

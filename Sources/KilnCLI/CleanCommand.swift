@@ -17,8 +17,8 @@ extension Kiln {
         var wait = false
 
         func run() throws {
-            let (project, plan) = loadAndPlan(options, targets: tasks, everyTaskWhenEmpty: true, runner: ProcessMonitor())
-            let state = openBuildState(root: project.taskfile.root, wait: wait)
+            let (project, plan) = try loadAndPlan(options, targets: tasks, everyTaskWhenEmpty: true, runner: ProcessMonitor())
+            let state = try openBuildState(root: project.taskfile.root, wait: wait)
             UpToDateSnapshot.remove(root: project.taskfile.root)
             let removed = Project.removeOutputs(plan)
             state.clear()

@@ -20,7 +20,7 @@ extension Kiln {
         var format: Format = .dot
 
         func run() throws {
-            let (_, plan) = loadAndPlan(options, targets: tasks, everyTaskWhenEmpty: true, runner: ProcessMonitor())
+            let (_, plan) = try loadAndPlan(options, targets: tasks, everyTaskWhenEmpty: true, runner: ProcessMonitor())
             switch format {
             case .dot:
                 print("digraph kiln {")

@@ -30,7 +30,7 @@ extension Kiln {
             @OptionGroup var options: TaskfileOptions
 
             func run() throws {
-                let (project, directory) = hookSetting(options)
+                let (project, directory) = try hookSetting(options)
                 let kiln = System.executablePath ?? "kiln"
                 var refused = false
                 for name in project.taskfile.hooks.keys.sorted() {
@@ -64,7 +64,7 @@ extension Kiln {
             @OptionGroup var options: TaskfileOptions
 
             func run() throws {
-                let (_, directory) = hookSetting(options)
+                let (_, directory) = try hookSetting(options)
                 for name in TaskfileLoader.hookNames {
                     let path = directory + "/" + name
                     guard let text = try? Files.readText(path), text.contains(hookMarker) else { continue }
@@ -84,7 +84,7 @@ extension Kiln {
             @OptionGroup var options: TaskfileOptions
 
             func run() throws {
-                let (project, directory) = hookSetting(options)
+                let (project, directory) = try hookSetting(options)
                 print("kiln: hooks directory \(directory)")
                 for name in TaskfileLoader.hookNames {
                     let tasks = project.taskfile.hooks[name]?.map(\.value) ?? []
@@ -172,9 +172,9 @@ extension Kiln {
                 let project = try Project(taskfile: taskfile, runner: ProcessMonitor(), plugins: options.plugins)
                 plan = try BuildPlanner(taskfile: project.taskfile, registry: project.registry).plan(targets: tasks)
             } catch {
-                exitWithTaskfileErrors(error)
+                throw taskfileFailure(error)
             }
-            let discovered = discoveredInputs(for: plan)
+            let discovered = BuildSession.discoveredInputs(for: plan)
             let affected = plan.affected(by: changed, discovered: discovered)
             phases.mark("plan and affected")
             saveHookPlan(plan, discovered: discovered, taskfile: taskfile, madeAt: madeAt)
@@ -273,9 +273,11 @@ extension Kiln {
     }
 }
 
-/// The project and the hooks directory, or a message and exit status 2.
-private func hookSetting(_ options: TaskfileOptions) -> (Project, String) {
-    let (project, _) = loadAndPlan(options, targets: [], everyTaskWhenEmpty: true, runner: ProcessMonitor())
+/// The project and the hooks directory.
+///
+/// - Throws: The exit status 2, once the reason is printed.
+private func hookSetting(_ options: TaskfileOptions) throws(ExitCode) -> (Project, String) {
+    let (project, _) = try loadAndPlan(options, targets: [], everyTaskWhenEmpty: true, runner: ProcessMonitor())
     do {
         let repository = try GitRepository(containing: project.taskfile.root)
         let directory = try repository.hooksDirectory()
@@ -283,7 +285,7 @@ private func hookSetting(_ options: TaskfileOptions) -> (Project, String) {
         return (project, directory)
     } catch {
         System.writeError("kiln hooks: \(error.message)\n")
-        Kiln.exit(withError: ExitCode(ExitStatus.invalidTaskfile))
+        throw ExitCode(ExitStatus.invalidTaskfile)
     }
 }
 

@@ -55,10 +55,12 @@ enum ExitStatus {
 }
 
 /// Loads the project and plans `targets` — every task when `targets` is empty and
-/// `everyTaskWhenEmpty`, the `default` task otherwise — or prints the errors and exits with status 2.
+/// `everyTaskWhenEmpty`, the `default` task otherwise.
+///
+/// - Throws: The exit status 2, once the Taskfile's located errors are printed.
 func loadAndPlan(
     _ options: TaskfileOptions, targets: [String], everyTaskWhenEmpty: Bool, runner: any CommandRunner
-) -> (Project, BuildPlan) {
+) throws(ExitCode) -> (Project, BuildPlan) {
     do {
         let project = try Project(
             taskfilePath: options.taskfile, currentDirectory: System.currentDirectory, runner: runner, plugins: options.plugins
@@ -66,39 +68,21 @@ func loadAndPlan(
         let names = targets.isEmpty && everyTaskWhenEmpty ? project.taskfile.tasks.map(\.name) : targets
         return (project, try BuildPlanner(taskfile: project.taskfile, registry: project.registry).plan(targets: names))
     } catch {
-        exitWithTaskfileErrors(error)
+        throw taskfileFailure(error)
     }
 }
 
-/// Opens the project's build state, or exits with status 3 when another run holds it.
-func openBuildState(root: String, wait: Bool) -> BuildState {
-    BuildState(root: root, lock: takeLock(root: root, wait: wait)) { System.writeError($0 + "\n") }
-}
-
-/// Takes the project's run lock, or exits with status 3 when another run holds it.
-func takeLock(root: String, wait: Bool, waitLimit: Double? = nil) -> ProjectLock {
+/// Opens the project's build state with its lock.
+///
+/// - Throws: The exit status 3 when another run holds the lock, 4 when `.kiln` can't be written,
+///   once that is printed.
+func openBuildState(root: String, wait: Bool) throws(ExitCode) -> BuildState {
     do {
-        return try ProjectLock(root: root, wait: wait, waitLimit: waitLimit) { holder in
-            let bound = waitLimit.map { " (at most \(Int($0)) s)" } ?? ""
-            System.writeError("kiln: \(holder) is using this project; waiting for it to finish\(bound)…\n")
-        }
+        return BuildState(root: root, lock: try ProjectLock(root: root, wait: wait)) { System.writeError($0 + "\n") }
     } catch {
         System.writeError("kiln: \(error)\n")
-        Kiln.exit(withError: ExitCode(error.isBusy ? ExitStatus.projectBusy : ExitStatus.stateUnwritable))
+        throw ExitCode(error.isBusy ? ExitStatus.projectBusy : ExitStatus.stateUnwritable)
     }
-}
-
-/// Opens the build state for reading (status, explain, dry runs): with the lock when it is free;
-/// when another run holds it, without (SQLite lets a reader in beside the writer) and a note that
-/// the answer may change as that run goes on.
-func openBuildStateForReading(root: String) -> BuildState {
-    var lock: ProjectLock?
-    do {
-        lock = try ProjectLock(root: root, wait: false)
-    } catch {
-        System.writeError("kiln: note: another kiln run is using this project; this answer may change as it goes on\n")
-    }
-    return BuildState(root: root, lock: lock) { System.writeError($0 + "\n") }
 }
 
 /// The main Taskfile (absolute) and the project root, found without loading anything; `nil`
@@ -107,8 +91,8 @@ func locateTaskfile(_ options: TaskfileOptions) -> (path: String, root: String)?
     Project.locateTaskfile(options.taskfile, currentDirectory: System.currentDirectory)
 }
 
-/// Prints Taskfile errors to standard error and exits with status 2.
-func exitWithTaskfileErrors(_ errors: TaskfileErrors) -> Never {
+/// Prints Taskfile errors to standard error; the exit status 2 to throw.
+func taskfileFailure(_ errors: TaskfileErrors) -> ExitCode {
     System.writeError(errors.description + "\n")
-    Kiln.exit(withError: ExitCode(ExitStatus.invalidTaskfile))
+    return ExitCode(ExitStatus.invalidTaskfile)
 }

@@ -18,7 +18,7 @@ extension Kiln {
                     plugins: options.plugins
                 )
             } catch {
-                exitWithTaskfileErrors(error)
+                throw taskfileFailure(error)
             }
             let tasks = project.taskfile.tasks
             if json {

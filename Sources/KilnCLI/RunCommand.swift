@@ -75,135 +75,128 @@ extension Kiln {
             // Before any thread exists: Ctrl-C and SIGTERM are read from a signalfd, never delivered.
             let signals = SignalWatcher(descriptor: ProcessMonitor.blockTerminationSignals())
             let monitor = ProcessMonitor()
-
-            // The last complete run's snapshot: when nothing it watches changed, this run is a no-op
-            // and kiln says so without loading the Taskfile model or the build state.
-            var lock: ProjectLock?
-            var scan: UpToDateSnapshot.Scan?
-            var tracked: GitTrackedContent?
-            if let located = locateTaskfile(options), !affected {
-                lock = dryRun ? try? ProjectLock(root: located.root, wait: false) : takeLock(root: located.root, wait: wait, waitLimit: waitLimit)
-                tracked = trackedContent(root: located.root)
-                scan = UpToDateSnapshot.scan(
-                    root: located.root, taskfilePath: located.path, targets: tasks, mayRewrite: lock != nil, tracked: tracked
-                )
-                phases.mark("snapshot")
-                if let scan, scan.isNoOp, !explain, !verbose, !json, trace == nil {
-                    if !dryRun {
-                        var summary = RunSummary()
-                        summary.upToDate = scan.snapshot.jobCount
-                        let seconds = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
-                        ConsoleReporter.printSummary(summary, seconds: seconds)
-                    }
-                    phases.print()
-                    Kiln.exit()
-                }
-            }
-            var (project, plan) = loadAndPlan(options, targets: tasks, everyTaskWhenEmpty: false, runner: monitor)
-            if affected, let changed = changes.changedFiles(in: project.taskfile.root) {
-                let selection = plan.affected(by: changed, discovered: discoveredInputs(for: plan))
-                System.writeError(
-                    "kiln: \(selection.changedFiles.count) changed file\(selection.changedFiles.count == 1 ? "" : "s") affect "
-                        + "\(selection.tasks.count) of \(plan.tasks.count) task\(plan.tasks.count == 1 ? "" : "s")\n"
-                )
-                plan = plan.restricted(to: selection)
-            }
-            phases.mark("load and plan")
-            let root = project.taskfile.root
-            let buildState =
-                dryRun
-                ? BuildState(root: root, lock: lock) { System.writeError($0 + "\n") }
-                : BuildState(root: root, lock: lock ?? takeLock(root: root, wait: wait, waitLimit: waitLimit)) { System.writeError($0 + "\n") }
-            let incremental = IncrementalState(
-                state: buildState, root: root, previous: scan, tracked: tracked ?? trackedContent(root: root), dryRun: dryRun
+            var request = BuildSession.Request(
+                taskfile: options.taskfile, currentDirectory: System.currentDirectory, plugins: options.plugins, targets: tasks,
+                runner: monitor, tracked: { trackedContent(root: $0) }
             )
-            phases.mark("open state")
+            if affected {
+                let changes = self.changes
+                request.changedFiles = { root throws(BuildSession.Failure) in try changes.changedFiles(in: root) }
+            }
             if dryRun {
                 // The run's own scheduler, running nothing: the jobs a real run would start now (and
                 // those waiting on them).
+                let verdicts = try session { () throws(BuildSession.Failure) in
+                    try BuildSession.inspect(request, onlyOutOfDate: true, note: { System.writeError($0 + "\n") }, phase: phases.mark)
+                }
                 var text = ""
-                for job in plan.verdicts(incremental) where job.reason != .upToDate {
+                for job in verdicts where job.reason != .upToDate {
                     text += job.summary.isEmpty ? job.label : "\(job.label): \(job.summary)"
                     text += explain ? "\n    because \(job.reason)\n" : "\n"
                 }
                 System.write(text, to: 1)
+                phases.print()
                 // Like ninja, leave freeing a large graph to the kernel.
                 Kiln.exit()
             }
-            // The run changes what the snapshot describes: it is written again as the run ends.
-            UpToDateSnapshot.remove(root: root)
-            incremental.watch(files: project.plugins.map(\.file))
-            let queues = ResourceQueues(definitions: project.taskfile.resources, cpuWidth: jobs)
-            let console = ConsoleReporter(
-                interactive: ConsoleReporter.standardOutputIsInteractive, verbose: verbose, explain: explain, queues: queues
-            )
+
+            let console = ReporterBox()
             let jsonWriter = json ? JSONEventWriter() : nil
             let traceWriter = trace.map { _ in ChromeTraceWriter() }
-            var observers: [any RunObserver] = [jsonWriter ?? console]
-            if let traceWriter { observers.append(traceWriter) }
-            var runOptions = RunOptions()
-            runOptions.keepGoing = keepGoing
-            runOptions.batchSize = batchSize
-            runOptions.incremental = incremental
-            let run = BuildRun(plan: plan, queues: queues, options: runOptions, observer: RunObservers(observers))
-            signals.start(monitor: monitor) { count in
-                if count == 1 {
-                    run.interrupt()
-                    // Commands are killed after their grace period; a plugin's job that ignores
-                    // cancellation can't be. kiln ends anyway, saying which.
-                    System.startThread {
-                        usleep(UInt32(Self.stopDeadline * 1_000_000))
-                        let stuck = run.unfinishedJobs
-                        guard !stuck.isEmpty else { return }
-                        System.writeError(
-                            "kiln: \(stuck.joined(separator: ", ")) did not stop within \(Int(Self.stopDeadline)) s of the interrupt; exiting anyway\n"
-                        )
-                        System.markRunInProgress(false)
-                        _exit(ExitStatus.interrupted)
+            var settings = BuildSession.RunSettings { [verbose, explain] queues in
+                let reporter = ConsoleReporter(
+                    interactive: ConsoleReporter.standardOutputIsInteractive, verbose: verbose, explain: explain, queues: queues
+                )
+                console.reporter = reporter
+                var observers: [any RunObserver] = [jsonWriter ?? reporter]
+                if let traceWriter { observers.append(traceWriter) }
+                return RunObservers(observers)
+            }
+            settings.options.keepGoing = keepGoing
+            settings.options.batchSize = batchSize
+            settings.cpuWidth = jobs
+            settings.wait = wait
+            settings.waitLimit = waitLimit
+            settings.waiting = { [waitLimit] holder in
+                let bound = waitLimit.map { " (at most \(Int($0)) s)" } ?? ""
+                System.writeError("kiln: \(holder) is using this project; waiting for it to finish\(bound)…\n")
+            }
+            settings.allowsSnapshotNoOp = !explain && !verbose && !json && trace == nil
+            settings.started = { run in
+                signals.start(monitor: monitor) { count in
+                    if count == 1 {
+                        run.interrupt()
+                        // Commands are killed after their grace period; a plugin's job that ignores
+                        // cancellation can't be. kiln ends anyway, saying which.
+                        System.startThread {
+                            usleep(UInt32(Self.stopDeadline * 1_000_000))
+                            let stuck = run.unfinishedJobs
+                            guard !stuck.isEmpty else { return }
+                            System.writeError(
+                                "kiln: \(stuck.joined(separator: ", ")) did not stop within \(Int(Self.stopDeadline)) s of the interrupt; exiting anyway\n"
+                            )
+                            System.markRunInProgress(false)
+                            _exit(ExitStatus.interrupted)
+                        }
+                    } else {
+                        // A second Ctrl-C: don't wait for the grace period.
+                        monitor.killAll()
                     }
-                } else {
-                    // A second Ctrl-C: don't wait for the grace period.
-                    monitor.killAll()
                 }
             }
-            System.markRunInProgress(true)
-            run.start()
-            let summary = run.wait()
-            System.markRunInProgress(false)
-            for warning in incremental.takeWarnings() { RunObservers(observers).warning(warning) }
-            phases.mark("run")
-            incremental.saveFiles()
-            // Even after a failure: the jobs that settled are in it (it is then incomplete, so the
-            // next run is no no-op on its word, but checks only what changed and what didn't settle).
-            incremental.saveSnapshot(
-                taskfilePath: project.taskfile.path, targets: tasks, jobs: summary.succeeded + summary.upToDate,
-                complete: summary.succeededOverall && !affected  // an --affected run covers only some jobs
-            )
-            buildState.close()
-            phases.mark("save and close")
-            let seconds = run.now
-            if let trace, let traceWriter {
-                do {
-                    try traceWriter.write(to: trace)
-                } catch {
-                    System.writeError("kiln: can't write trace \(trace): \(error)\n")
+
+            let outcome = try session { () throws(BuildSession.Failure) in try BuildSession.run(request, settings, phase: phases.mark) }
+            switch outcome {
+            case .upToDate(let count):
+                var summary = RunSummary()
+                summary.upToDate = count
+                ConsoleReporter.printSummary(summary, seconds: Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9)
+                phases.print()
+                Kiln.exit()
+            case .ran(let summary, let seconds, let warnings, let hashing):
+                let observer: any RunObserver = jsonWriter ?? console.reporter.map { $0 as any RunObserver } ?? RunObservers([])
+                for warning in warnings { observer.warning(warning) }
+                if let trace, let traceWriter {
+                    do {
+                        try traceWriter.write(to: trace)
+                    } catch {
+                        System.writeError("kiln: can't write trace \(trace): \(error)\n")
+                    }
                 }
+                if let jsonWriter { jsonWriter.runFinished(summary, seconds: seconds) } else { console.reporter?.runFinished(summary, seconds: seconds) }
+                phases.mark("report")
+                phases.print()
+                if debugging("hashes") { System.writeError("kiln: hashes: \(hashing)\n") }
+                // Exit here rather than return: the kernel frees a large graph faster than deinit does.
+                if summary.interrupted { Kiln.exit(withError: ExitCode(ExitStatus.interrupted)) }
+                if !summary.succeededOverall { Kiln.exit(withError: ExitCode(ExitStatus.jobFailed)) }
+                Kiln.exit()
             }
-            if let jsonWriter { jsonWriter.runFinished(summary, seconds: seconds) } else { console.runFinished(summary, seconds: seconds) }
-            phases.mark("report")
-            phases.print()
-            if debugging("hashes") { System.writeError("kiln: hashes: \(incremental.hashingStatistics)\n") }
-            // Exit here rather than return: the kernel frees a large graph faster than deinit does.
-            if summary.interrupted { Kiln.exit(withError: ExitCode(ExitStatus.interrupted)) }
-            if !summary.succeededOverall { Kiln.exit(withError: ExitCode(ExitStatus.jobFailed)) }
-            Kiln.exit()
         }
+    }
+}
+
+/// The console reporter, made by the session once the run's queues exist (before the run starts,
+/// on the session's thread) and read after it ends.
+///
+/// Threading: set once before the run starts, read after it ends; `@unchecked Sendable` for that.
+final class ReporterBox: @unchecked Sendable {
+    var reporter: ConsoleReporter?
+}
+
+/// Runs a session; a failure is printed and becomes the command's exit status.
+func session<Result>(_ body: () throws(BuildSession.Failure) -> Result) throws(ExitCode) -> Result {
+    do {
+        return try body()
+    } catch {
+        System.writeError(error.description + "\n")
+        throw ExitCode(error.exitStatus)
     }
 }
 
 /// Routes SIGINT/SIGTERM/SIGHUP to a handler on the process monitor's thread.
 final class SignalWatcher: Sendable {
-    private let count = Mutex(0)
+    private let count = HostMutex(0)
     private let descriptor: Int32
 
     init(descriptor: Int32) {

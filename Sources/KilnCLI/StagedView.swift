@@ -4,7 +4,7 @@ import KilnHost
 import KilnPaths
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// What a pre-commit hook's tasks see of partly staged files: their staged version, in place.
@@ -58,7 +58,8 @@ struct StagedView {
             var info = stat()
             guard lstat(path, &info) == 0 else {
                 throw Refusal(
-                    description: "\(relative) is staged but deleted from the working tree, so the hook's tasks can't be shown what is committed; restore it (git restore \(relative)) or stage its deletion"
+                    description:
+                        "\(relative) is staged but deleted from the working tree, so the hook's tasks can't be shown what is committed; restore it (git restore \(relative)) or stage its deletion"
                 )
             }
             if kind == 0o120000 {
@@ -67,18 +68,24 @@ struct StagedView {
                 let staged = try? GitObjectDatabase(layout: layout).read(entry.id).data
                 guard let target, let staged, Array(target.utf8) == staged else {
                     throw Refusal(
-                        description: "\(relative) is a symbolic link staged with another target than it has now; stage it whole (git add \(relative)) or restore it"
+                        description:
+                            "\(relative) is a symbolic link staged with another target than it has now; stage it whole (git add \(relative)) or restore it"
                     )
                 }
                 continue
             }
             guard info.st_mode & S_IFMT == S_IFREG else {
-                throw Refusal(description: "\(relative) is staged as a file but is no longer one in the working tree; stage it whole or restore it")
+                throw Refusal(
+                    description:
+                        "\(relative) is staged as a file but is no longer one in the working tree; stage it whole or restore it"
+                )
             }
             let executable = info.st_mode & 0o100 != 0
             if executable == (entry.mode & 0o100 != 0) {
                 if let status = FileStat.of(path), tracked?.contentID(of: relative, status: status) != nil { continue }  // the index vouches
-                if let id = tracked?.computeContentID(of: path), id.high == entry.id.prefix128.high, id.low == entry.id.prefix128.low {
+                if let id = tracked?.computeContentID(of: path), id.high == entry.id.prefix128.high,
+                    id.low == entry.id.prefix128.low
+                {
                     continue
                 }
             }
@@ -91,7 +98,9 @@ struct StagedView {
         if made != 0 { throw Refusal(description: "can't make \(kiln.hooks): \(String(cString: strerror(made)))") }
         var template = Array((kiln.hooks + "/staged-\(getpid())-XXXXXX").utf8CString)
         guard template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) != nil else {
-            throw Refusal(description: "can't make a directory under \(kiln.hooks): \(String(cString: strerror(errno)))")
+            throw Refusal(
+                description: "can't make a directory under \(kiln.hooks): \(String(cString: strerror(errno)))"
+            )
         }
         let directory = String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
         var view = StagedView(bindings: [], directory: directory)
@@ -110,7 +119,10 @@ struct StagedView {
                 try Self.write(data, to: copy, mode: entry.mode & 0o100 != 0 ? 0o755 : 0o644)
             } catch {
                 view.remove()
-                throw Refusal(description: "can't write the staged version of \(String(path.dropFirst(top.count))) to \(copy): \(error)")
+                throw Refusal(
+                    description:
+                        "can't write the staged version of \(String(path.dropFirst(top.count))) to \(copy): \(error)"
+                )
             }
             bindings.append((copy, path))
         }
@@ -128,7 +140,6 @@ struct StagedView {
         for name in HookFileLists.names(in: directory) { unlink(directory + "/" + name) }
         rmdir(directory)
     }
-
 
     private static func linkTarget(_ path: String) -> String? {
         var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)

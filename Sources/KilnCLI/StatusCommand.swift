@@ -25,7 +25,7 @@ extension Kiln {
         var exitCode = false
 
         func run() throws {
-            let verdicts = evaluate(options, targets: tasks)
+            let verdicts = try evaluate(options, targets: tasks)
             let stale = verdicts.filter { $0.reason != .upToDate }
             if json {
                 let object: JSONValue = .object([
@@ -67,7 +67,7 @@ extension Kiln {
 
         func run() throws {
             var text = ""
-            for job in evaluate(options, targets: tasks, remoteKeys: remoteKeys) {
+            for job in try evaluate(options, targets: tasks, remoteKeys: remoteKeys) {
                 if json {
                     text += job.jsonValue.serialized() + "\n"
                     continue
@@ -84,15 +84,15 @@ extension Kiln {
     }
 }
 
-/// Every job's verdict for a run of `targets`, from the build state; runs nothing, saves nothing.
-private func evaluate(_ options: TaskfileOptions, targets: [String], remoteKeys: Bool = false) -> [JobVerdict] {
-    let (project, plan) = loadAndPlan(options, targets: targets, everyTaskWhenEmpty: false, runner: ProcessMonitor())
-    let root = project.taskfile.root
-    let state = openBuildStateForReading(root: root)
-    // The snapshot only when no run is changing things under it.
-    let tracked = trackedContent(root: root)
-    let scan = state.lock == nil ? nil : UpToDateSnapshot.scan(root: root, taskfilePath: project.taskfile.path, targets: targets, tracked: tracked)
-    return plan.verdicts(IncrementalState(state: state, root: root, previous: scan, tracked: tracked, dryRun: true), remoteKeys: remoteKeys)
+/// Every job's verdict for a run of `targets`, as the run would reach it: the session's dry run.
+private func evaluate(_ options: TaskfileOptions, targets: [String], remoteKeys: Bool = false) throws(ExitCode) -> [JobVerdict] {
+    let request = BuildSession.Request(
+        taskfile: options.taskfile, currentDirectory: System.currentDirectory, plugins: options.plugins, targets: targets,
+        runner: ProcessMonitor(), tracked: { trackedContent(root: $0) }
+    )
+    return try session { () throws(BuildSession.Failure) in
+        try BuildSession.inspect(request, remoteKeys: remoteKeys, note: { System.writeError($0 + "\n") })
+    }
 }
 
 extension JobVerdict {

@@ -1,5 +1,6 @@
 import CGit2
 import KilnGitFormat
+import KilnHost
 import Dispatch
 import Synchronization
 
@@ -46,7 +47,7 @@ extension GitRepository {
         defer { if rootDescriptor >= 0 { close(rootDescriptor) } }
         let base = rootDescriptor >= 0 ? rootDescriptor : AT_FDCWD
         let indexTime = index.modified
-        let found = Mutex<[GitChange]>([])
+        let found = HostMutex<[GitChange]>([])
         var present = [Bool](repeating: false, count: entries.count)
         let chunk = 1024
         present.withUnsafeMutableBufferPointer { presentBuffer in

@@ -16,7 +16,7 @@ public final class GitTrackedContent: TrackedContent {
     private let indexPath: String
     /// The project root relative to the working directory, with a trailing `/` (empty at the top).
     private let prefix: String
-    private let loaded = Mutex<(done: Bool, index: GitIndex?)>((false, nil))
+    private let loaded = HostMutex<(done: Bool, index: GitIndex?)>((false, nil))
 
     /// The view of the repository holding `projectRoot`, or `nil` outside git. Finds the index
     /// without reading it (a few `stat` calls).

@@ -13,8 +13,10 @@ struct StagedHookTests {
     /// A repository whose pre-commit `lint` fails unless `src/a.c` says PASS; `extra` goes into
     /// the lint task's commands after the check.
     static func repository(extra: String = "") async throws -> TemporaryDirectory {
-        try await HookRobustnessTests.repository(prefix: "kiln-staged", [
-            "Taskfile.yml": """
+        try await HookRobustnessTests.repository(
+            prefix: "kiln-staged",
+            [
+                "Taskfile.yml": """
                 version: '3'
                 hooks:
                   pre-commit: [lint]
@@ -24,9 +26,10 @@ struct StagedHookTests {
                     cmds: ['grep -q PASS src/a.c'\(extra.isEmpty ? "" : ", '\(extra)'")]
 
                 """,
-            ".gitignore": ".kiln/\n*.log\n",
-            "src/a.c": "PASS 1\n",
-        ])
+                ".gitignore": ".kiln/\n*.log\n",
+                "src/a.c": "PASS 1\n",
+            ]
+        )
     }
 
     /// What the index holds for `path`.
@@ -99,7 +102,9 @@ struct StagedHookTests {
         #expect(seen != nil && seen != own + "\n", "\(seen ?? "none")")
     }
 
-    @Test("kill -9 of the hook and its run in the middle leaves the working copy and the index as they were; the next hook removes the copies")
+    @Test(
+        "kill -9 of the hook and its run in the middle leaves the working copy and the index as they were; the next hook removes the copies"
+    )
     func killedMidway() async throws {
         let directory = try await Self.repository(extra: "touch started.log && sleep 60")
         defer { directory.remove() }
@@ -112,13 +117,16 @@ struct StagedHookTests {
         let started = await waitUntil(within: 60) { directory.exists("started.log") }
         try #require(started)
         // Every kiln process working in this repository: the hook and the run it started.
-        for process in processes(containing: "kiln") where process.commandLine.contains("kiln hook") || process.commandLine.contains("kiln run") {
+        for process in processes(containing: "kiln")
+        where process.commandLine.contains("kiln hook") || process.commandLine.contains("kiln run") {
             guard let cwd = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(process.pid)/cwd"),
                 cwd == path || cwd.hasPrefix(path + "/")
             else { continue }
             kill(process.pid, SIGKILL)
         }
-        let ended = await waitUntil(within: 60) { processes(containing: "sleep 60").allSatisfy { !$0.commandLine.contains(path) } }
+        let ended = await waitUntil(within: 60) {
+            processes(containing: "sleep 60").allSatisfy { !$0.commandLine.contains(path) }
+        }
         #expect(ended)
         #expect(directory.read("src/a.c") == "PASS 3, not staged\n")
         #expect(try Self.staged("src/a.c", in: directory) == "PASS 2\n")
@@ -126,7 +134,10 @@ struct StagedHookTests {
         // The copies the killed hook left go with the next hook.
         let left = (try? FileManager.default.contentsOfDirectory(atPath: directory.path(".kiln/hooks"))) ?? []
         #expect(left.contains { $0.hasPrefix("staged-") }, "the killed hook couldn't remove its copies: \(left)")
-        try directory.write("Taskfile.yml", directory.read("Taskfile.yml")!.replacingOccurrences(of: " && sleep 60", with: ""))
+        try directory.write(
+            "Taskfile.yml",
+            directory.read("Taskfile.yml")!.replacingOccurrences(of: " && sleep 60", with: "")
+        )
         try requireGit(["add", "Taskfile.yml", "src/a.c"], in: directory.path)
         let next = try runGit(["commit", "-q", "-m", "next"], in: directory.path)
         #expect(next.status == 0, "\(next.output)")

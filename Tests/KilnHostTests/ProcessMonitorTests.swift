@@ -16,7 +16,7 @@ import Testing
         defer { directory.remove() }
         // A grace period no test would wait for: only SIGKILL now can end the command in time.
         let monitor = ProcessMonitor(terminationGrace: 3600)
-        let result = Mutex<CommandResult?>(nil)
+        let result = HostMutex<CommandResult?>(nil)
         let done = Gate()
         let handle = monitor.run(
             "trap '' TERM; touch started; sleep 1000",

@@ -99,7 +99,7 @@ public final class BuildRun: @unchecked Sendable {
         /// Jobs not yet finished, by id: cancelled when the run stops.
         var live: [Int: Job] = [:]
     }
-    private let state = Mutex(State())
+    private let state = HostMutex(State())
     private let allDone = DispatchSemaphore(value: 0)
 
     /// Prepares a run.
@@ -718,7 +718,7 @@ final class EachTaskBatches: Sendable {
     let task: BuildPlan.Task
     let sources: [String]
     let batchSize: Int
-    private let progress = Mutex<(next: Int, finished: Int, failures: Int)>((0, 0, 0))
+    private let progress = HostMutex<(next: Int, finished: Int, failures: Int)>((0, 0, 0))
 
     init(task: BuildPlan.Task, sources: [String], batchSize: Int) {
         self.task = task
@@ -748,7 +748,7 @@ final class EachTaskBatches: Sendable {
 ///
 /// Threading: as ``Job``; `outcome` is guarded by its mutex.
 final class EachTaskDoneJob: Job, @unchecked Sendable {
-    private let outcome = Mutex<(complete: Bool, failures: Int)>((false, 0))
+    private let outcome = HostMutex<(complete: Bool, failures: Int)>((false, 0))
 
     init(name: String) {
         super.init()

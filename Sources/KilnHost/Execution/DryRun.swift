@@ -74,7 +74,7 @@ extension BuildPlan {
 ///
 /// Threading: any thread; guarded by its mutex.
 private final class VerdictCollector: RunObserver {
-    private let table = Mutex<[JobKey: RunReason]>([:])
+    private let table = HostMutex<[JobKey: RunReason]>([:])
 
     var reasons: [JobKey: RunReason] { table.withLock { $0 } }
 

@@ -41,8 +41,8 @@ public final class ProcessMonitor: CommandRunner, @unchecked Sendable {
     }
 
     private let epoll: Int32
-    private let children = Mutex<(next: UInt64, byToken: [UInt64: Child])>((1, [:]))
-    private let signalHandler = Mutex<(descriptor: Int32, handler: (@Sendable (Int32) -> Void)?)>((-1, nil))
+    private let children = HostMutex<(next: UInt64, byToken: [UInt64: Child])>((1, [:]))
+    private let signalHandler = HostMutex<(descriptor: Int32, handler: (@Sendable (Int32) -> Void)?)>((-1, nil))
     private static let signalToken: UInt64 = 0
     /// Seconds between SIGTERM and SIGKILL.
     public let terminationGrace: Double

@@ -85,7 +85,7 @@ public final class CommandJob: Job, @unchecked Sendable {
     private let runner: any CommandRunner
     /// The command running now (by index) and its handle; `finished` is the last index that ended,
     /// so a completion that beats the handle's storing doesn't leave a stale handle behind.
-    private let running = Mutex<(index: Int, finished: Int, handle: RunningCommand?)>((-1, -1, nil))
+    private let running = HostMutex<(index: Int, finished: Int, handle: RunningCommand?)>((-1, -1, nil))
 
     init(commands: [String], directory: String, environment: [String: String], output: TaskOutput, runner: any CommandRunner) {
         self.commands = commands

@@ -74,7 +74,7 @@ public final class PluginLoader: Sendable {
     private let allowInsecure: Bool
     private let registry: TaskKindRegistry
     /// Files loaded into `registry`, by resolved path.
-    private let loaded = Mutex<[String: LoadedPlugin]>([:])
+    private let loaded = HostMutex<[String: LoadedPlugin]>([:])
 
     /// Creates a loader that registers kinds into `registry`.
     ///

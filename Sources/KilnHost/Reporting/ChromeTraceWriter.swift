@@ -15,7 +15,7 @@ public final class ChromeTraceWriter: RunObserver {
         var open: [Int: (start: Double, placements: [(queue: String, lane: Int)])] = [:]
         var events: [JSONValue] = []
     }
-    private let state = Mutex(State())
+    private let state = HostMutex(State())
 
     /// Creates an empty trace.
     public init() {}

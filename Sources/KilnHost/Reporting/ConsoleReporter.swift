@@ -25,7 +25,7 @@ public final class ConsoleReporter: RunObserver {
     private let explain: Bool
     private let queues: ResourceQueues
     private let write: @Sendable (String) -> Void
-    private let state = Mutex(State())
+    private let state = HostMutex(State())
     /// Lines of output shown for a failed job.
     public let failureTailLines = 40
 

@@ -8,8 +8,8 @@ import Synchronization
 /// Threading: any thread; lines are written whole under a mutex.
 public final class JSONEventWriter: RunObserver {
     private let write: @Sendable (String) -> Void
-    private let starts = Mutex<[Int: Double]>([:])
-    private let lock = Mutex(())
+    private let starts = HostMutex<[Int: Double]>([:])
+    private let lock = HostMutex(())
 
     /// Creates a writer.
     public init(write: @escaping @Sendable (String) -> Void = ConsoleReporter.standardOutput) {

@@ -16,8 +16,8 @@ import Glibc
 /// Threading: every member is safe from any thread; the queue table is guarded by its mutex.
 public final class ResourceQueues: Sendable {
     private let widths: [String: Int]
-    private let queues = Mutex<[String: JobQueue]>([:])
-    private let deviceCache = Mutex<[String: String]>([:])
+    private let queues = HostMutex<[String: JobQueue]>([:])
+    private let deviceCache = HostMutex<[String: String]>([:])
 
     /// Creates the table.
     ///

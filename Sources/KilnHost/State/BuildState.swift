@@ -89,7 +89,7 @@ public final class BuildState: @unchecked Sendable {
         var cached: [String: OpaquePointer] = [:]
     }
 
-    private let connection: Mutex<Handle>
+    private let connection: HostMutex<Handle>
     /// Held for the state's lifetime: one run per project at a time (`nil`: a reader that found
     /// it taken).
     public let lock: ProjectLock?
@@ -124,7 +124,7 @@ public final class BuildState: @unchecked Sendable {
             Self.moveAside(path, warn: warn)
             (database, failure) = Self.openDatabase(path)
         }
-        connection = Mutex(Handle(database: database))
+        connection = HostMutex(Handle(database: database))
         if database == nil {
             warn("kiln: can't use the build state \(path): \(Self.describe(failure)); this run will rebuild everything and remember nothing")
         }
@@ -581,7 +581,8 @@ public final class BuildState: @unchecked Sendable {
 ///
 /// Threading: immutable; released when the value is freed (or the process exits).
 public final class ProjectLock: Sendable {
-    private let descriptor: Int32
+    /// The lock file, open and locked; -1 once released.
+    private let descriptor: HostMutex<Int32>
 
     /// Takes the lock of the project at `root`, creating `.kiln` when needed.
     ///
@@ -631,7 +632,19 @@ public final class ProjectLock: Sendable {
         let pid = "\(getpid())\n"
         _ = ftruncate(descriptor, 0)
         _ = pid.withCString { pwrite(descriptor, $0, strlen($0), 0) }
-        self.descriptor = descriptor
+        self.descriptor = HostMutex(descriptor)
+    }
+
+    /// Lets another run in: the session is over. Releasing twice does nothing.
+    ///
+    /// Threading: any thread.
+    public func release() {
+        descriptor.withLock { descriptor in
+            guard descriptor >= 0 else { return }
+            flock(descriptor, LOCK_UN)
+            Glibc.close(descriptor)
+            descriptor = -1
+        }
     }
 
     /// What to say when `path` under `.kiln/` can't be made or opened for `error`.
@@ -648,8 +661,7 @@ public final class ProjectLock: Sendable {
     }
 
     deinit {
-        flock(descriptor, LOCK_UN)
-        Glibc.close(descriptor)
+        release()
     }
 }
 

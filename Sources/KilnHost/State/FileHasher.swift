@@ -92,12 +92,12 @@ public final class FileHasher: Sendable {
 
     /// The records, split over 16 locks by path so parallel checks rarely wait on each other.
     private final class Shard: Sendable {
-        let table: Mutex<[String: HashedFile]>
-        init(_ table: [String: HashedFile]) { self.table = Mutex(table) }
+        let table: HostMutex<[String: HashedFile]>
+        init(_ table: [String: HashedFile]) { self.table = HostMutex(table) }
     }
     private let shards: [Shard]
     /// Paths whose record changed in this run: only they need saving.
-    private let changed = Mutex<Set<String>>([])
+    private let changed = HostMutex<Set<String>>([])
 
     private func shard(_ path: String) -> Shard {
         shards[path.hashValue & 15]
@@ -113,7 +113,7 @@ public final class FileHasher: Sendable {
     /// The git index's view of tracked files, when the project is in a repository.
     private let tracked: (any TrackedContent)?
     /// How the hashes of this run were obtained, counted.
-    private let counts = Mutex(Statistics())
+    private let counts = HostMutex(Statistics())
 
     /// How many hashes came from where, for `KILN_DEBUG=hashes`.
     ///

@@ -68,7 +68,7 @@ public final class IncrementalState: Sendable {
     /// job's record is only replaced after that job's own check, and each job is checked once.
     private let initialRecords: [String: JobRecord]?
     /// Output signatures of jobs and tasks finished (or found up to date) in this run.
-    private let published = Mutex<[String: ContentHash]>([:])
+    private let published = HostMutex<[String: ContentHash]>([:])
     /// The last complete run's snapshot and which of its jobs watch a changed path.
     private let previous: UpToDateSnapshot.Scan?
     /// Index of each snapshot job, by key.
@@ -79,9 +79,9 @@ public final class IncrementalState: Sendable {
     /// gets ``RunReason/dependencyRuns(_:)`` (what that dependency leaves can't be known).
     private let dryRun: Bool
     /// In a dry run, the tasks that would run (some job of theirs would).
-    private let wouldRun = Mutex<Set<String>>([])
+    private let wouldRun = HostMutex<Set<String>>([])
     /// What checks and records noticed, each once, in the order noticed.
-    private let warnings = Mutex<(seen: Set<RunWarning>, list: [RunWarning])>(([], []))
+    private let warnings = HostMutex<(seen: Set<RunWarning>, list: [RunWarning])>(([], []))
 
     /// Creates the incremental state of a run.
     ///

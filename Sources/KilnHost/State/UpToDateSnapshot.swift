@@ -382,11 +382,11 @@ final class SnapshotRecorder: Sendable {
         var alwaysRuns: Bool
         var paths: Paths
     }
-    private let entries = Mutex<[String: Entry]>([:])
+    private let entries = HostMutex<[String: Entry]>([:])
     /// Directories `each:` tasks listed, by task.
-    private let listings = Mutex<[String: [WatchedPath]]>([:])
+    private let listings = HostMutex<[String: [WatchedPath]]>([:])
     /// Jobs whose paths couldn't be captured faithfully (a file changed while it was read).
-    private let missed = Mutex(0)
+    private let missed = HostMutex(0)
     /// The snapshot carried entries refer to.
     private let previous: UpToDateSnapshot?
 

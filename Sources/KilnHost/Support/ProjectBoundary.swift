@@ -23,7 +23,7 @@ final class ProjectBoundary: Sendable {
     /// What is known of each directory (as named): where it resolves to, whether that is inside
     /// the root, and the names of the links in it — one `realpath` and one `readdir` a directory,
     /// so a plan of 10,000 outputs in one directory makes no 10,000 system calls.
-    private let directories = Mutex<Memo>(Memo())
+    private let directories = HostMutex<Memo>(Memo())
 
     /// What is known of directories, and the last one asked about (consecutive outputs mostly
     /// share a directory: compared without making a string or hashing one).

@@ -74,7 +74,7 @@ final class RecordingObserver: RunObserver {
         var finished: [Finished] = []
         var sequence = 0
     }
-    private let state = Mutex(State())
+    private let state = HostMutex(State())
 
     func jobsPlanned(_ count: Int) { state.withLock { $0.planned += count } }
 

@@ -1,4 +1,5 @@
 import Dispatch
+import KilnHost
 import KilnJobs
 import KilnPluginAPI
 import KilnTestSupport
@@ -16,7 +17,7 @@ final class ProbeLab: Sendable {
         var gates: [String: Gate] = [:]
         var started: [String: Gate] = [:]
     }
-    private let state = Mutex(State())
+    private let state = HostMutex(State())
 
     /// Holds the job labelled `label` (once it started) until ``open(_:)``.
     func hold(_ label: String) {

@@ -1,0 +1,308 @@
+import Dispatch
+import KilnPaths
+
+/// One kiln invocation against a project, from start to end: it takes the project's lock, scans
+/// the last run's snapshot, loads the Taskfile and plans, opens the build state, runs (or, for a
+/// dry run, `kiln status` and `kiln explain`, runs the same scheduler with jobs that run nothing),
+/// saves the snapshot and closes the state. The command line parses its arguments, makes one call,
+/// prints what comes back and exits; nothing here exits the process.
+///
+/// Threading: ``run(_:)`` and ``inspect(_:)`` block the calling thread until the session is over;
+/// the closures of a ``Request`` are called from any thread.
+public enum BuildSession {
+    /// What a session is asked to do, and the seams it needs from the layers above.
+    ///
+    /// Threading: a value type; its closures must be thread-safe.
+    public struct Request: Sendable {
+        /// `--taskfile`, or `nil` to find one from `currentDirectory`.
+        public var taskfile: String?
+        /// Where kiln was started.
+        public var currentDirectory: String
+        /// Where plugins may be loaded from.
+        public var plugins: PluginOptions
+        /// The tasks to run (empty: `default`).
+        public var targets: [String]
+        /// Runs the commands (the process monitor).
+        public var runner: any CommandRunner
+        /// Hashing through git for a project root (`nil`: read every file).
+        public var tracked: @Sendable (String) -> (any TrackedContent)?
+        /// For `--affected`: the files changed in git under a root, or `nil` to run everything
+        /// (outside a repository). `nil` here: not an affected run.
+        public var changedFiles: (@Sendable (String) throws(Failure) -> [String]?)?
+        /// A request with no `--affected` and no phase marks.
+        public init(
+            taskfile: String?,
+            currentDirectory: String,
+            plugins: PluginOptions,
+            targets: [String],
+            runner: any CommandRunner,
+            tracked: @escaping @Sendable (String) -> (any TrackedContent)?
+        ) {
+            self.taskfile = taskfile
+            self.currentDirectory = currentDirectory
+            self.plugins = plugins
+            self.targets = targets
+            self.runner = runner
+            self.tracked = tracked
+        }
+    }
+
+    /// How a real run goes.
+    ///
+    /// Threading: a value type; its closures are called from the session's thread.
+    public struct RunSettings: Sendable {
+        /// Keep-going, batch sizes.
+        public var options = RunOptions()
+        /// The `cpu` queue's width (`-j`), or `nil` for the cores.
+        public var cpuWidth: Int?
+        /// `--wait`: wait for another run on the project (at most `waitLimit` seconds).
+        public var wait = false
+        /// With `wait`, the longest wait.
+        public var waitLimit: Double?
+        /// Said when another run holds the project and this one waits (its holder's description).
+        public var waiting: @Sendable (String) -> Void = { _ in }
+        /// Whether a snapshot that says nothing changed may end the session before the Taskfile
+        /// is loaded (not when every job's events or a trace are wanted).
+        public var allowsSnapshotNoOp = true
+        /// The observers of the run, given its queues.
+        public var observers: @Sendable (ResourceQueues) -> any RunObserver
+        /// Called once the run exists, before it starts: where Ctrl-C is wired to it.
+        public var started: @Sendable (BuildRun) -> Void = { _ in }
+
+        /// Settings with these observers.
+        public init(observers: @escaping @Sendable (ResourceQueues) -> any RunObserver) {
+            self.observers = observers
+        }
+    }
+
+    /// How a session ended.
+    ///
+    /// Threading: a value type.
+    public enum Outcome: Sendable {
+        /// The snapshot of the last complete run vouched for everything: `jobs` are up to date,
+        /// and the Taskfile wasn't loaded.
+        case upToDate(jobs: Int)
+        /// The run finished.
+        case ran(RunSummary, seconds: Double, warnings: [RunWarning], hashing: FileHasher.Statistics)
+    }
+
+    /// Why a session couldn't go on, with the exit status the command line documents.
+    ///
+    /// Threading: a value type.
+    public struct Failure: Error, CustomStringConvertible {
+        /// What went wrong, for people (located errors for a Taskfile).
+        public var description: String
+        /// 2 an invalid Taskfile, 3 another run holds the project, 4 the state can't be written.
+        public var exitStatus: Int32
+
+        /// A failure.
+        public init(description: String, exitStatus: Int32) {
+            self.description = description
+            self.exitStatus = exitStatus
+        }
+
+        /// The Taskfile is missing or invalid (exit status 2).
+        static func taskfile(_ errors: TaskfileErrors) -> Failure {
+            Failure(description: errors.description, exitStatus: 2)
+        }
+
+        /// The lock couldn't be taken (3 when busy, 4 when `.kiln` can't be written).
+        static func lock(_ error: BuildStateError) -> Failure {
+            Failure(description: "kiln: \(error)", exitStatus: error.isBusy ? 3 : 4)
+        }
+    }
+
+    /// A real run: every job whose verdict says it must run runs.
+    ///
+    /// - Throws: ``Failure`` when the Taskfile doesn't load, the project is busy, or `.kiln`
+    ///   can't be written.
+    ///
+    /// `phase` is called, on this thread, as each phase ends (`KILN_DEBUG=phases`).
+    public static func run(_ request: Request, _ settings: RunSettings, phase: (String) -> Void = { _ in })
+        throws(Failure) -> Outcome
+    {
+        let located = Project.locateTaskfile(request.taskfile, currentDirectory: request.currentDirectory)
+        // The last complete run's snapshot: when nothing it watches changed, this run is a no-op,
+        // said without loading the Taskfile model or the build state.
+        var lock: ProjectLock?
+        // The session is over, however it ends: another run may go.
+        defer { lock?.release() }
+        var scan: UpToDateSnapshot.Scan?
+        var tracked: (any TrackedContent)?
+        if let located, request.changedFiles == nil {
+            lock = try takeLock(root: located.root, settings)
+            tracked = request.tracked(located.root)
+            scan = UpToDateSnapshot.scan(
+                root: located.root,
+                taskfilePath: located.path,
+                targets: request.targets,
+                tracked: tracked
+            )
+            phase("snapshot")
+            if let scan, scan.isNoOp, settings.allowsSnapshotNoOp { return .upToDate(jobs: scan.snapshot.jobCount) }
+        }
+        let (project, plan) = try loadAndPlan(request)
+        phase("load and plan")
+        let root = project.taskfile.root
+        if lock == nil { lock = try takeLock(root: root, settings) }
+        let state = BuildState(root: root, lock: lock, warn: warn)
+        let incremental = IncrementalState(
+            state: state,
+            root: root,
+            previous: scan,
+            tracked: tracked ?? request.tracked(root)
+        )
+        phase("open state")
+        // The run changes what the snapshot describes: it is written again as the run ends.
+        UpToDateSnapshot.remove(root: root)
+        incremental.watch(files: project.plugins.map(\.file))
+        let queues = ResourceQueues(definitions: project.taskfile.resources, cpuWidth: settings.cpuWidth)
+        var options = settings.options
+        options.incremental = incremental
+        let run = BuildRun(plan: plan, queues: queues, options: options, observer: settings.observers(queues))
+        settings.started(run)
+        System.markRunInProgress(true)
+        run.start()
+        let summary = run.wait()
+        System.markRunInProgress(false)
+        let warnings = incremental.takeWarnings()
+        phase("run")
+        incremental.saveFiles()
+        // Even after a failure: the jobs that settled are in it (it is then incomplete, so the
+        // next run is no no-op on its word, but checks only what changed and what didn't settle).
+        incremental.saveSnapshot(
+            taskfilePath: project.taskfile.path,
+            targets: request.targets,
+            jobs: summary.succeeded + summary.upToDate,
+            complete: summary.succeededOverall && request.changedFiles == nil  // an affected run covers only some jobs
+        )
+        state.close()
+        phase("save and close")
+        return .ran(summary, seconds: run.now, warnings: warnings, hashing: incremental.hashingStatistics)
+    }
+
+    /// Every job's verdict, as the run of the same request would reach it now — for
+    /// `--dry-run`, `kiln status` and `kiln explain` — running nothing and saving nothing
+    /// (``BuildPlan/verdicts(_:remoteKeys:)``). The lock is taken when it is free; when another
+    /// run holds it, the state is read beside it, without the snapshot, and `note` says the
+    /// answer may change as that run goes on.
+    ///
+    /// - Throws: ``Failure`` when the Taskfile doesn't load.
+    /// With `onlyOutOfDate` (`--dry-run`), a snapshot that vouches for every job answers at once,
+    /// with no verdict, as a run's would.
+    ///
+    /// `phase` is called, on this thread, as each phase ends.
+    public static func inspect(
+        _ request: Request,
+        remoteKeys: Bool = false,
+        onlyOutOfDate: Bool = false,
+        note: (String) -> Void,
+        phase: (String) -> Void = { _ in }
+    ) throws(Failure) -> [JobVerdict] {
+        let located = Project.locateTaskfile(request.taskfile, currentDirectory: request.currentDirectory)
+        var lock: ProjectLock?
+        defer { lock?.release() }
+        if let located {
+            lock = try? ProjectLock(root: located.root, wait: false)
+            if lock == nil {
+                note("kiln: note: another kiln run is using this project; this answer may change as it goes on")
+            }
+        }
+        if onlyOutOfDate, lock != nil, let located, request.changedFiles == nil,
+            let scan = UpToDateSnapshot.scan(
+                root: located.root,
+                taskfilePath: located.path,
+                targets: request.targets,
+                mayRewrite: false,
+                tracked: request.tracked(located.root)
+            ), scan.isNoOp
+        {
+            phase("snapshot")
+            return []
+        }
+        let (project, plan) = try loadAndPlan(request)
+        phase("load and plan")
+        let root = project.taskfile.root
+        let state = BuildState(root: root, lock: lock, warn: warn)
+        defer { state.close() }
+        let tracked = request.tracked(root)
+        // The snapshot only when no run is changing things under it; never rewritten here.
+        let scan =
+            lock == nil
+            ? nil
+            : UpToDateSnapshot.scan(
+                root: root,
+                taskfilePath: project.taskfile.path,
+                targets: request.targets,
+                mayRewrite: false,
+                tracked: tracked
+            )
+        let incremental = IncrementalState(state: state, root: root, previous: scan, tracked: tracked, dryRun: true)
+        phase("open state")
+        let verdicts = plan.verdicts(incremental, remoteKeys: remoteKeys)
+        phase("verdicts")
+        return verdicts
+    }
+
+    /// Loads the project and plans the request's targets (`default` when none), cut down to what
+    /// changed for an affected run.
+    static func loadAndPlan(_ request: Request) throws(Failure) -> (Project, BuildPlan) {
+        do {
+            let project = try Project(
+                taskfilePath: request.taskfile,
+                currentDirectory: request.currentDirectory,
+                runner: request.runner,
+                plugins: request.plugins
+            )
+            var plan = try BuildPlanner(taskfile: project.taskfile, registry: project.registry).plan(
+                targets: request.targets
+            )
+            if let changedFiles = request.changedFiles, let changed = try changedFiles(project.taskfile.root) {
+                let selection = plan.affected(by: changed, discovered: discoveredInputs(for: plan))
+                let files = selection.changedFiles.count
+                let tasks = plan.tasks.count
+                warn(
+                    "kiln: \(files) changed file\(files == 1 ? "" : "s") affect \(selection.tasks.count) of \(tasks) task\(tasks == 1 ? "" : "s")"
+                )
+                plan = plan.restricted(to: selection)
+            }
+            return (project, plan)
+        } catch let error as TaskfileErrors {
+            throw .taskfile(error)
+        } catch let error as Failure {
+            throw error
+        } catch {
+            throw Failure(description: "kiln: \(error)", exitStatus: 1)
+        }
+    }
+
+    /// What depfiles named last time, from the build state (read without taking the project's
+    /// lock); empty without a task that has a depfile, so the state isn't read for nothing.
+    public static func discoveredInputs(for plan: BuildPlan) -> [JobKey: [String]] {
+        let root = plan.taskfile.root
+        guard plan.tasks.contains(where: { $0.definition.depfile != nil }),
+            Files.exists(KilnDirectory(root: root).stateDatabase)
+        else { return [:] }
+        let state = BuildState(root: root, lock: nil, warn: warn)
+        defer { state.close() }
+        return state.discoveredInputs()
+    }
+
+    private static func takeLock(root: String, _ settings: RunSettings) throws(Failure) -> ProjectLock {
+        do {
+            return try ProjectLock(
+                root: root,
+                wait: settings.wait,
+                waitLimit: settings.waitLimit,
+                waiting: settings.waiting
+            )
+        } catch {
+            throw .lock(error)
+        }
+    }
+
+    /// The state's and the session's notes go to standard error.
+    @Sendable private static func warn(_ message: String) {
+        System.writeError(message + "\n")
+    }
+}
