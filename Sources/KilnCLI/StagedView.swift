@@ -82,7 +82,7 @@ struct StagedView {
             }
             let executable = info.st_mode & 0o100 != 0
             if executable == (entry.mode & 0o100 != 0) {
-                if let status = FileStat.of(path), tracked?.contentID(of: relative, status: status) != nil { continue }  // the index vouches
+                if let status = FileSignature.of(path), tracked?.contentID(of: relative, status: status) != nil { continue }  // the index vouches
                 if let id = tracked?.computeContentID(of: path), id.high == entry.id.prefix128.high,
                     id.low == entry.id.prefix128.low
                 {

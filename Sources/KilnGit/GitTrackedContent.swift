@@ -1,3 +1,4 @@
+import KilnPaths
 import CGit2
 import KilnGitFormat
 import KilnHost
@@ -44,7 +45,7 @@ public final class GitTrackedContent: TrackedContent {
     /// index vouches for the file with `status`; `nil` otherwise.
     ///
     /// Threading: any thread, concurrently.
-    public func contentID(of path: String, status: FileStat) -> ContentHash? {
+    public func contentID(of path: String, status: FileSignature) -> ContentHash? {
         guard let index, let entry = index.entry(for: prefix.isEmpty ? path : prefix + path), entry.mode & 0o170000 == 0o100000,
             !entry.skipsWorktree, !entry.isIntentToAdd
         else { return nil }

@@ -16,7 +16,7 @@ extension HookPlan {
 
     /// Saves the plan of `hook`, made from inputs read from `madeAt` on (``FileSignature/now()``
     /// taken before the Taskfile was loaded). Not saved — and the next hook runs in full — when a
-    /// watched file changed too recently to be sure of (see ``racyMargin``), or can't be written.
+    /// watched file changed too recently to be sure of (see ``FileSignature/isSettled(at:)``), or can't be written.
     ///
     /// - Returns: Whether it was saved.
     @discardableResult

@@ -94,16 +94,13 @@ public struct HookPlan: Sendable, Equatable {
     }
 
     /// Whether every watched file is as it was, and none was modified so close to `madeAt` (when
-    /// the plan's inputs were read) that a later change could leave the same signature.
+    /// the plan's inputs were read) that a later change could leave the same signature (the one
+    /// racy-file rule, ``FileSignature/isSettled(at:)``).
     func isCurrent(madeAt: Int64) -> Bool {
         watched.allSatisfy { watched in
             let now = FileSignature.of(watched.path)
             guard now == watched.signature else { return false }
-            return now.map { $0.modified < madeAt - Self.racyMargin } ?? true
+            return now.map { $0.isSettled(at: madeAt) } ?? true
         }
     }
-
-    /// Timestamps come from a coarse clock (a few ms behind the real one): a file modified within
-    /// this much of reading it may change again without its signature showing it.
-    static let racyMargin: Int64 = 20_000_000
 }

@@ -1,3 +1,4 @@
+import KilnPaths
 import Foundation
 import KilnHookPlan
 import KilnTestSupport

@@ -13,7 +13,7 @@ struct VisitedDirectory: Sendable {
     /// When it was looked at (`CLOCK_REALTIME`, ns).
     var seenAt: Int64
     /// Its status then; `nil` when it didn't exist.
-    var stat: FileStat?
+    var stat: FileSignature?
 }
 
 /// Expands `sources:` patterns into the files they match now, with go-task's meaning
@@ -90,7 +90,7 @@ enum Glob {
         var results: [String] = []
         var walked: [VisitedDirectory] = []
         while let (directory, relative) = pending.popLast() {
-            walked.append(VisitedDirectory(path: directory, seenAt: FileHasher.realTime(), stat: FileStat.of(directory)))
+            walked.append(VisitedDirectory(path: directory, seenAt: FileHasher.realTime(), stat: FileSignature.of(directory)))
             for entry in entries(of: directory) {
                 if entry.kind == .directory {
                     if entry.isLink { return nil }
@@ -129,7 +129,7 @@ enum Glob {
                 // Only a lookup here, not a read: the directory isn't watched for it.
             } else {
                 // This directory is read: watch it, and don't walk into it again through a link.
-                let stat = FileStat.of(directory)
+                let stat = FileSignature.of(directory)
                 if seen.insert(directory).inserted {
                     visited.append(VisitedDirectory(path: directory, seenAt: FileHasher.realTime(), stat: stat))
                 }

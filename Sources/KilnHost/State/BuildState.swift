@@ -78,7 +78,7 @@ public struct BuildStateError: Error, Sendable, CustomStringConvertible {
 /// Threading: every member from any thread; the connection is used under its mutex.
 public final class BuildState: @unchecked Sendable {
     /// Bump when the tables or the record encoding change: an older state is then discarded.
-    static let format = "6"
+    static let format = "7"
 
     /// The database file.
     public let path: String
@@ -189,26 +189,27 @@ public final class BuildState: @unchecked Sendable {
     public func loadFiles() -> [String: HashedFile] {
         var result: [String: HashedFile] = [:]
         result.reserveCapacity(count(of: "files"))
-        query("SELECT path, modified, changed, size, inode, hash_high, hash_low, hashed_at, algorithm FROM files") { statement in
+        query("SELECT path, modified, changed, size, inode, device, hash_high, hash_low, hashed_at, algorithm FROM files") { statement in
             guard let path = Self.text(statement, 0) else { return }
             result[path] = Self.hashedFile(statement, from: 1)
         }
         return result
     }
 
-    /// A file record from eight columns starting at `first`.
+    /// A file record from nine columns starting at `first`.
     private static func hashedFile(_ statement: OpaquePointer, from first: Int32) -> HashedFile {
-        let stat = FileStat(
-            modified: sqlite3_column_int64(statement, first), changed: sqlite3_column_int64(statement, first + 1),
-            size: sqlite3_column_int64(statement, first + 2), inode: UInt64(bitPattern: sqlite3_column_int64(statement, first + 3))
+        let stat = FileSignature(
+            device: UInt64(bitPattern: sqlite3_column_int64(statement, first + 4)),
+            inode: UInt64(bitPattern: sqlite3_column_int64(statement, first + 3)), size: sqlite3_column_int64(statement, first + 2),
+            modified: sqlite3_column_int64(statement, first), changed: sqlite3_column_int64(statement, first + 1)
         )
         let hash = ContentHash(
-            high: UInt64(bitPattern: sqlite3_column_int64(statement, first + 4)),
-            low: UInt64(bitPattern: sqlite3_column_int64(statement, first + 5))
+            high: UInt64(bitPattern: sqlite3_column_int64(statement, first + 5)),
+            low: UInt64(bitPattern: sqlite3_column_int64(statement, first + 6))
         )
         return HashedFile(
-            stat: stat, hash: hash, hashedAt: sqlite3_column_int64(statement, first + 6),
-            algorithm: HashAlgorithm(rawValue: UInt8(truncatingIfNeeded: sqlite3_column_int64(statement, first + 7))) ?? .xxh3
+            stat: stat, hash: hash, hashedAt: sqlite3_column_int64(statement, first + 7),
+            algorithm: HashAlgorithm(rawValue: UInt8(truncatingIfNeeded: sqlite3_column_int64(statement, first + 8))) ?? .xxh3
         )
     }
 
@@ -224,7 +225,7 @@ public final class BuildState: @unchecked Sendable {
     /// One file's recorded hash, read when it is needed.
     public func loadFile(path: String) -> HashedFile? {
         var result: HashedFile?
-        lookup("SELECT modified, changed, size, inode, hash_high, hash_low, hashed_at, algorithm FROM files WHERE path = ?1", path) { statement in
+        lookup("SELECT modified, changed, size, inode, device, hash_high, hash_low, hashed_at, algorithm FROM files WHERE path = ?1", path) { statement in
             result = Self.hashedFile(statement, from: 0)
         }
         return result
@@ -273,8 +274,8 @@ public final class BuildState: @unchecked Sendable {
             sqlite3_exec(database, "BEGIN", nil, nil, nil)
             var statement: OpaquePointer?
             let sql = """
-                INSERT OR REPLACE INTO files(path, modified, changed, size, inode, hash_high, hash_low, hashed_at, algorithm)
-                VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
+                INSERT OR REPLACE INTO files(path, modified, changed, size, inode, device, hash_high, hash_low, hashed_at, algorithm)
+                VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
                 """
             if sqlite3_prepare_v2(database, sql, -1, &statement, nil) == SQLITE_OK {
                 for (path, file) in files {
@@ -284,10 +285,11 @@ public final class BuildState: @unchecked Sendable {
                     sqlite3_bind_int64(statement, 3, file.stat.changed)
                     sqlite3_bind_int64(statement, 4, file.stat.size)
                     sqlite3_bind_int64(statement, 5, Int64(bitPattern: file.stat.inode))
-                    sqlite3_bind_int64(statement, 6, Int64(bitPattern: file.hash.high))
-                    sqlite3_bind_int64(statement, 7, Int64(bitPattern: file.hash.low))
-                    sqlite3_bind_int64(statement, 8, file.hashedAt)
-                    sqlite3_bind_int64(statement, 9, Int64(file.algorithm.rawValue))
+                    sqlite3_bind_int64(statement, 6, Int64(bitPattern: file.stat.device))
+                    sqlite3_bind_int64(statement, 7, Int64(bitPattern: file.hash.high))
+                    sqlite3_bind_int64(statement, 8, Int64(bitPattern: file.hash.low))
+                    sqlite3_bind_int64(statement, 9, file.hashedAt)
+                    sqlite3_bind_int64(statement, 10, Int64(file.algorithm.rawValue))
                     sqlite3_step(statement)
                 }
             }
@@ -343,7 +345,7 @@ public final class BuildState: @unchecked Sendable {
         let tables = """
             CREATE TABLE IF NOT EXISTS jobs(key TEXT PRIMARY KEY, record BLOB NOT NULL) WITHOUT ROWID;
             CREATE TABLE IF NOT EXISTS files(path TEXT PRIMARY KEY, modified INTEGER, changed INTEGER, size INTEGER,
-                inode INTEGER, hash_high INTEGER, hash_low INTEGER, hashed_at INTEGER, algorithm INTEGER) WITHOUT ROWID;
+                inode INTEGER, device INTEGER, hash_high INTEGER, hash_low INTEGER, hashed_at INTEGER, algorithm INTEGER) WITHOUT ROWID;
             """
         // No `quick_check` here: it reads the whole file on every run. Damage shows up as
         // SQLITE_CORRUPT or SQLITE_NOTADB when a page is used, and is handled there.

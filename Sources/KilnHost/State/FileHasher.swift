@@ -1,55 +1,17 @@
 import Dispatch
+import KilnPaths
 import Synchronization
 
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// What `stat` says of a file: enough to tell, without reading it, that it hasn't changed.
-///
-/// Threading: a value type.
-public struct FileStat: Hashable, Sendable {
-    /// Modification time, nanoseconds since the epoch.
-    public var modified: Int64
-    /// Status-change time (rename, chmod, write), nanoseconds since the epoch.
-    public var changed: Int64
-    /// Size in bytes.
-    public var size: Int64
-    /// Inode number (a file replaced by rename has a new one).
-    public var inode: UInt64
-
-    /// Creates a value.
-    public init(modified: Int64, changed: Int64, size: Int64, inode: UInt64) {
-        self.modified = modified
-        self.changed = changed
-        self.size = size
-        self.inode = inode
-    }
-
-    /// The file's current status, or `nil` if it doesn't exist.
-    public static func of(_ path: String) -> FileStat? {
-        of(path, relativeTo: AT_FDCWD)
-    }
-
-    /// The status of `path`, resolved against the directory open as `directory` when relative
-    /// (fewer components for the kernel to walk than the absolute path, and no string to build).
-    static func of(_ path: String, relativeTo directory: Int32) -> FileStat? {
-        var info = stat()
-        guard fstatat(directory, path, &info, 0) == 0 else { return nil }
-        return FileStat(
-            modified: Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec),
-            changed: Int64(info.st_ctim.tv_sec) * 1_000_000_000 + Int64(info.st_ctim.tv_nsec),
-            size: Int64(info.st_size), inode: UInt64(info.st_ino)
-        )
-    }
-}
-
 /// A file's hash as recorded: the status it had, how and when it was hashed.
 ///
 /// Threading: a value type.
 public struct HashedFile: Hashable, Sendable {
     /// The file's status when it was hashed.
-    public var stat: FileStat
+    public var stat: FileSignature
     /// Its contents' hash.
     public var hash: ContentHash
     /// When it was hashed, nanoseconds since the epoch (the real-time clock, like file times).
@@ -58,7 +20,7 @@ public struct HashedFile: Hashable, Sendable {
     public var algorithm: HashAlgorithm
 
     /// Creates a value.
-    public init(stat: FileStat, hash: ContentHash, hashedAt: Int64, algorithm: HashAlgorithm = .xxh3) {
+    public init(stat: FileSignature, hash: ContentHash, hashedAt: Int64, algorithm: HashAlgorithm = .xxh3) {
         self.stat = stat
         self.hash = hash
         self.hashedAt = hashedAt
@@ -79,17 +41,13 @@ public struct HashedFile: Hashable, Sendable {
 /// the two (committed, or edited) doesn't look changed: a blob id whose file the index no
 /// longer vouches for is computed from the bytes, the way git would.
 ///
-/// **Racy timestamps.** File times come from the kernel's coarse clock, a few milliseconds per
-/// tick, so a file changed again within the tick of its last change can keep all four values. A
-/// recorded hash is trusted only when the file's mtime is more than ``racyWindow`` older than the
-/// moment it was hashed; a file modified that recently is hashed again, on every run, until it is
-/// old enough. (git calls such entries "racily clean".)
+/// **Racy timestamps.** A recorded hash is trusted only by ``FileSignature/isSettled(at:)``: the
+/// file's mtime is more than ``FileSignature/racyWindow`` older than the moment it was hashed; a
+/// file modified that recently is hashed again, on every run, until it is old enough. (git calls
+/// such entries "racily clean".)
 ///
 /// Threading: any member from any thread; the table is guarded by its mutex.
 public final class FileHasher: Sendable {
-    /// How much older than its hash a file's mtime must be for the hash to be trusted.
-    public static let racyWindow: Int64 = 50_000_000
-
     /// The records, split over 16 locks by path so parallel checks rarely wait on each other.
     private final class Shard: Sendable {
         let table: HostMutex<[String: HashedFile]>
@@ -201,7 +159,7 @@ public final class FileHasher: Sendable {
     /// - Throws: ``FileContent/Failure`` if it exists but can't be read.
     public func hash(_ path: String, as algorithm: HashAlgorithm? = nil) throws(FileContent.Failure) -> Found? {
         let file = path.hasPrefix("/") || root.isEmpty ? path : root + "/" + path
-        guard let status = FileStat.of(file) else {
+        guard let status = FileSignature.of(file) else {
             if shard(path).table.withLock({ $0.removeValue(forKey: path) }) != nil { changed.withLock { _ = $0.insert(path) } }
             return nil
         }
@@ -218,7 +176,7 @@ public final class FileHasher: Sendable {
             known = found
             shard(path).table.withLock { $0[path] = $0[path] ?? found }
         }
-        if let record = known, record.algorithm == wanted, record.stat == status, record.hashedAt - status.modified > Self.racyWindow {
+        if let record = known, record.algorithm == wanted, record.stat == status, status.isSettled(at: record.hashedAt) {
             counts.withLock { $0.fromRecords += 1 }
             return Found(digest: record.digest, source: .recorded, record: record)
         }
@@ -236,7 +194,7 @@ public final class FileHasher: Sendable {
         }
         // If the file changed while it was read, the hash may mix old and new bytes: keep no
         // record, so it is read again next time.
-        let record = FileStat.of(file) == status ? HashedFile(stat: status, hash: hash, hashedAt: hashedAt, algorithm: wanted) : nil
+        let record = FileSignature.of(file) == status ? HashedFile(stat: status, hash: hash, hashedAt: hashedAt, algorithm: wanted) : nil
         shard(path).table.withLock { $0[path] = record }
         changed.withLock { _ = $0.insert(path) }
         return Found(digest: FileDigest(hash, wanted), source: .read, record: record)

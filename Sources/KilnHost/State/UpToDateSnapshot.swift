@@ -29,14 +29,14 @@ public struct WatchedPath: Sendable, Equatable {
     /// What was there.
     public var kind: Kind
     /// Its status then (zero when absent).
-    public var stat: FileStat
+    public var stat: FileSignature
     /// A file's content hash (zero otherwise).
     public var hash: ContentHash
     /// When the status was taken (`CLOCK_REALTIME`, ns): a status is trusted only when the mtime is
-    /// older than this by more than ``FileHasher/racyWindow``.
+    /// older than this by more than ``FileSignature/racyWindow``.
     public var seenAt: Int64
 
-    static let zeroStat = FileStat(modified: 0, changed: 0, size: 0, inode: 0)
+    static let zeroStat = FileSignature(device: 0, inode: 0, size: 0, modified: 0, changed: 0)
     static let zeroHash = ContentHash(high: 0, low: 0)
 
     /// A file as the hasher recorded it.
@@ -49,7 +49,7 @@ public struct WatchedPath: Sendable, Equatable {
         self.init(path: path, kind: .absent, stat: Self.zeroStat, hash: Self.zeroHash, seenAt: seenAt)
     }
 
-    init(path: String, kind: Kind, stat: FileStat, hash: ContentHash, seenAt: Int64) {
+    init(path: String, kind: Kind, stat: FileSignature, hash: ContentHash, seenAt: Int64) {
         self.path = path
         self.kind = kind
         self.stat = stat
@@ -78,23 +78,23 @@ public struct WatchedPath: Sendable, Equatable {
     /// asking the index (`tracked`) for its blob id. `root` resolves relative paths.
     func compare(root: String, rootDescriptor: Int32 = AT_FDCWD, tracked: (any TrackedContent)? = nil) -> Comparison {
         let seen = FileHasher.realTime()
-        let status = rootDescriptor == AT_FDCWD ? FileStat.of(path.hasPrefix("/") ? path : root + "/" + path) : FileStat.of(path, relativeTo: rootDescriptor)
+        let status = rootDescriptor == AT_FDCWD ? FileSignature.of(path.hasPrefix("/") ? path : root + "/" + path) : FileSignature.of(path, relativeTo: rootDescriptor)
         guard let current = status else { return kind == .absent ? .unchanged : .changed }
         let absolute = path.hasPrefix("/") ? path : root + "/" + path
         switch kind {
         case .absent:
             return .changed
         case .directory:
-            return current == stat && seenAt - current.modified > FileHasher.racyWindow ? .unchanged : .changed
+            return current == stat && current.isSettled(at: seenAt) ? .unchanged : .changed
         case .trackedFile:
-            if current == stat, seenAt - current.modified > FileHasher.racyWindow { return .unchanged }
+            if current == stat, current.isSettled(at: seenAt) { return .unchanged }
             // Touched, or checked out again: the index may vouch for the same blob.
             guard let tracked, tracked.contentID(of: path, status: current) == hash else { return .changed }
             return .sameContent(WatchedPath(path: path, kind: .trackedFile, stat: current, hash: hash, seenAt: seen))
         case .file:
-            if current == stat, seenAt - current.modified > FileHasher.racyWindow { return .unchanged }
+            if current == stat, current.isSettled(at: seenAt) { return .unchanged }
             // Read it; the status must not move while it is read, or the hash can't be pinned to it.
-            guard (try? FileContent.hash(absolute)) == hash, FileStat.of(absolute) == current else { return .changed }
+            guard (try? FileContent.hash(absolute)) == hash, FileSignature.of(absolute) == current else { return .changed }
             return .sameContent(WatchedPath(path: path, kind: .file, stat: current, hash: hash, seenAt: seen))
         }
     }
@@ -146,7 +146,7 @@ public struct UpToDateSnapshot: Sendable {
     /// Whether a job always runs (then no run is a no-op).
     public var anyAlwaysRuns: Bool
 
-    static let magic = Array("KILNSNP\u{3}".utf8)
+    static let magic = Array("KILNSNP\u{4}".utf8)
     /// Bump when the encoding or the meaning of the snapshot changes.
     static let formatVersion = 3
 
@@ -262,6 +262,7 @@ public struct UpToDateSnapshot: Sendable {
             writer.write(UInt64(bitPattern: entry.stat.changed))
             writer.write(UInt64(bitPattern: entry.stat.size))
             writer.write(entry.stat.inode)
+            writer.write(entry.stat.device)
             writer.write(entry.hash.high)
             writer.write(entry.hash.low)
             writer.write(UInt64(bitPattern: entry.seenAt))
@@ -314,14 +315,14 @@ public struct UpToDateSnapshot: Sendable {
             guard let path = reader.readString(), let kindByte = reader.readByte(),
                 let kind = WatchedPath.Kind(rawValue: kindByte),
                 let modified = reader.readUInt64(), let changed = reader.readUInt64(), let size = reader.readUInt64(),
-                let inode = reader.readUInt64(), let high = reader.readUInt64(), let low = reader.readUInt64(),
+                let inode = reader.readUInt64(), let device = reader.readUInt64(), let high = reader.readUInt64(), let low = reader.readUInt64(),
                 let seenAt = reader.readUInt64()
             else { return nil }
             paths.append(WatchedPath(
                 path: path, kind: kind,
-                stat: FileStat(
-                    modified: Int64(bitPattern: modified), changed: Int64(bitPattern: changed), size: Int64(bitPattern: size),
-                    inode: inode
+                stat: FileSignature(
+                    device: device, inode: inode, size: Int64(bitPattern: size), modified: Int64(bitPattern: modified),
+                    changed: Int64(bitPattern: changed)
                 ),
                 hash: ContentHash(high: high, low: low), seenAt: Int64(bitPattern: seenAt)
             ))

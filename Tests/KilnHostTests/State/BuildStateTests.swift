@@ -1,3 +1,4 @@
+import KilnPaths
 import Foundation
 import KilnHost
 import KilnJobs
@@ -18,7 +19,7 @@ struct BuildStateTests {
         do {
             let state = try BuildState(root: directory.path) { _ in }
             state.save(record, for: "compile src/a.c")
-            state.save(files: ["src/a.c": HashedFile(stat: FileStat(modified: 1, changed: 2, size: 3, inode: 4), hash: ContentHash(high: 5, low: 6), hashedAt: 7)])
+            state.save(files: ["src/a.c": HashedFile(stat: FileSignature(device: 9, inode: 4, size: 3, modified: 1, changed: 2), hash: ContentHash(high: 5, low: 6), hashedAt: 7)])
         }
         let state = try BuildState(root: directory.path) { _ in }
         #expect(state.loadJobs() == ["compile src/a.c": record])
@@ -31,7 +32,7 @@ struct BuildStateTests {
     func algorithmsAreRecorded() throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        let stat = FileStat(modified: 1, changed: 2, size: 3, inode: 4)
+        let stat = FileSignature(device: 9, inode: 4, size: 3, modified: 1, changed: 2)
         let withDigests = JobRecord(
             signature: ContentHash(high: 1, low: 2), outputs: ["build/a.o": ContentHash(high: 3, low: 4)], finishedAt: 42,
             inputs: ["src/a.c": FileDigest(ContentHash(high: 5, low: 6), .gitBlob), "src/b.c": FileDigest(ContentHash(high: 7, low: 8), .xxh3)],

@@ -1,3 +1,4 @@
+import KilnPaths
 import Foundation
 import KilnHost
 import KilnTestSupport
@@ -49,7 +50,7 @@ struct FileHasherTests {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         let file = try directory.write("a.c", "int a;")
-        let status = try #require(FileStat.of(file))
+        let status = try #require(FileSignature.of(file))
         // The clock says the hash was taken 10 ms after the file's mtime: too close to trust.
         let racyClock: @Sendable () -> Int64 = { status.modified + 10_000_000 }
         let first = FileHasher(now: racyClock)
@@ -77,8 +78,8 @@ struct FileHasherTests {
 
     /// A stand-in index: vouches for listed paths whose status is the one given.
     struct Index: TrackedContent {
-        var entries: [String: (status: FileStat, id: ContentHash)]
-        func contentID(of path: String, status: FileStat) -> ContentHash? {
+        var entries: [String: (status: FileSignature, id: ContentHash)]
+        func contentID(of path: String, status: FileSignature) -> ContentHash? {
             entries[path].flatMap { $0.status == status ? $0.id : nil }
         }
         func computeContentID(of file: String) -> ContentHash? {
@@ -93,7 +94,7 @@ struct FileHasherTests {
         let file = try directory.write("src/a.c", "int a;")
         try setModificationTime(file, secondsAgo: 10)
         let blob = ContentHash(high: 0xb10b, low: 1)
-        let index = Index(entries: ["src/a.c": (try #require(FileStat.of(file)), blob)])
+        let index = Index(entries: ["src/a.c": (try #require(FileSignature.of(file)), blob)])
         let hasher = FileHasher(root: directory.path, tracked: index)
         let vouched = try #require(try hasher.hash("src/a.c"))
         #expect(vouched.source == .index)

@@ -1,3 +1,4 @@
+import KilnPaths
 import Foundation
 import KilnTestSupport
 import Testing
@@ -7,7 +8,7 @@ import Testing
 @Suite("The up-to-date snapshot")
 struct UpToDateSnapshotTests {
     func record(_ path: String, relative: String, seenAt: Int64? = nil) throws -> WatchedPath {
-        let stat = try #require(FileStat.of(path))
+        let stat = try #require(FileSignature.of(path))
         return WatchedPath(
             path: relative, kind: .file, stat: stat, hash: try FileContent.hash(path), seenAt: seenAt ?? FileHasher.realTime()
         )
@@ -36,7 +37,7 @@ struct UpToDateSnapshotTests {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         let file = try directory.write("a.txt", "alpha")
-        let stat = try #require(FileStat.of(file))
+        let stat = try #require(FileSignature.of(file))
         // Recorded in the same clock tick as the write: the status can't vouch for the content.
         var entry = try record(file, relative: "a.txt", seenAt: stat.modified + 1_000_000)
         guard case .sameContent(let refreshed) = entry.compare(root: directory.path) else {
@@ -47,7 +48,7 @@ struct UpToDateSnapshotTests {
         #expect(refreshed.seenAt >= stat.modified)
         // Same size, same status values, other bytes: only reading tells.
         try directory.write("a.txt", "alphz")
-        entry.stat = try #require(FileStat.of(file))
+        entry.stat = try #require(FileSignature.of(file))
         entry.seenAt = entry.stat.modified + 1_000_000
         guard case .changed = entry.compare(root: directory.path) else {
             Issue.record("a racy edit must be seen")
@@ -71,7 +72,7 @@ struct UpToDateSnapshotTests {
         }
         try FileManager.default.createDirectory(atPath: directory.path("src"), withIntermediateDirectories: true)
         try setModificationTime(directory.path("src"), secondsAgo: 10)
-        let stat = try #require(FileStat.of(directory.path("src")))
+        let stat = try #require(FileSignature.of(directory.path("src")))
         let watched = WatchedPath(path: "src", kind: .directory, stat: stat, hash: WatchedPath.zeroHash, seenAt: FileHasher.realTime())
         guard case .unchanged = watched.compare(root: directory.path) else {
             Issue.record("untouched directory")
@@ -87,7 +88,7 @@ struct UpToDateSnapshotTests {
     /// A stand-in index that vouches for one blob id whatever the status.
     struct Vouching: TrackedContent {
         var id: ContentHash?
-        func contentID(of path: String, status: FileStat) -> ContentHash? { id }
+        func contentID(of path: String, status: FileSignature) -> ContentHash? { id }
         func computeContentID(of file: String) -> ContentHash? { nil }
     }
 
@@ -99,7 +100,7 @@ struct UpToDateSnapshotTests {
         try setModificationTime(file, secondsAgo: 10)
         let blob = ContentHash(high: 0xb10b, low: 2)
         let recorded = WatchedPath(
-            path: "src/a.c", file: HashedFile(stat: try #require(FileStat.of(file)), hash: blob, hashedAt: FileHasher.realTime(), algorithm: .gitBlob)
+            path: "src/a.c", file: HashedFile(stat: try #require(FileSignature.of(file)), hash: blob, hashedAt: FileHasher.realTime(), algorithm: .gitBlob)
         )
         #expect(recorded.kind == .trackedFile)
         guard case .unchanged = recorded.compare(root: directory.path) else { Issue.record("untouched: unchanged"); return }
@@ -119,7 +120,7 @@ struct UpToDateSnapshotTests {
     @Test("the encoding round-trips, and a damaged file is no snapshot at all")
     func encodingRoundTrips() throws {
         let file = WatchedPath(
-            path: "src/a.c", kind: .file, stat: FileStat(modified: 1, changed: 2, size: 3, inode: 4),
+            path: "src/a.c", kind: .file, stat: FileSignature(device: 9, inode: 4, size: 3, modified: 1, changed: 2),
             hash: ContentHash(high: 5, low: 6), seenAt: 7
         )
         let snapshot = UpToDateSnapshot(
@@ -150,7 +151,7 @@ struct UpToDateSnapshotTests {
     func conflictingViewsDropTheOlderJob() throws {
         let recorder = SnapshotRecorder(previous: nil)
         let old = WatchedPath(
-            path: "gen.h", kind: .file, stat: FileStat(modified: 1, changed: 1, size: 1, inode: 1),
+            path: "gen.h", kind: .file, stat: FileSignature(device: 9, inode: 1, size: 1, modified: 1, changed: 1),
             hash: ContentHash(high: 1, low: 1), seenAt: 100
         )
         var new = old
