@@ -46,6 +46,8 @@ public final class ProcessMonitor: CommandRunner, @unchecked Sendable {
     private static let signalToken: UInt64 = 0
     /// Seconds between SIGTERM and SIGKILL.
     public let terminationGrace: Double
+    /// Whether exits are watched through pidfds (otherwise polled).
+    private let usePidDescriptors: Bool
 
     /// Creates a monitor and starts its thread.
     ///
@@ -53,10 +55,14 @@ public final class ProcessMonitor: CommandRunner, @unchecked Sendable {
     /// epoll descriptor forever): a monitor is made once per process. An unowned reference here
     /// once crashed `kiln list` at exit, when the monitor was freed under its running thread.
     ///
-    /// - Parameter terminationGrace: Seconds a terminated command gets before SIGKILL.
-    public init(terminationGrace: Double = 2) {
+    /// - Parameters:
+    ///   - terminationGrace: Seconds a terminated command gets before SIGKILL.
+    ///   - usePidDescriptors: Watch exits through pidfds (the default). `false` polls instead, as
+    ///     kiln does where `pidfd_open` fails; for tests of that path.
+    public init(terminationGrace: Double = 2, usePidDescriptors: Bool = true) {
         epoll = ckiln_epoll_create()
         self.terminationGrace = terminationGrace
+        self.usePidDescriptors = usePidDescriptors
         System.startThread { [self] in self.loop() }
     }
 
@@ -101,7 +107,7 @@ public final class ProcessMonitor: CommandRunner, @unchecked Sendable {
         // Its group dies with kiln, however kiln ends (see ckiln_guardian_note).
         _ = ckiln_guardian_note(pid, 1)
         _ = fcntl(readEnd, F_SETFL, fcntl(readEnd, F_GETFL) | O_NONBLOCK)
-        let pidDescriptor = ckiln_pidfd_open(pid)
+        let pidDescriptor = usePidDescriptors ? ckiln_pidfd_open(pid) : -1
         let token = children.withLock { children -> UInt64 in
             let token = children.next
             children.next += 1
@@ -181,6 +187,7 @@ public final class ProcessMonitor: CommandRunner, @unchecked Sendable {
                     reap(token: token / 2)
                 }
             }
+            reapWithoutPidDescriptors()
             completeFinished()
         }
     }
@@ -210,6 +217,30 @@ public final class ProcessMonitor: CommandRunner, @unchecked Sendable {
         }
     }
 
+    /// Where `pidfd_open` isn't available (kernels before 5.3, some sandboxes, valgrind), a
+    /// child's exit makes no event: such children are polled (`waitpid` with `WNOHANG`) on every
+    /// turn of the loop, which then wakes at least every ``pollInterval`` while one runs.
+    private func reapWithoutPidDescriptors() {
+        let polled = children.withLock { children in
+            children.byToken.compactMap { token, child in
+                child.pidDescriptor < 0 && child.result == nil && !child.reaping && !child.exitedAfterTermination
+                    ? (token, child.pid, child.terminated) : nil
+            }
+        }
+        for (token, pid, terminated) in polled {
+            if terminated {
+                // Noticed without reaping it (`WNOWAIT`): a terminated shell stays a zombie.
+                var info = siginfo_t()
+                guard waitid(P_PID, id_t(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0, info._sifields._sigchld.si_pid == pid
+                else { continue }
+            }
+            reap(token: token)
+        }
+    }
+
+    /// How often children without a pidfd are polled, in ms.
+    private static let pollInterval: Int32 = 10
+
     private func reap(token: UInt64) {
         guard let (pid, pidDescriptor, terminated) = children.withLock({ children -> (pid_t, Int32, Bool)? in
             guard var child = children.byToken[token] else { return nil }
@@ -225,8 +256,10 @@ public final class ProcessMonitor: CommandRunner, @unchecked Sendable {
         }) else { return }
         if terminated {
             // Reaped in `completeFinished`, after the rest of the group is killed.
-            _ = ckiln_epoll_remove(epoll, pidDescriptor)
-            close(pidDescriptor)
+            if pidDescriptor >= 0 {
+                _ = ckiln_epoll_remove(epoll, pidDescriptor)
+                close(pidDescriptor)
+            }
             return
         }
         var status: Int32 = 0
@@ -236,8 +269,10 @@ public final class ProcessMonitor: CommandRunner, @unchecked Sendable {
             return
         }
         _ = ckiln_guardian_note(pid, 0)
-        _ = ckiln_epoll_remove(epoll, pidDescriptor)
-        close(pidDescriptor)
+        if pidDescriptor >= 0 {
+            _ = ckiln_epoll_remove(epoll, pidDescriptor)
+            close(pidDescriptor)
+        }
         let result: CommandResult = (status & 0x7f) == 0 ? .exited((status >> 8) & 0xff) : .signaled(status & 0x7f)
         children.withLock { children in
             children.byToken[token]?.result = result
@@ -291,15 +326,18 @@ public final class ProcessMonitor: CommandRunner, @unchecked Sendable {
     private func nextTimeout() -> Int32 {
         let now = Self.now()
         var soonest: UInt64?
+        var polling = false
         children.withLock { children in
             for child in children.byToken.values {
+                if child.pidDescriptor < 0, child.result == nil, !child.exitedAfterTermination { polling = true }
                 if child.exitedAfterTermination, !child.outputClosed { soonest = min(soonest ?? .max, child.killAt ?? 0) }
                 if child.result != nil, !child.outputClosed { soonest = min(soonest ?? .max, child.exitedAt + 200_000_000) }
                 if let killAt = child.killAt { soonest = min(soonest ?? .max, killAt) }
             }
         }
-        guard let soonest else { return -1 }
-        return soonest <= now ? 0 : Int32(min((soonest - now) / 1_000_000 + 1, 1000))
+        guard let soonest else { return polling ? Self.pollInterval : -1 }
+        let timeout = soonest <= now ? 0 : Int32(min((soonest - now) / 1_000_000 + 1, 1000))
+        return polling ? min(timeout, Self.pollInterval) : timeout
     }
 
     private static func now() -> UInt64 { DispatchTime.now().uptimeNanoseconds }

@@ -80,7 +80,6 @@ public struct WatchedPath: Sendable, Equatable {
         let seen = FileHasher.realTime()
         let status = rootDescriptor == AT_FDCWD ? FileSignature.of(path.hasPrefix("/") ? path : root + "/" + path) : FileSignature.of(path, relativeTo: rootDescriptor)
         guard let current = status else { return kind == .absent ? .unchanged : .changed }
-        let absolute = path.hasPrefix("/") ? path : root + "/" + path
         switch kind {
         case .absent:
             return .changed
@@ -94,6 +93,7 @@ public struct WatchedPath: Sendable, Equatable {
         case .file:
             if current == stat, current.isSettled(at: seenAt) { return .unchanged }
             // Read it; the status must not move while it is read, or the hash can't be pinned to it.
+            let absolute = path.hasPrefix("/") ? path : root + "/" + path
             guard (try? FileContent.hash(absolute)) == hash, FileSignature.of(absolute) == current else { return .changed }
             return .sameContent(WatchedPath(path: path, kind: .file, stat: current, hash: hash, seenAt: seen))
         }

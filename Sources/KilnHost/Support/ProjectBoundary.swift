@@ -48,6 +48,8 @@ final class ProjectBoundary: Sendable {
     /// touches. With `fresh`, nothing remembered is used: the file system as it is now (for a
     /// check made while commands run, which may have made directories and links since).
     func contains(_ path: String, followingLastLink: Bool, fresh: Bool = false) -> Bool {
+        // Most tasks run in the root itself.
+        if path == root { return true }
         // Most paths are normal already: normalizing costs more than the rest together.
         let normalized = Self.isNormal(path) ? path : Path.normalize(path)
         guard normalized == root || normalized.hasPrefix(rootPrefix) else { return false }
@@ -67,9 +69,15 @@ final class ProjectBoundary: Sendable {
         return resolved == resolvedRoot || resolved.hasPrefix(resolvedRootPrefix)
     }
 
-    /// Whether `path` is absolute and has no empty, `.` or `..` component (a byte scan).
+    /// Whether `path` is absolute and has no empty, `.` or `..` component (a byte scan over the
+    /// string's own storage).
     static func isNormal(_ path: String) -> Bool {
-        var utf8 = path.utf8.makeIterator()
+        if let answer = path.utf8.withContiguousStorageIfAvailable({ isNormal(bytes: $0) }) { return answer }
+        return isNormal(bytes: Array(path.utf8)[...])
+    }
+
+    private static func isNormal<Bytes: Collection<UInt8>>(bytes: Bytes) -> Bool {
+        var utf8 = bytes.makeIterator()
         guard utf8.next() == UInt8(ascii: "/") else { return false }
         var componentLength = 0
         var dots = 0
@@ -84,7 +92,7 @@ final class ProjectBoundary: Sendable {
             }
         }
         // The last component: not `.` or `..`; a trailing slash is not normal (but "/" is).
-        return componentLength == 0 ? path == "/" : !(componentLength == dots && componentLength <= 2)
+        return componentLength == 0 ? bytes.count == 1 : !(componentLength == dots && componentLength <= 2)
     }
 
     private func directory(_ directory: Substring) -> Directory {
