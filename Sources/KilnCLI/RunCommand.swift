@@ -79,6 +79,7 @@ extension Kiln {
                 taskfile: options.taskfile, currentDirectory: System.currentDirectory, plugins: options.plugins, targets: tasks,
                 runner: monitor, tracked: { trackedContent(root: $0) }
             )
+            request.exitsAfterwards = true
             if affected {
                 let changes = self.changes
                 request.changedFiles = { root throws(BuildSession.Failure) in try changes.changedFiles(in: root) }

@@ -86,10 +86,11 @@ extension Kiln {
 
 /// Every job's verdict for a run of `targets`, as the run would reach it: the session's dry run.
 private func evaluate(_ options: TaskfileOptions, targets: [String], remoteKeys: Bool = false) throws(ExitCode) -> [JobVerdict] {
-    let request = BuildSession.Request(
+    var request = BuildSession.Request(
         taskfile: options.taskfile, currentDirectory: System.currentDirectory, plugins: options.plugins, targets: targets,
         runner: ProcessMonitor(), tracked: { trackedContent(root: $0) }
     )
+    request.exitsAfterwards = true
     return try session { () throws(BuildSession.Failure) in
         try BuildSession.inspect(request, remoteKeys: remoteKeys, note: { System.writeError($0 + "\n") })
     }

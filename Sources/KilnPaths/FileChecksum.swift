@@ -34,6 +34,11 @@ public enum FileChecksum {
         return hash ^ hash >> 33
     }
 
+    /// The checksum of `bytes`.
+    public static func of(_ bytes: ArraySlice<UInt8>) -> UInt64 {
+        bytes.withUnsafeBytes(of)
+    }
+
     /// Appends the checksum of `bytes` to them.
     public static func seal(_ bytes: inout [UInt8]) {
         let checksum = bytes.withUnsafeBytes(of)

@@ -41,6 +41,8 @@ public struct KilnDirectory: Sendable {
     public var snapshot: String { path + "/snapshot" }
     /// The Taskfile cache.
     public var taskfileCache: String { path + "/taskfile.cache" }
+    /// What the last plan's project-boundary check rested on (``BoundaryMemo`` in the host).
+    public var boundaryMemo: String { path + "/boundary" }
     /// The hook plans' and hook file lists' directory.
     public var hooks: String { path + "/hooks" }
 

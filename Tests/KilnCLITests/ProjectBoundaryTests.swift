@@ -72,6 +72,29 @@ import Testing
         #expect(layout.scratch.read("outside/important.conf") == "keep me\n", "\(example.name)")
     }
 
+    @Test("a link planted after runs that remembered the check is still refused: the memo of the check doesn't vouch", arguments: 1..<escapes.count)
+    func linkPlantedAfterTheCheckWasRemembered(index: Int) async throws {
+        let example = Self.escapes[index]
+        let layout = try Layout()
+        defer { layout.scratch.remove() }
+        try layout.taskfile(example.taskfile)
+        // Runs without the link: the check passes and is remembered (.kiln/boundary), and once
+        // the directories are older than the racy window the memo vouches for the next plan.
+        for _ in 0..<2 {
+            _ = try await KilnProcess.run(["run", "c"], in: layout.project)
+            usleep(120_000)
+        }
+        #expect(layout.scratch.exists("project/.kiln/boundary"), "\(example.name)")
+        for (name, target) in example.links {
+            try? FileManager.default.removeItem(atPath: layout.scratch.path("project/" + name))
+            try layout.link(name, to: target)
+        }
+        let result = try await KilnProcess.run(["run", "c"], in: layout.project)
+        #expect(result.status == 2, "\(example.name): \(result)")
+        #expect(result.standardError.contains(example.message), "\(example.name): \(result)")
+        #expect(layout.scratch.read("outside/important.conf") == "keep me\n", "\(example.name)")
+    }
+
     @Test("a depfile whose directory became a link outward while the command ran is not removed")
     func depfileThroughALinkMadeDuringTheRun() async throws {
         let layout = try Layout()

@@ -98,9 +98,17 @@ public struct BuildPlanner: Sendable {
         var tasks: [BuildPlan.Task] = []
         tasks.reserveCapacity(order.count)
         let boundary = ProjectBoundary(root: taskfile.root)
+        // The same Taskfile over the same directories: the last check's verdict holds.
+        let memo = taskfile.contentIdentity.map { BoundaryMemo(root: taskfile.root, identity: $0) }
+        let checkBoundary = memo?.vouches(resolvedRoot: boundary.resolvedRoot) != true
+        var escapes = 0
         for position in order {
             let definition = taskfile.tasks[position]
-            errors += rootEscapes(definition, boundary: boundary)
+            if checkBoundary {
+                let found = rootEscapes(definition, boundary: boundary)
+                escapes += found.count
+                errors += found
+            }
             guard let kind = registry.kind(named: definition.kind.value) else {
                 let known = registry.kinds.map(\.name).joined(separator: ", ")
                 errors.append(TaskfileError(
@@ -120,6 +128,13 @@ public struct BuildPlanner: Sendable {
                     .configurationRejected, "task '\(definition.name)': \(error.message) (task kind '\(kind.name)')",
                     at: error.location ?? definition.location
                 ))
+            }
+        }
+        if let memo, checkBoundary {
+            if escapes == 0 {
+                memo.save(directories: boundary.consultedDirectories, resolvedRoot: boundary.resolvedRoot)
+            } else {
+                memo.remove()
             }
         }
         if !errors.isEmpty {

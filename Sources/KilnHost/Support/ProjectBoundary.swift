@@ -69,6 +69,11 @@ final class ProjectBoundary: Sendable {
         return resolved == resolvedRoot || resolved.hasPrefix(resolvedRootPrefix)
     }
 
+    /// The directories ``contains(_:followingLastLink:fresh:)`` has resolved (and remembered).
+    var consultedDirectories: [String] {
+        directories.withLock { Array($0.byPath.keys) }
+    }
+
     /// Whether `path` is absolute and has no empty, `.` or `..` component (a byte scan over the
     /// string's own storage).
     static func isNormal(_ path: String) -> Bool {

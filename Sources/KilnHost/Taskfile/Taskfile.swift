@@ -23,6 +23,10 @@ public struct Taskfile: Sendable {
     /// `plugins:` — plugins to load, each a name (looked up on the plugin path) or a path (with a
     /// `/`, relative to the Taskfile that names it; made absolute), from every file.
     public var plugins: [Located<String>] = []
+    /// Identifies the Taskfile files and their contents as the Taskfile cache recorded them (a
+    /// checksum of its header), when the model came from or went to the cache; `nil` otherwise.
+    /// Not part of the model: what is keyed on it (``BoundaryMemo``) is forgotten when it changes.
+    public var contentIdentity: UInt64?
     /// `hooks:` — git hook names (`pre-commit`, …) and the tasks each runs, from the main file.
     public var hooks: [String: [Located<String>]] = [:]
 

@@ -29,7 +29,10 @@ enum TaskfileCache {
         guard let bytes = Files.readSealed(path(root: root), magic: magic) else { return nil }
         var reader = BinaryReader(bytes: bytes)
         guard validHeader(&reader, taskfilePath: taskfilePath) != nil else { return nil }
-        return reader.readTaskfile()
+        let identity = FileChecksum.of(bytes[0..<reader.offset])
+        var taskfile = reader.readTaskfile()
+        taskfile?.contentIdentity = identity
+        return taskfile
     }
 
     /// A hash of the valid cache's header — the Taskfile path, and every file the load read with
@@ -70,7 +73,8 @@ enum TaskfileCache {
     }
 
     /// Saves `taskfile`, whose load read `files` (with `missingOptional` includes absent).
-    static func save(_ taskfile: Taskfile, missingOptional: [String]) {
+    /// Sets the taskfile's ``Taskfile/contentIdentity`` to the header's checksum.
+    static func save(_ taskfile: inout Taskfile, missingOptional: [String]) {
         var writer = BinaryWriter()
         writer.append(magic)
         writer.write(formatVersion)
@@ -88,6 +92,7 @@ enum TaskfileCache {
             writer.write(hash.high)
             writer.write(hash.low)
         }
+        taskfile.contentIdentity = FileChecksum.of(writer.bytes[...])
         writer.write(taskfile)
         KilnDirectory(root: taskfile.root).create()
         FileChecksum.seal(&writer.bytes)

@@ -80,11 +80,11 @@ public struct TaskfileLoader: Sendable {
         if !session.errors.isEmpty {
             throw TaskfileErrors(sorting: session.errors, fileOrder: session.files)
         }
-        let taskfile = Taskfile(
+        var taskfile = Taskfile(
             path: absolute, root: session.root, version: version ?? "3", resources: session.resources,
             tasks: session.tasks, files: session.files, plugins: session.plugins, hooks: session.hooks
         )
-        if usesCache { TaskfileCache.save(taskfile, missingOptional: session.missingOptional) }
+        if usesCache { TaskfileCache.save(&taskfile, missingOptional: session.missingOptional) }
         return taskfile
     }
 }
