@@ -124,5 +124,11 @@ import Testing
         #expect(run.status == 1, "\(run)")
         #expect(run.standardOutput.contains("jobs 'c lib/a.c' and 'c src/a.c' both declare the output build/a.o"), "\(run)")
         #expect(!directory.exists("compiled.log"))
+        // status and --dry-run say so too: they are the run's own scheduler.
+        let status = try await KilnProcess.run(["status", "c", "--exit-code"], in: directory.path)
+        #expect(status.status == 1, "\(status)")
+        #expect(status.standardOutput.contains("c: a run would fail it: jobs 'c lib/a.c' and 'c src/a.c' both declare"), "\(status)")
+        let dryRun = try await KilnProcess.run(["run", "--dry-run", "c"], in: directory.path)
+        #expect(dryRun.standardOutput.hasPrefix("c"), "\(dryRun)")
     }
 }

@@ -80,7 +80,10 @@ private final class VerdictCollector: RunObserver {
 
     func jobsPlanned(_ count: Int) {}
     func jobStarted(_ job: JobInfo, at time: Double) {}
-    func jobFinished(_ job: JobInfo, outcome: JobOutcome, output: TaskOutput, at time: Double) {}
+    func jobFinished(_ job: JobInfo, outcome: JobOutcome, output: TaskOutput, at time: Double) {
+        // Jobs run nothing here: a failure is one the run makes before a job starts.
+        if case .failed(let reason) = outcome { table.withLock { $0[job.key] = .refused(reason) } }
+    }
     func jobChecked(_ job: JobInfo, reason: RunReason) {
         table.withLock { $0[job.key] = reason }
     }

@@ -29,6 +29,8 @@ public enum RunReason: Sendable, Equatable, CustomStringConvertible {
     /// A dependency runs first, so this job's verdict waits for what it leaves (a dry run or
     /// `kiln status` can't know; a real run checks again then).
     case dependencyRuns(String)
+    /// A run would fail it before it starts (two of an `each:` task's jobs would write one file).
+    case refused(String)
 
     /// For people.
     public var description: String {
@@ -42,6 +44,7 @@ public enum RunReason: Sendable, Equatable, CustomStringConvertible {
         case .outputModified(let path): "output \(path) was modified"
         case .alwaysRuns: "it declares no sources or generates, so it always runs"
         case .dependencyRuns(let name): "dependency \(name) runs first"
+        case .refused(let reason): "a run would fail it: \(reason)"
         }
     }
 }
