@@ -17,6 +17,11 @@ import KilnPaths
 /// signature of a recorded directory (its own, or its parent's), and the memo no longer vouches.
 /// A signature is trusted only by the one racy rule (``FileSignature/isSettled(at:)``).
 ///
+/// **Keep the key whole.** The paths checked are rendered from the Taskfile's variables, which
+/// today come from the Taskfile alone, so its content identity fixes them. If variables ever come
+/// from elsewhere (the environment, `sh:` commands, the command line), key the memo on the
+/// rendered paths too, or it could vouch for paths it never checked.
+///
 /// Threading: a value type; its files are written atomically.
 struct BoundaryMemo {
     static let magic = Array("KILNBND\u{1}".utf8)
