@@ -52,7 +52,7 @@ public struct Project: Sendable {
         registry = TaskKindRegistry()
         // The built-in kind goes through the same door as a plugin's.
         try? registry.register(
-            ShellTaskKind(runner: runner, baseEnvironment: System.environment), origin: "built-in"
+            ShellTaskKind(runner: runner), origin: "built-in"
         )
         plugins = try Self.loadPlugins(for: taskfile, into: registry, options: options)
     }

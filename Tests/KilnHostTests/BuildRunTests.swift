@@ -214,7 +214,7 @@ import Testing
         #expect(directory.read("env.txt") == "from-task overridden kept\n")
     }
 
-    @Test func aCommandInAMissingDirectoryFailsNamingTheDirectory() async throws {
+    @Test func aMissingDirectoryIsMadeAndOneThatCantBeFailsTheJobNamingIt() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         let taskfile = try loadTaskfile(
@@ -224,11 +224,20 @@ import Testing
                 version: '3'
                 tasks:
                   lost:
-                    dir: nowhere
-                    cmds: [touch ../lost.ran]
-                """
+                    dir: file.txt/nowhere
+                    cmds: [touch ../../lost.ran]
+                  made:
+                    dir: build/sub
+                    cmds: [touch ../../made.ran]
+                """,
+                "file.txt": "a file, not a directory\n",
             ]
         )
+        // A missing directory is made first, as go-task does.
+        let (made, _, _) = try await run(taskfile, targets: ["made"])
+        #expect(made.succeeded == 1)
+        #expect(directory.exists("made.ran"))
+        // One that can't be made fails the job, naming it.
         let (summary, observer, _) = try await run(taskfile, targets: ["lost"])
         #expect(summary.failed == 1)
         let lost = try #require(observer.finished(task: "lost").only)
@@ -236,8 +245,8 @@ import Testing
             Issue.record("expected a failure, got \(lost.outcome)")
             return
         }
-        #expect(reason.contains(directory.path("nowhere")))
-        #expect(reason.contains("exist"))
+        #expect(reason.contains(directory.path("file.txt/nowhere")))
+        #expect(reason.contains("can't make its directory"))
         #expect(!directory.exists("lost.ran"))
     }
 }

@@ -490,8 +490,9 @@ public final class BuildRun: @unchecked Sendable {
     ) -> (entry: Job, queue: JobQueue, realJob: Job, target: Job) {
         // Past a MiB, a job's output goes to an anonymous file under .kiln/, not into memory.
         let output = TaskOutput(spillDirectory: KilnDirectory(root: plan.taskfile.root).path)
-        // The host's environment plus the task's (shared storage when the task adds nothing).
-        let environment = request.environment.isEmpty ? baseEnvironment : baseEnvironment.merging(request.environment) { $1 }
+        // The host's environment plus the task's (shared storage when the task adds nothing). A
+        // variable the host sets keeps the host's value, as in go-task: `env:` gives defaults.
+        let environment = request.environment.isEmpty ? baseEnvironment : baseEnvironment.merging(request.environment) { host, _ in host }
         let context = TaskContext(output: output, projectRoot: plan.taskfile.root, environment: environment)
         let incremental = options.incremental
         // A dry run schedules exactly as a run does, with jobs that run nothing (ninja's dry run

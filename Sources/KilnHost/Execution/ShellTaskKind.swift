@@ -2,6 +2,10 @@ import KilnJobs
 import KilnPluginAPI
 import Synchronization
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// The built-in task kind for tasks with `cmds:`: each job runs its commands one after another
 /// with `/bin/sh -c`, stopping at the first that fails.
 ///
@@ -19,17 +23,13 @@ public struct ShellTaskKind: TaskKind {
     public let version = "1"
 
     private let runner: any CommandRunner
-    private let baseEnvironment: [String: String]
 
     /// Creates the kind.
     ///
-    /// - Parameters:
-    ///   - runner: Starts processes.
-    ///   - baseEnvironment: The environment every command starts from (usually the host's own); a
-    ///     task's `env:` is added to it.
-    public init(runner: any CommandRunner, baseEnvironment: [String: String]) {
+    /// - Parameter runner: Starts processes. Commands run with the environment the host gives
+    ///   the job (``TaskContext/environment``): one rule for it, in the run.
+    public init(runner: any CommandRunner) {
         self.runner = runner
-        self.baseEnvironment = baseEnvironment
     }
 
     /// Reads `cmds`.
@@ -47,12 +47,9 @@ public struct ShellTaskKind: TaskKind {
 
     /// Makes a ``CommandJob``.
     public func makeJob(configuration: [String], request: JobRequest, context: TaskContext) throws -> Job {
-        // Share the base environment's storage unless the task adds to it: copying it per job
-        // costs kilobytes each in a 10k-job run.
-        var environment = baseEnvironment
-        if !request.environment.isEmpty { environment.merge(request.environment) { _, task in task } }
-        return CommandJob(
-            commands: configuration.map(request.render), directory: request.directory, environment: environment,
+        // The host made it (sharing its own environment's storage unless the task adds to it).
+        CommandJob(
+            commands: configuration.map(request.render), directory: request.directory, environment: context.environment,
             output: context.output, runner: runner
         )
     }
@@ -102,7 +99,34 @@ public final class CommandJob: Job, @unchecked Sendable {
     /// Starts the first command.
     public override func start() throws(JobError) {
         guard try beginExecution() else { return }
+        // A `dir:` that doesn't exist yet is made first, as go-task does (the plan checked that
+        // it is inside the project, or that the task allows outside).
+        if !Files.isDirectory(directory), let failure = Self.makeDirectories(directory) {
+            try? finish(error: failure)
+            return
+        }
         run(0)
+    }
+
+    /// Makes `path` and its missing parents (`mkdir -p`); the failure, naming the directory.
+    static func makeDirectories(_ path: String) -> DirectoryFailure? {
+        var missing: [String] = []
+        var current = path
+        while !Files.isDirectory(current), current != "/", !current.isEmpty {
+            missing.append(current)
+            current = Path.directory(of: current)
+        }
+        for directory in missing.reversed() where mkdir(directory, 0o755) != 0 && errno != EEXIST {
+            return DirectoryFailure(directory: directory, reason: String(cString: strerror(errno)))
+        }
+        return nil
+    }
+
+    /// The task's directory couldn't be made.
+    struct DirectoryFailure: Error, CustomStringConvertible {
+        var directory: String
+        var reason: String
+        var description: String { "can't make its directory \(directory): \(reason)" }
     }
 
     private func run(_ index: Int) {

@@ -320,7 +320,8 @@ private final class LoadSession {
         guard var includePath else { return }
         includePath = absolute(includePath, base: base)
         if Files.isDirectory(includePath) {
-            includePath = Path.join(includePath, "Taskfile.yml")
+            // The directory's Taskfile under any of go-task's names (else the first, to say it's missing).
+            includePath = TaskfileDiscovery.file(in: includePath) ?? Path.join(includePath, TaskfileDiscovery.names[0])
         }
         if optional, !Files.exists(includePath) {
             missingOptional.append(includePath)
@@ -375,6 +376,8 @@ private final class LoadSession {
                 case "desc": summary = scalar(value, file: file, what: "'desc'")
                 case "deps":
                     for item in list(value, file: file, what: "'deps'") {
+                        // A null item (`~`, `null`, nothing) names no task: go-task skips it.
+                        if item.isNull { continue }
                         if let dependency = item.string {
                             dependencies.append(Located(value: dependency, location: location(item, file)))
                         } else if let taskYAMLNode = item["task"], let dependency = taskYAMLNode.string {

@@ -30,6 +30,12 @@ enum YAMLNode: Sendable {
     /// The text of a scalar.
     var string: String? { scalar?.string }
 
+    /// Whether this is YAML's null: a plain `~`, `null` (`Null`, `NULL`) or empty scalar.
+    var isNull: Bool {
+        guard let scalar, scalar.style == .plain else { return false }
+        return ["", "~", "null", "Null", "NULL"].contains(scalar.string)
+    }
+
     /// The entries of a map.
     var mapping: [(key: YAMLNode, value: YAMLNode)]? {
         if case .mapping(let entries, _) = self { return entries }

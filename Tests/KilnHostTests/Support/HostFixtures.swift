@@ -12,7 +12,7 @@ let sharedMonitor = ProcessMonitor()
 /// A registry with the built-in shell kind (on ``sharedMonitor``) and `kinds`.
 func makeRegistry(_ kinds: [any TaskKind] = []) throws -> TaskKindRegistry {
     let registry = TaskKindRegistry()
-    try registry.register(ShellTaskKind(runner: sharedMonitor, baseEnvironment: System.environment), origin: "built-in")
+    try registry.register(ShellTaskKind(runner: sharedMonitor), origin: "built-in")
     for kind in kinds { try register(kind, in: registry) }
     return registry
 }
