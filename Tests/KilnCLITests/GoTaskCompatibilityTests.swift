@@ -44,16 +44,6 @@ import Testing
             task: "d",
             compared: ["build/sub/made.out"]
         ),
-        Case(
-            name: "env: gives defaults; the environment kiln runs in wins",
-            files: [
-                "Taskfile.yml":
-                    "version: '3'\nenv:\n  FROM_OS: file\n  ONLY_FILE: file\ntasks:\n  e:\n    env:\n      TASK_OS: task\n    cmds: ['echo \"$FROM_OS $ONLY_FILE $TASK_OS\" > env.out']\n"
-            ],
-            task: "e",
-            compared: ["env.out"],
-            environment: ["FROM_OS": "os", "TASK_OS": "os too"]
-        ),
     ]
 
     @Test("kiln leaves what go-task leaves", arguments: cases)

@@ -490,9 +490,10 @@ public final class BuildRun: @unchecked Sendable {
     ) -> (entry: Job, queue: JobQueue, realJob: Job, target: Job) {
         // Past a MiB, a job's output goes to an anonymous file under .kiln/, not into memory.
         let output = TaskOutput(spillDirectory: KilnDirectory(root: plan.taskfile.root).path)
-        // The host's environment plus the task's (shared storage when the task adds nothing). A
-        // variable the host sets keeps the host's value, as in go-task: `env:` gives defaults.
-        let environment = request.environment.isEmpty ? baseEnvironment : baseEnvironment.merging(request.environment) { host, _ in host }
+        // The host's environment plus the task's (shared storage when the task adds nothing); the
+        // task's values win, and they are what its signature hashes. (go-task lets the host's win;
+        // doing so needs the snapshot to watch those variables too: issue 13.)
+        let environment = request.environment.isEmpty ? baseEnvironment : baseEnvironment.merging(request.environment) { _, task in task }
         let context = TaskContext(output: output, projectRoot: plan.taskfile.root, environment: environment)
         let incremental = options.incremental
         // A dry run schedules exactly as a run does, with jobs that run nothing (ninja's dry run

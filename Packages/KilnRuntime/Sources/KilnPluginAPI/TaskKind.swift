@@ -91,8 +91,7 @@ public struct JobRequest: Sendable {
     public var variables: [String: String]
     /// The absolute directory the job works in.
     public var directory: String
-    /// The environment the Taskfile declares for it: defaults under the host's own environment
-    /// (a variable the host sets keeps the host's value, as in go-task).
+    /// The environment the Taskfile declares for it (added to the host's own environment, over it).
     public var environment: [String: String]
 
     /// Creates a request.
@@ -129,8 +128,7 @@ public struct TaskContext: Sendable {
     public var output: TaskOutput
     /// The project root (absolute).
     public var projectRoot: String
-    /// The environment the job runs with: the host's, plus what the Taskfile declares for the task
-    /// where the host sets nothing.
+    /// The environment the job runs with: the host's, plus what the Taskfile declares for the task.
     public var environment: [String: String]
 
     /// Creates a context.
