@@ -49,9 +49,10 @@ public struct FileSignature: Hashable, Sendable {
 
     /// The signature of `path`, resolved against the directory open as `directory` when relative
     /// (fewer components for the kernel to walk than the absolute path, and no string to build).
-    public static func of(_ path: String, relativeTo directory: Int32) -> FileSignature? {
+    /// Without `followingLinks`, a link at `path` is described itself (`lstat`).
+    public static func of(_ path: String, relativeTo directory: Int32, followingLinks: Bool = true) -> FileSignature? {
         var info = stat()
-        guard fstatat(directory, path, &info, 0) == 0 else { return nil }
+        guard fstatat(directory, path, &info, followingLinks ? 0 : AT_SYMLINK_NOFOLLOW) == 0 else { return nil }
         return FileSignature(
             device: UInt64(info.st_dev),
             inode: UInt64(info.st_ino),

@@ -6,26 +6,9 @@ import Testing
 /// `kiln status`, `kiln run --dry-run` and the jobs the next real run runs agree — with the
 /// snapshot and without it, and after switching targets.
 @Suite struct VerdictPropertyTests {
-    /// A small deterministic generator (SplitMix64), so a failing seed can be replayed.
-    struct Generator {
-        var state: UInt64
-
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-
-        mutating func below(_ bound: Int) -> Int { Int(next() % UInt64(bound)) }
-        mutating func chance(_ percent: Int) -> Bool { below(100) < percent }
-        mutating func pick<T>(_ items: [T]) -> T { items[below(items.count)] }
-    }
-
     /// A random project: plain tasks, `each:` tasks, groups, a depfile, a task whose output
     /// hides most edits of its input (so its dependents see early cutoff).
-    static func project(_ random: inout Generator) -> (taskfile: String, tasks: [String]) {
+    static func project(_ random: inout SeededGenerator) -> (taskfile: String, tasks: [String]) {
         var text = "version: '3'\ntasks:\n"
         var names: [String] = []
         var producing: [String] = []  // tasks with an output file a dependent may read
@@ -84,7 +67,7 @@ import Testing
     }
 
     /// One random edit of the project's files (or of what a run left).
-    static func edit(_ directory: TemporaryDirectory, _ random: inout Generator) throws -> String {
+    static func edit(_ directory: TemporaryDirectory, _ random: inout SeededGenerator) throws -> String {
         let file = "src/f\(random.below(4)).txt"
         switch random.below(8) {
         case 0:
@@ -185,7 +168,7 @@ import Testing
         arguments: 0..<12
     )
     func agree(seed: Int) async throws {
-        var random = Generator(state: UInt64(seed) &* 7919 &+ 17)
+        var random = SeededGenerator(seed: UInt64(seed) &* 7919 &+ 17)
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         let (taskfile, tasks) = Self.project(&random)
@@ -244,4 +227,11 @@ import Testing
             }
         }
     }
+}
+
+/// Small draws for the generated projects.
+extension SeededGenerator {
+    mutating func below(_ bound: Int) -> Int { Int(next() % UInt64(bound)) }
+    mutating func chance(_ percent: Int) -> Bool { below(100) < percent }
+    mutating func pick<T>(_ items: [T]) -> T { items[below(items.count)] }
 }

@@ -105,14 +105,6 @@ struct BoundaryMemo {
 
     /// The `lstat` signature of `path` (a link is itself, not what it points to).
     private static func signature(_ path: String) -> FileSignature? {
-        var info = stat()
-        guard lstat(path, &info) == 0 else { return nil }
-        return FileSignature(
-            device: UInt64(info.st_dev),
-            inode: UInt64(info.st_ino),
-            size: Int64(info.st_size),
-            modified: Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec),
-            changed: Int64(info.st_ctim.tv_sec) * 1_000_000_000 + Int64(info.st_ctim.tv_nsec)
-        )
+        FileSignature.of(path, relativeTo: AT_FDCWD, followingLinks: false)
     }
 }

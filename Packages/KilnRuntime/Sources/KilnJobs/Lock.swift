@@ -12,7 +12,7 @@ import Glibc
 /// Same API as `Mutex`; slower and larger, which matters only in a sanitizer build.
 ///
 /// Threading: any thread. `@unchecked Sendable`: `value` is only touched under `mutex`.
-struct EngineLock<Value: ~Copyable>: ~Copyable, @unchecked Sendable {
+public struct EngineLock<Value: ~Copyable>: ~Copyable, @unchecked Sendable {
     private final class Storage: @unchecked Sendable {
         let mutex: UnsafeMutablePointer<pthread_mutex_t>
         var value: Value
@@ -31,13 +31,15 @@ struct EngineLock<Value: ~Copyable>: ~Copyable, @unchecked Sendable {
 
     private let storage: Storage
 
-    init(_ value: consuming Value) {
+    /// A lock guarding `value`.
+    public init(_ value: consuming Value) {
         storage = Storage(value)
     }
 
-    borrowing func withLock<Result: ~Copyable, E: Error>(
-        _ body: (inout Value) throws(E) -> Result
-    ) throws(E) -> Result {
+    /// Runs `body` with the value, under the lock (`Mutex.withLock`'s signature).
+    public borrowing func withLock<Result: ~Copyable, E: Error>(
+        _ body: (inout sending Value) throws(E) -> sending Result
+    ) throws(E) -> sending Result {
         pthread_mutex_lock(storage.mutex)
         defer { pthread_mutex_unlock(storage.mutex) }
         return try body(&storage.value)
@@ -45,8 +47,11 @@ struct EngineLock<Value: ~Copyable>: ~Copyable, @unchecked Sendable {
 }
 #else
 /// The engine's lock: `Synchronization.Mutex` (a futex word, no allocation). Builds for
-/// ThreadSanitizer (`-Xswiftc -DKILN_TSAN`) swap in a pthread mutex TSan can see.
-typealias EngineLock<Value: ~Copyable> = Mutex<Value>
+/// ThreadSanitizer (`-Xswiftc -DKILN_TSAN`) swap in a pthread mutex TSan can see. Public so the
+/// host's locks make the same swap (`HostMutex`).
+///
+/// Threading: any thread.
+public typealias EngineLock<Value: ~Copyable> = Mutex<Value>
 #endif
 
 /// A value guarded by a lock, for code around the engine — task plugins, tests — that needs a
