@@ -47,7 +47,15 @@ struct StagedView {
         } catch {
             throw Refusal(description: "can't read the index \(layout.indexPath) to find partly staged files: \(error)")
         }
-        let tracked = GitTrackedContent(projectRoot: layout.workingDirectory)
+        // The index just read vouches for unchanged files; the objects are opened once, when needed.
+        let tracked = GitTrackedContent(index: index)
+        var openedObjects: GitObjectDatabase?
+        func objects() throws -> GitObjectDatabase {
+            if let openedObjects { return openedObjects }
+            let opened = try GitObjectDatabase(layout: layout)
+            openedObjects = opened
+            return opened
+        }
         let top = layout.workingDirectory + "/"
         var partly: [(path: String, entry: GitIndex.Entry)] = []
         for path in stagedFiles where path.hasPrefix(top) {
@@ -65,7 +73,7 @@ struct StagedView {
             if kind == 0o120000 {
                 // A link: the staged target against the working one.
                 let target = Self.linkTarget(path)
-                let staged = try? GitObjectDatabase(layout: layout).read(entry.id).data
+                let staged = try? objects().read(entry.id).data
                 guard let target, let staged, Array(target.utf8) == staged else {
                     throw Refusal(
                         description:
@@ -82,8 +90,10 @@ struct StagedView {
             }
             let executable = info.st_mode & 0o100 != 0
             if executable == (entry.mode & 0o100 != 0) {
-                if let status = FileSignature.of(path), tracked?.contentID(of: relative, status: status) != nil { continue }  // the index vouches
-                if let id = tracked?.computeContentID(of: path), id.high == entry.id.prefix128.high,
+                if let status = FileSignature.of(path), tracked.contentID(of: relative, status: status) != nil {
+                    continue
+                }  // the index vouches
+                if let id = tracked.computeContentID(of: path), id.high == entry.id.prefix128.high,
                     id.low == entry.id.prefix128.low
                 {
                     continue
@@ -104,9 +114,9 @@ struct StagedView {
         }
         let directory = String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
         var view = StagedView(bindings: [], directory: directory)
-        let objects: GitObjectDatabase
+        let database: GitObjectDatabase
         do {
-            objects = try GitObjectDatabase(layout: layout)
+            database = try objects()
         } catch {
             view.remove()
             throw Refusal(description: "can't open the repository's objects to read staged versions: \(error)")
@@ -115,7 +125,7 @@ struct StagedView {
         for (number, (path, entry)) in partly.enumerated() {
             let copy = directory + "/\(number)"
             do {
-                let data = try objects.read(entry.id).data
+                let data = try database.read(entry.id).data
                 try Self.write(data, to: copy, mode: entry.mode & 0o100 != 0 ? 0o755 : 0o644)
             } catch {
                 view.remove()

@@ -34,6 +34,13 @@ public final class GitTrackedContent: TrackedContent {
         indexPath = location.indexPath
     }
 
+    /// The view of a repository's index read already, for paths relative to its working tree's top.
+    public init(index: GitIndex) {
+        prefix = ""
+        indexPath = index.path
+        loaded.withLock { $0 = (true, index) }
+    }
+
     private var index: GitIndex? {
         loaded.withLock { state in
             if !state.done { state = (true, try? GitIndex(path: indexPath)) }

@@ -48,6 +48,8 @@ public final class ProcessMonitor: CommandRunner, @unchecked Sendable {
     public let terminationGrace: Double
     /// Whether exits are watched through pidfds (otherwise polled).
     private let usePidDescriptors: Bool
+    /// Set once a child has no pidfd: only then does the loop poll (see ``reapWithoutPidDescriptors()``).
+    private let someChildPolled = Atomic<Bool>(false)
 
     /// Creates a monitor and starts its thread.
     ///
@@ -108,6 +110,7 @@ public final class ProcessMonitor: CommandRunner, @unchecked Sendable {
         _ = ckiln_guardian_note(pid, 1)
         _ = fcntl(readEnd, F_SETFL, fcntl(readEnd, F_GETFL) | O_NONBLOCK)
         let pidDescriptor = usePidDescriptors ? ckiln_pidfd_open(pid) : -1
+        if pidDescriptor < 0 { someChildPolled.store(true, ordering: .relaxed) }
         let token = children.withLock { children -> UInt64 in
             let token = children.next
             children.next += 1
@@ -221,6 +224,7 @@ public final class ProcessMonitor: CommandRunner, @unchecked Sendable {
     /// child's exit makes no event: such children are polled (`waitpid` with `WNOHANG`) on every
     /// turn of the loop, which then wakes at least every ``pollInterval`` while one runs.
     private func reapWithoutPidDescriptors() {
+        guard someChildPolled.load(ordering: .relaxed) else { return }
         let polled = children.withLock { children in
             children.byToken.compactMap { token, child in
                 child.pidDescriptor < 0 && child.result == nil && !child.reaping && !child.exitedAfterTermination

@@ -214,36 +214,32 @@ public enum BuildSession {
                 note("kiln: note: another kiln run is using this project; this answer may change as it goes on")
             }
         }
-        if onlyOutOfDate, lock != nil, let located, request.changedFiles == nil,
-            let scan = UpToDateSnapshot.scan(
+        // The snapshot only when no run is changing things under it; never rewritten here.
+        let tracked = located.flatMap { request.tracked($0.root) }
+        var scan: UpToDateSnapshot.Scan?
+        if lock != nil, let located {
+            scan = UpToDateSnapshot.scan(
                 root: located.root,
                 taskfilePath: located.path,
                 targets: request.targets,
                 mayRewrite: false,
-                tracked: request.tracked(located.root)
-            ), scan.isNoOp
-        {
+                tracked: tracked
+            )
             phase("snapshot")
-            return []
         }
+        if onlyOutOfDate, request.changedFiles == nil, scan?.isNoOp == true { return [] }
         let (project, plan) = try loadAndPlan(request)
         phase("load and plan")
         let root = project.taskfile.root
         let state = BuildState(root: root, lock: lock, warn: warn)
         defer { state.close() }
-        let tracked = request.tracked(root)
-        // The snapshot only when no run is changing things under it; never rewritten here.
-        let scan =
-            lock == nil
-            ? nil
-            : UpToDateSnapshot.scan(
-                root: root,
-                taskfilePath: project.taskfile.path,
-                targets: request.targets,
-                mayRewrite: false,
-                tracked: tracked
-            )
-        let incremental = IncrementalState(state: state, root: root, previous: scan, tracked: tracked, dryRun: true)
+        let incremental = IncrementalState(
+            state: state,
+            root: root,
+            previous: scan,
+            tracked: tracked ?? request.tracked(root),
+            dryRun: true
+        )
         if request.exitsAfterwards { keepUntilExit([project, plan, state, incremental, scan as Any]) }
         phase("open state")
         let verdicts = plan.verdicts(incremental, remoteKeys: remoteKeys)
