@@ -140,6 +140,11 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(
+            name: "KilnTemplateTests",
+            dependencies: [.product(name: "KilnPluginAPI", package: "KilnRuntime"), "KilnTestSupport"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
             name: "KilnHostTests",
             dependencies: [
                 "KilnHost",

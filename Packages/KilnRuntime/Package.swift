@@ -11,7 +11,9 @@ let package = Package(
     name: "KilnRuntime",
     products: [
         .library(name: "KilnJobs", type: .dynamic, targets: ["KilnJobs"]),
-        .library(name: "KilnPluginAPI", type: .dynamic, targets: ["KilnPluginAPI"]),
+        // The plugin API and the template language its requests render with: one library, so the
+        // host and every plugin share one copy of each.
+        .library(name: "KilnPluginAPI", type: .dynamic, targets: ["KilnPluginAPI", "KilnTemplate"]),
     ],
     targets: [
         .target(name: "CKilnSystem"),
@@ -27,9 +29,11 @@ let package = Package(
                 .unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release)),
             ]
         ),
+        // Go's text/template, with go-task's and sprig's functions: the language of Taskfiles.
+        .target(name: "KilnTemplate", swiftSettings: [.swiftLanguageMode(.v6)]),
         .target(
             name: "KilnPluginAPI",
-            dependencies: ["KilnJobs", "CKilnPluginABI"],
+            dependencies: ["KilnJobs", "CKilnPluginABI", "KilnTemplate"],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
     ]

@@ -1,0 +1,138 @@
+/// A Go `text/template`, parsed once and rendered many times: the language of go-task's
+/// Taskfiles (`{{.VAR}}`, `{{if}}`, `{{range}}`, pipelines, and go-task's and sprig's functions).
+///
+/// Parsing finds what Go finds when it parses (syntax, unknown functions, undefined
+/// `$variables`) and what it would only find when it runs but the text alone shows (a function
+/// given the wrong number of arguments). Rendering finds the rest (a function's own error, a
+/// field of something that isn't a map) — and, unlike go-task, a value that isn't there printed
+/// as text: go-task prints nothing for `{{.TYPO}}`, kiln says so. Every error carries the byte
+/// offset in the text where it happened.
+///
+/// Threading: immutable after `init`; `render` may run on any thread, concurrently.
+public final class TextTemplate: Sendable {
+    /// The template's text.
+    public let text: String
+    let nodes: [TemplateNode]
+    let definitions: [String: [TemplateNode]]
+    let functions: TemplateFunctions
+
+    /// The largest output a render may make, and how many loop iterations it may run: a template
+    /// like `{{range 1000000000}}` is an error, not a hang.
+    public static let outputLimit = 16 << 20
+    static let iterationLimit = 10_000_000
+    static let nestingLimit = 200
+
+    /// Parses `text`.
+    ///
+    /// - Parameter functions: The functions the template may call (``TemplateFunctions/standard``:
+    ///   Go's built-ins, sprig's, go-task's).
+    /// - Throws: ``TemplateError`` at the first mistake, with its offset.
+    public init(_ text: String, functions: TemplateFunctions = .standard) throws(TemplateError) {
+        self.text = text
+        self.functions = functions
+        var parser = TemplateParser(text, functions: functions)
+        nodes = try parser.parseTemplate()
+        definitions = parser.definitions
+        if definitions.isEmpty, nodes.allSatisfy({ if case .text = $0 { true } else { false } }) {
+            literal = nodes.map { if case .text(let text) = $0 { text } else { "" } }.joined()
+        } else {
+            literal = nil
+        }
+    }
+
+    /// The output when the template has no action (comments and trimmed spaces aside).
+    private let literal: String?
+
+    /// Whether the text has no action: rendering gives it back unchanged.
+    public var isLiteral: Bool { literal != nil }
+
+    /// Whether `text` holds anything Go would read as an action (`{{`). Text without one is
+    /// its own rendering and needs no parse.
+    public static func hasActions(_ text: String) -> Bool {
+        var previous: UInt8 = 0
+        for byte in text.utf8 {
+            if byte == UInt8(ascii: "{"), previous == UInt8(ascii: "{") { return true }
+            previous = byte
+        }
+        return false
+    }
+
+    /// The names of the top-level variables the template reads as `.NAME` (first field of a
+    /// field chain on the data, outside `range` and `with`, which change dot), in order, with
+    /// their offsets.
+    public var variableReferences: [(name: String, offset: Int)] {
+        var result: [(String, Int)] = []
+        func visit(_ pipeline: TemplatePipeline) {
+            for command in pipeline.commands {
+                for operand in command.operands { visit(operand) }
+            }
+        }
+        func visit(_ operand: TemplateOperand) {
+            switch operand {
+            case .field(let names, let offset): result.append((names[0], offset))
+            case .variable(let name, let fields, let offset) where name == "$" && !fields.isEmpty:
+                result.append((fields[0], offset))
+            case .pipeline(let pipeline, _, _): visit(pipeline)
+            default: break
+            }
+        }
+        func visit(_ nodes: [TemplateNode], dotIsData: Bool) {
+            for node in nodes {
+                switch node {
+                case .text, .loopControl: break
+                case .action(let pipeline): if dotIsData { visit(pipeline) }
+                case .conditional(let kind, let pipeline, let body, let otherwise):
+                    if dotIsData { visit(pipeline) }
+                    visit(body, dotIsData: dotIsData && kind == .if)
+                    if let otherwise { visit(otherwise, dotIsData: dotIsData) }
+                case .range(let pipeline, let body, let otherwise):
+                    if dotIsData { visit(pipeline) }
+                    visit(body, dotIsData: false)
+                    if let otherwise { visit(otherwise, dotIsData: dotIsData) }
+                case .include(_, let pipeline, _): if dotIsData, let pipeline { visit(pipeline) }
+                }
+            }
+        }
+        visit(nodes, dotIsData: true)
+        return result
+    }
+
+    /// Renders the template with `data` as dot (and `$`).
+    ///
+    /// - Parameter missing: What printing a value that isn't there does: ``MissingValues/fail``
+    ///   (kiln's rule) or ``MissingValues/printNothing`` (go-task's).
+    /// - Throws: ``TemplateError`` with the offset of the action that failed.
+    public func render(_ data: TemplateValue, missing: MissingValues = .fail) throws(TemplateError) -> String {
+        if let literal { return literal }
+        var evaluator = TemplateEvaluator(template: self, data: data, missing: missing)
+        try evaluator.run(nodes)
+        return evaluator.output
+    }
+
+    /// What printing a value that isn't there does.
+    public enum MissingValues: Sendable {
+        /// An error naming it (kiln's rule: `{{.TYPO}}` is a mistake, not an empty string).
+        case fail
+        /// Nothing is printed (go-task's rule).
+        case printNothing
+    }
+}
+
+/// A mistake in a template, or a failure while rendering it.
+///
+/// Threading: a value type; safe to pass between threads.
+public struct TemplateError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// What went wrong.
+    public var message: String
+    /// Where, in UTF-8 bytes from the start of the template's text.
+    public var offset: Int
+
+    /// Creates an error.
+    public init(_ message: String, at offset: Int) {
+        self.message = message
+        self.offset = offset
+    }
+
+    /// The message.
+    public var description: String { message }
+}

@@ -1,0 +1,270 @@
+import Foundation
+import KilnTemplate
+import KilnTestSupport
+import Testing
+
+/// Every template here is rendered by go-task 3.54 (through a Taskfile whose command writes it
+/// to a file with a quoted here-document, so the shell changes nothing) and by ``TextTemplate``
+/// with the same variables; the outputs must be equal. Templates that go-task refuses must fail
+/// in kiln too.
+@Suite struct TemplateDifferentialTests {
+    /// The variables both tools see, as YAML for go-task and as values for kiln.
+    static let variablesYAML = """
+        S: hello
+        W: "  padded text  "
+        N: 42
+        NEG: -7
+        F: 2.5
+        B: true
+        FALSE: false
+        L: [x, y, z]
+        NUMS: [3, 1, 2]
+        MIXED: [1, a, true, 2.5]
+        M: {map: {a: 1, b: two, c: [1, 2]}}
+        E: ""
+        PATH_VAR: /usr/local/lib/file.tar.gz
+        CSV: a,b,,c
+        JSON: '{"k": [1, 2.5, "s", null, true], "n": {"x": 1}}'
+        MULTI: "line one\\nline two\\nline three"
+        CRLF: "one\\r\\ntwo\\nthree"
+        SENTENCE: the quick brown fox
+        """
+
+    static let variables: TemplateValue = [
+        "S": "hello", "W": "  padded text  ", "N": 42, "NEG": -7, "F": 2.5, "B": true, "FALSE": false,
+        "L": ["x", "y", "z"], "NUMS": [3, 1, 2], "MIXED": [1, "a", true, 2.5], "M": ["a": 1, "b": "two", "c": [1, 2]],
+        "E": "", "PATH_VAR": "/usr/local/lib/file.tar.gz", "CSV": "a,b,,c",
+        "JSON": #"{"k": [1, 2.5, "s", null, true], "n": {"x": 1}}"#,
+        "MULTI": "line one\nline two\nline three", "CRLF": "one\r\ntwo\nthree", "SENTENCE": "the quick brown fox",
+    ]
+
+    /// Templates that render, by area. Each must agree with go-task byte for byte.
+    static let rendering: [String] = [
+        // Actions, literals, printing.
+        "plain text, no action", "{{.S}}", "{{.N}} {{.NEG}} {{.F}} {{.B}} {{.FALSE}}", "{{.L}} {{.M}} {{.MIXED}}",
+        "{{1.5}} {{1000000.0}} {{123456789.0}} {{0.00001}} {{0.0001}} {{1e3}} {{-0.5}} {{3.0}}",
+        "{{0x1F}} {{0o17}} {{017}} {{0b101}} {{1_000}} {{'a'}} {{'\\n'}}", #"{{"quoted \"s\" \t\\"}}"#, "{{`raw \\n`}}",
+        "{{true}} {{false}}", "{{.E}}|", "{{.M.a}} {{.M.b}} {{.M.c}}", "{{ .S }}", "{{/* a comment */}}after",
+        "a {{- \" b \" -}} c", "x  {{- /* trimmed */ -}}  y", "{{- .S -}}", "{{-3}}", "{{3 -}} x",
+        // Control structures.
+        "{{if .B}}yes{{end}}", "{{if .FALSE}}yes{{else}}no{{end}}", "{{if .E}}a{{else if .N}}b{{else}}c{{end}}",
+        "{{if .E}}a{{else if .FALSE}}b{{else}}c{{end}}", "{{if .UNSET}}set{{else}}unset{{end}}",
+        "{{if and .B .N}}both{{end}}", "{{if or .E .S}}one{{end}}", "{{if not .E}}empty{{end}}",
+        "{{range .L}}[{{.}}]{{end}}", "{{range $i, $v := .L}}{{$i}}={{$v}};{{end}}",
+        "{{range $v := .NUMS}}{{$v}}{{end}}",
+        "{{range $k, $v := .M}}{{$k}}:{{$v}} {{end}}", "{{range .UNSET}}x{{else}}none{{end}}",
+        "{{range 3}}{{.}}{{end}}",
+        "{{range .L}}{{if eq . \"y\"}}{{break}}{{end}}{{.}}{{end}}",
+        "{{range .L}}{{if eq . \"y\"}}{{continue}}{{end}}{{.}}{{end}}",
+        "{{with .S}}{{.}}!{{end}}", "{{with .E}}x{{else}}empty{{end}}", "{{with .E}}x{{else with .S}}{{.}}{{end}}",
+        "{{with $x := .N}}{{$x}}{{end}}", "{{$x := 1}}{{$x = 2}}{{$x}}", "{{$x := .S}}{{range .L}}{{$x}}{{.}}{{end}}",
+        "{{range .L}}{{$.S}}{{end}}", "{{define \"t\"}}<{{.}}>{{end}}{{template \"t\" .S}}{{template \"t\" 1}}",
+        "{{block \"b\" .N}}[{{.}}]{{end}}",
+        // Built-in functions.
+        "{{and 1 0 2}} {{and 1 2}} {{or 0 \"\" \"z\"}} {{or 0 \"\"}} {{not 0}} {{not .S}}",
+        "{{len .S}} {{len .L}} {{len .M}} {{len \"héllo\"}}", "{{index .L 1}} {{index .M \"b\"}} {{index .M \"c\" 0}}",
+        "{{index .M \"none\"}}|", "{{print \"a\" \"b\" 1 2 \"c\"}}", "{{print 1 2}}", "{{println \"a\" 1}}",
+        "{{printf \"%s-%d-%v-%q\" .S .N .L .S}}",
+        "{{printf \"%5.2f|%-6s|%06d|%x|%X|%o|%b|%c|%t|%T|%T|%T\" 3.14159 \"ab\" 42 255 255 8 5 65 true .L .M .F}}",
+        "{{printf \"%e %E %g %.3g %G %.0f %8.3f\" 123456.789 0.000123 1e21 3.14159 1e-7 2.5 -3.14159}}",
+        "{{printf \"%s %d\" \"a\"}}", "{{printf \"%s\" \"a\" \"b\"}}", "{{printf \"%d %s\" \"a\" 1}}",
+        "{{printf \"%v %s\" nil .UNSET}}",
+        "{{printf \"%%|%5s|%-5d|%+d|%x\" \"r\" 7 3 \"hi\"}}", "{{printf \"%q %v\" 'x' .MIXED}}",
+        "{{printf \"%.2s\" \"abcdef\"}}",
+        "{{eq .N 42}} {{eq .S \"x\" \"hello\"}} {{ne .S \"x\"}} {{eq .UNSET \"x\"}} {{eq .B true}}",
+        "{{lt 1 2}} {{le 2 2}} {{gt \"b\" \"a\"}} {{ge 1.5 2.5}} {{lt .NEG 0}}", "{{html \"<a href='x'>&\\\"</a>\"}}",
+        "{{js \"it's <b> & \\\"q\\\" =\"}}", "{{urlquery \"a b&c=d/é\"}}",
+        // Pipelines and parentheses.
+        "{{.S | upper}}", "{{.S | printf \"%s!\" | upper}}", "{{.L | join \",\"}}", "{{(index .L 0) | upper}}",
+        "{{(.M).b}}", "{{len (list 1 2 3)}}", "{{.UNSET | default \"fallback\"}}", "{{\"\" | default \"d\"}}",
+        "{{.N | default 5}}", "{{0 | default 5}}", "{{list | default \"empty list\"}}",
+        // slim-sprig: strings.
+        "{{trim .W}}|{{upper .S}}|{{lower \"ABC\"}}|{{title .SENTENCE}}|{{hello}}",
+        "{{substr 1 3 .S}}|{{substr -1 2 .S}}|{{substr 2 -1 .S}}|{{substr 2 99 .S}}",
+        "{{repeat 3 \"ab\"}}|{{\"x\" | repeat 2}}",
+        "{{trimAll \"$\" \"$$5$\"}}|{{trimSuffix \".gz\" .PATH_VAR}}|{{trimPrefix \"/usr\" .PATH_VAR}}|{{trimall \"a\" \"abca\"}}",
+        "{{contains \"ell\" .S}} {{hasPrefix \"he\" .S}} {{hasSuffix \"lo\" .S}} {{\"hello\" | contains \"z\"}}",
+        "{{quote \"a\" 1 .B}}|{{squote \"b\" 2}}|{{cat \"a\" 1 \"b\"}}", "{{indent 2 .MULTI}}", "{{nindent 4 \"x\"}}",
+        "{{replace \"o\" \"0\" .SENTENCE}}|{{replace \"\" \"-\" \"ab\"}}",
+        "{{plural \"one\" \"many\" 1}} {{plural \"one\" \"many\" 2}}",
+        "{{trunc 3 .S}}|{{trunc -2 .S}}|{{trunc 10 .S}}", "{{toString 1}}|{{toString .B}}|{{toString .L}}",
+        "{{toStrings .MIXED}}", "{{join \"-\" .NUMS}}|{{join \"-\" .S}}",
+        "{{split \",\" .CSV}}|{{(split \",\" .CSV)._1}}",
+        "{{splitn \",\" 2 .CSV}}", "{{splitList \",\" .CSV}}|{{splitList \"\" \"abc\"}}",
+        "{{sortAlpha .L}}|{{sortAlpha (list \"b\" \"a\" \"C\")}}",
+        "{{hasSuffix \"\\n\" \"a\\r\\n\"}} {{trimSuffix \"\\n\" \"a\\r\\n\" | len}} {{splitList \"\\n\" \"a\\r\\nb\" | len}}",
+        // slim-sprig: numbers.
+        "{{add 1 2 3}}|{{add 1 \"2\" 2.7}}|{{add1 5}}|{{sub 5 8}}|{{mul 2 3 4}}|{{div 7 2}}|{{mod 7 3}}",
+        "{{max 1 5 3}}|{{min 4 2 8}}|{{maxf 1.5 2}}|{{minf 1 0.5}}|{{biggest 1 9}}",
+        "{{floor 2.7}}|{{ceil 2.1}}|{{round 2.345 2}}|{{round 2.5 0}}",
+        "{{atoi \"12\"}}|{{atoi \"x\"}}|{{int \"12\"}}|{{int 2.9}}|{{int64 \"7\"}}|{{float64 \"1.5\"}}|{{int \"1.5\"}}",
+        "{{toDecimal \"777\"}}",
+        "{{seq 5}}|{{seq 2 5}}|{{seq 5 2}}|{{seq 0 2 10}}|{{seq -3}}", "{{until 4}}|{{untilStep 0 10 3}}|{{until -2}}",
+        // slim-sprig: lists.
+        "{{list 1 \"a\" .B}}|{{tuple 1 2}}", "{{append .L \"w\"}}|{{push .L 1}}|{{prepend .L \"v\"}}",
+        "{{first .L}}|{{last .L}}|{{rest .L}}|{{initial .L}}|{{reverse .L}}", "{{first list}}|",
+        "{{compact (list 1 0 \"\" \"a\")}}|{{uniq (list 1 1 2 1)}}",
+        "{{without .L \"y\"}}|{{has \"y\" .L}}|{{has \"q\" .L}}", "{{slice .L 1}}|{{slice .L 0 2}}|{{slice .L}}",
+        "{{concat .L .NUMS}}|{{chunk 2 .NUMS}}",
+        // slim-sprig: maps.
+        "{{dict \"a\" 1 \"b\" (list 1 2)}}|{{dict \"odd\"}}", "{{get .M \"a\"}}|{{get .M \"none\"}}|",
+        "{{hasKey .M \"a\"}} {{hasKey .M \"z\"}}",
+        "{{set (dict) \"k\" 1}}|{{unset .M \"a\"}}", "{{pluck \"a\" .M (dict \"a\" 2)}}",
+        "{{keys .M | sortAlpha}}|{{values (dict \"x\" 1)}}",
+        "{{pick .M \"a\" \"z\"}}|{{omit .M \"a\"}}",
+        "{{dig \"n\" \"x\" \"def\" (fromJson .JSON)}}|{{dig \"n\" \"q\" \"def\" (fromJson .JSON)}}",
+        // slim-sprig: defaults, JSON, reflection.
+        "{{empty 0}} {{empty .L}} {{empty .E}} {{empty .UNSET}} {{empty .M}}",
+        "{{coalesce .UNSET \"\" \"x\"}}|{{coalesce 0 .E}}|",
+        "{{all 1 \"a\"}} {{all 1 \"\"}} {{any 0 \"\"}} {{any 0 1}}",
+        "{{ternary \"y\" \"n\" true}}|{{ternary \"y\" \"n\" .FALSE}}",
+        "{{toJson .M}}|{{toJson .L}}|{{toJson 1.5}}|{{toJson .S}}|{{toJson \"<&>\"}}|{{toRawJson \"<&>\"}}|{{toJson .UNSET}}",
+        "{{toPrettyJson .M}}", "{{toJson 1000000.0}} {{toJson 0.0000001}} {{toJson 1e21}} {{toJson 123.456}}",
+        "{{fromJson .JSON}}|{{(fromJson .JSON).n.x}}|{{fromJson \"not json\"}}|", "{{mustFromJson \"[1, \\\"a\\\"]\"}}",
+        "{{typeOf .S}} {{typeOf .N}} {{typeOf .F}} {{typeOf .L}} {{typeOf .M}} {{typeOf .B}}",
+        "{{kindOf .L}} {{kindOf .M}} {{kindIs \"string\" .S}} {{typeIs \"int\" .N}}",
+        "{{deepEqual .L (list \"x\" \"y\" \"z\")}} {{deepEqual 1 2}}",
+        // slim-sprig: paths, encodings, hashes.
+        "{{base .PATH_VAR}}|{{dir .PATH_VAR}}|{{ext .PATH_VAR}}|{{clean \"a//b/../c/.\"}}|{{isAbs .PATH_VAR}}",
+        "{{base \"\"}}|{{dir \"file\"}}|{{clean \"\"}}|{{base \"/a/b/\"}}|{{osBase \"x/y\"}}|{{osDir \"x/y\"}}",
+        "{{b64enc \"hello world!\"}}|{{b64dec \"aGk=\"}}|{{b32enc \"hi\"}}|{{b32dec \"NBUQ====\"}}",
+        "{{adler32sum \"hello\"}}",
+        "{{regexMatch \"^h.*o$\" .S}}|{{regexFind \"[aeiou]+\" .SENTENCE}}|{{regexFindAll \"[a-z]+\" \"ab 12 cd ef\" 2}}",
+        "{{regexReplaceAll \"(\\\\w+) (\\\\w+)\" \"hello world\" \"$2 $1\"}}|{{regexReplaceAllLiteral \"o\" .S \"$1\"}}",
+        "{{regexSplit \",+\" \"a,,b,c\" -1}}|{{regexSplit \",\" \"a,b,c\" 2}}|{{regexQuoteMeta \"1.5*[x]\"}}",
+        "{{urlParse \"https://user@host:8080/p/a?q=1#frag\"}}",
+        "{{urlJoin (dict \"scheme\" \"https\" \"host\" \"h\" \"path\" \"/x\" \"query\" \"a=1\")}}",
+        // go-task's functions.
+        "{{OS}} {{ARCH}} {{exeExt}}|{{numCPU | printf \"%T\"}}",
+        "{{fromSlash \"a/b\"}} {{toSlash \"a/b\"}} {{FromSlash \"c\"}}",
+        "{{joinPath \"a\" \"b\" \"../c\"}}|{{joinPath \"/x\" \"\" \"y/\"}}|{{relPath \"/a/b\" \"/a/c/d\"}}|{{relPath \"a\" \"a/b\"}}",
+        "{{catLines .MULTI}}|{{splitLines .MULTI}}|{{catLines .CRLF}}|{{splitLines .CRLF}}",
+        "{{shellQuote \"plain\"}} {{q \"a b\"}} {{q \"it's\"}} {{q \"\"}} {{q \"x$y\"}} {{q \"if\"}} {{q \"a,b:c\"}}",
+        "{{q \"tab\\there\"}} {{q \"it's\\nnew\"}} {{q \"a'\\\\b\"}} {{q \"a'`b\"}}",
+        "{{splitArgs \"a \\\"b c\\\" 'd e' f\\\\ g\"}}|{{len (splitArgs \"x  y\")}}",
+        "{{merge (dict \"a\" 1 \"b\" 2) (dict \"b\" 3) (dict \"c\" 4)}}",
+        "{{joinEnv \"a\" \"b\"}}|{{joinUrl \"https://h/x\" \"y\" \"../z\"}}",
+        "{{spew .S}}{{spew .N}}", "{{IsSH}}", "{{getHostByName \"localhost\"}}",
+        "{{env \"HOME\"}}|{{expandenv \"${HOME}/x $HOME\"}}",
+        // Dates with a fixed time.
+        "{{toDate \"2006-01-02\" \"2024-03-05\" | date \"02/01/2006\"}}",
+        "{{toDate \"2006-01-02 15:04\" \"2024-12-31 23:59\" | date \"Mon Jan _2 3:04PM 2006 .000 002\"}}",
+        "{{toDate \"2006-01-02T15:04:05Z07:00\" \"2020-02-29T12:30:45+02:00\" | unixEpoch}}",
+        "{{toDate \"2006-01-02\" \"2024-03-05\" | dateModify \"36h\" | date \"2006-01-02 15h\"}}",
+        "{{duration 3725}}|{{duration \"3725\"}}|{{duration \"59\"}}|{{durationRound \"90m\"}}|{{durationRound \"50h\"}}",
+        "{{now | date \"2006\" | len}}",
+        "{{date \"2006-01-02\" 86400}}", "{{dateInZone \"2006-01-02 15:04 MST\" 0 \"UTC\"}}",
+        // Random and unique values: their shape.
+        "{{uuid | printf \"%s\" | len}}|{{randInt 3 4}}|{{randIntN 1}}",
+    ]
+
+    /// Templates go-task refuses, when it parses or when it runs.
+    static let failing: [String] = [
+        "{{nosuch 1}}", "{{.S", "{{if .B}}x", "{{end}}", "{{else}}", "{{range .L}}x{{else if .B}}y{{end}}",
+        "{{$undefined}}",
+        "{{upper 1}}", "{{upper .UNSET}}", "{{eq 1 1.0}}", "{{eq .L .L}}", "{{lt true false}}", "{{index .L 5}}",
+        "{{len .N}}", "{{.S.x}}", "{{slice \"hello\" 1 3}}", "{{div 1 0}}", "{{fail \"stop here\"}}", "{{\"a\" \"b\"}}",
+        "{{.S | \"x\"}}", "{{nil}}", "{{printf}}", "{{ternary 1 2 \"x\"}}", "{{(1}}", "{{break}}",
+        "{{template \"none\"}}",
+        "{{range .S}}x{{end}}", "{{range .E}}x{{else}}none{{end}}", "{{uuidv4}}", "{{untitle \"x\"}}",
+        "{{mustRegexMatch \"(\" \"x\"}}", "{{mustToDate \"2006\" \"x\"}}", "{{randInt 5 5}}",
+    ]
+
+    static func taskfile(_ templates: [String], outputs: [String]) -> String {
+        var text = "version: '3'\nvars:\n"
+        text += variablesYAML.split(separator: "\n").map { "  " + $0 }.joined(separator: "\n") + "\n"
+        text += "tasks:\n"
+        for (index, template) in templates.enumerated() {
+            text +=
+                "  t\(index):\n    silent: true\n    cmds:\n      - |\n        cat > \(outputs[index]) <<'KILNEOF'\n"
+            // « » keep trim markers from eating the here-document's own lines.
+            text += ("«" + template + "»").split(separator: "\n", omittingEmptySubsequences: false).map {
+                "        " + $0
+            }.joined(separator: "\n")
+            text += "\n        KILNEOF\n"
+        }
+        return text
+    }
+
+    @Test("kiln renders what go-task renders", arguments: rendering.indices)
+    func rendersAsGoTask(index: Int) throws {
+        let template = Self.rendering[index]
+        let expected = try GoTaskOracle.shared.output(of: index)
+        let rendered: String
+        do {
+            rendered = try TextTemplate("«" + template + "»").render(Self.variables, missing: .printNothing)
+        } catch {
+            Issue.record(
+                "kiln failed on \(template): \(error) at \(error.offset); go-task printed \(expected.debugDescription)"
+            )
+            return
+        }
+        // The random ones: equal shapes only.
+        if template.contains("randInt 3 4") || template.contains("uuid") {
+            #expect(rendered == "«36|3|0»", "\(template)")
+            return
+        }
+        #expect(rendered + "\n" == expected, "\(template)")
+    }
+
+    @Test("what go-task refuses, kiln refuses", arguments: failing)
+    func failsAsGoTask(template: String) throws {
+        let scratch = try TemporaryDirectory(prefix: "kiln-template-fail")
+        defer { scratch.remove() }
+        try scratch.write("Taskfile.yml", Self.taskfile([template], outputs: ["out.txt"]))
+        let goTask = try runProgram(try Peers.executable("task"), ["t0"], in: scratch.path)
+        #expect(goTask.status != 0, "go-task accepted \(template)")
+        #expect(throws: TemplateError.self, "\(template)") {
+            _ = try TextTemplate(template).render(Self.variables, missing: .printNothing)
+        }
+    }
+}
+
+/// Runs go-task once on a Taskfile holding every rendering case, and keeps what it wrote.
+final class GoTaskOracle: @unchecked Sendable {
+    static let shared = GoTaskOracle()
+    private let lock = NSLock()
+    private var outputs: [String]?
+    private var failure: String?
+
+    /// What go-task wrote for case `index` (its output and a newline).
+    func output(of index: Int) throws -> String {
+        lock.lock()
+        defer { lock.unlock() }
+        if outputs == nil, failure == nil { run() }
+        if let failure { throw OracleFailure(description: failure) }
+        return outputs![index]
+    }
+
+    struct OracleFailure: Error, CustomStringConvertible { var description: String }
+
+    private func run() {
+        do {
+            let scratch = try TemporaryDirectory(prefix: "kiln-template-oracle")
+            defer { scratch.remove() }
+            let cases = TemplateDifferentialTests.rendering
+            let names = cases.indices.map { "out\($0).txt" }
+            try scratch.write("Taskfile.yml", TemplateDifferentialTests.taskfile(cases, outputs: names))
+            // One run for all: a task per case, each in its own go-task call would take seconds.
+            try scratch.write(
+                "all.sh",
+                cases.indices.map { "\"$1\" -s t\($0) || echo \"FAILED t\($0)\" > out\($0).txt" }.joined(
+                    separator: "\n"
+                )
+            )
+            let result = try runProgram(
+                "/bin/sh",
+                ["all.sh", try Peers.executable("task")],
+                in: scratch.path,
+                environment: ["TZ": "UTC"]
+            )
+            guard result.status == 0 else {
+                failure = "go-task: \(result.output)"
+                return
+            }
+            outputs = names.map { scratch.read($0) ?? "(go-task wrote nothing)" }
+        } catch {
+            failure = "\(error)"
+        }
+    }
+}
