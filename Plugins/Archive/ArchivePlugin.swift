@@ -62,15 +62,17 @@ struct ArchiveKind: TaskKind {
     }
 
     func summary(of configuration: Configuration, request: JobRequest) -> String {
-        "archive \(configuration.files.map(request.render).joined(separator: " ")) → \(request.render(configuration.output))"
+        "archive \(configuration.files.map(request.display).joined(separator: " ")) → \(request.display(configuration.output))"
     }
 
     func resources(of configuration: Configuration, request: JobRequest) -> [String] { ["disk"] }
 
     func makeJob(configuration: Configuration, request: JobRequest, context: TaskContext) throws -> Job {
-        ArchiveJob(
-            output: absolute(request.render(configuration.output), in: request.directory),
-            files: configuration.files.map(request.render), prefix: request.render(configuration.prefix),
+        var files: [String] = []
+        for file in configuration.files { files.append(try request.render(file)) }
+        return ArchiveJob(
+            output: absolute(try request.render(configuration.output), in: request.directory),
+            files: files, prefix: try request.render(configuration.prefix),
             level: configuration.level, directory: request.directory, context: context
         )
     }

@@ -86,7 +86,7 @@ struct HTTPKind: TaskKind {
     }
 
     func summary(of configuration: Configuration, request: JobRequest) -> String {
-        let url = request.render(configuration.url)
+        let url = request.display(configuration.url)
         switch configuration.method {
         case "GET": return "GET \(url) → \(download(configuration, request) ?? "(discarded)")"
         case "PUT", "POST": return "\(configuration.method) \(upload(configuration, request) ?? "(empty)") → \(url)"
@@ -95,26 +95,30 @@ struct HTTPKind: TaskKind {
     }
 
     func resources(of configuration: Configuration, request: JobRequest) -> [String] {
-        ["net:" + Self.host(of: request.render(configuration.url))]
+        ["net:" + Self.host(of: request.display(configuration.url))]
     }
 
     func makeJob(configuration: Configuration, request: JobRequest, context: TaskContext) throws -> Job {
         let absolute = { (path: String) in path.hasPrefix("/") ? path : request.directory + "/" + path }
+        // Rendered for real here: a template that fails fails the job, naming why.
+        for template in [configuration.url, configuration.output, configuration.input].compactMap({ $0 }) + configuration.headers.map(\.1) {
+            _ = try request.render(template)
+        }
         return HTTPJob(
-            url: request.render(configuration.url), method: configuration.method,
+            url: request.display(configuration.url), method: configuration.method,
             output: download(configuration, request).map(absolute), input: upload(configuration, request).map(absolute),
-            headers: configuration.headers.map { ($0.0, request.render($0.1)) }, configuration: configuration, context: context
+            headers: configuration.headers.map { ($0.0, request.display($0.1)) }, configuration: configuration, context: context
         )
     }
 
     private func download(_ configuration: Configuration, _ request: JobRequest) -> String? {
         guard configuration.method == "GET" else { return nil }
-        return configuration.output.map(request.render) ?? request.outputs.first
+        return configuration.output.map(request.display) ?? request.outputs.first
     }
 
     private func upload(_ configuration: Configuration, _ request: JobRequest) -> String? {
         guard configuration.method == "PUT" || configuration.method == "POST" else { return nil }
-        return configuration.input.map(request.render) ?? request.inputs.first
+        return configuration.input.map(request.display) ?? request.inputs.first
     }
 
     /// The host of a URL (`example.com:8080` keeps its port), for its queue's name.

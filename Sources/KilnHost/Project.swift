@@ -121,7 +121,8 @@ public struct Project: Sendable {
                 definition.each == .sources
                 ? definition.sourceFiles().map(definition.templateVariables(forSource:)) : [definition.templateVariables]
             for variables in variableSets {
-                let rendered = definition.generates.map { Template.render($0.value, variables: variables) }
+                // A template that can't be rendered names no file to remove.
+                guard case .success(let rendered) = definition.renderedOutputs(variables: variables) else { continue }
                 for path in Glob.files(matching: rendered, in: definition.directory, keepingMissingLiterals: true) {
                     let absolute = Path.join(definition.directory, path)
                     // Inside the root, links resolved: a glob that went through a link to a

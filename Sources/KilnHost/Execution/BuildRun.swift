@@ -501,6 +501,8 @@ public final class BuildRun: @unchecked Sendable {
         let dryRun = incremental?.isDryRun ?? false
         let realJob: Job
         do {
+            // A template of the task's own that failed (its `generates:`) fails the job, naming why.
+            if let failure = request.renderFailure { throw failure }
             realJob = dryRun ? BlockJob {} : try task.prepared.makeJob(request, context: context)
         } catch {
             realJob = FailingJob(error)
@@ -597,7 +599,7 @@ public final class BuildRun: @unchecked Sendable {
                 switch outcome {
                 case .succeeded where dryRun: incremental.willRun(key)
                 case .succeeded:
-                    let depfile = task.definition.depfile.map { Template.render($0, variables: request.variables) }
+                    let depfile = task.definition.renderedDepfile(variables: request.variables)
                     // Removed only inside the project, links resolved now: a link planted since
                     // the plan was checked can't make kiln delete a file elsewhere.
                     let removable = depfile.map { depfile in

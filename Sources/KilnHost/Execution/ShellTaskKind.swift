@@ -14,8 +14,8 @@ import Glibc
 ///
 /// Threading: a value type; its methods are safe from any thread.
 public struct ShellTaskKind: TaskKind {
-    /// The command templates of a task.
-    public typealias Configuration = [String]
+    /// The command templates of a task, with where each is written.
+    public typealias Configuration = [(text: String, location: SourceLocation)]
 
     /// `shell`.
     public let name = "shell"
@@ -34,23 +34,30 @@ public struct ShellTaskKind: TaskKind {
 
     /// Reads `cmds`.
     public func configuration(from value: ConfigurationValue, task: TaskDescription) throws(TaskConfigurationError)
-        -> [String]
+        -> Configuration
     {
         guard let commands = value["cmds"] else { return [] }
-        return try commands.requireStrings("'cmds'")
+        let texts = try commands.requireStrings("'cmds'")
+        let locations = commands.list?.map(\.location) ?? []
+        return texts.enumerated().map { index, text in (text, index < locations.count ? locations[index] : commands.location) }
     }
 
     /// The commands after templating, joined with `&&`.
-    public func summary(of configuration: [String], request: JobRequest) -> String {
-        configuration.map(request.render).joined(separator: " && ")
+    public func summary(of configuration: Configuration, request: JobRequest) -> String {
+        configuration.map { request.display($0.text) }.joined(separator: " && ")
     }
 
     /// Makes a ``CommandJob``.
-    public func makeJob(configuration: [String], request: JobRequest, context: TaskContext) throws -> Job {
-        // The host made it (sharing its own environment's storage unless the task adds to it).
-        CommandJob(
-            commands: configuration.map(request.render), directory: request.directory, environment: context.environment,
-            output: context.output, runner: runner
+    ///
+    /// - Throws: ``TemplateRenderError`` when a command's template fails, naming its place.
+    public func makeJob(configuration: Configuration, request: JobRequest, context: TaskContext) throws -> Job {
+        var commands: [String] = []
+        commands.reserveCapacity(configuration.count)
+        for command in configuration { commands.append(try request.render(command.text, at: command.location)) }
+        // The host made the environment (sharing its own storage unless the task adds to it).
+        return CommandJob(
+            commands: commands, directory: request.directory, environment: context.environment, output: context.output,
+            runner: runner
         )
     }
 }

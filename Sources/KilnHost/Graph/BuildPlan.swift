@@ -163,15 +163,16 @@ public struct BuildPlanner: Sendable {
                 at: task.location
             ))
         }
-        var variables: [String: String]?
+        var variables: [String: TemplateValue]?
         func rendered(_ text: String) -> String {
-            guard text.utf8.contains(UInt8(ascii: "{")) else { return text }
+            guard TextTemplate.hasActions(text) else { return text }
             // Per-source variables stand for paths inside the root; render them as a placeholder.
             if variables == nil {
                 variables = task.templateVariables
                 for name in TaskfileLoader.eachVariables { variables?[name] = "x" }
             }
-            return Template.render(text, variables: variables ?? [:])
+            // One that can't be rendered fails its job, which names why.
+            return (try? TaskfileTemplates.render(text, variables: variables ?? [:], at: nil)) ?? text
         }
         func check(_ written: String, what: String, at location: SourceLocation) {
             let text = rendered(written)

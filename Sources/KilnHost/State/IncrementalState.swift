@@ -29,7 +29,8 @@ public enum RunReason: Sendable, Equatable, CustomStringConvertible {
     /// A dependency runs first, so this job's verdict waits for what it leaves (a dry run or
     /// `kiln status` can't know; a real run checks again then).
     case dependencyRuns(String)
-    /// A run would fail it before it starts (two of an `each:` task's jobs would write one file).
+    /// A run would fail it before it starts (two of an `each:` task's jobs would write one file,
+    /// or a template of its own can't be rendered).
     case refused(String)
 
     /// For people.
@@ -201,6 +202,13 @@ public final class IncrementalState: Sendable {
     ///   - request: The job's request (inputs, outputs, directory, environment).
     ///   - dependencies: The names of the tasks it depends on, whose output signatures are published.
     private func check(key: JobKey, task: BuildPlan.Task, request: JobRequest, dependencies: [String]) -> Check {
+        // A job whose request couldn't be made fails: it is never up to date.
+        if let failure = request.renderFailure {
+            return Check(
+                signature: ContentHash(high: 0, low: 0), reason: .refused(failure.description),
+                parts: Parts(definition: ContentHash(high: 0, low: 0), inputs: [:], dependencies: [:]), watched: nil
+            )
+        }
         // A plain task's inputs are its `sources:` patterns: one matching nothing is a warning.
         let sources = task.definition.each == .sources ? nil : task.definition.sources
         let unmatched: ((Int) -> Void)? = sources.map { sources in

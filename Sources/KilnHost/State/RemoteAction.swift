@@ -46,8 +46,8 @@ public struct RemoteActionKeys {
         for (name, value) in request.environment.sorted(by: { $0.key < $1.key }) { field("env", name + "=" + value) }
         var inputs = expand(request.inputs, in: request.directory)
         // A kept depfile names the files the command read last time (a C file's headers).
-        if task.definition.keepsDepfile, let depfile = task.definition.depfile {
-            let path = Path.join(request.directory, Template.render(depfile, variables: request.variables))
+        if task.definition.keepsDepfile, let depfile = task.definition.renderedDepfile(variables: request.variables) {
+            let path = Path.join(request.directory, depfile)
             if let text = try? Files.readText(path) {
                 let outputs = Set(request.outputs)
                 inputs = Array(Set(inputs).union(Depfile.prerequisites(text).filter { !outputs.contains($0) })).sorted()

@@ -81,7 +81,8 @@ public struct TaskDefinition: Sendable {
         let commands: [Located<String>]
         let sources: [Located<String>]
         let generates: [Located<String>]
-        let variables: [String: String]
+        let variables: [String: TemplateValue]
+        let renderedSources: [String]
         let environment: [String: String]
         let directory: String
         let resources: [Located<String>]
@@ -90,7 +91,7 @@ public struct TaskDefinition: Sendable {
         let kind: Located<String>
         let pluginConfiguration: ConfigurationValue?
         let allowsOutsideRoot: Bool
-        let depfile: String?
+        let depfile: Located<String>?
         let keepsDepfile: Bool
         let file: String
 
@@ -101,7 +102,8 @@ public struct TaskDefinition: Sendable {
             commands: [Located<String>],
             sources: [Located<String>],
             generates: [Located<String>],
-            variables: [String: String],
+            variables: [String: TemplateValue],
+            renderedSources: [String],
             environment: [String: String],
             directory: String,
             resources: [Located<String>],
@@ -110,7 +112,7 @@ public struct TaskDefinition: Sendable {
             kind: Located<String>,
             pluginConfiguration: ConfigurationValue?,
             allowsOutsideRoot: Bool,
-            depfile: String?,
+            depfile: Located<String>?,
             keepsDepfile: Bool,
             file: String
         ) {
@@ -121,6 +123,7 @@ public struct TaskDefinition: Sendable {
             self.sources = sources
             self.generates = generates
             self.variables = variables
+            self.renderedSources = renderedSources
             self.environment = environment
             self.directory = directory
             self.resources = resources
@@ -150,21 +153,14 @@ public struct TaskDefinition: Sendable {
     public var commands: [Located<String>] { storage.commands }
     /// `sources:` glob patterns, relative to the task's directory, before templating.
     public var sources: [Located<String>] { storage.sources }
-    /// `sources:` with templates rendered: the patterns a changed file is matched against.
-    public var renderedSources: [String] { renderedSources(variables: nil) }
-
-    /// `sources:` rendered with `variables` (``templateVariables`` when `nil`, made only if a
-    /// pattern has a template).
-    func renderedSources(variables: [String: String]?) -> [String] {
-        guard sources.contains(where: { $0.value.utf8.contains(UInt8(ascii: "{")) }) else { return sources.map(\.value) }
-        let variables = variables ?? templateVariables
-        return sources.map { Template.render($0.value, variables: variables) }
-    }
+    /// `sources:` with templates rendered (when the Taskfile was loaded: they can't use the
+    /// per-source variables): the patterns a changed file is matched against.
+    public var renderedSources: [String] { storage.renderedSources }
     /// `generates:` paths or patterns, relative to the task's directory, before templating.
     public var generates: [Located<String>] { storage.generates }
     /// Variables visible to the task's templates: the file's `vars`, then the task's own. Tasks
     /// without `vars:` share their file's dictionary. ``templateVariables`` adds `TASK`.
-    public var variables: [String: String] { storage.variables }
+    public var variables: [String: TemplateValue] { storage.variables }
     /// Environment variables the task's commands get, beside the host's.
     public var environment: [String: String] { storage.environment }
     /// `dir:`, absolute, after templating.
@@ -184,7 +180,9 @@ public struct TaskDefinition: Sendable {
     public var allowsOutsideRoot: Bool { storage.allowsOutsideRoot }
     /// `depfile:` — a Makefile-syntax file the command writes (`cc -MD -MF FILE`) naming the
     /// files it read; they become the job's inputs next time. Before templating.
-    public var depfile: String? { storage.depfile }
+    public var depfile: String? { storage.depfile?.value }
+    /// `depfile:` with its place.
+    public var locatedDepfile: Located<String>? { storage.depfile }
     /// `keep-depfile: true` leaves the depfile in place after reading it (like make), so the
     /// files it names are known from the files alone — remote-cache keys include them.
     public var keepsDepfile: Bool { storage.keepsDepfile }
@@ -200,7 +198,8 @@ public struct TaskDefinition: Sendable {
         commands: [Located<String>],
         sources: [Located<String>],
         generates: [Located<String>],
-        variables: [String: String],
+        variables: [String: TemplateValue],
+        renderedSources: [String]? = nil,
         environment: [String: String],
         directory: String,
         resources: [Located<String>],
@@ -209,7 +208,7 @@ public struct TaskDefinition: Sendable {
         kind: Located<String>,
         pluginConfiguration: ConfigurationValue?,
         allowsOutsideRoot: Bool,
-        depfile: String? = nil,
+        depfile: Located<String>? = nil,
         keepsDepfile: Bool = false,
         file: String
     ) {
@@ -222,6 +221,7 @@ public struct TaskDefinition: Sendable {
             sources: sources,
             generates: generates,
             variables: variables,
+            renderedSources: renderedSources ?? sources.map(\.value),
             environment: environment,
             directory: directory,
             resources: resources,
@@ -239,39 +239,65 @@ public struct TaskDefinition: Sendable {
     /// The variables of the job for `source` of an `each: sources` task: ``templateVariables``
     /// plus `source`, `source_dir`, `source_base`, `source_stem` and `output` (the first
     /// `generates` entry, rendered).
-    public func templateVariables(forSource source: String) -> [String: String] {
+    public func templateVariables(forSource source: String) -> [String: TemplateValue] {
         var result = templateVariables
         setSourceVariables(&result, source: source)
         return result
     }
 
     /// Sets the per-source variables of `source` in `variables` (``templateVariables`` or an
-    /// earlier source's): changing five entries in place, not copying the dictionary.
-    func setSourceVariables(_ variables: inout [String: String], source: String) {
-        variables["source"] = source
-        variables["source_dir"] = Path.directory(of: source)
-        variables["source_base"] = Path.lastComponent(source)
-        variables["source_stem"] = Path.stem(source)
-        variables["output"] = generates.first.map { Template.render($0.value, variables: variables) } ?? ""
+    /// earlier source's): changing five entries in place, not copying the dictionary. `output`
+    /// is "" when the first `generates` entry can't be rendered (the job's request says why).
+    func setSourceVariables(_ variables: inout [String: TemplateValue], source: String) {
+        variables["source"] = .string(source)
+        variables["source_dir"] = .string(Path.directory(of: source))
+        variables["source_base"] = .string(Path.lastComponent(source))
+        variables["source_stem"] = .string(Path.stem(source))
+        variables["output"] = .string("")
+        if let first = generates.first {
+            variables["output"] = .string((try? TaskfileTemplates.render(first.value, variables: variables, at: nil)) ?? "")
+        }
+    }
+
+    /// `generates:` entries rendered with `variables`, or the first that can't be.
+    func renderedOutputs(variables: [String: TemplateValue]) -> Result<[String], TemplateRenderError> {
+        var outputs: [String] = []
+        outputs.reserveCapacity(generates.count)
+        for output in generates {
+            do {
+                outputs.append(try TaskfileTemplates.render(output.value, variables: variables, at: output.location))
+            } catch {
+                return .failure(error)
+            }
+        }
+        return .success(outputs)
+    }
+
+    /// `depfile:` rendered for a job with `variables` (checked when its request was made).
+    func renderedDepfile(variables: [String: TemplateValue]) -> String? {
+        guard let depfile = storage.depfile else { return nil }
+        return (try? TaskfileTemplates.render(depfile.value, variables: variables, at: depfile.location)) ?? depfile.value
     }
 
     /// Two of `sources` whose jobs would write the same plain `generates:` path: a message naming
     /// both jobs and the path; `nil` when every job's outputs are its own.
     func outputClash(among sources: [String]) -> String? {
-        let literal = generates.map(\.value).filter(GlobList.isPlainPath)
+        let literal = generates.filter { GlobList.isPlainPath($0.value) }
         guard !literal.isEmpty, sources.count > 1 else { return nil }
         var variables = templateVariables
+        func paths(_ variables: [String: TemplateValue]) -> [String] {
+            literal.compactMap { try? TaskfileTemplates.render($0.value, variables: variables, at: nil) }.map(Path.normalize)
+        }
         // By a 64-bit hash of the path (a few bytes a file, not the path), then confirmed.
         var owners: [Int: Int] = [:]
         owners.reserveCapacity(sources.count)
         for (position, source) in sources.enumerated() {
             setSourceVariables(&variables, source: source)
-            for output in literal {
-                let path = Path.normalize(Template.render(output, variables: variables))
+            for path in paths(variables) {
                 if let other = owners.updateValue(position, forKey: path.hashValue) {
                     var earlier = variables
                     setSourceVariables(&earlier, source: sources[other])
-                    if literal.contains(where: { Path.normalize(Template.render($0, variables: earlier)) == path }) {
+                    if paths(earlier).contains(path) {
                         return "jobs '\(name) \(sources[other])' and '\(name) \(source)' both declare the output \(path); only one job may write a file (name outputs after {{.source}}, not only {{.source_stem}})"
                     }
                 }
@@ -293,14 +319,28 @@ public struct TaskDefinition: Sendable {
     }
 
     /// The request for one job of the task: the whole task, or the file `source` of an
-    /// `each: sources` task.
+    /// `each: sources` task. A `generates:` or `depfile:` template that can't be rendered is
+    /// the request's ``JobRequest/renderFailure``: the job fails with it.
     func jobRequest(source: String?) -> JobRequest {
         let variables = source.map(templateVariables(forSource:)) ?? templateVariables
+        var failure: TemplateRenderError?
+        var outputs: [String] = []
+        switch renderedOutputs(variables: variables) {
+        case .success(let rendered): outputs = rendered
+        case .failure(let error): failure = error
+        }
+        if failure == nil, let depfile = storage.depfile {
+            do {
+                _ = try TaskfileTemplates.render(depfile.value, variables: variables, at: depfile.location)
+            } catch {
+                failure = error
+            }
+        }
         return JobRequest(
             taskName: name, label: source.map { "\(name) \($0)" } ?? name,
-            inputs: source.map { [$0] } ?? renderedSources(variables: variables),
-            outputs: generates.map { Template.render($0.value, variables: variables) },
-            resources: resources.map(\.value), variables: variables, directory: directory, environment: environment
+            inputs: source.map { [$0] } ?? renderedSources, outputs: outputs,
+            resources: resources.map(\.value), variables: variables, directory: directory, environment: environment,
+            templates: TaskfileTemplates.library, renderFailure: failure
         )
     }
 
@@ -311,10 +351,10 @@ public struct TaskDefinition: Sendable {
     }
 
     /// The variables for rendering this task's templates: ``variables`` plus `TASK`.
-    public var templateVariables: [String: String] {
+    public var templateVariables: [String: TemplateValue] {
         var result = variables
-        result["TASK"] = name
-        result["staged_files"] = Self.hookFiles
+        result["TASK"] = .string(name)
+        result["staged_files"] = .string(Self.hookFiles)
         return result
     }
 

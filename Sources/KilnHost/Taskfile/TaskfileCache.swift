@@ -19,7 +19,7 @@ import Glibc
 enum TaskfileCache {
     static let magic = Array("KILNTFC\u{2}".utf8)
     /// Bump when the encoding or the meaning of ``Taskfile`` changes.
-    static let formatVersion = 9
+    static let formatVersion = 10
 
     /// The cache file of a project.
     static func path(root: String) -> String { KilnDirectory(root: root).taskfileCache }
@@ -178,6 +178,44 @@ struct BinaryWriter {
         }
     }
 
+    mutating func write(_ dictionary: [String: TemplateValue]) {
+        write(dictionary.count)
+        for (key, value) in dictionary.sorted(by: { $0.key < $1.key }) {
+            write(key)
+            write(value)
+        }
+    }
+
+    /// A variable's value: a tag, then its contents.
+    mutating func write(_ value: TemplateValue) {
+        switch value {
+        case .missing, .null: write(byte: 0)
+        case .bool(let flag): write(byte: flag ? 1 : 2)
+        case .int(let number):
+            write(byte: 3)
+            write(UInt64(bitPattern: Int64(number)))
+        case .float(let number):
+            write(byte: 4)
+            write(number.bitPattern)
+        case .string(let text):
+            write(byte: 5)
+            write(text)
+        case .list(let items):
+            write(byte: 6)
+            write(items.count)
+            for item in items { write(item) }
+        case .map(let entries):
+            write(byte: 7)
+            write(entries)
+        case .time(let time):
+            write(byte: 8)
+            write(time.seconds)
+            write(time.nanoseconds)
+            write(time.offset)
+            write(time.zone)
+        }
+    }
+
     mutating func write(_ value: ConfigurationValue) {
         write(value.location)
         switch value.kind {
@@ -219,14 +257,22 @@ struct BinaryWriter {
             write(tasks)
         }
         // Tasks of one file share their variables dictionary: write each distinct one once.
+        var variableTables: [[String: TemplateValue]: Int] = [:]
+        var variableOrder: [[String: TemplateValue]] = []
         var tables: [[String: String]: Int] = [:]
         var order: [[String: String]] = []
         for task in taskfile.tasks {
-            for dictionary in [task.variables, task.environment] where tables[dictionary] == nil {
-                tables[dictionary] = order.count
-                order.append(dictionary)
+            if variableTables[task.variables] == nil {
+                variableTables[task.variables] = variableOrder.count
+                variableOrder.append(task.variables)
+            }
+            if tables[task.environment] == nil {
+                tables[task.environment] = order.count
+                order.append(task.environment)
             }
         }
+        write(variableOrder.count)
+        for dictionary in variableOrder { write(dictionary) }
         write(order.count)
         for dictionary in order { write(dictionary) }
         write(taskfile.tasks.count)
@@ -238,7 +284,12 @@ struct BinaryWriter {
             write(task.commands)
             write(task.sources)
             write(task.generates)
-            write(tables[task.variables] ?? 0)
+            write(variableTables[task.variables] ?? 0)
+            write(task.renderedSources == task.sources.map(\.value))
+            if task.renderedSources != task.sources.map(\.value) {
+                write(task.renderedSources.count)
+                for pattern in task.renderedSources { write(pattern) }
+            }
             write(tables[task.environment] ?? 0)
             write(task.directory)
             write(task.resources)
@@ -250,6 +301,7 @@ struct BinaryWriter {
             if let configuration = task.pluginConfiguration { write(configuration) }
             write(task.allowsOutsideRoot)
             write(task.depfile)
+            if let depfile = task.locatedDepfile { write(depfile.location) }
             write(task.keepsDepfile)
             write(task.file)
         }
@@ -355,6 +407,43 @@ struct BinaryReader {
         return result
     }
 
+    mutating func readVariables(depth: Int = 0) -> [String: TemplateValue]? {
+        guard depth < 64, let count = readInteger(), count >= 0, count <= bytes.count else { return nil }
+        var result: [String: TemplateValue] = [:]
+        result.reserveCapacity(count)
+        for _ in 0..<count {
+            guard let key = readString(), let value = readValue(depth: depth + 1) else { return nil }
+            result[key] = value
+        }
+        return result
+    }
+
+    mutating func readValue(depth: Int) -> TemplateValue? {
+        guard depth < 64, let tag = readByte() else { return nil }
+        switch tag {
+        case 0: return .null
+        case 1: return .bool(true)
+        case 2: return .bool(false)
+        case 3: return readUInt64().map { .int(Int(Int64(bitPattern: $0))) }
+        case 4: return readUInt64().map { .float(Double(bitPattern: $0)) }
+        case 5: return readString().map(TemplateValue.string)
+        case 6:
+            guard let count = readInteger(), count >= 0, count <= bytes.count else { return nil }
+            var items: [TemplateValue] = []
+            for _ in 0..<count {
+                guard let item = readValue(depth: depth + 1) else { return nil }
+                items.append(item)
+            }
+            return .list(items)
+        case 7: return readVariables(depth: depth + 1).map(TemplateValue.map)
+        case 8:
+            guard let seconds = readInteger(), let nanoseconds = readInteger(), let offset = readInteger(), let zone = readString()
+            else { return nil }
+            return .time(TemplateTime(seconds: seconds, nanoseconds: nanoseconds, offset: offset, zone: zone))
+        default: return nil
+        }
+    }
+
     mutating func readConfiguration(depth: Int = 0) -> ConfigurationValue? {
         guard depth < 64, let location = readLocation(), let tag = readInteger() else { return nil }
         switch tag {
@@ -402,6 +491,12 @@ struct BinaryReader {
             guard let name = readString(), let tasks = readLocated() else { return nil }
             hooks[name] = tasks
         }
+        guard let variableTableCount = readInteger(), variableTableCount >= 0, variableTableCount <= bytes.count else { return nil }
+        var variableTables: [[String: TemplateValue]] = []
+        for _ in 0..<variableTableCount {
+            guard let table = readVariables() else { return nil }
+            variableTables.append(table)
+        }
         guard let tableCount = readInteger(), tableCount >= 0, tableCount <= bytes.count else { return nil }
         var tables: [[String: String]] = []
         for _ in 0..<tableCount {
@@ -414,8 +509,19 @@ struct BinaryReader {
         for _ in 0..<taskCount {
             guard let name = readString(), let location = readLocation(), let summary = readOptionalString(),
                 let dependencies = readLocated(), let commands = readLocated(), let sources = readLocated(),
-                let generates = readLocated(), let variablesIndex = readInteger(), tables.indices.contains(variablesIndex),
-                let environmentIndex = readInteger(), tables.indices.contains(environmentIndex),
+                let generates = readLocated(), let variablesIndex = readInteger(), variableTables.indices.contains(variablesIndex),
+                let sourcesAsWritten = readBool()
+            else { return nil }
+            var renderedSources = sources.map(\.value)
+            if !sourcesAsWritten {
+                guard let count = readInteger(), count >= 0, count <= bytes.count else { return nil }
+                renderedSources = []
+                for _ in 0..<count {
+                    guard let pattern = readString() else { return nil }
+                    renderedSources.append(pattern)
+                }
+            }
+            guard let environmentIndex = readInteger(), tables.indices.contains(environmentIndex),
                 let directory = readString(), let claims = readLocated(), let each = readBool(), let batch = readInteger(),
                 let kindName = readString(), let kindLocation = readLocation(), let hasConfiguration = readBool()
             else { return nil }
@@ -424,14 +530,16 @@ struct BinaryReader {
                 guard let value = readConfiguration() else { return nil }
                 configuration = value
             }
-            guard let allowsOutsideRoot = readBool(), let depfile = readOptionalString(), let keepsDepfile = readBool(),
-                let file = readString()
-            else {
-                return nil
+            guard let allowsOutsideRoot = readBool(), let depfileText = readOptionalString() else { return nil }
+            var depfile: Located<String>?
+            if let depfileText {
+                guard let depfileLocation = readLocation() else { return nil }
+                depfile = Located(value: depfileText, location: depfileLocation)
             }
+            guard let keepsDepfile = readBool(), let file = readString() else { return nil }
             tasks.append(TaskDefinition(
                 name: name, location: location, summary: summary, dependencies: dependencies, commands: commands,
-                sources: sources, generates: generates, variables: tables[variablesIndex],
+                sources: sources, generates: generates, variables: variableTables[variablesIndex], renderedSources: renderedSources,
                 environment: tables[environmentIndex], directory: directory, resources: claims,
                 each: each ? .sources : .none, batchSize: batch > 0 ? batch : nil,
                 kind: Located(value: kindName, location: kindLocation), pluginConfiguration: configuration,

@@ -100,7 +100,7 @@ private final class LoadSession {
     /// Each file's text while loading, to point errors at the exact character.
     var texts: [String: String] = [:]
     /// Each file's bytes and where its lines start, made on the first error located in it.
-    var lineIndex: [String: (bytes: [UInt8], lineStarts: [Int])] = [:]
+    var lineIndex: [String: TaskfileLocator] = [:]
     /// Files loaded through includes so far, counting each time a file is included.
     var includeCount = 0
     var tasks: [TaskDefinition] = []
@@ -125,7 +125,7 @@ private final class LoadSession {
     /// Loads one file; returns its `version`.
     @discardableResult
     func loadFile(
-        _ path: String, namespace: String, directory: String, inherited: [String: String], chain: [String],
+        _ path: String, namespace: String, directory: String, inherited: [String: TemplateValue], chain: [String],
         includedAt: SourceLocation?
     ) -> String? {
         if chain.contains(path) {
@@ -179,8 +179,8 @@ private final class LoadSession {
         }
         var version: String?
         var variables = inherited
-        variables["TASKFILE_DIR"] = Path.directory(of: path)
-        variables["ROOT_DIR"] = root
+        variables["TASKFILE_DIR"] = .string(Path.directory(of: path))
+        variables["ROOT_DIR"] = .string(root)
         var environment: [String: String] = [:]
         var tasksYAMLNode: YAMLNode?
         var includesYAMLNode: YAMLNode?
@@ -293,7 +293,7 @@ private final class LoadSession {
     }
 
     func decodeInclude(
-        name: String, value: YAMLNode, file: String, namespace: String, directory: String, variables: [String: String],
+        name: String, value: YAMLNode, file: String, namespace: String, directory: String, variables: [String: TemplateValue],
         chain: [String]
     ) {
         let base = Path.directory(of: file)
@@ -337,7 +337,7 @@ private final class LoadSession {
 
     func decodeTask(
         name localName: String, key: YAMLNode, body: YAMLNode, file: String, namespace: String, directory: String,
-        fileVariables: [String: String], fileEnvironment: [String: String]
+        fileVariables: [String: TemplateValue], fileEnvironment: [String: String]
     ) {
         let name = namespace + localName
         let taskLocation = location(key, file)
@@ -439,21 +439,28 @@ private final class LoadSession {
             let commandYAMLNode = node["cmd"] ?? node
             guard let text = scalar(commandYAMLNode, file: file, what: "a command") else { continue }
             let located = Located(value: text, location: location(commandYAMLNode, file))
-            checkTemplate(located, node: commandYAMLNode, known: known)
+            checkTemplate(located, known: known)
             commands.append(located)
         }
-        for pattern in sources { checkTemplate(pattern, node: nil, known: sourceKnown) }
-        for output in generates { checkTemplate(output, node: nil, known: known) }
-        if let depfile { checkTemplate(depfile, node: nil, known: known) }
-        if let directoryText { checkTemplate(directoryText, node: nil, known: sourceKnown) }
+        for pattern in sources { checkTemplate(pattern, known: sourceKnown) }
+        for output in generates { checkTemplate(output, known: known) }
+        if let depfile { checkTemplate(depfile, known: known) }
+        if let directoryText { checkTemplate(directoryText, known: sourceKnown) }
         if each == .sources, sources.isEmpty {
             fail(.invalidValue, "task '\(name)' has 'each: sources' but no 'sources'", at: taskLocation)
         }
-        var directoryVariables = variables
-        directoryVariables["TASK"] = name
+        // `dir:` and `sources:` can't use the per-source variables: rendered once, now.
+        var taskVariables = variables
+        taskVariables["TASK"] = .string(name)
+        taskVariables["staged_files"] = .string(TaskDefinition.hookFiles)
         let taskDirectory = directoryText.map {
-            absolute(Template.render($0.value, variables: directoryVariables), base: directory)
+            absolute(renderNow($0, variables: taskVariables) ?? $0.value, base: directory)
         } ?? directory
+        let renderedSources = sources.map { pattern in
+            GlobList.isExclusion(pattern.value)
+                ? "!" + (renderNow(Located(value: String(pattern.value.dropFirst()), location: pattern.location), variables: taskVariables) ?? "")
+                : renderNow(pattern, variables: taskVariables) ?? pattern.value
+        }
 
         var kind = Located(value: "shell", location: taskLocation)
         var configuration: ConfigurationValue?
@@ -480,51 +487,118 @@ private final class LoadSession {
         namespaces[name] = namespace
         tasks.append(TaskDefinition(
             name: name, location: taskLocation, summary: summary, dependencies: dependencies, commands: commands,
-            sources: sources, generates: generates, variables: variables, environment: environment,
+            sources: sources, generates: generates, variables: variables, renderedSources: renderedSources, environment: environment,
             directory: taskDirectory, resources: claims, each: each, batchSize: batchSize, kind: kind,
-            pluginConfiguration: configuration, allowsOutsideRoot: allowsOutsideRoot, depfile: depfile?.value, keepsDepfile: keepsDepfile, file: file
+            pluginConfiguration: configuration, allowsOutsideRoot: allowsOutsideRoot, depfile: depfile, keepsDepfile: keepsDepfile, file: file
         ))
     }
 
-    func decodeVariables(_ node: YAMLNode, file: String, into variables: inout [String: String]) {
+    /// `vars:` in go-task's forms: a value (typed as YAML types it; strings rendered as
+    /// templates, in order, each seeing those before it), `{map: …}`, `{value: …}` and
+    /// `{ref: EXPRESSION}` (another variable's value, not printed: a list stays a list).
+    func decodeVariables(_ node: YAMLNode, file: String, into variables: inout [String: TemplateValue]) {
         guard let entries = mapping(node, file: file, what: "'vars'") else { return }
         for (key, value) in entries {
             guard let name = scalar(key, file: file, what: "a variable name") else { continue }
-            if value.mapping != nil, value["sh"] != nil {
-                fail(.invalidValue, "variable '\(name)': dynamic variables ('sh:') are not supported; set a value", at: location(value, file))
-                continue
+            var valueNode = value
+            if let fields = value.mapping {
+                guard fields.count == 1, let kind = fields[0].key.string else {
+                    fail(.wrongType, "variable '\(name)' must be a value, or a map with one of sh, ref, map, value", at: location(value, file))
+                    continue
+                }
+                switch kind {
+                case "map", "value":
+                    valueNode = fields[0].value
+                    if kind == "value", valueNode.mapping != nil {
+                        fail(.wrongType, "variable '\(name)': a map goes under 'map:', not 'value:'", at: location(valueNode, file))
+                        continue
+                    }
+                case "ref":
+                    guard let expression = scalar(fields[0].value, file: file, what: "'ref'") else { continue }
+                    let located = Located(value: "{{" + expression + "}}", location: location(fields[0].value, file))
+                    guard checkTemplate(located, known: KnownVariables(variables: variables, each: false, task: false)) != nil else {
+                        variables[name] = .null
+                        continue
+                    }
+                    do {
+                        variables[name] = try TaskfileTemplates.library.template(located.value).value(.map(variables))
+                    } catch {
+                        fail(.invalidValue, "variable '\(name)': 'ref: \(expression)': \(error.message)", at: located.location)
+                        variables[name] = .null
+                    }
+                    continue
+                case "sh":
+                    fail(.invalidValue, "variable '\(name)': dynamic variables ('sh:') are not supported yet; set a value", at: location(value, file))
+                    continue
+                default:
+                    fail(
+                        .wrongType, "'\(kind)' is not a valid variable type; use sh, ref, map or value, or a plain value",
+                        at: location(fields[0].key, file)
+                    )
+                    continue
+                }
             }
-            guard let text = scalar(value, file: file, what: "variable '\(name)'") else { continue }
-            let located = Located(value: text, location: location(value, file))
-            checkTemplate(located, node: value, known: KnownVariables(variables: variables, each: false, task: false))
+            variables[name] = renderValue(TaskfileTemplates.value(of: valueNode), node: valueNode, file: file, name: name, variables: variables)
+        }
+    }
+
+    /// `value` with the templates in its strings rendered with `variables` (inside lists and
+    /// maps too, as go-task does).
+    func renderValue(_ value: TemplateValue, node: YAMLNode, file: String, name: String, variables: [String: TemplateValue]) -> TemplateValue {
+        switch value {
+        case .string(let text) where TextTemplate.hasActions(text):
+            let located = Located(value: text, location: location(node, file))
+            guard checkTemplate(located, known: KnownVariables(variables: variables, each: false, task: false)) != nil else {
+                return .string("")
+            }
             // Sized before it is rendered: variables that double each other reach gigabytes in
             // thirty steps.
             var size = text.utf8.count
-            for reference in Template.references(in: text) { size += variables[reference.name]?.utf8.count ?? 0 }
+            if let template = try? TaskfileTemplates.library.template(text) {
+                for reference in template.variableReferences { size += variables[reference.name]?.printed.utf8.count ?? 0 }
+            }
             guard size <= TaskfileLoader.maximumValueSize else {
                 fail(
                     .invalidValue,
                     "variable '\(name)' would be \(size) bytes once its templates are filled in, over kiln's limit of \(TaskfileLoader.maximumValueSize)",
                     at: located.location
                 )
-                variables[name] = ""
-                continue
+                return .string("")
             }
-            variables[name] = Template.render(text, variables: variables)
+            return .string(renderNow(located, variables: variables) ?? "")
+        case .list(let items):
+            let nodes = node.sequence ?? []
+            return .list(items.enumerated().map { index, item in
+                renderValue(item, node: index < nodes.count ? nodes[index] : node, file: file, name: name, variables: variables)
+            })
+        case .map(let entries):
+            var result: [String: TemplateValue] = [:]
+            let nodes = Dictionary(
+                (node.mapping ?? []).compactMap { entry in entry.key.string.map { ($0, entry.value) } }, uniquingKeysWith: { first, _ in first }
+            )
+            for (key, item) in entries { result[key] = renderValue(item, node: nodes[key] ?? node, file: file, name: name, variables: variables) }
+            return .map(result)
+        default:
+            return value
         }
     }
 
-    func decodeEnvironment(_ node: YAMLNode, file: String, variables: [String: String], into environment: inout [String: String]) {
+    func decodeEnvironment(_ node: YAMLNode, file: String, variables: [String: TemplateValue], into environment: inout [String: String]) {
         guard let entries = mapping(node, file: file, what: "'env'") else { return }
         for (key, value) in entries {
-            guard let name = scalar(key, file: file, what: "an environment variable name"),
-                let text = scalar(value, file: file, what: "environment variable '\(name)'")
-            else { continue }
-            checkTemplate(
-                Located(value: text, location: location(value, file)), node: value,
-                known: KnownVariables(variables: variables, each: false, task: false)
-            )
-            environment[name] = Template.render(text, variables: variables)
+            guard let name = scalar(key, file: file, what: "an environment variable name") else { continue }
+            guard value.scalar != nil else {
+                fail(.wrongType, "environment variable '\(name)' must be a string, not \(describe(value))", at: location(value, file))
+                continue
+            }
+            let typed = TaskfileTemplates.value(of: value)
+            guard case .string(let text) = typed else {
+                environment[name] = typed == .null ? "" : typed.printed
+                continue
+            }
+            let located = Located(value: text, location: location(value, file))
+            checkTemplate(located, known: KnownVariables(variables: variables, each: false, task: false))
+            environment[name] = renderNow(located, variables: variables) ?? text
         }
     }
 
@@ -620,14 +694,16 @@ private final class LoadSession {
     func checkOutputs() {
         var owners: [String: (task: String, location: SourceLocation)] = [:]
         for task in tasks {
-            var variables: [String: String]?
+            var variables: [String: TemplateValue]?
             for output in task.generates where !GlobList.isExclusion(output.value) {
                 var text = output.value
-                if text.utf8.contains(UInt8(ascii: "{")) {
-                    let names = Template.references(in: text).map(\.name)
+                if TextTemplate.hasActions(text) {
+                    guard let template = try? TaskfileTemplates.library.template(text) else { continue }
+                    let names = template.variableReferences.map(\.name)
                     if names.contains(where: TaskfileLoader.eachVariables.contains) { continue }
                     if variables == nil { variables = task.templateVariables }
-                    text = Template.render(text, variables: variables ?? [:])
+                    guard let rendered = try? template.render(.map(variables ?? [:])) else { continue }
+                    text = rendered
                 }
                 guard GlobList.isPlainPath(text) else { continue }
                 let path = Path.absolute(text, base: task.directory)
@@ -646,83 +722,64 @@ private final class LoadSession {
 
     // MARK: Templates
 
-    func checkTemplate(_ text: Located<String>, node: YAMLNode?, known: KnownVariables) {
+    /// Parses `text` as a template (once: the library keeps it), reporting a syntax error, an
+    /// unknown function or a wrong argument count at its place, and a variable printed as it is
+    /// (`{{.NAME}}`) that nothing defines; `nil` after an error.
+    @discardableResult
+    func checkTemplate(_ text: Located<String>, known: KnownVariables) -> TextTemplate? {
         // Most strings have no template at all.
-        guard text.value.utf8.contains(UInt8(ascii: "{")) else { return }
-        let bytes = Array(text.value.utf8)
-        var seen: [String: Int] = [:]
-        for reference in Template.references(in: text.value) {
-            let raw = Self.referenceText(in: bytes, at: reference.offset)
-            let occurrence = seen[raw, default: 0]
-            seen[raw] = occurrence + 1
-            guard !known.contains(reference.name) else { continue }
-            // Point at the reference as written in the file: quotes, escapes and multi-byte
-            // characters before it all count the way an editor counts columns.
-            let location = locate(raw, occurrence: occurrence, after: text.location) ?? text.location
+        guard TextTemplate.hasActions(text.value) else { return nil }
+        let template: TextTemplate
+        do {
+            template = try TaskfileTemplates.library.template(text.value)
+        } catch {
+            fail(.invalidTemplate, "template: \(error.message)", at: locate(offset: error.offset, in: text))
+            return nil
+        }
+        for reference in template.printedVariableReferences where !known.contains(reference.name) {
             var message = "undefined variable '\(reference.name)'"
             if let close = suggestion(for: reference.name, among: known.names) {
                 message += "; did you mean '\(close)'?"
             } else if TaskfileLoader.eachVariables.contains(reference.name) {
                 message += "; it exists only in tasks with 'each: sources'"
             } else {
-                message += "; define it under 'vars:'"
+                message += "; define it under 'vars:', or write {{.\(reference.name) | default \"\"}} if it may be unset"
             }
-            fail(.undefinedVariable, message, at: location)
+            // At the action holding it, `{{` included, as an editor would select it.
+            let bytes = Array(text.value.utf8)
+            var start = reference.offset
+            while start > 0, !(bytes[start - 1] == UInt8(ascii: "{") && start >= 2 && bytes[start - 2] == UInt8(ascii: "{")) { start -= 1 }
+            fail(.undefinedVariable, message, at: locate(offset: max(0, start - 2), in: text))
+        }
+        return template
+    }
+
+    /// `text` rendered now, with `variables` (what a `dir:`, a `sources:` pattern, a variable's
+    /// value or an `env:` value becomes); `nil` after reporting why it can't be.
+    func renderNow(_ text: Located<String>, variables: [String: TemplateValue]) -> String? {
+        guard TextTemplate.hasActions(text.value) else { return text.value }
+        guard let template = try? TaskfileTemplates.library.template(text.value) else { return nil }
+        do {
+            let rendered = try template.render(.map(variables))
+            return rendered
+        } catch {
+            fail(.invalidTemplate, "template: \(error.message)", at: locate(offset: error.offset, in: text))
+            return nil
         }
     }
 
-    /// The `{{…}}` text starting at `offset`.
-    static func referenceText(in bytes: [UInt8], at offset: Int) -> String {
-        var end = offset + 2
-        while end + 1 < bytes.count, !(bytes[end] == UInt8(ascii: "}") && bytes[end + 1] == UInt8(ascii: "}")) { end += 1 }
-        return String(decoding: bytes[offset..<min(bytes.count, end + 2)], as: UTF8.self)
-    }
-
-    /// Where the `occurrence`-th appearance of `raw` after `start` is in the file's text
-    /// (1-based line and column, counting characters), if it is there.
-    func locate(_ raw: String, occurrence: Int, after start: SourceLocation) -> SourceLocation? {
-        guard let text = texts[start.file], !raw.isEmpty else { return nil }
-        // Only on the error path, and once per file: thousands of errors must not copy the file
-        // thousands of times.
-        if lineIndex[start.file] == nil {
-            let bytes = Array(text.utf8)
-            var lineStarts = [0]
-            for (offset, byte) in bytes.enumerated() where byte == UInt8(ascii: "\n") { lineStarts.append(offset + 1) }
-            lineIndex[start.file] = (bytes, lineStarts)
+    /// Where byte `offset` of the template `text` is in its file (the file's text is in memory
+    /// while loading).
+    func locate(offset: Int, in text: Located<String>) -> SourceLocation {
+        TaskfileTemplates.locate(offset: offset, in: text.value, writtenAt: text.location) { file in
+            if lineIndex[file] == nil, let fileText = texts[file] { lineIndex[file] = TaskfileLocator(text: fileText) }
+            return lineIndex[file]
         }
-        guard let (bytes, lineStarts) = lineIndex[start.file], start.line >= 1 else { return nil }
-        let needle = Array(raw.utf8)
-        // Find the byte where the scalar starts: its line, then count characters.
-        var index = start.line - 1 < lineStarts.count ? lineStarts[start.line - 1] : bytes.count
-        var line = start.line
-        var column = 1
-        while column < start.column, index < bytes.count, bytes[index] != UInt8(ascii: "\n") {
-            index += 1
-            while index < bytes.count, bytes[index] & 0xC0 == 0x80 { index += 1 }
-            column += 1
-        }
-        // Search forward, keeping line and column up to date; a scalar is never far.
-        var remaining = occurrence
-        let limit = min(bytes.count, index + 1 << 20)
-        while index + needle.count <= limit {
-            if bytes[index] == needle[0], bytes[index..<index + needle.count].elementsEqual(needle) {
-                if remaining == 0 { return SourceLocation(file: start.file, line: line, column: column) }
-                remaining -= 1
-            }
-            if bytes[index] == UInt8(ascii: "\n") {
-                line += 1
-                column = 1
-            } else if bytes[index] & 0xC0 != 0x80 {
-                column += 1
-            }
-            index += 1
-        }
-        return nil
     }
 
     func checkTemplates(in value: ConfigurationValue, known: KnownVariables) {
         switch value.kind {
-        case .scalar(let text): checkTemplate(Located(value: text, location: value.location), node: nil, known: known)
+        case .scalar(let text): checkTemplate(Located(value: text, location: value.location), known: known)
         case .list(let items): for item in items { checkTemplates(in: item, known: known) }
         case .map(let entries): for entry in entries { checkTemplates(in: entry.value, known: known) }
         case .null: break
@@ -862,7 +919,7 @@ private final class LoadSession {
 
 /// The variables a template may use at one place, without building a set per task.
 private struct KnownVariables {
-    var variables: [String: String]
+    var variables: [String: TemplateValue]
     var each: Bool
     var task = true
 

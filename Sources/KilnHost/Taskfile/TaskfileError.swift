@@ -28,6 +28,8 @@ public struct TaskfileError: Error, Sendable, CustomStringConvertible {
         public static let dependencyCycle = Code("dependency-cycle")
         /// A template uses a variable no one defined.
         public static let undefinedVariable = Code("undefined-variable")
+        /// A template that doesn't parse, calls an unknown function, or fails when rendered.
+        public static let invalidTemplate = Code("invalid-template")
         /// A task claims a resource no one defined.
         public static let undefinedResource = Code("undefined-resource")
         /// `plugin:` names a task kind no plugin provides.

@@ -37,7 +37,7 @@ struct LaterKind: TaskKind {
     }
     func summary(of configuration: Configuration, request: JobRequest) -> String { "later \(configuration.seconds) s" }
     func makeJob(configuration: Configuration, request: JobRequest, context: TaskContext) throws -> Job {
-        LaterJob(seconds: configuration.seconds, output: request.directory + "/" + request.render(configuration.output))
+        LaterJob(seconds: configuration.seconds, output: request.directory + "/" + (try request.render(configuration.output)))
     }
 }
 

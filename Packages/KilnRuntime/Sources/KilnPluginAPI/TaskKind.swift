@@ -63,10 +63,10 @@ public struct TaskDescription: Sendable {
     public var location: SourceLocation
     /// The Taskfile variables the task's templates may use (beside the built-ins `ROOT_DIR`,
     /// `TASK`, `TASKFILE_DIR`, and the per-source ones of `each:` tasks).
-    public var variables: [String: String]
+    public var variables: [String: TemplateValue]
 
     /// Creates a description.
-    public init(name: String, location: SourceLocation, variables: [String: String]) {
+    public init(name: String, location: SourceLocation, variables: [String: TemplateValue]) {
         self.name = name
         self.location = location
         self.variables = variables
@@ -88,16 +88,22 @@ public struct JobRequest: Sendable {
     /// The resources the job holds while it runs (`cpu`, `disk:…`, `net:host`, user-defined).
     public var resources: [String]
     /// The variables its templates see: Taskfile `vars`, plus `source`, `output`, … for `each:` jobs.
-    public var variables: [String: String]
+    public var variables: [String: TemplateValue]
     /// The absolute directory the job works in.
     public var directory: String
     /// The environment the Taskfile declares for it (added to the host's own environment, over it).
     public var environment: [String: String]
+    /// The templates' functions and parsed forms, shared by every request of a run.
+    public var templates: TemplateLibrary
+    /// The first of the host's own templates for this job (its `generates:`, `depfile:`) that could
+    /// not be rendered: the host fails the job with it, and never counts it up to date.
+    public var renderFailure: TemplateRenderError?
 
     /// Creates a request.
     public init(
         taskName: String, label: String, inputs: [String], outputs: [String], resources: [String],
-        variables: [String: String], directory: String, environment: [String: String]
+        variables: [String: TemplateValue], directory: String, environment: [String: String],
+        templates: TemplateLibrary = .standard, renderFailure: TemplateRenderError? = nil
     ) {
         self.taskName = taskName
         self.label = label
@@ -107,12 +113,24 @@ public struct JobRequest: Sendable {
         self.variables = variables
         self.directory = directory
         self.environment = environment
+        self.templates = templates
+        self.renderFailure = renderFailure
     }
 
-    /// Replaces every `{{.NAME}}` (or `{{NAME}}`) in `template` with the variable's value.
-    /// Unknown names are left as written; the host rejects them when it loads the Taskfile.
-    public func render(_ template: String) -> String {
-        Template.render(template, variables: variables)
+    /// `template` (Go's `text/template`, as go-task reads it) rendered with ``variables``.
+    ///
+    /// - Parameter location: Where the template is written (a ``ConfigurationValue``'s
+    ///   location), so an error names its file, line and column.
+    /// - Throws: ``TemplateRenderError``: a function failed, or the template prints a variable
+    ///   that isn't set.
+    public func render(_ template: String, at location: SourceLocation? = nil) throws(TemplateRenderError) -> String {
+        try templates.render(template, variables: variables, at: location)
+    }
+
+    /// `template` rendered for showing (a summary, a status line): as written when it can't be
+    /// rendered — the job that renders it for real fails with the reason.
+    public func display(_ template: String) -> String {
+        (try? templates.render(template, variables: variables, at: nil)) ?? template
     }
 }
 

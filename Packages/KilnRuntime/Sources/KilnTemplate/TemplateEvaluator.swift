@@ -25,6 +25,11 @@ struct TemplateEvaluator {
         _ = try run(nodes, dot: root)
     }
 
+    /// The value of one pipeline with the data as dot.
+    mutating func value(of pipeline: TemplatePipeline) throws(TemplateError) -> TemplateValue {
+        try evaluate(pipeline, dot: root)
+    }
+
     private mutating func run(_ nodes: [TemplateNode], dot: TemplateValue) throws(TemplateError) -> Flow {
         for node in nodes {
             switch node {

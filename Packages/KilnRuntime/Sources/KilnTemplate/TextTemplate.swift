@@ -57,6 +57,51 @@ public final class TextTemplate: Sendable {
         return false
     }
 
+    /// The variables the template prints as they are — `{{.NAME}}`, `{{$.NAME}}`, with no
+    /// function between — outside `range` and `with` (which change dot): those a typo in would
+    /// print nothing in go-task. `{{if .X}}`, `{{.X | default "d"}}` ask about a variable and
+    /// aren't listed.
+    public var printedVariableReferences: [(name: String, offset: Int)] {
+        var result: [(String, Int)] = []
+        func visit(_ nodes: [TemplateNode], dotIsData: Bool) {
+            for node in nodes {
+                switch node {
+                case .text, .loopControl, .include: break
+                case .action(let pipeline):
+                    guard dotIsData, pipeline.variables.isEmpty, pipeline.commands.count == 1,
+                        pipeline.commands[0].operands.count == 1
+                    else { continue }
+                    switch pipeline.commands[0].operands[0] {
+                    case .field(let names, let offset): result.append((names[0], offset))
+                    case .variable(let name, let fields, let offset) where name == "$" && !fields.isEmpty:
+                        result.append((fields[0], offset))
+                    default: break
+                    }
+                case .conditional(let kind, _, let body, let otherwise):
+                    visit(body, dotIsData: dotIsData && kind == .if)
+                    if let otherwise { visit(otherwise, dotIsData: dotIsData) }
+                case .range(_, let body, let otherwise):
+                    visit(body, dotIsData: false)
+                    if let otherwise { visit(otherwise, dotIsData: dotIsData) }
+                }
+            }
+        }
+        visit(nodes, dotIsData: true)
+        return result
+    }
+
+    /// The value of a template that is one action (`{{index .L 0}}`), not printed: what go-task's
+    /// `ref:` variables are.
+    ///
+    /// - Throws: ``TemplateError`` if rendering fails, or the template isn't a single action.
+    public func value(_ data: TemplateValue) throws(TemplateError) -> TemplateValue {
+        guard nodes.count == 1, case .action(let pipeline) = nodes[0], definitions.isEmpty else {
+            throw TemplateError("expected a single expression", at: 0)
+        }
+        var evaluator = TemplateEvaluator(template: self, data: data, missing: .printNothing)
+        return try evaluator.value(of: pipeline)
+    }
+
     /// The names of the top-level variables the template reads as `.NAME` (first field of a
     /// field chain on the data, outside `range` and `with`, which change dot), in order, with
     /// their offsets.
