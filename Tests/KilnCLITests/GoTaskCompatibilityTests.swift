@@ -44,6 +44,97 @@ import Testing
             task: "d",
             compared: ["build/sub/made.out"]
         ),
+        Case(
+            name: "pipelines, default, join and if/else in commands",
+            files: [
+                "Taskfile.yml": """
+                version: '3'
+                vars:
+                  NAME: kiln
+                  LIST: [a, b, c]
+                  N: 3
+                  FLAG: false
+                tasks:
+                  t:
+                    cmds:
+                      - echo '{{.NAME | upper}} {{default "fallback" .UNSET}} {{.LIST | join "-"}}' > out.txt
+                      - echo '{{if eq .N 3}}three{{else}}other{{end}} {{if .FLAG}}on{{else}}off{{end}} {{add .N 1}}' >> out.txt
+                      - echo '{{range $i, $v := .LIST}}{{$i}}{{$v}} {{end}}|{{len .LIST}}|{{printf "%05.1f" 2.5}}' >> out.txt
+                """
+            ],
+            task: "t",
+            compared: ["out.txt"]
+        ),
+        Case(
+            name: "typed, ref and map variables, and variables built from variables",
+            files: [
+                "Taskfile.yml": """
+                version: '3'
+                vars:
+                  LIST: [x, y]
+                  FIRST:
+                    ref: index .LIST 0
+                  ALIAS:
+                    ref: .LIST
+                  M:
+                    map: {a: 1, b: [2, 3]}
+                  A: one
+                  B: '{{.A}}-two'
+                  C: '{{.B}}-three'
+                  NUM: 0x10
+                  F: 1.50
+                  Q: "42"
+                tasks:
+                  t:
+                    vars:
+                      LOCAL: '{{.C | upper}}'
+                    cmds:
+                      - echo '{{.FIRST}} {{.ALIAS}} {{.M.a}} {{index .M.b 1}} {{.M}} {{.LOCAL}}' > out.txt
+                      - echo '{{.NUM}} {{.F}} {{printf "%T %T %T" .NUM .F .Q}} {{kindOf .ALIAS}}' >> out.txt
+                """
+            ],
+            task: "t",
+            compared: ["out.txt"]
+        ),
+        Case(
+            name: "templates in env, dir and sources",
+            files: [
+                "Taskfile.yml": """
+                version: '3'
+                vars:
+                  SUB: work
+                tasks:
+                  t:
+                    env:
+                      GREETING: '{{.SUB | upper}}!'
+                    dir: '{{.SUB}}/{{"deep" | lower}}'
+                    sources: ['{{.SUB}}.txt']
+                    cmds:
+                      - echo "$GREETING {{base .TASKFILE_DIR | len | printf "%d" | len}}" > made.txt
+                """,
+                "work.txt": "x",
+            ],
+            task: "t",
+            compared: ["work/deep/made.txt"]
+        ),
+        Case(
+            name: "go-task's functions: OS, ARCH, exeExt, joinPath, shellQuote, splitArgs, catLines, now",
+            files: [
+                "Taskfile.yml": """
+                version: '3'
+                vars:
+                  ARGS: 'a "b c" d'
+                tasks:
+                  t:
+                    cmds:
+                      - echo '{{OS}} {{ARCH}} [{{exeExt}}] {{joinPath "a" "b/../c"}} {{splitArgs .ARGS | len}}' > out.txt
+                      - echo {{shellQuote "it's here"}} {{q "$HOME"}} >> out.txt
+                      - echo '{{catLines "x\\ny"}} {{now | date "2006" | len}} {{toJson (list 1 "a")}}' >> out.txt
+                """
+            ],
+            task: "t",
+            compared: ["out.txt"]
+        ),
     ]
 
     @Test("kiln leaves what go-task leaves", arguments: cases)
