@@ -42,7 +42,16 @@ struct TaskfileOptions: ParsableArguments {
     @Flag(help: "Load plugins even from files or directories others can write (loading a plugin runs its code).")
     var allowInsecurePlugins = false
 
+    @Option(name: .long, help: "The directory to work in, as if kiln were started there (go-task's --dir).")
+    var dir: String?
+
     var plugins: PluginOptions { PluginOptions(searchPaths: pluginPath, allowInsecure: allowInsecurePlugins) }
+
+    /// Where kiln works: `--dir`, made absolute, or the directory it was started in.
+    var workingDirectory: String {
+        guard let dir else { return System.currentDirectory }
+        return dir.hasPrefix("/") ? dir : System.currentDirectory + "/" + dir
+    }
 }
 
 /// Exit codes, as documented in `kiln --help`.
@@ -63,7 +72,7 @@ func loadAndPlan(
 ) throws(ExitCode) -> (Project, BuildPlan) {
     do {
         let project = try Project(
-            taskfilePath: options.taskfile, currentDirectory: System.currentDirectory, runner: runner, plugins: options.plugins
+            taskfilePath: options.taskfile, currentDirectory: options.workingDirectory, runner: runner, plugins: options.plugins
         )
         let names = targets.isEmpty && everyTaskWhenEmpty ? project.taskfile.tasks.map(\.name) : targets
         return (project, try BuildPlanner(taskfile: project.taskfile, registry: project.registry).plan(targets: names))
@@ -88,7 +97,7 @@ func openBuildState(root: String, wait: Bool) throws(ExitCode) -> BuildState {
 /// The main Taskfile (absolute) and the project root, found without loading anything; `nil`
 /// when there is none (loading then says so).
 func locateTaskfile(_ options: TaskfileOptions) -> (path: String, root: String)? {
-    Project.locateTaskfile(options.taskfile, currentDirectory: System.currentDirectory)
+    Project.locateTaskfile(options.taskfile, currentDirectory: options.workingDirectory)
 }
 
 /// Prints Taskfile errors to standard error; the exit status 2 to throw.

@@ -10,17 +10,32 @@ extension Kiln {
         @Flag(help: "Print JSON.")
         var json = false
 
+        @Flag(help: "Only the tasks with a 'desc:' (go-task's --list; plain 'kiln list' is its --list-all).")
+        var described = false
+
+        @Option(help: "Print one task's summary, dependencies, aliases and commands (go-task's --summary).")
+        var summary: String?
+
         func run() throws {
             let project: Project
             do {
                 project = try Project(
-                    taskfilePath: options.taskfile, currentDirectory: System.currentDirectory, runner: ProcessMonitor(),
+                    taskfilePath: options.taskfile, currentDirectory: options.workingDirectory, runner: ProcessMonitor(),
                     plugins: options.plugins
                 )
             } catch {
                 throw taskfileFailure(error)
             }
-            let tasks = project.taskfile.tasks
+            // Internal tasks run only as dependencies: not listed (go-task hides them too).
+            let tasks = project.taskfile.tasks.filter { !$0.options.isInternal && (!described || $0.summary != nil) }
+            if let summary {
+                guard let task = project.taskfile.task(named: summary) else {
+                    System.writeError("kiln: no task named '\(summary)' in \(project.taskfile.path)\n")
+                    throw ExitCode(ExitStatus.invalidTaskfile)
+                }
+                print(Kiln.summaryText(of: task))
+                return
+            }
             if json {
                 let objects: [JSONValue] = tasks.map { task in
                     var object: [(String, JSONValue)] = [
@@ -28,6 +43,7 @@ extension Kiln {
                         ("kind", .string(task.kind.value)),
                     ]
                     if let summary = task.summary { object.append(("desc", .string(summary))) }
+                    if !task.options.aliases.isEmpty { object.append(("aliases", .array(task.options.aliases.map { .string($0) }))) }
                     return .object(object)
                 }
                 print(JSONValue.object([("tasks", .array(objects))]).serialized(pretty: true))
@@ -36,8 +52,27 @@ extension Kiln {
             let width = tasks.map(\.name.count).max() ?? 0
             for task in tasks {
                 let padding = String(repeating: " ", count: width - task.name.count)
-                print("* \(task.name):\(padding)  \(task.summary ?? "")")
+                let aliases = task.options.aliases.isEmpty ? "" : "  (aliases: \(task.options.aliases.joined(separator: ", ")))"
+                print("* \(task.name):\(padding)  \(task.summary ?? "")\(aliases)")
             }
         }
+    }
+
+    /// go-task's `--summary` text: the name, the summary (else the description), dependencies,
+    /// aliases and commands.
+    static func summaryText(of task: TaskDefinition) -> String {
+        var text = "task: \(task.name)\n\n"
+        text += (task.options.longSummary ?? task.summary ?? "(task does not have description or summary)")
+        if !text.hasSuffix("\n") { text += "\n" }
+        if !task.dependencies.isEmpty {
+            text += "\ndependencies:\n" + task.dependencies.map { " - \($0.value)\n" }.joined()
+        }
+        if !task.options.aliases.isEmpty {
+            text += "\naliases:\n" + task.options.aliases.map { " - \($0)\n" }.joined()
+        }
+        if !task.commands.isEmpty {
+            text += "\ncommands:\n" + task.commands.map { " - \($0.value)\n" }.joined()
+        }
+        return String(text.dropLast())
     }
 }

@@ -64,7 +64,22 @@ extension Kiln {
 
         @OptionGroup var changes: ChangeOptions
 
+        @Flag(name: .shortAndLong, help: "Run every job, even those that are up to date (go-task's --force).")
+        var force = false
+
+        @Flag(name: .shortAndLong, help: "Answer yes to every task's 'prompt:' (go-task's --yes).")
+        var yes = false
+
+        @Flag(name: .shortAndLong, help: "go-task's --silent: kiln never echoes commands, so it changes nothing.")
+        var silent = false
+
+        @Option(help: "go-task's output style (interleaved, group, prefixed): kiln always prints each job's output whole, under its name.")
+        var output: String?
+
         func validate() throws {
+            if let output, !["interleaved", "group", "prefixed"].contains(output) {
+                throw ValidationError("--output must be interleaved, group or prefixed")
+            }
             if let jobs, jobs < 1 { throw ValidationError("-j must be at least 1") }
             if batchSize < 1 { throw ValidationError("--batch-size must be at least 1") }
         }
@@ -76,7 +91,7 @@ extension Kiln {
             let signals = SignalWatcher(descriptor: ProcessMonitor.blockTerminationSignals())
             let monitor = ProcessMonitor()
             var request = BuildSession.Request(
-                taskfile: options.taskfile, currentDirectory: System.currentDirectory, plugins: options.plugins, targets: tasks,
+                taskfile: options.taskfile, currentDirectory: options.workingDirectory, plugins: options.plugins, targets: tasks,
                 runner: monitor, tracked: { trackedContent(root: $0) }
             )
             request.exitsAfterwards = true
@@ -113,6 +128,8 @@ extension Kiln {
                 if let traceWriter { observers.append(traceWriter) }
                 return RunObservers(observers)
             }
+            settings.forcesEveryJob = force
+            settings.confirm = { [yes] task, question in Self.confirm(task: task, question: question, assumingYes: yes) }
             settings.options.keepGoing = keepGoing
             settings.options.batchSize = batchSize
             settings.cpuWidth = jobs
@@ -174,6 +191,22 @@ extension Kiln {
                 Kiln.exit()
             }
         }
+    }
+}
+
+extension Kiln.Run {
+    /// A `prompt:` answered: yes with `--yes` (said on standard error, as go-task says it), else
+    /// asked on the terminal; no terminal, no yes.
+    static func confirm(task: String, question: String, assumingYes: Bool) -> Bool {
+        if assumingYes {
+            System.writeError("\(question) [assuming yes]\n")
+            return true
+        }
+        guard isatty(0) == 1, isatty(2) == 1 else { return false }
+        System.writeError("\(question) [y/N] ")
+        guard let line = readLine() else { return false }
+        let answer = line.lowercased().filter { !$0.isWhitespace }
+        return answer == "y" || answer == "yes"
     }
 }
 

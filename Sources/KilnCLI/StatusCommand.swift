@@ -87,7 +87,7 @@ extension Kiln {
 /// Every job's verdict for a run of `targets`, as the run would reach it: the session's dry run.
 private func evaluate(_ options: TaskfileOptions, targets: [String], remoteKeys: Bool = false) throws(ExitCode) -> [JobVerdict] {
     var request = BuildSession.Request(
-        taskfile: options.taskfile, currentDirectory: System.currentDirectory, plugins: options.plugins, targets: targets,
+        taskfile: options.taskfile, currentDirectory: options.workingDirectory, plugins: options.plugins, targets: targets,
         runner: ProcessMonitor(), tracked: { trackedContent(root: $0) }
     )
     request.exitsAfterwards = true

@@ -80,7 +80,7 @@ import Testing
                 varz: {A: b}
                 tasks:
                   build:
-                    cmd: echo one
+                    cnds: echo one
                 """
             ]
         )
@@ -88,7 +88,7 @@ import Testing
         #expect(errors.map(\.code) == [.unknownKey, .unknownKey])
         #expect(errors.map(\.location) == [at(file, 2, 1), at(file, 5, 5)])
         #expect(errors.first?.message.contains("did you mean 'vars'?") == true)
-        #expect(errors.last?.message.contains("unknown key 'cmd' in task 'build'; did you mean 'cmds'?") == true)
+        #expect(errors.last?.message.contains("unknown key 'cnds' in task 'build'; did you mean 'cmds'?") == true)
     }
 
     @Test func aValueOfTheWrongTypeIsReportedAtTheValue() throws {

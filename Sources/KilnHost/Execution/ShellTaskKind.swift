@@ -14,8 +14,25 @@ import Glibc
 ///
 /// Threading: a value type; its methods are safe from any thread.
 public struct ShellTaskKind: TaskKind {
-    /// The command templates of a task, with where each is written.
-    public typealias Configuration = [(text: String, location: SourceLocation)]
+    /// A task's commands and preconditions, as templates with where each is written.
+    public struct Configuration: Sendable {
+        /// One of `cmds`.
+        public struct Command: Sendable {
+            /// The template.
+            public var text: String
+            /// Where it is written.
+            public var location: SourceLocation
+            /// `ignore_error:` — its failure doesn't fail the job.
+            public var ignoresError = false
+            /// `platforms:` — where it runs; skipped elsewhere (`nil`: everywhere).
+            public var platforms: [String]?
+        }
+
+        /// `cmds`.
+        public var commands: [Command]
+        /// `preconditions`: a test and the message its failure shows.
+        public var preconditions: [(test: String, location: SourceLocation, message: String?)]
+    }
 
     /// `shell`.
     public let name = "shell"
@@ -36,28 +53,47 @@ public struct ShellTaskKind: TaskKind {
     public func configuration(from value: ConfigurationValue, task: TaskDescription) throws(TaskConfigurationError)
         -> Configuration
     {
-        guard let commands = value["cmds"] else { return [] }
-        let texts = try commands.requireStrings("'cmds'")
-        let locations = commands.list?.map(\.location) ?? []
-        return texts.enumerated().map { index, text in (text, index < locations.count ? locations[index] : commands.location) }
+        var configuration = Configuration(commands: [], preconditions: [])
+        for item in value["cmds"]?.list ?? [] {
+            // A string, or go-task's map: `{cmd: …, ignore_error: true, platforms: [linux]}`.
+            guard item.map != nil else {
+                configuration.commands.append(Configuration.Command(text: try item.requireString("a command"), location: item.location))
+                continue
+            }
+            guard let text = item["cmd"] else { throw TaskConfigurationError("a command needs 'cmd'", at: item.location) }
+            var command = Configuration.Command(text: try text.requireString("'cmd'"), location: text.location)
+            command.ignoresError = try item["ignore_error"]?.requireString("'ignore_error'") == "true"
+            command.platforms = try item["platforms"]?.requireStrings("'platforms'")
+            configuration.commands.append(command)
+        }
+        for item in value["preconditions"]?.list ?? [] {
+            let test = try item["sh"]?.requireString("'sh'") ?? ""
+            configuration.preconditions.append((test, item["sh"]?.location ?? item.location, try item["msg"]?.requireString("'msg'")))
+        }
+        return configuration
     }
 
-    /// The commands after templating, joined with `&&`.
+    /// The commands that run on this machine, after templating, joined with `&&`.
     public func summary(of configuration: Configuration, request: JobRequest) -> String {
-        configuration.map { request.display($0.text) }.joined(separator: " && ")
+        configuration.commands.filter { TaskOptions.allows($0.platforms) }.map { request.display($0.text) }.joined(separator: " && ")
     }
 
     /// Makes a ``CommandJob``.
     ///
     /// - Throws: ``TemplateRenderError`` when a command's template fails, naming its place.
     public func makeJob(configuration: Configuration, request: JobRequest, context: TaskContext) throws -> Job {
-        var commands: [String] = []
-        commands.reserveCapacity(configuration.count)
-        for command in configuration { commands.append(try request.render(command.text, at: command.location)) }
+        var steps: [CommandJob.Step] = []
+        steps.reserveCapacity(configuration.preconditions.count + configuration.commands.count)
+        for precondition in configuration.preconditions {
+            let test = try request.render(precondition.test, at: precondition.location)
+            steps.append(CommandJob.Step(command: test, precondition: precondition.message ?? test))
+        }
+        for command in configuration.commands where TaskOptions.allows(command.platforms) {
+            steps.append(CommandJob.Step(command: try request.render(command.text, at: command.location), ignoresError: command.ignoresError))
+        }
         // The host made the environment (sharing its own storage unless the task adds to it).
         return CommandJob(
-            commands: commands, directory: request.directory, environment: context.environment, output: context.output,
-            runner: runner
+            steps: steps, directory: request.directory, environment: context.environment, output: context.output, runner: runner
         )
     }
 }
@@ -74,6 +110,18 @@ public struct CommandFailure: Error, Sendable, CustomStringConvertible {
     public var description: String { "\(result.description): \(command)" }
 }
 
+/// A precondition that didn't hold: its message (go-task's `msg:`), or its test.
+///
+/// Threading: a value type; safe to pass between threads.
+public struct PreconditionFailure: Error, Sendable, CustomStringConvertible {
+    /// What the Taskfile says about it.
+    public var message: String
+    /// How the test ended.
+    public var result: CommandResult
+    /// `precondition not met: MESSAGE`.
+    public var description: String { "precondition not met: \(message)" }
+}
+
 /// An asynchronous job that runs shell commands in sequence. It holds a slot of its queue while
 /// a command runs, but no thread: the process monitor completes it.
 ///
@@ -81,8 +129,20 @@ public struct CommandFailure: Error, Sendable, CustomStringConvertible {
 ///
 /// Threading: as ``Job``. `@unchecked Sendable`: `running` is guarded by its mutex.
 public final class CommandJob: Job, @unchecked Sendable {
+    /// A command to run: one of the task's, or a precondition's test.
+    public struct Step: Sendable {
+        /// The command line, after templating.
+        public var command: String
+        /// Whether its failure is ignored (`ignore_error:`).
+        public var ignoresError = false
+        /// For a precondition: the message its failure shows.
+        public var precondition: String?
+    }
+
+    /// The steps: preconditions first, then the commands.
+    public let steps: [Step]
     /// The commands, after templating.
-    public let commands: [String]
+    public var commands: [String] { steps.filter { $0.precondition == nil }.map(\.command) }
     private let directory: String
     private let environment: [String: String]
     private let output: TaskOutput
@@ -91,8 +151,8 @@ public final class CommandJob: Job, @unchecked Sendable {
     /// so a completion that beats the handle's storing doesn't leave a stale handle behind.
     private let running = HostMutex<(index: Int, finished: Int, handle: RunningCommand?)>((-1, -1, nil))
 
-    init(commands: [String], directory: String, environment: [String: String], output: TaskOutput, runner: any CommandRunner) {
-        self.commands = commands
+    init(steps: [Step], directory: String, environment: [String: String], output: TaskOutput, runner: any CommandRunner) {
+        self.steps = steps
         self.directory = directory
         self.environment = environment
         self.output = output
@@ -137,7 +197,7 @@ public final class CommandJob: Job, @unchecked Sendable {
     }
 
     private func run(_ index: Int) {
-        guard index < commands.count else {
+        guard index < steps.count else {
             try? finish()
             return
         }
@@ -145,15 +205,18 @@ public final class CommandJob: Job, @unchecked Sendable {
             try? finish()
             return
         }
-        let command = commands[index]
+        let step = steps[index]
+        let command = step.command
         running.withLock { $0.index = index }
         let handle = runner.run(command, directory: directory, environment: environment, output: output) { [self] result in
             running.withLock { running in
                 running.finished = index
                 running.handle = nil
             }
-            if result.succeeded {
+            if result.succeeded || step.ignoresError {
                 run(index + 1)
+            } else if let message = step.precondition {
+                try? finish(error: PreconditionFailure(message: message, result: result))
             } else {
                 try? finish(error: CommandFailure(command: command, result: result))
             }

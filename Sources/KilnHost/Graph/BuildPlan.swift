@@ -74,7 +74,9 @@ public struct BuildPlanner: Sendable {
             guard visited.insert(start).inserted else { return }
             var stack: [(position: Int, next: Int)] = [(start, 0)]
             while let top = stack.last {
-                let dependencies = taskfile.tasks[top.position].dependencies
+                // A task that doesn't run on this platform skips its dependencies too (go-task's rule).
+                let task = taskfile.tasks[top.position]
+                let dependencies = task.runsOnThisPlatform ? task.dependencies : []
                 if top.next < dependencies.count {
                     stack[stack.count - 1].next += 1
                     if let next = index[dependencies[top.next].value], visited.insert(next).inserted {
@@ -87,7 +89,14 @@ public struct BuildPlanner: Sendable {
             }
         }
         for name in targets {
-            if let position = index[name] {
+            if let position = index[name] ?? taskfile.aliases[name].flatMap({ index[$0] }) {
+                if taskfile.tasks[position].options.isInternal {
+                    errors.append(TaskfileError(
+                        .unknownTask, "task '\(taskfile.tasks[position].name)' is internal: it runs only as another task's dependency",
+                        at: taskfile.tasks[position].location
+                    ))
+                    continue
+                }
                 visit(position)
             } else {
                 var message = "no task named '\(name)' in \(taskfile.path)"
@@ -103,7 +112,8 @@ public struct BuildPlanner: Sendable {
         let checkBoundary = memo?.vouches(resolvedRoot: boundary.resolvedRoot) != true
         var escapes = 0
         for position in order {
-            let definition = taskfile.tasks[position]
+            var definition = taskfile.tasks[position]
+            if !definition.runsOnThisPlatform { definition.dependencies = [] }
             if checkBoundary {
                 let found = rootEscapes(definition, boundary: boundary)
                 escapes += found.count

@@ -73,6 +73,11 @@ public enum BuildSession {
         public var observers: @Sendable (ResourceQueues) -> any RunObserver
         /// Called once the run exists, before it starts: where Ctrl-C is wired to it.
         public var started: @Sendable (BuildRun) -> Void = { _ in }
+        /// `--force`: every planned job runs, up to date or not.
+        public var forcesEveryJob = false
+        /// Asks a task's `prompt:` question (task name, question) before anything runs; `false`
+        /// ends the session (nothing runs). The command line answers from `--yes` or the terminal.
+        public var confirm: @Sendable (_ task: String, _ question: String) -> Bool = { _, _ in false }
 
         /// Settings with these observers.
         public init(observers: @escaping @Sendable (ResourceQueues) -> any RunObserver) {
@@ -144,18 +149,30 @@ public enum BuildSession {
                 tracked: tracked
             )
             phase("snapshot")
-            if let scan, scan.isNoOp, settings.allowsSnapshotNoOp { return .upToDate(jobs: scan.snapshot.jobCount) }
+            if let scan, scan.isNoOp, settings.allowsSnapshotNoOp, !settings.forcesEveryJob {
+                return .upToDate(jobs: scan.snapshot.jobCount)
+            }
         }
         let (project, plan) = try loadAndPlan(request)
         phase("load and plan")
+        // go-task's `prompt:`: every question is answered before anything runs.
+        for task in plan.tasks where !task.definition.isGroup {
+            for question in task.definition.options.prompts where !settings.confirm(task.definition.name, question) {
+                throw Failure(
+                    description: "kiln: task '\(task.definition.name)' asks \"\(question)\" and it wasn't answered yes, so nothing ran; pass --yes to answer yes",
+                    exitStatus: 1
+                )
+            }
+        }
         let root = project.taskfile.root
         if lock == nil { lock = try takeLock(root: root, settings) }
         let state = BuildState(root: root, lock: lock, warn: warn)
         let incremental = IncrementalState(
             state: state,
             root: root,
-            previous: scan,
-            tracked: tracked ?? request.tracked(root)
+            previous: settings.forcesEveryJob ? nil : scan,
+            tracked: tracked ?? request.tracked(root),
+            forcing: settings.forcesEveryJob
         )
         phase("open state")
         // The run changes what the snapshot describes: it is written again as the run ends.

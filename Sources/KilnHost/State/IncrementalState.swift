@@ -24,8 +24,10 @@ public enum RunReason: Sendable, Equatable, CustomStringConvertible {
     case outputMissing(String)
     /// A declared output no longer has the content the job left.
     case outputModified(String)
-    /// The task declares neither `sources` nor `generates`, so it always runs.
+    /// The task declares neither `sources` nor `generates` (or says `method: none`), so it always runs.
     case alwaysRuns
+    /// `--force`: it would be up to date, and runs anyway.
+    case forced
     /// A dependency runs first, so this job's verdict waits for what it leaves (a dry run or
     /// `kiln status` can't know; a real run checks again then).
     case dependencyRuns(String)
@@ -43,7 +45,8 @@ public enum RunReason: Sendable, Equatable, CustomStringConvertible {
         case .dependencyChanged(let name): "dependency \(name) changed"
         case .outputMissing(let path): "output \(path) is missing"
         case .outputModified(let path): "output \(path) was modified"
-        case .alwaysRuns: "it declares no sources or generates, so it always runs"
+        case .alwaysRuns: "it declares no sources or generates (or 'method: none'), so it always runs"
+        case .forced: "--force"
         case .dependencyRuns(let name): "dependency \(name) runs first"
         case .refused(let reason): "a run would fail it: \(reason)"
         }
@@ -82,6 +85,8 @@ public final class IncrementalState: Sendable {
     /// A dry run's: jobs don't run, records aren't written, and a job whose dependency would run
     /// gets ``RunReason/dependencyRuns(_:)`` (what that dependency leaves can't be known).
     private let dryRun: Bool
+    /// `--force`: every job runs, whatever its verdict would be (and is recorded as usual).
+    private let forcing: Bool
     /// In a dry run, the tasks that would run (some job of theirs would).
     private let wouldRun = HostMutex<Set<String>>([])
     /// What checks and records noticed, each once, in the order noticed.
@@ -102,10 +107,11 @@ public final class IncrementalState: Sendable {
     ///     the same verdicts, but nothing is recorded (see ``willRun(_:)``).
     public init(
         state: BuildState?, root: String, previous: UpToDateSnapshot.Scan? = nil, tracked: (any TrackedContent)? = nil,
-        dryRun: Bool = false
+        dryRun: Bool = false, forcing: Bool = false
     ) {
         self.state = state
         self.dryRun = dryRun
+        self.forcing = forcing
         self.root = root
         self.previous = previous
         var index: [String: Int] = [:]
@@ -179,6 +185,11 @@ public final class IncrementalState: Sendable {
                 signature: ContentHash(high: 0, low: 0), reason: .dependencyRuns(running),
                 parts: Parts(definition: ContentHash(high: 0, low: 0), inputs: [:], dependencies: [:]), watched: nil
             )
+        }
+        if forcing {
+            var result = check(key: key, task: task, request: request(), dependencies: dependencies)
+            if result.reason == .upToDate { result.reason = .forced }
+            return result
         }
         if let verdict = snapshotVerdict(key: key.stored, dependencies: dependencies) { return verdict }
         return check(key: key, task: task, request: request(), dependencies: dependencies)
@@ -291,7 +302,9 @@ public final class IncrementalState: Sendable {
     /// Whether a task always runs: it does something (commands, or a plugin's job) but declares
     /// neither sources nor outputs, so nothing could tell that it is up to date.
     static func alwaysRuns(_ task: BuildPlan.Task) -> Bool {
-        task.definition.sources.isEmpty && task.definition.generates.isEmpty && !task.definition.isGroup
+        guard !task.definition.isGroup else { return false }
+        // `method: none`, or nothing to compare: the task runs every time.
+        return task.definition.options.runsEveryTime || task.definition.sources.isEmpty && task.definition.generates.isEmpty
     }
 
     /// A job's record: from those loaded at the start, or read now.

@@ -30,9 +30,19 @@ public struct Taskfile: Sendable {
     /// `hooks:` — git hook names (`pre-commit`, …) and the tasks each runs, from the main file.
     public var hooks: [String: [Located<String>]] = [:]
 
-    /// The task called `name`.
+    /// The task called `name`, or answering to it as an alias.
     public func task(named name: String) -> TaskDefinition? {
-        tasks.first { $0.name == name }
+        let resolved = aliases[name] ?? name
+        return tasks.first { $0.name == resolved }
+    }
+
+    /// Every alias (`aliases:`, with its include namespace) and the task it names.
+    public var aliases: [String: String] {
+        var result: [String: String] = [:]
+        for task in tasks {
+            for alias in task.options.aliases { result[alias] = task.name }
+        }
+        return result
     }
 }
 
@@ -94,6 +104,7 @@ public struct TaskDefinition: Sendable {
         let depfile: Located<String>?
         let keepsDepfile: Bool
         let file: String
+        let options: TaskOptions
 
         init(
             name: String,
@@ -114,7 +125,8 @@ public struct TaskDefinition: Sendable {
             allowsOutsideRoot: Bool,
             depfile: Located<String>?,
             keepsDepfile: Bool,
-            file: String
+            file: String,
+            options: TaskOptions
         ) {
             self.name = name
             self.location = location
@@ -135,6 +147,7 @@ public struct TaskDefinition: Sendable {
             self.depfile = depfile
             self.keepsDepfile = keepsDepfile
             self.file = file
+            self.options = options
         }
     }
 
@@ -188,6 +201,10 @@ public struct TaskDefinition: Sendable {
     public var keepsDepfile: Bool { storage.keepsDepfile }
     /// The file the task was defined in.
     public var file: String { storage.file }
+    /// go-task's settings: aliases, `internal`, `platforms`, `prompt`, `preconditions`, ….
+    public var options: TaskOptions { storage.options }
+    /// Whether the task runs on this machine (its `platforms:` allow it).
+    public var runsOnThisPlatform: Bool { TaskOptions.allows(storage.options.platforms) }
 
     /// Creates a task.
     public init(
@@ -210,7 +227,8 @@ public struct TaskDefinition: Sendable {
         allowsOutsideRoot: Bool,
         depfile: Located<String>? = nil,
         keepsDepfile: Bool = false,
-        file: String
+        file: String,
+        options: TaskOptions = TaskOptions()
     ) {
         self.dependencies = dependencies
         storage = Storage(
@@ -232,7 +250,8 @@ public struct TaskDefinition: Sendable {
             allowsOutsideRoot: allowsOutsideRoot,
             depfile: depfile,
             keepsDepfile: keepsDepfile,
-            file: file
+            file: file,
+            options: options
         )
     }
 
@@ -336,8 +355,10 @@ public struct TaskDefinition: Sendable {
                 failure = error
             }
         }
+        // `label:` names the task for people (a template; the name when it can't be rendered).
+        let shown = storage.options.label.flatMap { try? TaskfileTemplates.render($0, variables: variables, at: nil) } ?? name
         return JobRequest(
-            taskName: name, label: source.map { "\(name) \($0)" } ?? name,
+            taskName: name, label: source.map { "\(shown) \($0)" } ?? shown,
             inputs: source.map { [$0] } ?? renderedSources, outputs: outputs,
             resources: resources.map(\.value), variables: variables, directory: directory, environment: environment,
             templates: TaskfileTemplates.library, renderFailure: failure
@@ -347,7 +368,10 @@ public struct TaskDefinition: Sendable {
     /// A task with no commands and no plugin: it only gathers its dependencies. It makes no job
     /// (nothing runs, nothing is counted); it is done when they are.
     public var isGroup: Bool {
-        commands.isEmpty && pluginConfiguration == nil && each == .none && kind.value == "shell"
+        // A task whose `platforms:` exclude this machine is skipped: it is done at once.
+        !runsOnThisPlatform
+            || commands.isEmpty && pluginConfiguration == nil && each == .none && kind.value == "shell"
+                && storage.options.preconditions.isEmpty
     }
 
     /// The variables for rendering this task's templates: ``variables`` plus `TASK`.
@@ -375,10 +399,39 @@ public struct TaskDefinition: Sendable {
     /// for shell tasks.
     public var configuration: ConfigurationValue {
         if let pluginConfiguration { return pluginConfiguration }
-        let commandValues = commands.map { ConfigurationValue(.scalar($0.value), at: $0.location) }
-        return ConfigurationValue(
-            .map([(key: "cmds", keyLocation: location, value: ConfigurationValue(.list(commandValues), at: location))]),
-            at: location
-        )
+        let commandOptions = options.commandOptions
+        let commandValues = commands.enumerated().map { index, command in
+            let text = ConfigurationValue(.scalar(command.value), at: command.location)
+            let settings = index < commandOptions.count ? commandOptions[index] : CommandOptions()
+            guard settings != CommandOptions() || options.ignoresError else { return text }
+            // A map as go-task writes it: `{cmd: …, ignore_error: true, platforms: [...]}`.
+            var entries: [(key: String, keyLocation: SourceLocation, value: ConfigurationValue)] = [("cmd", command.location, text)]
+            if settings.ignoresError || options.ignoresError {
+                entries.append(("ignore_error", command.location, ConfigurationValue(.scalar("true"), at: command.location)))
+            }
+            if let platforms = settings.platforms {
+                entries.append((
+                    "platforms", command.location,
+                    ConfigurationValue(.list(platforms.map { ConfigurationValue(.scalar($0), at: command.location) }), at: command.location)
+                ))
+            }
+            return ConfigurationValue(.map(entries), at: command.location)
+        }
+        var entries: [(key: String, keyLocation: SourceLocation, value: ConfigurationValue)] = [
+            (key: "cmds", keyLocation: location, value: ConfigurationValue(.list(commandValues), at: location))
+        ]
+        if !options.preconditions.isEmpty {
+            let items = options.preconditions.map { precondition in
+                var fields: [(key: String, keyLocation: SourceLocation, value: ConfigurationValue)] = [
+                    ("sh", precondition.test.location, ConfigurationValue(.scalar(precondition.test.value), at: precondition.test.location))
+                ]
+                if let message = precondition.message {
+                    fields.append(("msg", precondition.test.location, ConfigurationValue(.scalar(message), at: precondition.test.location)))
+                }
+                return ConfigurationValue(.map(fields), at: precondition.test.location)
+            }
+            entries.append((key: "preconditions", keyLocation: location, value: ConfigurationValue(.list(items), at: location)))
+        }
+        return ConfigurationValue(.map(entries), at: location)
     }
 }

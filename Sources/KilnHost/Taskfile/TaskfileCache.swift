@@ -19,7 +19,7 @@ import Glibc
 enum TaskfileCache {
     static let magic = Array("KILNTFC\u{2}".utf8)
     /// Bump when the encoding or the meaning of ``Taskfile`` changes.
-    static let formatVersion = 10
+    static let formatVersion = 11
 
     /// The cache file of a project.
     static func path(root: String) -> String { KilnDirectory(root: root).taskfileCache }
@@ -304,6 +304,44 @@ struct BinaryWriter {
             if let depfile = task.locatedDepfile { write(depfile.location) }
             write(task.keepsDepfile)
             write(task.file)
+            write(task.options)
+        }
+    }
+
+    mutating func write(_ strings: [String]) {
+        write(strings.count)
+        for string in strings { write(string) }
+    }
+
+    mutating func write(_ options: TaskOptions) {
+        // Most tasks have none: one byte.
+        guard options != TaskOptions() else {
+            write(false)
+            return
+        }
+        write(true)
+        write(options.longSummary)
+        write(options.aliases)
+        write(options.isInternal)
+        write(options.label)
+        write(options.isSilent)
+        write(options.ignoresError)
+        write(options.platforms != nil)
+        if let platforms = options.platforms { write(platforms) }
+        write(options.prompts)
+        write(options.preconditions.count)
+        for precondition in options.preconditions {
+            write(precondition.test.value)
+            write(precondition.test.location)
+            write(precondition.message)
+        }
+        write(options.runsEveryTime)
+        write(options.commandOptions.count)
+        for command in options.commandOptions {
+            write(command.isSilent)
+            write(command.ignoresError)
+            write(command.platforms != nil)
+            if let platforms = command.platforms { write(platforms) }
         }
     }
 }
@@ -405,6 +443,55 @@ struct BinaryReader {
             result[key] = value
         }
         return result
+    }
+
+    mutating func readStrings() -> [String]? {
+        guard let count = readInteger(), count >= 0, count <= bytes.count else { return nil }
+        var result: [String] = []
+        for _ in 0..<count {
+            guard let string = readString() else { return nil }
+            result.append(string)
+        }
+        return result
+    }
+
+    mutating func readOptions() -> TaskOptions? {
+        guard let present = readBool() else { return nil }
+        var options = TaskOptions()
+        guard present else { return options }
+        guard let longSummary = readOptionalString(), let aliases = readStrings(), let isInternal = readBool(),
+            let label = readOptionalString(), let isSilent = readBool(), let ignoresError = readBool(), let hasPlatforms = readBool()
+        else { return nil }
+        options.longSummary = longSummary
+        options.aliases = aliases
+        options.isInternal = isInternal
+        options.label = label
+        options.isSilent = isSilent
+        options.ignoresError = ignoresError
+        if hasPlatforms {
+            guard let platforms = readStrings() else { return nil }
+            options.platforms = platforms
+        }
+        guard let prompts = readStrings(), let preconditionCount = readInteger(), preconditionCount >= 0, preconditionCount <= bytes.count
+        else { return nil }
+        options.prompts = prompts
+        for _ in 0..<preconditionCount {
+            guard let test = readString(), let location = readLocation(), let message = readOptionalString() else { return nil }
+            options.preconditions.append(TaskOptions.Precondition(test: Located(value: test, location: location), message: message))
+        }
+        guard let runsEveryTime = readBool(), let commandCount = readInteger(), commandCount >= 0, commandCount <= bytes.count
+        else { return nil }
+        options.runsEveryTime = runsEveryTime
+        for _ in 0..<commandCount {
+            guard let isSilent = readBool(), let ignoresError = readBool(), let hasPlatforms = readBool() else { return nil }
+            var command = CommandOptions(isSilent: isSilent, ignoresError: ignoresError)
+            if hasPlatforms {
+                guard let platforms = readStrings() else { return nil }
+                command.platforms = platforms
+            }
+            options.commandOptions.append(command)
+        }
+        return options
     }
 
     mutating func readVariables(depth: Int = 0) -> [String: TemplateValue]? {
@@ -536,14 +623,14 @@ struct BinaryReader {
                 guard let depfileLocation = readLocation() else { return nil }
                 depfile = Located(value: depfileText, location: depfileLocation)
             }
-            guard let keepsDepfile = readBool(), let file = readString() else { return nil }
+            guard let keepsDepfile = readBool(), let file = readString(), let options = readOptions() else { return nil }
             tasks.append(TaskDefinition(
                 name: name, location: location, summary: summary, dependencies: dependencies, commands: commands,
                 sources: sources, generates: generates, variables: variableTables[variablesIndex], renderedSources: renderedSources,
                 environment: tables[environmentIndex], directory: directory, resources: claims,
                 each: each ? .sources : .none, batchSize: batch > 0 ? batch : nil,
                 kind: Located(value: kindName, location: kindLocation), pluginConfiguration: configuration,
-                allowsOutsideRoot: allowsOutsideRoot, depfile: depfile, keepsDepfile: keepsDepfile, file: file
+                allowsOutsideRoot: allowsOutsideRoot, depfile: depfile, keepsDepfile: keepsDepfile, file: file, options: options
             ))
         }
         guard offset == bytes.count else { return nil }

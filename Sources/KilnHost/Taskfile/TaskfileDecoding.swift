@@ -23,13 +23,33 @@ public struct TaskfileLoader: Sendable {
     /// Variables the templates of an `each: sources` task may use, set per source file.
     public static let eachVariables: Set<String> = ["source", "output", "source_dir", "source_base", "source_stem"]
 
-    static let topLevelKeys: Set<String> = ["version", "vars", "env", "tasks", "includes", "resources", "plugins", "hooks"]
+    static let topLevelKeys: Set<String> = [
+        "version", "vars", "env", "tasks", "includes", "resources", "plugins", "hooks", "silent", "output", "method", "run",
+        "interval",
+    ]
 
     /// The git hooks a Taskfile may map to tasks.
     public static let hookNames: [String] = ["pre-commit", "commit-msg", "pre-push", "post-merge", "post-checkout"]
     static let taskKeys: Set<String> = [
         "desc", "deps", "cmds", "sources", "generates", "vars", "env", "dir", "resources", "each", "batch",
-        "plugin", "with", "allow-outside-root", "depfile", "keep-depfile",
+        "plugin", "with", "allow-outside-root", "depfile", "keep-depfile", "summary", "aliases", "internal", "label",
+        "silent", "ignore_error", "platforms", "prompt", "preconditions", "method", "run", "cmd",
+    ]
+
+    /// go-task keys kiln doesn't take yet, and what to do instead. Refused where they are written:
+    /// never ignored.
+    static let pendingKeys: [String: String] = [
+        "status": "kiln decides from 'sources'/'generates' content; express the check as sources and outputs",
+        "requires": "define the variable under 'vars:' for now",
+        "dotenv": "export the variables in the environment kiln runs in, or set them under 'env:'",
+        "set": "put 'set -o …;' at the start of the command",
+        "shopt": "put 'shopt -s …;' at the start of a bash command",
+        "interactive": "run the command outside kiln",
+        "prefix": "kiln prints each job's output whole, under its name",
+        "requires_vars": "define the variable under 'vars:' for now",
+        "watch": "kiln has no watch mode; run it again",
+        "if": "put the test in the command: 'test …  && …'",
+        "failfast": "kiln stops at the first failure unless --keep-going",
     ]
 
     private let readFile: @Sendable (String) throws -> String
@@ -184,6 +204,7 @@ private final class LoadSession {
         var environment: [String: String] = [:]
         var tasksYAMLNode: YAMLNode?
         var includesYAMLNode: YAMLNode?
+        var fileSettings = FileSettings()
         for (key, value) in top {
             guard let name = key.string else { continue }
             switch name {
@@ -197,6 +218,38 @@ private final class LoadSession {
                 decodeResources(value, file: path)
             case "plugins":
                 decodePlugins(value, file: path)
+            case "silent":
+                // go-task stops echoing commands; kiln never echoes them.
+                _ = bool(value, file: path, what: "'silent'")
+            case "interval":
+                // The poll interval of go-task's watch mode, which kiln doesn't have.
+                _ = scalar(value, file: path, what: "'interval'")
+            case "output":
+                if let style = value.string {
+                    if !["interleaved", "group", "prefixed"].contains(style) {
+                        fail(.invalidValue, "'output' must be interleaved, group or prefixed, not '\(style)'", at: location(value, path))
+                    }
+                } else {
+                    fail(
+                        .unsupported, "'output: {group: …}' with begin and end lines isn't supported yet; kiln prints each job's output whole, under its name",
+                        at: location(value, path)
+                    )
+                }
+            case "method":
+                switch scalar(value, file: path, what: "'method'") {
+                case "none": fileSettings.runsEveryTime = true
+                case "checksum", "timestamp", nil: break
+                case let method?: fail(.invalidValue, "'method' must be checksum, timestamp or none, not '\(method)'", at: location(value, path))
+                }
+            case "run":
+                switch scalar(value, file: path, what: "'run'") {
+                case "once", "when_changed", nil: break
+                case "always":
+                    fail(.unsupported, "'run: always' (a task run again for each task that calls it) isn't supported yet; kiln runs a task once per run", at: location(value, path))
+                case let policy?: fail(.invalidValue, "'run' must be always, once or when_changed, not '\(policy)'", at: location(value, path))
+                }
+            case "set", "shopt", "dotenv":
+                fail(.unsupported, "go-task's '\(name)' isn't supported by kiln yet; \(TaskfileLoader.pendingKeys[name] ?? "")", at: location(key, path))
             case "hooks":
                 if chain.isEmpty {
                     decodeHooks(value, file: path)
@@ -215,6 +268,7 @@ private final class LoadSession {
             var seen = Set<String>()
             let fileVariables = variables
             let fileEnvironment = environment
+            let settings = fileSettings
             // The first pass read the same text, so a syntax error here was reported already;
             // what only this pass sees (an alias bomb among the tasks) is reported now.
             let before = errors.count
@@ -232,7 +286,7 @@ private final class LoadSession {
                 }
                 self.decodeTask(
                     name: name, key: key, body: value, file: path, namespace: namespace, directory: directory,
-                    fileVariables: fileVariables, fileEnvironment: fileEnvironment
+                    fileVariables: fileVariables, fileEnvironment: fileEnvironment, fileSettings: settings
                 )
             })
             } catch {
@@ -337,7 +391,7 @@ private final class LoadSession {
 
     func decodeTask(
         name localName: String, key: YAMLNode, body: YAMLNode, file: String, namespace: String, directory: String,
-        fileVariables: [String: TemplateValue], fileEnvironment: [String: String]
+        fileVariables: [String: TemplateValue], fileEnvironment: [String: String], fileSettings: FileSettings
     ) {
         let name = namespace + localName
         let taskLocation = location(key, file)
@@ -358,6 +412,9 @@ private final class LoadSession {
         var depfile: Located<String>?
         var keepsDepfile = false
         var taskVariablesYAMLNode: YAMLNode?
+        var options = TaskOptions()
+        options.runsEveryTime = fileSettings.runsEveryTime
+        var preconditionNodes: [YAMLNode] = []
         var environmentYAMLNode: YAMLNode?
 
         switch body {
@@ -374,16 +431,67 @@ private final class LoadSession {
                 }
                 switch keyName {
                 case "desc": summary = scalar(value, file: file, what: "'desc'")
+                case "summary": options.longSummary = scalar(value, file: file, what: "'summary'")
+                case "aliases": options.aliases = strings(value, file: file, what: "'aliases'").map { namespace + $0.value }
+                case "internal": options.isInternal = bool(value, file: file, what: "'internal'") ?? false
+                case "label":
+                    if let text = scalar(value, file: file, what: "'label'") {
+                        options.label = text
+                        checkTemplate(Located(value: text, location: location(value, file)), known: KnownVariables(variables: fileVariables, each: false))
+                    }
+                case "silent": options.isSilent = bool(value, file: file, what: "'silent'") ?? false
+                case "ignore_error": options.ignoresError = bool(value, file: file, what: "'ignore_error'") ?? false
+                case "platforms": options.platforms = platforms(value, file: file)
+                case "prompt": options.prompts = strings(value, file: file, what: "'prompt'").map(\.value)
+                case "preconditions": preconditionNodes = list(value, file: file, what: "'preconditions'")
+                case "method":
+                    if let method = scalar(value, file: file, what: "'method'") {
+                        switch method {
+                        case "none": options.runsEveryTime = true
+                        case "checksum", "timestamp": options.runsEveryTime = false  // kiln's content signatures serve both.
+                        default: fail(.invalidValue, "'method' must be checksum, timestamp or none, not '\(method)'", at: location(value, file))
+                        }
+                    }
+                case "run":
+                    if let policy = scalar(value, file: file, what: "'run'") {
+                        switch policy {
+                        case "once", "when_changed": break  // kiln runs a task once per run, with its signature.
+                        case "always":
+                            fail(
+                                .invalidValue,
+                                "'run: always' (a task run again for each task that calls it) isn't supported yet; kiln runs a task once per run",
+                                at: location(value, file)
+                            )
+                        default: fail(.invalidValue, "'run' must be always, once or when_changed, not '\(policy)'", at: location(value, file))
+                        }
+                    }
+                case "cmd":
+                    // go-task's short form of a single command.
+                    commandYAMLNodes = [value]
                 case "deps":
                     for item in list(value, file: file, what: "'deps'") {
                         // A null item (`~`, `null`, nothing) names no task: go-task skips it.
                         if item.isNull { continue }
                         if let dependency = item.string {
                             dependencies.append(Located(value: dependency, location: location(item, file)))
-                        } else if let taskYAMLNode = item["task"], let dependency = taskYAMLNode.string {
+                        } else if let entries = item.mapping, let taskYAMLNode = item["task"], let dependency = taskYAMLNode.string {
+                            for (entryKey, entryValue) in entries {
+                                switch entryKey.string ?? "" {
+                                case "task": break
+                                case "silent": _ = bool(entryValue, file: file, what: "'silent'")
+                                case "vars":
+                                    fail(
+                                        .invalidValue,
+                                        "a dependency with 'vars:' (a task run with other variables) isn't supported yet; give the variables to the task itself",
+                                        at: location(entryKey, file)
+                                    )
+                                default:
+                                    unknownKey(entryKey.string ?? "", at: location(entryKey, file), allowed: ["task", "vars", "silent"], in: "a dependency")
+                                }
+                            }
                             dependencies.append(Located(value: dependency, location: location(taskYAMLNode, file)))
                         } else {
-                            fail(.wrongType, "each item of 'deps' must be a task name", at: location(item, file))
+                            fail(.wrongType, "each item of 'deps' must be a task name or {task: NAME}", at: location(item, file))
                         }
                     }
                 case "cmds": commandYAMLNodes = list(value, file: file, what: "'cmds'")
@@ -424,7 +532,11 @@ private final class LoadSession {
                     }
                 case "keep-depfile": keepsDepfile = bool(value, file: file, what: "'keep-depfile'") ?? false
                 default:
-                    unknownKey(keyName, at: location(keyYAMLNode, file), allowed: TaskfileLoader.taskKeys, in: "task '\(name)'")
+                    if let instead = TaskfileLoader.pendingKeys[keyName] {
+                        fail(.unsupported, "go-task's '\(keyName)' isn't supported by kiln yet; \(instead)", at: location(keyYAMLNode, file))
+                    } else {
+                        unknownKey(keyName, at: location(keyYAMLNode, file), allowed: TaskfileLoader.taskKeys, in: "task '\(name)'")
+                    }
                 }
             }
         }
@@ -435,12 +547,31 @@ private final class LoadSession {
         let known = KnownVariables(variables: variables, each: each == .sources)
         let sourceKnown = KnownVariables(variables: variables, each: false)
         var commands: [Located<String>] = []
+        var commandOptions: [CommandOptions] = []
         for node in commandYAMLNodes {
-            let commandYAMLNode = node["cmd"] ?? node
-            guard let text = scalar(commandYAMLNode, file: file, what: "a command") else { continue }
-            let located = Located(value: text, location: location(commandYAMLNode, file))
+            guard let (located, settings) = command(node, file: file) else { continue }
             checkTemplate(located, known: known)
             commands.append(located)
+            commandOptions.append(settings)
+        }
+        if commandOptions.contains(where: { $0 != CommandOptions() }) { options.commandOptions = commandOptions }
+        for node in preconditionNodes {
+            // `- test -f x` or `- sh: test -f x` with `msg:`.
+            let test = node["sh"] ?? node
+            guard let text = scalar(test, file: file, what: "a precondition") else { continue }
+            let located = Located(value: text, location: location(test, file))
+            checkTemplate(located, known: known)
+            var message: String?
+            if let entries = node.mapping {
+                for (entryKey, entryValue) in entries {
+                    switch entryKey.string ?? "" {
+                    case "sh": break
+                    case "msg": message = scalar(entryValue, file: file, what: "'msg'")
+                    default: unknownKey(entryKey.string ?? "", at: location(entryKey, file), allowed: ["sh", "msg"], in: "a precondition")
+                    }
+                }
+            }
+            options.preconditions.append(TaskOptions.Precondition(test: located, message: message))
         }
         for pattern in sources { checkTemplate(pattern, known: sourceKnown) }
         for output in generates { checkTemplate(output, known: known) }
@@ -489,8 +620,70 @@ private final class LoadSession {
             name: name, location: taskLocation, summary: summary, dependencies: dependencies, commands: commands,
             sources: sources, generates: generates, variables: variables, renderedSources: renderedSources, environment: environment,
             directory: taskDirectory, resources: claims, each: each, batchSize: batchSize, kind: kind,
-            pluginConfiguration: configuration, allowsOutsideRoot: allowsOutsideRoot, depfile: depfile, keepsDepfile: keepsDepfile, file: file
+            pluginConfiguration: configuration, allowsOutsideRoot: allowsOutsideRoot, depfile: depfile, keepsDepfile: keepsDepfile, file: file,
+            options: options
         ))
+    }
+
+    /// One of `cmds`: a string, or go-task's map (`cmd:` with `silent:`, `ignore_error:`,
+    /// `platforms:`). What kiln doesn't run yet — `task:`, `defer:`, `for:` — is refused here,
+    /// where it is written, with what to do instead.
+    func command(_ node: YAMLNode, file: String) -> (Located<String>, CommandOptions)? {
+        guard let entries = node.mapping else {
+            guard let text = scalar(node, file: file, what: "a command") else { return nil }
+            return (Located(value: text, location: location(node, file)), CommandOptions())
+        }
+        var settings = CommandOptions()
+        var text: Located<String>?
+        for (key, value) in entries {
+            let name = key.string ?? ""
+            switch name {
+            case "cmd":
+                if let command = scalar(value, file: file, what: "'cmd'") { text = Located(value: command, location: location(value, file)) }
+            case "silent": settings.isSilent = bool(value, file: file, what: "'silent'") ?? false
+            case "ignore_error": settings.ignoresError = bool(value, file: file, what: "'ignore_error'") ?? false
+            case "platforms": settings.platforms = platforms(value, file: file)
+            case "task":
+                fail(
+                    .unsupported, "a '- task:' call in 'cmds' isn't supported yet; list the task under 'deps:' if it can run first",
+                    at: location(key, file)
+                )
+                return nil
+            case "defer":
+                fail(.unsupported, "'defer:' isn't supported yet; run the clean-up as a separate task", at: location(key, file))
+                return nil
+            case "for":
+                fail(.unsupported, "'for:' loops in 'cmds' aren't supported yet; write one command per item, or use 'each: sources'", at: location(key, file))
+                return nil
+            case "vars", "set", "shopt", "if":
+                fail(.unsupported, "'\(name):' on a command isn't supported yet; move it to the task, or into the command's text", at: location(key, file))
+                return nil
+            default:
+                unknownKey(name, at: location(key, file), allowed: ["cmd", "silent", "ignore_error", "platforms", "task", "defer", "for", "vars"], in: "a command")
+                return nil
+            }
+        }
+        guard let text else {
+            fail(.wrongType, "a command written as a map needs 'cmd:'", at: location(node, file))
+            return nil
+        }
+        return (text, settings)
+    }
+
+    /// `platforms: [linux, darwin/arm64]`: each entry an OS, an architecture or `OS/ARCH` that
+    /// go-task knows; a misspelled one is an error, not a platform that never matches.
+    func platforms(_ node: YAMLNode, file: String) -> [String] {
+        strings(node, file: file, what: "'platforms'").compactMap { entry in
+            let parts = entry.value.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
+            let valid = parts.count == 2
+                ? TaskOptions.knownSystems.contains(parts[0]) && TaskOptions.knownArchitectures.contains(parts[1])
+                : parts.count == 1 && (TaskOptions.knownSystems.contains(parts[0]) || TaskOptions.knownArchitectures.contains(parts[0]))
+            guard valid else {
+                fail(.invalidValue, "'\(entry.value)' in 'platforms' is not an OS, an architecture or OS/ARCH that go-task knows (linux, darwin, windows, amd64, arm64, …)", at: entry.location)
+                return nil
+            }
+            return entry.value
+        }
     }
 
     /// `vars:` in go-task's forms: a value (typed as YAML types it; strings rendered as
@@ -619,12 +812,22 @@ private final class LoadSession {
     // MARK: Cross-checks
 
     func resolveDependencies() {
+        // Aliases answer like names, in `deps` and on the command line: none may be taken twice.
+        var aliases: [String: String] = [:]
+        for task in tasks {
+            for alias in task.options.aliases {
+                if taskIndex[alias] != nil || aliases[alias] != nil {
+                    fail(.duplicateTask, "alias '\(alias)' of task '\(task.name)' is already the name or alias of '\(aliases[alias] ?? alias)'", at: task.location)
+                }
+                aliases[alias] = task.name
+            }
+        }
         for index in tasks.indices {
             let namespace = namespaces[tasks[index].name] ?? ""
             tasks[index].dependencies = tasks[index].dependencies.compactMap { dependency in
                 let written = dependency.value
                 let candidates = written.hasPrefix(":") ? [String(written.dropFirst())] : [namespace + written, written]
-                if let found = candidates.first(where: { taskIndex[$0] != nil }) {
+                if let found = candidates.first(where: { taskIndex[$0] != nil }) ?? candidates.compactMap({ aliases[$0] }).first {
                     return Located(value: found, location: dependency.location)
                 }
                 var message = "unknown task '\(written)' in the deps of '\(tasks[index].name)'"
@@ -915,6 +1118,12 @@ private final class LoadSession {
     func absolute(_ path: String, base: String) -> String {
         Path.absolute(path, base: base)
     }
+}
+
+/// A Taskfile's top-level settings that are its tasks' defaults.
+private struct FileSettings {
+    /// `method: none`.
+    var runsEveryTime = false
 }
 
 /// The variables a template may use at one place, without building a set per task.

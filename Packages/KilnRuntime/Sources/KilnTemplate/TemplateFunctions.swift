@@ -36,7 +36,8 @@ public struct TemplateFunction: Sendable {
         body = { arguments in arguments.last ?? .missing }
     }
 
-    func call(_ arguments: [TemplateValue]) throws(TemplateFunctionError) -> TemplateValue {
+    /// Calls the function (the template engine checks the argument count first).
+    public func call(_ arguments: [TemplateValue]) throws(TemplateFunctionError) -> TemplateValue {
         try body(arguments)
     }
 

@@ -1,0 +1,87 @@
+import KilnPluginAPI
+
+/// go-task's task settings beyond what a job is made of: how a task is named, shown, guarded
+/// and when it runs on this machine.
+///
+/// Threading: a value type; safe to pass between threads.
+public struct TaskOptions: Sendable, Hashable {
+    /// `summary:` — the long description `kiln list --summary TASK` prints.
+    public var longSummary: String?
+    /// `aliases:` — other names the task answers to on the command line and in `deps`.
+    public var aliases: [String] = []
+    /// `internal: true` — callable from other tasks only; hidden from `kiln list`.
+    public var isInternal = false
+    /// `label:` — the name shown for the task's jobs (a template).
+    public var label: String?
+    /// `silent: true` — go-task stops echoing commands; kiln never echoes them, so it changes nothing.
+    public var isSilent = false
+    /// `ignore_error: true` — a failing command doesn't fail the task; the next one runs.
+    public var ignoresError = false
+    /// `platforms:` — the operating systems and architectures (`linux`, `amd64`, `linux/arm64`) the
+    /// task runs on; elsewhere it is skipped with its dependencies. `nil`: everywhere.
+    public var platforms: [String]?
+    /// `prompt:` — questions asked before the task runs (`--yes` answers them).
+    public var prompts: [String] = []
+    /// `preconditions:` — shell tests run before the commands; the first that fails fails the task
+    /// with its message.
+    public var preconditions: [Precondition] = []
+    /// `method: none` — the task runs every time, whatever its sources say.
+    public var runsEveryTime = false
+    /// Settings of each of `cmds`, in order; empty when every command has the defaults.
+    public var commandOptions: [CommandOptions] = []
+
+    /// Creates the defaults.
+    public init() {}
+
+    /// A precondition: a shell test and the message shown when it fails.
+    public struct Precondition: Sendable, Hashable {
+        /// The test (a template, rendered like a command).
+        public var test: Located<String>
+        /// What to say when it fails (go-task's `msg:`); the test itself when `nil`.
+        public var message: String?
+    }
+
+    /// Whether `platforms` lets something run on this machine (go-task's rule: each entry names an
+    /// OS, an architecture, or `OS/ARCH`).
+    public static func allows(_ platforms: [String]?) -> Bool {
+        guard let platforms else { return true }
+        let os = "linux"
+        let architecture = TemplateFunctions.standard["ARCH"].flatMap { try? $0.call([]) }?.stringValue ?? ""
+        return platforms.contains { entry in
+            let parts = entry.split(separator: "/", maxSplits: 1).map(String.init)
+            if parts.count == 2 { return parts[0] == os && parts[1] == architecture }
+            return entry == os || entry == architecture
+        }
+    }
+
+    /// The operating systems and architectures go-task accepts in `platforms:`.
+    static let knownSystems: Set<String> = [
+        "aix", "android", "darwin", "dragonfly", "freebsd", "illumos", "ios", "js", "linux", "netbsd", "openbsd",
+        "plan9",
+        "solaris", "wasip1", "windows",
+    ]
+    static let knownArchitectures: Set<String> = [
+        "386", "amd64", "arm", "arm64", "loong64", "mips", "mips64", "mips64le", "mipsle", "ppc64", "ppc64le",
+        "riscv64",
+        "s390x", "wasm",
+    ]
+}
+
+/// go-task's settings of one command (`- cmd: …` with `silent:`, `ignore_error:`, `platforms:`).
+///
+/// Threading: a value type; safe to pass between threads.
+public struct CommandOptions: Sendable, Hashable {
+    /// `silent:` — changes nothing in kiln, which doesn't echo commands.
+    public var isSilent = false
+    /// `ignore_error:` — the command's failure doesn't fail the task.
+    public var ignoresError = false
+    /// `platforms:` — where the command runs; skipped elsewhere.
+    public var platforms: [String]?
+
+    /// Creates the defaults.
+    public init(isSilent: Bool = false, ignoresError: Bool = false, platforms: [String]? = nil) {
+        self.isSilent = isSilent
+        self.ignoresError = ignoresError
+        self.platforms = platforms
+    }
+}

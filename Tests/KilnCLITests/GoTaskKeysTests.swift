@@ -1,0 +1,146 @@
+import Foundation
+import KilnTestSupport
+import Testing
+
+/// go-task's task keys and command-line flags where kiln's behaviour is its own to check (the
+/// terminal, the build state) or is compared with go-task's printed output; and the go-task keys
+/// kiln doesn't take yet, each refused where it is written.
+@Suite struct GoTaskKeysTests {
+    func project(_ taskfile: String) throws -> TemporaryDirectory {
+        let directory = try TemporaryDirectory(prefix: "kiln-gotask-keys")
+        try directory.write("Taskfile.yml", taskfile)
+        return directory
+    }
+
+    static let listed = """
+        version: '3'
+        tasks:
+          build:
+            desc: Build it
+            summary: |
+              Builds the thing.
+
+              Really.
+            aliases: [b]
+            deps: [dep]
+            cmds: ['echo a', 'echo b']
+          dep:
+            cmds: ['echo dep']
+          hidden:
+            internal: true
+            desc: hidden one
+            cmds: ['echo h']
+        """
+
+    @Test("list --summary prints what go-task's --summary prints; list hides internal tasks and shows aliases")
+    func listing() async throws {
+        let directory = try project(Self.listed)
+        defer { directory.remove() }
+        let goTask = try runProgram(try Peers.executable("task"), ["--summary", "build"], in: directory.path)
+        let kiln = try await KilnProcess.run(["list", "--summary", "build"], in: directory.path)
+        #expect(kiln.status == 0)
+        #expect(kiln.standardOutput == goTask.output, "\(kiln)")
+        let all = try await KilnProcess.run(["list"], in: directory.path)
+        #expect(all.standardOutput.contains("* build:") && all.standardOutput.contains("(aliases: b)"), "\(all)")
+        #expect(!all.standardOutput.contains("hidden"), "\(all)")
+        let described = try await KilnProcess.run(["list", "--described"], in: directory.path)
+        let goTaskList = try runProgram(try Peers.executable("task"), ["--list"], in: directory.path)
+        let names = { (text: String) in
+            text.split(separator: "\n").filter { $0.hasPrefix("* ") }.map { $0.split(separator: ":")[0] }
+        }
+        #expect(names(described.standardOutput) == names(goTaskList.output), "\(described) vs \(goTaskList.output)")
+    }
+
+    @Test("an internal task runs as a dependency, never from the command line")
+    func internalTasks() async throws {
+        let directory = try project(Self.listed + "\n  uses:\n    deps: [hidden]\n    cmds: ['echo u']\n")
+        defer { directory.remove() }
+        let refused = try await KilnProcess.run(["run", "hidden"], in: directory.path)
+        #expect(refused.status == 2)
+        #expect(refused.standardError.contains("Taskfile.yml:14:3: error: task 'hidden' is internal"), "\(refused)")
+        let used = try await KilnProcess.run(["run", "uses"], in: directory.path)
+        #expect(used.status == 0, "\(used)")
+    }
+
+    @Test("a prompt stops the run unless --yes answers it; without a terminal nothing runs")
+    func prompts() async throws {
+        let directory = try project(
+            "version: '3'\ntasks:\n  deploy:\n    prompt: Really deploy?\n    deps: [first]\n    cmds: ['touch deployed']\n  first:\n    cmds: ['touch first']\n"
+        )
+        defer { directory.remove() }
+        let refused = try await KilnProcess.run(["run", "deploy"], in: directory.path)
+        #expect(refused.status == 1, "\(refused)")
+        #expect(refused.standardError.contains("asks \"Really deploy?\""), "\(refused)")
+        #expect(!FileManager.default.fileExists(atPath: directory.path("first")), "nothing runs before the answer")
+        let answered = try await KilnProcess.run(["run", "--yes", "deploy"], in: directory.path)
+        #expect(answered.status == 0, "\(answered)")
+        #expect(answered.standardError.contains("Really deploy? [assuming yes]"), "\(answered)")
+        #expect(FileManager.default.fileExists(atPath: directory.path("deployed")))
+    }
+
+    @Test("--force reruns up-to-date jobs; method: none runs every time; --dir works elsewhere")
+    func forceAndMethod() async throws {
+        let directory = try project(
+            """
+            version: '3'
+            tasks:
+              copy:
+                sources: [in.txt]
+                generates: [out.txt]
+                cmds: ['cat in.txt > out.txt', 'echo x >> copies']
+              always:
+                method: none
+                sources: [in.txt]
+                cmds: ['echo x >> always']
+            """
+        )
+        defer { directory.remove() }
+        try directory.write("in.txt", "hello")
+        let elsewhere = try TemporaryDirectory(prefix: "kiln-elsewhere")
+        defer { elsewhere.remove() }
+        for arguments in [["copy", "always"], ["copy", "always"], ["--force", "copy", "always"]] {
+            let result = try await KilnProcess.run(["run", "--dir", directory.path] + arguments, in: elsewhere.path)
+            #expect(result.status == 0, "\(result)")
+        }
+        #expect(directory.read("copies")?.split(separator: "\n").count == 2, "once, then up to date, then forced")
+        #expect(directory.read("always")?.split(separator: "\n").count == 3, "method: none runs every time")
+    }
+
+    @Test("go-task keys kiln doesn't take yet are refused where they are written, saying what to do")
+    func pendingKeys() async throws {
+        let cases: [(taskfile: String, line: Int, column: Int, says: String)] = [
+            (
+                "tasks:\n  t:\n    status: ['test -f x']\n    cmds: ['true']\n", 4, 5,
+                "go-task's 'status' isn't supported by kiln yet"
+            ),
+            ("tasks:\n  t:\n    requires:\n      vars: [A]\n    cmds: ['true']\n", 4, 5, "go-task's 'requires'"),
+            ("tasks:\n  t:\n    dotenv: ['.env']\n    cmds: ['true']\n", 4, 5, "go-task's 'dotenv'"),
+            ("dotenv: ['.env']\ntasks:\n  t: 'true'\n", 2, 1, "go-task's 'dotenv'"),
+            (
+                "tasks:\n  t:\n    cmds:\n      - task: other\n  other: 'true'\n", 5, 9,
+                "a '- task:' call in 'cmds' isn't supported yet"
+            ),
+            ("tasks:\n  t:\n    cmds:\n      - defer: echo bye\n", 5, 9, "'defer:' isn't supported yet"),
+            ("tasks:\n  t:\n    cmds:\n      - for: [a, b]\n        cmd: echo {{.ITEM}}\n", 5, 9, "'for:' loops"),
+            (
+                "tasks:\n  t:\n    deps:\n      - task: o\n        vars: {A: 1}\n  o: 'true'\n", 6, 9,
+                "a dependency with 'vars:'"
+            ),
+            ("tasks:\n  t:\n    run: always\n    cmds: ['true']\n", 4, 10, "'run: always'"),
+            ("tasks:\n  t:\n    platforms: [linx]\n    cmds: ['true']\n", 4, 17, "'linx' in 'platforms' is not an OS"),
+            (
+                "vars:\n  D:\n    sh: date\ntasks:\n  t: 'true'\n", 4, 5,
+                "dynamic variables ('sh:') are not supported yet"
+            ),
+        ]
+        for example in cases {
+            let directory = try project("version: '3'\n" + example.taskfile)
+            defer { directory.remove() }
+            let result = try await KilnProcess.run(["list"], in: directory.path)
+            #expect(result.status == 2, "\(example.taskfile): \(result)")
+            let place = "\(directory.path("Taskfile.yml")):\(example.line):\(example.column): error: "
+            #expect(result.standardError.contains(place), "\(example.taskfile): \(result.standardError)")
+            #expect(result.standardError.contains(example.says), "\(example.taskfile): \(result.standardError)")
+        }
+    }
+}
