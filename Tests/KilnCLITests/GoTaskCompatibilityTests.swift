@@ -143,18 +143,18 @@ import Testing
             name: "ignore_error on a task and on one command",
             files: [
                 "Taskfile.yml": """
-                    version: '3'
-                    tasks:
-                      t:
-                        deps: [whole]
-                        cmds:
-                          - cmd: exit 3
-                            ignore_error: true
-                          - echo after >> out.txt
-                      whole:
+                version: '3'
+                tasks:
+                  t:
+                    deps: [whole]
+                    cmds:
+                      - cmd: exit 3
                         ignore_error: true
-                        cmds: ['false', 'echo whole >> whole.txt']
-                    """
+                      - echo after >> out.txt
+                  whole:
+                    ignore_error: true
+                    cmds: ['false', 'echo whole >> whole.txt']
+                """
             ],
             task: "t",
             compared: ["out.txt", "whole.txt"]
@@ -163,24 +163,24 @@ import Testing
             name: "platforms: a task for another OS is skipped with its dependencies; commands filtered",
             files: [
                 "Taskfile.yml": """
-                    version: '3'
-                    tasks:
-                      t:
-                        deps: [windows-only]
-                        cmds:
-                          - cmd: echo linux >> out.txt
-                            platforms: [linux]
-                          - cmd: echo darwin >> out.txt
-                            platforms: [darwin, windows/arm64]
-                          - cmd: echo arch >> out.txt
-                            platforms: [amd64, arm64]
-                      windows-only:
-                        platforms: [windows]
-                        deps: [dep]
-                        cmds: ['echo skipped > skipped.txt']
-                      dep:
-                        cmds: ['echo dep > dep.txt']
-                    """
+                version: '3'
+                tasks:
+                  t:
+                    deps: [windows-only]
+                    cmds:
+                      - cmd: echo linux >> out.txt
+                        platforms: [linux]
+                      - cmd: echo darwin >> out.txt
+                        platforms: [darwin, windows/arm64]
+                      - cmd: echo arch >> out.txt
+                        platforms: [amd64, arm64]
+                  windows-only:
+                    platforms: [windows]
+                    deps: [dep]
+                    cmds: ['echo skipped > skipped.txt']
+                  dep:
+                    cmds: ['echo dep > dep.txt']
+                """
             ],
             task: "t",
             compared: ["out.txt"],
@@ -190,19 +190,19 @@ import Testing
             name: "preconditions: met ones let the task run, and a failed one stops it before its commands",
             files: [
                 "Taskfile.yml": """
-                    version: '3'
-                    tasks:
-                      t:
-                        deps: [ok]
-                        preconditions:
-                          - test -f ok.txt
-                          - sh: test -f missing.txt
-                            msg: missing.txt is missing
-                        cmds: ['echo ran > ran.txt']
-                      ok:
-                        preconditions: ['true']
-                        cmds: ['echo ok > ok.txt']
-                    """
+                version: '3'
+                tasks:
+                  t:
+                    deps: [ok]
+                    preconditions:
+                      - test -f ok.txt
+                      - sh: test -f missing.txt
+                        msg: missing.txt is missing
+                    cmds: ['echo ran > ran.txt']
+                  ok:
+                    preconditions: ['true']
+                    cmds: ['echo ok > ok.txt']
+                """
             ],
             task: "t",
             compared: ["ok.txt"],
@@ -213,26 +213,65 @@ import Testing
             name: "aliases on the command line and in deps; cmd: as a task's only command; deps as {task:}",
             files: [
                 "Taskfile.yml": """
-                    version: '3'
-                    tasks:
-                      build:
-                        aliases: [b, compile]
-                        deps: [{task: gen, silent: true}, g2]
-                        cmd: echo built >> out.txt
-                      gen:
-                        desc: generates
-                        summary: long text
-                        label: 'generate {{.TASK}}'
-                        cmds: ['echo gen > gen.txt']
-                      second:
-                        aliases: [g2]
-                        silent: true
-                        method: none
-                        cmds: ['echo two > two.txt']
-                    """
+                version: '3'
+                tasks:
+                  build:
+                    aliases: [b, compile]
+                    deps: [{task: gen, silent: true}, g2]
+                    cmd: echo built >> out.txt
+                  gen:
+                    desc: generates
+                    summary: long text
+                    label: 'generate {{.TASK}}'
+                    cmds: ['echo gen > gen.txt']
+                  second:
+                    aliases: [g2]
+                    silent: true
+                    method: none
+                    cmds: ['echo two > two.txt']
+                """
             ],
             task: "compile",
             compared: ["out.txt", "gen.txt", "two.txt"]
+        ),
+        Case(
+            name: "includes: vars, flatten, aliases, excludes, internal, and a templated path",
+            files: [
+                "Taskfile.yml": """
+                version: '3'
+                includes:
+                  lib:
+                    taskfile: ./lib
+                    vars: {GREETING: hello}
+                    aliases: [l]
+                    excludes: [unwanted]
+                  flat:
+                    taskfile: flat.yml
+                    flatten: true
+                  hidden:
+                    taskfile: hidden.yml
+                    internal: true
+                  os: ./Taskfile_{{OS}}.yml
+                tasks:
+                  all:
+                    deps: [l:greet, from-flat, hidden:secret, os:which]
+                    cmds: ['echo all >> all.txt']
+                """,
+                "lib/Taskfile.yml": """
+                version: '3'
+                vars:
+                  WHO: '{{.GREETING | default "nobody"}} lib'
+                tasks:
+                  greet: echo '{{.WHO}}' > greet.txt
+                  unwanted: echo no > unwanted.txt
+                """,
+                "flat.yml": "version: '3'\ntasks:\n  from-flat: echo flat > flat.txt\n",
+                "hidden.yml": "version: '3'\ntasks:\n  secret: echo secret > secret.txt\n",
+                "Taskfile_linux.yml": "version: '3'\ntasks:\n  which: echo linux > os.txt\n",
+            ],
+            task: "all",
+            compared: ["greet.txt", "flat.txt", "secret.txt", "os.txt", "all.txt"],
+            absent: ["unwanted.txt"]
         ),
     ]
 

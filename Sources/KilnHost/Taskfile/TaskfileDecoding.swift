@@ -146,7 +146,7 @@ private final class LoadSession {
     @discardableResult
     func loadFile(
         _ path: String, namespace: String, directory: String, inherited: [String: TemplateValue], chain: [String],
-        includedAt: SourceLocation?
+        includedAt: SourceLocation?, settings settingsFromInclude: FileSettings = FileSettings()
     ) -> String? {
         if chain.contains(path) {
             fail(.includeCycle, "include cycle: \((chain + [path]).joined(separator: " → "))", at: includedAt)
@@ -204,7 +204,7 @@ private final class LoadSession {
         var environment: [String: String] = [:]
         var tasksYAMLNode: YAMLNode?
         var includesYAMLNode: YAMLNode?
-        var fileSettings = FileSettings()
+        var fileSettings = settingsFromInclude
         for (key, value) in top {
             guard let name = key.string else { continue }
             switch name {
@@ -303,7 +303,7 @@ private final class LoadSession {
                 guard let name = scalar(key, file: path, what: "an include namespace") else { continue }
                 decodeInclude(
                     name: name, value: value, file: path, namespace: namespace, directory: directory,
-                    variables: variables, chain: chain + [path]
+                    variables: variables, chain: chain + [path], settings: fileSettings
                 )
             }
         }
@@ -348,42 +348,70 @@ private final class LoadSession {
 
     func decodeInclude(
         name: String, value: YAMLNode, file: String, namespace: String, directory: String, variables: [String: TemplateValue],
-        chain: [String]
+        chain: [String], settings: FileSettings
     ) {
         let base = Path.directory(of: file)
-        var includePath: String?
+        var includePath: Located<String>?
         var includeDirectory = directory
         var optional = false
+        var included = settings
+        included.excludes = []
+        var includeVariables = variables
+        var flatten = false
+        let allowed: Set<String> = ["taskfile", "dir", "optional", "internal", "flatten", "aliases", "excludes", "vars", "checksum"]
         if let path = value.string {
-            includePath = path
+            includePath = Located(value: path, location: location(value, file))
         } else if let entries = mapping(value, file: file, what: "include '\(name)'") {
             for (key, entry) in entries {
                 switch key.string ?? "" {
-                case "taskfile": includePath = scalar(entry, file: file, what: "'taskfile'")
+                case "taskfile":
+                    includePath = scalar(entry, file: file, what: "'taskfile'").map { Located(value: $0, location: location(entry, file)) }
                 case "dir":
-                    if let dir = scalar(entry, file: file, what: "'dir'") { includeDirectory = absolute(dir, base: base) }
+                    if let dir = scalar(entry, file: file, what: "'dir'") {
+                        let located = Located(value: dir, location: location(entry, file))
+                        checkTemplate(located, known: KnownVariables(variables: variables, each: false, task: false))
+                        includeDirectory = absolute(renderNow(located, variables: variables) ?? dir, base: base)
+                    }
                 case "optional": optional = bool(entry, file: file, what: "'optional'") ?? false
+                case "internal": included.isInternal = included.isInternal || (bool(entry, file: file, what: "'internal'") ?? false)
+                case "flatten": flatten = bool(entry, file: file, what: "'flatten'") ?? false
+                case "aliases": included.namespaceAliases = strings(entry, file: file, what: "'aliases'").map { namespace + $0.value + ":" }
+                case "excludes": included.excludes = Set(strings(entry, file: file, what: "'excludes'").map(\.value))
+                case "vars": decodeVariables(entry, file: file, into: &includeVariables)
+                case "checksum":
+                    fail(.unsupported, "'checksum:' pins a remote Taskfile, and kiln includes only local files", at: location(key, file))
                 default:
-                    unknownKey(key.string ?? "", at: location(key, file), allowed: ["taskfile", "dir", "optional"], in: "an include")
+                    unknownKey(key.string ?? "", at: location(key, file), allowed: allowed, in: "an include")
                 }
             }
             if includePath == nil {
                 fail(.wrongType, "include '\(name)' needs 'taskfile: PATH'", at: location(value, file))
             }
         }
-        guard var includePath else { return }
-        includePath = absolute(includePath, base: base)
-        if Files.isDirectory(includePath) {
-            // The directory's Taskfile under any of go-task's names (else the first, to say it's missing).
-            includePath = TaskfileDiscovery.file(in: includePath) ?? Path.join(includePath, TaskfileDiscovery.names[0])
+        guard let written = includePath else { return }
+        // go-task renders the path with the including file's variables (`Taskfile_{{OS}}.yml`).
+        checkTemplate(written, known: KnownVariables(variables: variables, each: false, task: false))
+        let rendered = renderNow(written, variables: variables) ?? written.value
+        if let scheme = ["http://", "https://", "git@", "git::", "ssh://"].first(where: { rendered.hasPrefix($0) }) {
+            fail(
+                .unsupported,
+                "include '\(name)' is a remote Taskfile (\(scheme)…); kiln runs offline and includes only local files: download it into the project and include that",
+                at: written.location
+            )
+            return
         }
-        if optional, !Files.exists(includePath) {
-            missingOptional.append(includePath)
+        var path = absolute(rendered, base: base)
+        if Files.isDirectory(path) {
+            // The directory's Taskfile under any of go-task's names (else the first, to say it's missing).
+            path = TaskfileDiscovery.file(in: path) ?? Path.join(path, TaskfileDiscovery.names[0])
+        }
+        if optional, !Files.exists(path) {
+            missingOptional.append(path)
             return
         }
         loadFile(
-            includePath, namespace: namespace + name + ":", directory: includeDirectory, inherited: variables,
-            chain: chain, includedAt: location(value, file)
+            path, namespace: flatten ? namespace : namespace + name + ":", directory: includeDirectory, inherited: includeVariables,
+            chain: chain, includedAt: location(value, file), settings: included
         )
     }
 
@@ -414,6 +442,7 @@ private final class LoadSession {
         var taskVariablesYAMLNode: YAMLNode?
         var options = TaskOptions()
         options.runsEveryTime = fileSettings.runsEveryTime
+        options.isInternal = fileSettings.isInternal
         var preconditionNodes: [YAMLNode] = []
         var environmentYAMLNode: YAMLNode?
 
@@ -432,8 +461,10 @@ private final class LoadSession {
                 switch keyName {
                 case "desc": summary = scalar(value, file: file, what: "'desc'")
                 case "summary": options.longSummary = scalar(value, file: file, what: "'summary'")
-                case "aliases": options.aliases = strings(value, file: file, what: "'aliases'").map { namespace + $0.value }
-                case "internal": options.isInternal = bool(value, file: file, what: "'internal'") ?? false
+                case "aliases":
+                    let written = strings(value, file: file, what: "'aliases'").map(\.value)
+                    options.aliases += written.map { namespace + $0 } + fileSettings.namespaceAliases.flatMap { prefix in written.map { prefix + $0 } }
+                case "internal": options.isInternal = fileSettings.isInternal || (bool(value, file: file, what: "'internal'") ?? false)
                 case "label":
                     if let text = scalar(value, file: file, what: "'label'") {
                         options.label = text
@@ -607,6 +638,9 @@ private final class LoadSession {
             fail(.invalidValue, "'with' configures a plugin task; add 'plugin: NAME' or remove 'with'", at: location(with, file))
         }
 
+        // Under an include's other namespaces too (`aliases:` of the include).
+        options.aliases += fileSettings.namespaceAliases.map { $0 + localName }
+        if fileSettings.excludes.contains(localName) { return }
         if let existing = taskIndex[name] {
             errors.append(TaskfileError(
                 .duplicateTask, "task '\(name)' is defined twice", at: taskLocation,
@@ -1120,10 +1154,17 @@ private final class LoadSession {
     }
 }
 
-/// A Taskfile's top-level settings that are its tasks' defaults.
+/// A Taskfile's settings that are its tasks' defaults: its top-level keys, and those of the
+/// include that loaded it.
 private struct FileSettings {
     /// `method: none`.
     var runsEveryTime = false
+    /// The include says `internal: true` (or one that included it did).
+    var isInternal = false
+    /// The include's `aliases:`: other namespaces (`ns:`) its tasks answer in.
+    var namespaceAliases: [String] = []
+    /// The include's `excludes:`: tasks of the file not loaded.
+    var excludes: Set<String> = []
 }
 
 /// The variables a template may use at one place, without building a set per task.
