@@ -11,10 +11,12 @@ struct GreetKind: TaskKind {
         return try name.requireString("'name'")
     }
 
-    func summary(of name: String, request: JobRequest) -> String { "greet \(request.render(name))" }
+    func summary(of name: String, request: JobRequest) -> String { "greet \(request.display(name))" }
 
     func makeJob(configuration name: String, request: JobRequest, context: TaskContext) throws -> Job {
-        BlockJob { context.log("Hello, \(request.render(name))!") }
+        // `render` throws when the template fails (`{{.TYPO}}`): the job fails, naming the place.
+        let who = try request.render(name)
+        return BlockJob { context.log("Hello, \(who)!") }
     }
 }
 
