@@ -10,7 +10,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-int ckiln_spawn_shell(const char *command, const char *directory, char *const envp[], int output_fd, pid_t *pid) {
+static int spawn_shell(const char *command, const char *directory, char *const envp[], int output_fd, int error_fd,
+                       pid_t *pid) {
     posix_spawn_file_actions_t actions;
     posix_spawnattr_t attributes;
     int status = posix_spawn_file_actions_init(&actions);
@@ -30,7 +31,7 @@ int ckiln_spawn_shell(const char *command, const char *directory, char *const en
     sigaddset(&defaults, SIGPIPE);
     if ((status = posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)) == 0 &&
         (status = posix_spawn_file_actions_adddup2(&actions, output_fd, 1)) == 0 &&
-        (status = posix_spawn_file_actions_adddup2(&actions, output_fd, 2)) == 0 &&
+        (error_fd < 0 || (status = posix_spawn_file_actions_adddup2(&actions, error_fd, 2)) == 0) &&
         (status = posix_spawn_file_actions_addchdir_np(&actions, directory)) == 0 &&
         (status = posix_spawnattr_setpgroup(&attributes, 0)) == 0 &&
         (status = posix_spawnattr_setsigmask(&attributes, &empty)) == 0 &&
@@ -43,6 +44,14 @@ int ckiln_spawn_shell(const char *command, const char *directory, char *const en
     posix_spawnattr_destroy(&attributes);
     posix_spawn_file_actions_destroy(&actions);
     return status;
+}
+
+int ckiln_spawn_shell(const char *command, const char *directory, char *const envp[], int output_fd, pid_t *pid) {
+    return spawn_shell(command, directory, envp, output_fd, output_fd, pid);
+}
+
+int ckiln_spawn_shell_capturing(const char *command, const char *directory, char *const envp[], int output_fd, pid_t *pid) {
+    return spawn_shell(command, directory, envp, output_fd, -1, pid);
 }
 
 int ckiln_pidfd_open(pid_t pid) { return (int)syscall(SYS_pidfd_open, pid, 0); }

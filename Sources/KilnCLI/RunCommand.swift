@@ -26,8 +26,18 @@ extension Kiln {
 
         @OptionGroup var options: TaskfileOptions
 
-        @Argument(help: "The tasks to run.")
+        @Argument(help: "The tasks to run, NAME=value variables for the Taskfile, and after -- the arguments {{.CLI_ARGS}} holds (go-task's).")
         var tasks: [String] = []
+
+        /// The arguments after `--` (the parser hands them over with the tasks; kiln's own argv says
+        /// where they start).
+        var cliArguments: [String] {
+            guard let dash = CommandLine.arguments.firstIndex(of: "--") else { return [] }
+            return Array(CommandLine.arguments[(dash + 1)...])
+        }
+
+        /// The tasks and variables, before `--`.
+        var taskArguments: [String] { Array(tasks.dropLast(min(tasks.count, cliArguments.count))) }
 
         @Option(name: [.customShort("j", allowingJoined: true), .long], help: "Width of the cpu queue: how many cpu-bound jobs run at once (default: cores).")
         var jobs: Int?
@@ -90,10 +100,23 @@ extension Kiln {
             // Before any thread exists: Ctrl-C and SIGTERM are read from a signalfd, never delivered.
             let signals = SignalWatcher(descriptor: ProcessMonitor.blockTerminationSignals())
             let monitor = ProcessMonitor()
+            // `NAME=value` arguments are variables (go-task's); the rest name tasks.
+            let variables = taskArguments.filter { $0.contains("=") }.map { argument in
+                let parts = argument.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+                return (name: String(parts[0]), value: parts.count > 1 ? String(parts[1]) : "")
+            }
+            var context = TaskfileContext(workingDirectory: System.currentDirectory, environment: System.environment)
+            context.variables = variables
+            context.arguments = cliArguments
+            context.force = force
+            context.silent = silent
+            context.verbose = verbose
+            context.assumeYes = yes
             var request = BuildSession.Request(
-                taskfile: options.taskfile, currentDirectory: options.workingDirectory, plugins: options.plugins, targets: tasks,
-                runner: monitor, tracked: { trackedContent(root: $0) }
+                taskfile: options.taskfile, currentDirectory: options.workingDirectory, plugins: options.plugins,
+                targets: taskArguments.filter { !$0.contains("=") }, runner: monitor, tracked: { trackedContent(root: $0) }
             )
+            request.context = context
             request.exitsAfterwards = true
             if affected {
                 let changes = self.changes

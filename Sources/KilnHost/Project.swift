@@ -29,7 +29,8 @@ public struct Project: Sendable {
     ///   - runner: Runs the shell kind's commands.
     /// - Throws: ``TaskfileErrors`` when there is no Taskfile or it is invalid.
     public init(
-        taskfilePath: String?, currentDirectory: String, runner: any CommandRunner, plugins options: PluginOptions = PluginOptions()
+        taskfilePath: String?, currentDirectory: String, runner: any CommandRunner, plugins options: PluginOptions = PluginOptions(),
+        context: TaskfileContext? = nil
     ) throws(TaskfileErrors) {
         let path: String
         if let found = Self.locateTaskfile(taskfilePath, currentDirectory: currentDirectory) {
@@ -41,7 +42,10 @@ public struct Project: Sendable {
                 at: nil
             )])
         }
-        try self.init(taskfile: try TaskfileLoader().load(path: path), runner: runner, plugins: options)
+        // The context's directory is where kiln was started ({{.USER_WORKING_DIR}}).
+        var context = context ?? .process
+        if context.workingDirectory.isEmpty { context.workingDirectory = currentDirectory }
+        try self.init(taskfile: try TaskfileLoader(context: context).load(path: path), runner: runner, plugins: options)
     }
 
     /// The project of a Taskfile already loaded: registers the task kinds and loads the plugins.

@@ -1,5 +1,45 @@
+import Foundation
 import KilnTemplate
 import Testing
+
+/// Results a thread of its own hands back.
+final class LockedResults: @unchecked Sendable {
+    private let condition = NSCondition()
+    private var values: [Int: Result<String, any Error>] = [:]
+    private var done = false
+
+    func set(_ index: Int, _ value: Result<String, any Error>) {
+        condition.lock()
+        values[index] = value
+        condition.unlock()
+    }
+
+    func finish() {
+        condition.lock()
+        done = true
+        condition.signal()
+        condition.unlock()
+    }
+
+    func wait() {
+        condition.lock()
+        while !done { condition.wait() }
+        condition.unlock()
+    }
+
+    func get(_ index: Int) -> Result<String, any Error>? {
+        condition.lock()
+        defer { condition.unlock() }
+        return values[index]
+    }
+}
+
+extension Result {
+    var failure: Failure? {
+        if case .failure(let error) = self { return error }
+        return nil
+    }
+}
 
 /// The template engine's own rules: where errors point, what is checked when parsing, kiln's
 /// strict printing of missing values, and the limits that keep a template from hanging.
@@ -70,6 +110,32 @@ import Testing
         )
         #expect(error("{{range 9000000}}0123456789{{end}}")?.message.contains("limit") == true)
         #expect(error("{{repeat 100000000 \"abc\"}}")?.message.contains("limit") == true)
+    }
+
+    @Test("nesting past the limits is an error, not a crash, even on a thread with a small stack")
+    func deepNesting() throws {
+        let deepIf = String(repeating: "{{if true}}", count: 10_000) + String(repeating: "{{end}}", count: 10_000)
+        let deepParentheses = "{{" + String(repeating: "(", count: 10_000) + "1" + String(repeating: ")", count: 10_000) + "}}"
+        let deepJSON = "{{fromJson \"" + String(repeating: "[", count: 10_000) + "\" | len}}"
+        // Within the limits, a template renders on a 1 MiB stack, even in a debug build; past
+        // them, parsing stops with an error.
+        let withinLimits = String(repeating: "{{if true}}", count: 30) + "x" + String(repeating: "{{end}}", count: 30)
+            + "{{define \"r\"}}{{if lt . 14}}{{template \"r\" (add . 1)}}{{end}}{{end}}{{template \"r\" 0}}"
+        let results = LockedResults()
+        let thread = Thread {
+            results.set(0, Result { try TextTemplate(deepIf) }.map { _ in "" })
+            results.set(1, Result { try TextTemplate(deepParentheses) }.map { _ in "" })
+            results.set(2, Result { try TextTemplate(deepJSON).render([:]) })
+            results.set(3, Result { try TextTemplate(withinLimits).render([:]) })
+            results.finish()
+        }
+        thread.stackSize = 1 << 20
+        thread.start()
+        results.wait()
+        #expect((results.get(0)?.failure as? TemplateError)?.message.contains("nested more than 32 deep") == true)
+        #expect((results.get(1)?.failure as? TemplateError)?.message.contains("nested more than 32 deep") == true)
+        #expect((results.get(2)?.failure as? TemplateError) != nil || (try? results.get(2)?.get()) == "0")
+        #expect((try? results.get(3)?.get()) == "x")
     }
 
     @Test("a template is parsed once and rendered with other data, on many threads")

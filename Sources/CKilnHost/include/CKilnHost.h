@@ -11,6 +11,9 @@
 /// Returns 0 and sets *pid, or an errno value.
 int ckiln_spawn_shell(const char *command, const char *directory, char *const envp[], int output_fd, pid_t *pid);
 
+/// As ckiln_spawn_shell, but only standard output goes to `output_fd`; standard error is kiln's.
+int ckiln_spawn_shell_capturing(const char *command, const char *directory, char *const envp[], int output_fd, pid_t *pid);
+
 /// pidfd_open(2): a file descriptor that becomes readable when the process exits; -1 and errno on failure.
 int ckiln_pidfd_open(pid_t pid);
 

@@ -34,6 +34,9 @@ public enum BuildSession {
         /// For `--affected`: the files changed in git under a root, or `nil` to run everything
         /// (outside a repository). `nil` here: not an affected run.
         public var changedFiles: (@Sendable (String) throws(Failure) -> [String]?)?
+        /// The environment, `NAME=value` arguments and arguments after `--` the Taskfile's
+        /// variables may read.
+        public var context: TaskfileContext = .process
         /// A request with no `--affected` and no phase marks.
         public init(
             taskfile: String?,
@@ -146,7 +149,8 @@ public enum BuildSession {
                 root: located.root,
                 taskfilePath: located.path,
                 targets: request.targets,
-                tracked: tracked
+                tracked: tracked,
+                context: request.context
             )
             phase("snapshot")
             if let scan, scan.isNoOp, settings.allowsSnapshotNoOp, !settings.forcesEveryJob {
@@ -197,7 +201,8 @@ public enum BuildSession {
             taskfilePath: project.taskfile.path,
             targets: request.targets,
             jobs: summary.succeeded + summary.upToDate,
-            complete: summary.succeededOverall && request.changedFiles == nil  // an affected run covers only some jobs
+            complete: summary.succeededOverall && request.changedFiles == nil,  // an affected run covers only some jobs
+            context: request.context
         )
         state.close()
         phase("save and close")
@@ -240,7 +245,8 @@ public enum BuildSession {
                 taskfilePath: located.path,
                 targets: request.targets,
                 mayRewrite: false,
-                tracked: tracked
+                tracked: tracked,
+                context: request.context
             )
             phase("snapshot")
         }
@@ -272,7 +278,8 @@ public enum BuildSession {
                 taskfilePath: request.taskfile,
                 currentDirectory: request.currentDirectory,
                 runner: request.runner,
-                plugins: request.plugins
+                plugins: request.plugins,
+                context: request.context
             )
             var plan = try BuildPlanner(taskfile: project.taskfile, registry: project.registry).plan(
                 targets: request.targets

@@ -521,8 +521,11 @@ public final class IncrementalState: Sendable {
     /// next run be a no-op on its word; otherwise it still spares the next run checking the jobs
     /// that settled. Without a Taskfile identity (no valid Taskfile cache: the Taskfile changed
     /// during the run) there is none.
-    public func saveSnapshot(taskfilePath: String, targets: [String], jobs: Int, complete: Bool) {
-        guard state != nil, !dryRun, let identity = TaskfileCache.identity(taskfilePath: taskfilePath, root: root) else { return }
+    public func saveSnapshot(
+        taskfilePath: String, targets: [String], jobs: Int, complete: Bool, context: TaskfileContext = .process
+    ) {
+        guard state != nil, !dryRun, let identity = TaskfileCache.identity(taskfilePath: taskfilePath, root: root, context: context)
+        else { return }
         var snapshot = recorder.snapshot(
             taskfileIdentity: identity, targets: targets, published: published.withLock { $0 }, expectedJobs: jobs
         )

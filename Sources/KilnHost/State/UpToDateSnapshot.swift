@@ -186,11 +186,12 @@ public struct UpToDateSnapshot: Sendable {
     ///     must not: a run may be replacing the snapshot meanwhile).
     ///   - tracked: The git index, which can vouch for a touched file hashed through git.
     public static func scan(
-        root: String, taskfilePath: String, targets: [String], mayRewrite: Bool = true, tracked: (any TrackedContent)? = nil
+        root: String, taskfilePath: String, targets: [String], mayRewrite: Bool = true, tracked: (any TrackedContent)? = nil,
+        context: TaskfileContext = .process
     ) -> Scan? {
         guard let bytes = Files.readSealed(path(root: root), magic: magic), let (head, tail) = decodeHead(bytes),
             head.targets == targets,
-            let identity = TaskfileCache.identity(taskfilePath: taskfilePath, root: root),
+            let identity = TaskfileCache.identity(taskfilePath: taskfilePath, root: root, context: context),
             identity == head.taskfileIdentity
         else { return nil }
         var snapshot = head

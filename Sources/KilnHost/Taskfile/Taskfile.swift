@@ -255,6 +255,19 @@ public struct TaskDefinition: Sendable {
         )
     }
 
+    /// The same task with `variables` in place of its own (the loader's environment layer).
+    func replacingVariables(_ variables: [String: TemplateValue]) -> TaskDefinition {
+        var copy = TaskDefinition(
+            name: name, location: location, summary: summary, dependencies: dependencies, commands: commands, sources: sources,
+            generates: generates, variables: variables, renderedSources: renderedSources, environment: environment,
+            directory: directory, resources: resources, each: each, batchSize: batchSize, kind: kind,
+            pluginConfiguration: pluginConfiguration, allowsOutsideRoot: allowsOutsideRoot, depfile: locatedDepfile,
+            keepsDepfile: keepsDepfile, file: file, options: options
+        )
+        copy.dependencies = dependencies
+        return copy
+    }
+
     /// The variables of the job for `source` of an `each: sources` task: ``templateVariables``
     /// plus `source`, `source_dir`, `source_base`, `source_stem` and `output` (the first
     /// `generates` entry, rendered).
@@ -378,6 +391,8 @@ public struct TaskDefinition: Sendable {
     public var templateVariables: [String: TemplateValue] {
         var result = variables
         result["TASK"] = .string(name)
+        result["ALIAS"] = .string(name)
+        result["TASK_DIR"] = .string(directory)
         result["staged_files"] = .string(Self.hookFiles)
         return result
     }

@@ -19,16 +19,16 @@ import Glibc
 enum TaskfileCache {
     static let magic = Array("KILNTFC\u{2}".utf8)
     /// Bump when the encoding or the meaning of ``Taskfile`` changes.
-    static let formatVersion = 11
+    static let formatVersion = 12
 
     /// The cache file of a project.
     static func path(root: String) -> String { KilnDirectory(root: root).taskfileCache }
 
     /// The cached model, if the cache is valid for `taskfilePath`.
-    static func load(taskfilePath: String, root: String) -> Taskfile? {
+    static func load(taskfilePath: String, root: String, context: TaskfileContext) -> Taskfile? {
         guard let bytes = Files.readSealed(path(root: root), magic: magic) else { return nil }
         var reader = BinaryReader(bytes: bytes)
-        guard validHeader(&reader, taskfilePath: taskfilePath) != nil else { return nil }
+        guard validHeader(&reader, taskfilePath: taskfilePath, context: context) != nil else { return nil }
         let identity = FileChecksum.of(bytes[0..<reader.offset])
         var taskfile = reader.readTaskfile()
         taskfile?.contentIdentity = identity
@@ -38,25 +38,31 @@ enum TaskfileCache {
     /// A hash of the valid cache's header — the Taskfile path, and every file the load read with
     /// the hash of its contents — or `nil` when there is no valid cache. Equal identities mean
     /// the same Taskfiles with the same contents; kiln's up-to-date snapshot is keyed on it.
-    static func identity(taskfilePath: String, root: String) -> ContentHash? {
+    static func identity(taskfilePath: String, root: String, context: TaskfileContext) -> ContentHash? {
         guard let bytes = Files.readSealed(path(root: root), magic: magic) else { return nil }
         var reader = BinaryReader(bytes: bytes)
-        guard validHeader(&reader, taskfilePath: taskfilePath) != nil else { return nil }
+        guard validHeader(&reader, taskfilePath: taskfilePath, context: context) != nil else { return nil }
         return ContentHash.of(bytes[0..<reader.offset])
     }
 
     /// Every file the cached load read, and each optional include it looked for and didn't find;
     /// `nil` when there is no valid cache for `taskfilePath`.
-    static func filesRead(taskfilePath: String, root: String) -> [String]? {
+    static func filesRead(taskfilePath: String, root: String, context: TaskfileContext) -> [String]? {
         guard let bytes = Files.readSealed(path(root: root), magic: magic) else { return nil }
         var reader = BinaryReader(bytes: bytes)
-        return validHeader(&reader, taskfilePath: taskfilePath)
+        return validHeader(&reader, taskfilePath: taskfilePath, context: context)
     }
 
-    /// Reads the header: magic, format, path, and the fingerprint of every file the load read,
-    /// each checked against the file now (`absent`: it must not exist). Returns those files when
-    /// all match, `nil` otherwise.
-    private static func validHeader(_ reader: inout BinaryReader, taskfilePath: String) -> [String]? {
+    /// Removes the cache (a Taskfile whose model can't be kept: it has dynamic variables).
+    static func remove(root: String) {
+        unlink(path(root: root))
+    }
+
+    /// Reads the header: magic, format, path, the fingerprint of every file the load read, each
+    /// checked against the file now (`absent`: it must not exist), and what else the load read
+    /// (``TaskfileRequirement``: environment variables, the command line's variables), each
+    /// checked against `context`. Returns those files when all match, `nil` otherwise.
+    private static func validHeader(_ reader: inout BinaryReader, taskfilePath: String, context: TaskfileContext) -> [String]? {
         guard reader.readBytes(count: magic.count) == magic, reader.readInteger() == formatVersion,
             reader.readString() == taskfilePath
         else { return nil }
@@ -69,12 +75,22 @@ enum TaskfileCache {
             if fingerprint(file) != ContentHash(high: high, low: low) { return nil }
             files.append(file)
         }
+        guard let requirementCount = reader.readInteger(), requirementCount < 100_000 else { return nil }
+        for _ in 0..<requirementCount {
+            guard let key = reader.readString(), let present = reader.readBool() else { return nil }
+            var hash: UInt64?
+            if present {
+                guard let value = reader.readUInt64() else { return nil }
+                hash = value
+            }
+            guard TaskfileRequirement(key: key, valueHash: hash).holds(in: context) else { return nil }
+        }
         return files
     }
 
     /// Saves `taskfile`, whose load read `files` (with `missingOptional` includes absent).
     /// Sets the taskfile's ``Taskfile/contentIdentity`` to the header's checksum.
-    static func save(_ taskfile: inout Taskfile, missingOptional: [String]) {
+    static func save(_ taskfile: inout Taskfile, missingOptional: [String], requirements: [TaskfileRequirement] = []) {
         var writer = BinaryWriter()
         writer.append(magic)
         writer.write(formatVersion)
@@ -91,6 +107,12 @@ enum TaskfileCache {
             writer.write(file)
             writer.write(hash.high)
             writer.write(hash.low)
+        }
+        writer.write(requirements.count)
+        for requirement in requirements {
+            writer.write(requirement.key)
+            writer.write(requirement.valueHash != nil)
+            if let hash = requirement.valueHash { writer.write(hash) }
         }
         taskfile.contentIdentity = FileChecksum.of(writer.bytes[...])
         writer.write(taskfile)

@@ -18,7 +18,7 @@ public struct TaskfileLoader: Sendable {
     public static let maximumIncludes = 10_000
 
     /// Variables every task's templates may use besides the Taskfile's own.
-    public static let builtInVariables: Set<String> = ["ROOT_DIR", "TASK", "TASKFILE_DIR", "staged_files"]
+    public static let builtInVariables: Set<String> = ["ROOT_DIR", "TASK", "TASKFILE_DIR", "TASK_DIR", "ALIAS", "staged_files"]
 
     /// Variables the templates of an `each: sources` task may use, set per source file.
     public static let eachVariables: Set<String> = ["source", "output", "source_dir", "source_base", "source_stem"]
@@ -54,21 +54,26 @@ public struct TaskfileLoader: Sendable {
 
     private let readFile: @Sendable (String) throws -> String
     private let usesCache: Bool
+    private let context: TaskfileContext
 
     /// Creates a loader that reads files from disk and keeps the checked model in the project's
     /// Taskfile cache (`.kiln/taskfile.cache`; see ``TaskfileCache``).
     ///
-    /// - Parameter usesCache: Whether to read and write the cache.
-    public init(usesCache: Bool = true) {
+    /// - Parameters:
+    ///   - usesCache: Whether to read and write the cache.
+    ///   - context: The environment, command-line variables and arguments the variables may read.
+    public init(usesCache: Bool = true, context: TaskfileContext = .process) {
         self.readFile = { try Files.readText($0) }
         self.usesCache = usesCache
+        self.context = context
     }
 
     /// Creates a loader that reads files through `readFile` — the seam tests use to feed files
     /// from memory — and never uses the cache.
-    public init(readFile: @escaping @Sendable (String) throws -> String) {
+    public init(readFile: @escaping @Sendable (String) throws -> String, context: TaskfileContext = .process) {
         self.readFile = readFile
         self.usesCache = false
+        self.context = context
     }
 
     /// Every file the last load of the Taskfile at `path` (absolute) read, and each optional
@@ -76,8 +81,8 @@ public struct TaskfileLoader: Sendable {
     /// Taskfile cache is valid for it; `nil` otherwise.
     ///
     /// Threading: any thread.
-    public static func filesRead(byTaskfileAt path: String) -> [String]? {
-        TaskfileCache.filesRead(taskfilePath: path, root: Path.directory(of: path))
+    public static func filesRead(byTaskfileAt path: String, context: TaskfileContext = .process) -> [String]? {
+        TaskfileCache.filesRead(taskfilePath: path, root: Path.directory(of: path), context: context)
     }
 
     /// Loads the Taskfile at `path` (absolute, or relative to the current directory).
@@ -86,11 +91,13 @@ public struct TaskfileLoader: Sendable {
     public func load(path: String) throws(TaskfileErrors) -> Taskfile {
         let absolute = Path.absolute(path, base: Path.currentDirectory)
         let root = Path.directory(of: absolute)
-        if usesCache, let cached = TaskfileCache.load(taskfilePath: absolute, root: root) { return cached }
-        let session = LoadSession(root: root, readFile: readFile)
+        if usesCache, let cached = TaskfileCache.load(taskfilePath: absolute, root: root, context: context) { return cached }
+        let session = LoadSession(root: root, readFile: readFile, context: context)
         let version = session.loadFile(
-            absolute, namespace: "", directory: session.root, inherited: [:], chain: [], includedAt: nil
+            absolute, namespace: "", directory: session.root, inherited: context.specialVariables(rootTaskfile: absolute), chain: [],
+            includedAt: nil
         )
+        session.addEnvironmentLayer()
         session.resolveDependencies()
         session.checkResources()
         session.checkCycles()
@@ -104,7 +111,14 @@ public struct TaskfileLoader: Sendable {
             path: absolute, root: session.root, version: version ?? "3", resources: session.resources,
             tasks: session.tasks, files: session.files, plugins: session.plugins, hooks: session.hooks
         )
-        if usesCache { TaskfileCache.save(&taskfile, missingOptional: session.missingOptional) }
+        // A Taskfile with dynamic variables is loaded afresh each run: its values may change.
+        if usesCache {
+            if session.isVolatile {
+                TaskfileCache.remove(root: root)
+            } else {
+                TaskfileCache.save(&taskfile, missingOptional: session.missingOptional, requirements: session.requirementList)
+            }
+        }
         return taskfile
     }
 }
@@ -131,9 +145,53 @@ private final class LoadSession {
     /// The namespace each task's `deps` are resolved in.
     var namespaces: [String: String] = [:]
 
-    init(root: String, readFile: @escaping @Sendable (String) throws -> String) {
+    let context: TaskfileContext
+    /// What outside the files the model depends on (the environment variables templates read,
+    /// the command line's variables), by key.
+    var requirements: [String: TaskfileRequirement] = [:]
+    /// Environment variables the templates read that the Taskfile doesn't define: every task sees
+    /// them, under its own variables (go-task's lowest layer).
+    var environmentLayer: [String: TemplateValue] = [:]
+    /// A dynamic variable (`sh:`) was run: the model can't be cached.
+    var isVolatile = false
+    let dynamicVariables = DynamicVariables()
+
+    init(root: String, readFile: @escaping @Sendable (String) throws -> String, context: TaskfileContext) {
         self.root = root
         self.readFile = readFile
+        self.context = context
+    }
+
+    /// Records that the model depends on `key` (``TaskfileRequirement``).
+    func require(_ key: String) {
+        if requirements[key] == nil { requirements[key] = TaskfileRequirement(key: key, context: context) }
+    }
+
+    var requirementList: [TaskfileRequirement] {
+        requirements.keys.sorted().map { requirements[$0]! }
+    }
+
+    /// A template reads `name`, which `known` doesn't define: from the environment if it is set
+    /// there (and the model depends on it either way); a special variable from the context is a
+    /// dependency too.
+    func noteReference(_ name: String, known: KnownVariables) {
+        if TaskfileContext.contextual.contains(name) { require("special:" + name) }
+        guard !known.contains(name), environmentLayer[name] == nil else { return }
+        require("env:" + name)
+        if let value = context.environment[name] { environmentLayer[name] = .string(value) }
+    }
+
+    /// Every task's variables get the environment layer under them (memoized: tasks sharing a
+    /// dictionary share the result).
+    func addEnvironmentLayer() {
+        guard !environmentLayer.isEmpty else { return }
+        var merged: [[String: TemplateValue]: [String: TemplateValue]] = [:]
+        for index in tasks.indices {
+            let variables = tasks[index].variables
+            let layered = merged[variables] ?? environmentLayer.merging(variables) { _, own in own }
+            merged[variables] = layered
+            tasks[index] = tasks[index].replacingVariables(layered)
+        }
     }
 
     func fail(_ code: TaskfileError.Code, _ message: String, at location: SourceLocation?) {
@@ -200,8 +258,10 @@ private final class LoadSession {
         var version: String?
         var variables = inherited
         variables["TASKFILE_DIR"] = .string(Path.directory(of: path))
-        variables["ROOT_DIR"] = .string(root)
+        variables["TASKFILE"] = .string(path)
         var environment: [String: String] = [:]
+        var variablesYAMLNode: YAMLNode?
+        var environmentYAMLNode: YAMLNode?
         var tasksYAMLNode: YAMLNode?
         var includesYAMLNode: YAMLNode?
         var fileSettings = settingsFromInclude
@@ -210,10 +270,8 @@ private final class LoadSession {
             switch name {
             case "version":
                 version = scalar(value, file: path, what: "version")
-            case "vars":
-                decodeVariables(value, file: path, into: &variables)
-            case "env":
-                decodeEnvironment(value, file: path, variables: variables, into: &environment)
+            case "vars": variablesYAMLNode = value
+            case "env": environmentYAMLNode = value
             case "resources":
                 decodeResources(value, file: path)
             case "plugins":
@@ -264,6 +322,20 @@ private final class LoadSession {
                 unknownKey(name, at: location(key, path), allowed: TaskfileLoader.topLevelKeys, in: "the Taskfile")
             }
         }
+        // go-task's order: the file's `env:` (as variables, seeing only what comes before), then its
+        // `vars:` — the main file's with the command line's `NAME=value` in their place — then
+        // `env:` again, for the commands, seeing the variables.
+        if let environmentYAMLNode { decodeEnvironmentVariables(environmentYAMLNode, file: path, into: &variables) }
+        let overrides = chain.isEmpty ? context.variables : []
+        // With or without them: a run that adds some must not reuse this model.
+        if chain.isEmpty { require("cli:variables") }
+        if let variablesYAMLNode {
+            decodeVariables(variablesYAMLNode, file: path, into: &variables, directory: root, overrides: overrides)
+        }
+        for (name, value) in overrides where !(variablesYAMLNode?.mapping ?? []).contains(where: { $0.key.string == name }) {
+            variables[name] = .string(value)
+        }
+        if let environmentYAMLNode { decodeEnvironment(environmentYAMLNode, file: path, variables: variables, into: &environment) }
         if let tasksYAMLNode, mapping(tasksYAMLNode, file: path, what: "'tasks'") != nil {
             var seen = Set<String>()
             let fileVariables = variables
@@ -377,7 +449,7 @@ private final class LoadSession {
                 case "flatten": flatten = bool(entry, file: file, what: "'flatten'") ?? false
                 case "aliases": included.namespaceAliases = strings(entry, file: file, what: "'aliases'").map { namespace + $0.value + ":" }
                 case "excludes": included.excludes = Set(strings(entry, file: file, what: "'excludes'").map(\.value))
-                case "vars": decodeVariables(entry, file: file, into: &includeVariables)
+                case "vars": decodeVariables(entry, file: file, into: &includeVariables, directory: root)
                 case "checksum":
                     fail(.unsupported, "'checksum:' pins a remote Taskfile, and kiln includes only local files", at: location(key, file))
                 default:
@@ -571,7 +643,12 @@ private final class LoadSession {
                 }
             }
         }
-        if let taskVariablesYAMLNode { decodeVariables(taskVariablesYAMLNode, file: file, into: &variables) }
+        if let taskVariablesYAMLNode {
+            // A dynamic variable of the task runs in the task's directory (as far as the file's
+            // variables render it).
+            let provisional = directoryText.map { absolute(renderNow($0, variables: variables) ?? $0.value, base: directory) } ?? directory
+            decodeVariables(taskVariablesYAMLNode, file: file, into: &variables, directory: provisional)
+        }
         if let environmentYAMLNode { decodeEnvironment(environmentYAMLNode, file: file, variables: variables, into: &environment) }
 
         // Templates may use the Taskfile's variables, the built-ins, and per-source ones for `each:`.
@@ -723,10 +800,18 @@ private final class LoadSession {
     /// `vars:` in go-task's forms: a value (typed as YAML types it; strings rendered as
     /// templates, in order, each seeing those before it), `{map: …}`, `{value: …}` and
     /// `{ref: EXPRESSION}` (another variable's value, not printed: a list stays a list).
-    func decodeVariables(_ node: YAMLNode, file: String, into variables: inout [String: TemplateValue]) {
+    func decodeVariables(
+        _ node: YAMLNode, file: String, into variables: inout [String: TemplateValue], directory: String,
+        overrides: [(name: String, value: String)] = []
+    ) {
         guard let entries = mapping(node, file: file, what: "'vars'") else { return }
         for (key, value) in entries {
             guard let name = scalar(key, file: file, what: "a variable name") else { continue }
+            // `kiln run TASK NAME=value` takes the main file's variable's place.
+            if let override = overrides.last(where: { $0.name == name }) {
+                variables[name] = .string(override.value)
+                continue
+            }
             var valueNode = value
             if let fields = value.mapping {
                 guard fields.count == 1, let kind = fields[0].key.string else {
@@ -748,14 +833,14 @@ private final class LoadSession {
                         continue
                     }
                     do {
-                        variables[name] = try TaskfileTemplates.library.template(located.value).value(.map(variables))
+                        variables[name] = try TaskfileTemplates.library.template(located.value).value(.map(layered(variables)))
                     } catch {
                         fail(.invalidValue, "variable '\(name)': 'ref: \(expression)': \(error.message)", at: located.location)
                         variables[name] = .null
                     }
                     continue
                 case "sh":
-                    fail(.invalidValue, "variable '\(name)': dynamic variables ('sh:') are not supported yet; set a value", at: location(value, file))
+                    variables[name] = dynamicValue(of: fields[0].value, name: name, file: file, variables: variables, directory: directory)
                     continue
                 default:
                     fail(
@@ -766,6 +851,30 @@ private final class LoadSession {
                 }
             }
             variables[name] = renderValue(TaskfileTemplates.value(of: valueNode), node: valueNode, file: file, name: name, variables: variables)
+        }
+    }
+
+    /// A dynamic variable's value: its command (a template) run by the shell in `directory`, with
+    /// the environment kiln runs in plus the variables (the environment's own values win, as in
+    /// go-task). A command that fails is an error at the variable.
+    func dynamicValue(of node: YAMLNode, name: String, file: String, variables: [String: TemplateValue], directory: String) -> TemplateValue {
+        guard let text = scalar(node, file: file, what: "'sh'") else { return .null }
+        let located = Located(value: text, location: location(node, file))
+        checkTemplate(located, known: KnownVariables(variables: variables, each: false, task: false))
+        guard let command = renderNow(located, variables: variables) else { return .null }
+        isVolatile = true
+        var environment = context.environment
+        for (key, value) in variables where environment[key] == nil {
+            switch value {
+            case .string, .int, .float, .bool: environment[key] = value.printed
+            default: break
+            }
+        }
+        switch dynamicVariables.value(of: command, directory: directory, environment: environment) {
+        case .success(let output): return .string(output)
+        case .failure(let failure):
+            fail(.invalidValue, "variable '\(name)': its command '\(command)' failed: \(failure)", at: located.location)
+            return .null
         }
     }
 
@@ -810,6 +919,35 @@ private final class LoadSession {
         }
     }
 
+    /// A file's `env:` as variables (go-task reads them before `vars:`): each value rendered with
+    /// what came before, printing nothing for a variable not set yet (it may come from `vars:`,
+    /// which the commands' environment sees).
+    func decodeEnvironmentVariables(_ node: YAMLNode, file: String, into variables: inout [String: TemplateValue]) {
+        guard let entries = node.mapping else { return }
+        for (key, value) in entries {
+            guard let name = key.string, value.scalar != nil else { continue }
+            let typed = TaskfileTemplates.value(of: value)
+            guard case .string(let text) = typed, TextTemplate.hasActions(text) else {
+                variables[name] = typed
+                continue
+            }
+            guard let template = try? TaskfileTemplates.library.template(text) else { continue }
+            for reference in template.variableReferences {
+                noteReference(reference.name, known: KnownVariables(variables: variables, each: false, task: false))
+            }
+            if let rendered = try? template.render(.map(layered(variables)), missing: .printNothing) {
+                variables[name] = .string(rendered)
+            }
+        }
+    }
+
+    /// `variables` over the environment layer.
+    func layered(_ variables: [String: TemplateValue]) -> [String: TemplateValue] {
+        environmentLayer.isEmpty ? variables : environmentLayer.merging(variables) { _, own in own }
+    }
+
+    /// `env:` for the commands: each value rendered with `variables`. The environment kiln runs in
+    /// wins (go-task's rule): a variable it sets keeps its value, and the model depends on it.
     func decodeEnvironment(_ node: YAMLNode, file: String, variables: [String: TemplateValue], into environment: inout [String: String]) {
         guard let entries = mapping(node, file: file, what: "'env'") else { return }
         for (key, value) in entries {
@@ -818,14 +956,16 @@ private final class LoadSession {
                 fail(.wrongType, "environment variable '\(name)' must be a string, not \(describe(value))", at: location(value, file))
                 continue
             }
+            require("env:" + name)
             let typed = TaskfileTemplates.value(of: value)
             guard case .string(let text) = typed else {
-                environment[name] = typed == .null ? "" : typed.printed
+                environment[name] = context.environment[name] ?? (typed == .null ? "" : typed.printed)
                 continue
             }
             let located = Located(value: text, location: location(value, file))
             checkTemplate(located, known: KnownVariables(variables: variables, each: false, task: false))
-            environment[name] = renderNow(located, variables: variables) ?? text
+            let rendered = renderNow(located, variables: variables) ?? text
+            environment[name] = context.environment[name] ?? rendered
         }
     }
 
@@ -973,7 +1113,8 @@ private final class LoadSession {
             fail(.invalidTemplate, "template: \(error.message)", at: locate(offset: error.offset, in: text))
             return nil
         }
-        for reference in template.printedVariableReferences where !known.contains(reference.name) {
+        for reference in template.variableReferences { noteReference(reference.name, known: known) }
+        for reference in template.printedVariableReferences where !known.contains(reference.name) && environmentLayer[reference.name] == nil {
             var message = "undefined variable '\(reference.name)'"
             if let close = suggestion(for: reference.name, among: known.names) {
                 message += "; did you mean '\(close)'?"
@@ -997,7 +1138,7 @@ private final class LoadSession {
         guard TextTemplate.hasActions(text.value) else { return text.value }
         guard let template = try? TaskfileTemplates.library.template(text.value) else { return nil }
         do {
-            let rendered = try template.render(.map(variables))
+            let rendered = try template.render(.map(layered(variables)))
             return rendered
         } catch {
             fail(.invalidTemplate, "template: \(error.message)", at: locate(offset: error.offset, in: text))
@@ -1168,7 +1309,7 @@ private struct FileSettings {
 }
 
 /// The variables a template may use at one place, without building a set per task.
-private struct KnownVariables {
+fileprivate struct KnownVariables {
     var variables: [String: TemplateValue]
     var each: Bool
     var task = true

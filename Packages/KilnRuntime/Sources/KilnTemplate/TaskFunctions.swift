@@ -273,3 +273,11 @@ enum Spew {
         }
     }
 }
+
+/// go-task's shell quoting (`{{shellQuote}}`), for the host's own use (`{{.CLI_ARGS}}`).
+///
+/// Threading: stateless.
+public enum GoShell {
+    /// `word` quoted as go-task quotes it: as is when safe, else in single, double or `$'…'` quotes.
+    public static func quote(_ word: String) -> String { ShellQuoting.quote(word) }
+}

@@ -3,7 +3,7 @@
 ///
 /// Threading: stateless.
 enum TemplateJSON {
-    static let depthLimit = 512
+    static let depthLimit = 100
 
     static func encode(_ value: TemplateValue, escapesHTML: Bool, indent: String?) -> String {
         var output = ""

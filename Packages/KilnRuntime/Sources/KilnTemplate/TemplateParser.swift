@@ -14,6 +14,16 @@ struct TemplateParser {
     private var scopes: [[String]] = [["$"]]
     /// How many `range` blocks enclose the current point.
     private var rangeDepth = 0
+    /// How many control structures and parentheses enclose the current point.
+    private var depth = 0
+
+    /// Enters one more level of nesting, or fails past ``TextTemplate/parseDepthLimit``.
+    private mutating func descend(at offset: Int) throws(TemplateError) {
+        depth += 1
+        if depth > TextTemplate.parseDepthLimit {
+            throw TemplateError("actions nested more than \(TextTemplate.parseDepthLimit) deep", at: offset)
+        }
+    }
     /// `{{define}}` and `{{block}}` bodies.
     var definitions: [String: [TemplateNode]] = [:]
 
@@ -136,6 +146,8 @@ struct TemplateParser {
                 } else if tokens.count > 2 {
                     throw TemplateError("unexpected \(tokens[2].text) in {{define}}", at: tokens[2].offset)
                 }
+                try descend(at: first.offset)
+                defer { depth -= 1 }
                 let savedScopes = scopes
                 let savedRange = rangeDepth
                 scopes = [["$"]]
@@ -171,6 +183,8 @@ struct TemplateParser {
         guard !tokens.isEmpty else {
             throw TemplateError("missing value for \(kind == .if ? "if" : "with")", at: offset)
         }
+        try descend(at: offset)
+        defer { depth -= 1 }
         scopes.append([])
         defer { scopes.removeLast() }
         let pipeline = try parsePipeline(tokens, at: tokens[0].offset, allowsDeclarations: true)
@@ -198,6 +212,8 @@ struct TemplateParser {
 
     private mutating func parseRange(tokens: [Token], at offset: Int) throws(TemplateError) -> TemplateNode {
         guard !tokens.isEmpty else { throw TemplateError("missing value for range", at: offset) }
+        try descend(at: offset)
+        defer { depth -= 1 }
         scopes.append([])
         defer { scopes.removeLast() }
         let pipeline = try parsePipeline(tokens, at: tokens[0].offset, allowsDeclarations: true, inRange: true)
@@ -384,6 +400,8 @@ struct TemplateParser {
             guard end < rest.endIndex else { throw TemplateError("unclosed left paren", at: token.offset) }
             let inner = Array(rest[rest.startIndex..<end])
             guard !inner.isEmpty else { throw TemplateError("missing value in ()", at: token.offset) }
+            try descend(at: token.offset)
+            defer { depth -= 1 }
             let pipeline = try parsePipeline(inner, at: inner[0].offset, allowsDeclarations: false)
             rest = rest[(end + 1)...]
             operand = .pipeline(pipeline, fields: [], offset: token.offset)
