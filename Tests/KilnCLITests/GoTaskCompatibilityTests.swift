@@ -12,6 +12,8 @@ import Testing
         var task: String
         var compared: [String]
         var environment: [String: String] = [:]
+        /// Given after the task on both command lines (`NAME=value`, `--` and what follows).
+        var arguments: [String] = []
         /// Whether the run succeeds (both tools must agree); files are compared either way.
         var succeeds = true
         /// Files neither tool may leave.
@@ -273,6 +275,107 @@ import Testing
             compared: ["greet.txt", "flat.txt", "secret.txt", "os.txt", "all.txt"],
             absent: ["unwanted.txt"]
         ),
+        Case(
+            name:
+                "command-line variables take a main-file variable's place; task vars with default keep them; CLI_ARGS",
+            files: [
+                "Taskfile.yml": """
+                version: '3'
+                vars:
+                  VERSION: 1.0
+                  DERIVED: 'v{{.VERSION}}'
+                  LATE: '{{.EXTRA | default "unset when vars ran"}}'
+                tasks:
+                  t:
+                    vars:
+                      MODE: '{{.MODE | default "debug"}}'
+                      FIXED: fixed
+                    cmds:
+                      - echo '{{.VERSION}} {{.DERIVED}} {{.LATE}} {{.EXTRA}} {{.MODE}} {{.FIXED}}' > out.txt
+                      - echo "[{{.CLI_ARGS}}] {{len .CLI_ARGS_LIST}} {{index .CLI_ARGS_LIST 1}}" >> out.txt
+                """
+            ],
+            task: "t",
+            compared: ["out.txt"],
+            arguments: ["VERSION=2.5", "EXTRA=x y", "MODE=release", "FIXED=cli", "--", "-v", "a b", "c=d"]
+        ),
+        Case(
+            name:
+                "dynamic variables: file and task level, in the task's directory, with the variables in their environment",
+            files: [
+                "Taskfile.yml": """
+                version: '3'
+                vars:
+                  NAME: kiln
+                  SHOUT:
+                    sh: echo "$NAME" | tr a-z A-Z
+                  LINES:
+                    sh: printf 'one\\ntwo\\n\\n'
+                tasks:
+                  t:
+                    dir: sub
+                    vars:
+                      HERE:
+                        sh: basename "$(pwd)"
+                      AGAIN:
+                        sh: echo "$NAME" | tr a-z A-Z
+                    cmds:
+                      - echo '{{.SHOUT}} {{.HERE}} {{.AGAIN}} {{splitLines .LINES | len}}' > ../out.txt
+                """,
+                "sub/keep": "",
+            ],
+            task: "t",
+            compared: ["out.txt"]
+        ),
+        Case(
+            name: "environment variables as variables; the environment wins over env:; env: is read before vars:",
+            files: [
+                "Taskfile.yml": """
+                version: '3'
+                env:
+                  GREETING: from-taskfile
+                  OTHER: other-{{.KILN_COMPAT_VAR}}
+                vars:
+                  FROM_ENV: '{{.KILN_COMPAT_VAR}}'
+                tasks:
+                  t:
+                    env:
+                      TASK_ONLY: task
+                    cmds:
+                      - echo "$GREETING {{.GREETING}} $OTHER {{.OTHER}} {{.FROM_ENV}} $TASK_ONLY {{.KILN_COMPAT_UNSET | default "none"}}" > out.txt
+                """
+            ],
+            task: "t",
+            compared: ["out.txt"],
+            environment: ["GREETING": "from-host", "KILN_COMPAT_VAR": "x"]
+        ),
+        Case(
+            name: "special variables",
+            files: [
+                "Taskfile.yml": """
+                version: '3'
+                includes:
+                  lib:
+                    taskfile: lib/Taskfile.yml
+                    dir: lib/work
+                tasks:
+                  t:
+                    deps: [lib:inner]
+                    cmds:
+                      - echo '{{.TASK}} {{base .ROOT_DIR | len | printf "%T"}} {{base .ROOT_TASKFILE}} {{base .TASKFILE}} {{.CLI_FORCE}} {{.CLI_SILENT}} {{.PATH_LIST_SEPARATOR}}{{.FILE_PATH_SEPARATOR}}' > out.txt
+                """,
+                "lib/Taskfile.yml": """
+                version: '3'
+                tasks:
+                  inner:
+                    cmds:
+                      - echo '{{.TASK}} {{relPath .ROOT_DIR .TASKFILE_DIR}} {{relPath .ROOT_DIR .TASK_DIR}} {{relPath .ROOT_DIR .TASKFILE}} {{relPath .ROOT_DIR .USER_WORKING_DIR}}' > inner.txt
+                """,
+                "lib/work/keep": "",
+            ],
+            task: "t",
+            compared: ["out.txt", "lib/work/inner.txt"]
+        ),
     ]
 
     @Test("kiln leaves what go-task leaves", arguments: cases)
@@ -285,13 +388,13 @@ import Testing
         }
         let goTask = try runProgram(
             task,
-            ["--silent", example.task],
+            ["--silent", example.task] + example.arguments,
             in: scratch.path("go-task"),
             environment: example.environment
         )
         #expect((goTask.status == 0) == example.succeeds, "go-task: \(goTask.output)")
         let kiln = try await KilnProcess.run(
-            ["run", example.task],
+            ["run", "--silent", example.task] + example.arguments,
             in: scratch.path("kiln"),
             environment: example.environment
         )

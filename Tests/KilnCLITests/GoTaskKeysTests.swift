@@ -128,10 +128,7 @@ import Testing
             ),
             ("tasks:\n  t:\n    run: always\n    cmds: ['true']\n", 4, 10, "'run: always'"),
             ("tasks:\n  t:\n    platforms: [linx]\n    cmds: ['true']\n", 4, 17, "'linx' in 'platforms' is not an OS"),
-            (
-                "vars:\n  D:\n    sh: date\ntasks:\n  t: 'true'\n", 4, 5,
-                "dynamic variables ('sh:') are not supported yet"
-            ),
+
         ]
         for example in cases {
             let directory = try project("version: '3'\n" + example.taskfile)

@@ -115,11 +115,13 @@ extension Result {
     @Test("nesting past the limits is an error, not a crash, even on a thread with a small stack")
     func deepNesting() throws {
         let deepIf = String(repeating: "{{if true}}", count: 10_000) + String(repeating: "{{end}}", count: 10_000)
-        let deepParentheses = "{{" + String(repeating: "(", count: 10_000) + "1" + String(repeating: ")", count: 10_000) + "}}"
+        let deepParentheses =
+            "{{" + String(repeating: "(", count: 10_000) + "1" + String(repeating: ")", count: 10_000) + "}}"
         let deepJSON = "{{fromJson \"" + String(repeating: "[", count: 10_000) + "\" | len}}"
         // Within the limits, a template renders on a 1 MiB stack, even in a debug build; past
         // them, parsing stops with an error.
-        let withinLimits = String(repeating: "{{if true}}", count: 30) + "x" + String(repeating: "{{end}}", count: 30)
+        let withinLimits =
+            String(repeating: "{{if true}}", count: 30) + "x" + String(repeating: "{{end}}", count: 30)
             + "{{define \"r\"}}{{if lt . 14}}{{template \"r\" (add . 1)}}{{end}}{{end}}{{template \"r\" 0}}"
         let results = LockedResults()
         let thread = Thread {

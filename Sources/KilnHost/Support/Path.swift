@@ -163,9 +163,9 @@ public enum Files {
     /// Writes `bytes` to a temporary file beside `path` and renames it into place, so a reader
     /// sees the old file or the whole new one. Best effort: returns whether it worked.
     @discardableResult
-    static func writeAtomically(_ path: String, bytes: [UInt8]) -> Bool {
+    static func writeAtomically(_ path: String, bytes: [UInt8], mode: mode_t = 0o644) -> Bool {
         let temporary = path + ".\(getpid()).tmp"
-        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o644)
+        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode)
         guard descriptor >= 0 else {
             noteUnwritten(path, errno)
             return false

@@ -3,7 +3,7 @@ import KilnPaths
 import KilnPluginAPI
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// go-task's dynamic variables (`vars: {NOW: {sh: date}}`): the command's standard output, one
@@ -32,9 +32,13 @@ final class DynamicVariables {
         return result
     }
 
-    private static func run(_ command: String, directory: String, environment: [String: String]) -> Result<String, Failure> {
+    private static func run(_ command: String, directory: String, environment: [String: String]) -> Result<
+        String, Failure
+    > {
         var pipe: [Int32] = [-1, -1]
-        guard ckiln_pipe_cloexec(&pipe) == 0 else { return .failure(Failure(description: "can't make a pipe: \(String(cString: strerror(errno)))")) }
+        guard ckiln_pipe_cloexec(&pipe) == 0 else {
+            return .failure(Failure(description: "can't make a pipe: \(String(cString: strerror(errno)))"))
+        }
         let entries = environment.map { "\($0.key)=\($0.value)" }
         var pointers: [UnsafeMutablePointer<CChar>?] = entries.map { strdup($0) } + [nil]
         defer { for pointer in pointers { free(pointer) } }

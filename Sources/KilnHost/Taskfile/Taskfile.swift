@@ -390,9 +390,10 @@ public struct TaskDefinition: Sendable {
     /// The variables for rendering this task's templates: ``variables`` plus `TASK`.
     public var templateVariables: [String: TemplateValue] {
         var result = variables
-        result["TASK"] = .string(name)
-        result["ALIAS"] = .string(name)
-        result["TASK_DIR"] = .string(directory)
+        // go-task's special variables are its lowest layer: a variable of the Taskfile's wins.
+        if result["TASK"] == nil { result["TASK"] = .string(name) }
+        if result["ALIAS"] == nil { result["ALIAS"] = .string(name) }
+        if result["TASK_DIR"] == nil { result["TASK_DIR"] = .string(directory) }
         result["staged_files"] = .string(Self.hookFiles)
         return result
     }

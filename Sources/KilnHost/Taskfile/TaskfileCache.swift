@@ -118,7 +118,9 @@ enum TaskfileCache {
         writer.write(taskfile)
         KilnDirectory(root: taskfile.root).create()
         FileChecksum.seal(&writer.bytes)
-        Files.writeAtomically(path(root: taskfile.root), bytes: writer.bytes)
+        // Owner only: the model holds the variables' values, and those may come from the
+        // environment (a token a template reads).
+        Files.writeAtomically(path(root: taskfile.root), bytes: writer.bytes, mode: 0o600)
     }
 
     /// Stands for a file that doesn't exist (or can't be read).

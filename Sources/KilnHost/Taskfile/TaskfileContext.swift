@@ -2,7 +2,7 @@ import KilnPaths
 import KilnPluginAPI
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// What a Taskfile's variables may read besides the Taskfile: the environment kiln runs in, the
@@ -66,7 +66,8 @@ public struct TaskfileContext: Sendable {
     /// The special variables whose value comes from the context (the others come from the
     /// Taskfile's own path): a load that reads one records it.
     static let contextual: Set<String> = [
-        "USER_WORKING_DIR", "CLI_ARGS", "CLI_ARGS_LIST", "CLI_FORCE", "CLI_SILENT", "CLI_VERBOSE", "CLI_ASSUME_YES", "TASK_EXE",
+        "USER_WORKING_DIR", "CLI_ARGS", "CLI_ARGS_LIST", "CLI_FORCE", "CLI_SILENT", "CLI_VERBOSE", "CLI_ASSUME_YES",
+        "TASK_EXE",
     ]
 
     /// The go-task version kiln answers to in `{{.TASK_VERSION}}`.
@@ -96,8 +97,9 @@ public struct TaskfileContext: Sendable {
 
 /// Something a loaded Taskfile's model depends on outside its files: an environment variable it
 /// read (`env:HOME`), the command line's variables (`cli:variables`), a special variable from the
-/// context (`special:CLI_ARGS`). The Taskfile cache keeps a hash of the value (or that there was
-/// none), not the value: a secret read from the environment is never written to disk.
+/// context (`special:CLI_ARGS`). The Taskfile cache's header keeps a hash of the value (or that
+/// there was none); the model itself holds the resolved variables, so the cache file is readable
+/// by its owner only.
 ///
 /// Threading: a value type; safe to pass between threads.
 struct TaskfileRequirement: Sendable, Hashable {
@@ -120,4 +122,3 @@ struct TaskfileRequirement: Sendable, Hashable {
         TaskfileRequirement(key: key, context: context).valueHash == valueHash
     }
 }
-

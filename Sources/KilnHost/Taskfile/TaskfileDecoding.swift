@@ -93,9 +93,11 @@ public struct TaskfileLoader: Sendable {
         let root = Path.directory(of: absolute)
         if usesCache, let cached = TaskfileCache.load(taskfilePath: absolute, root: root, context: context) { return cached }
         let session = LoadSession(root: root, readFile: readFile, context: context)
-        let version = session.loadFile(
-            absolute, namespace: "", directory: session.root, inherited: context.specialVariables(rootTaskfile: absolute), chain: [],
-            includedAt: nil
+        let version = session.loadTree(
+            PendingInclude(
+                path: absolute, namespace: "", directory: session.root, inherited: context.specialVariables(rootTaskfile: absolute),
+                chain: [], includedAt: nil, settings: FileSettings()
+            )
         )
         session.addEnvironmentLayer()
         session.resolveDependencies()
@@ -202,9 +204,30 @@ private final class LoadSession {
 
     /// Loads one file; returns its `version`.
     @discardableResult
+    /// Loads the main file and every file it includes, depth first and in order — with a stack of
+    /// files still to read, not recursion: includes may nest a hundred deep. Returns the main
+    /// file's `version`.
+    func loadTree(_ main: PendingInclude) -> String? {
+        var version: String?
+        var stack = [main]
+        var isMain = true
+        while let next = stack.popLast() {
+            var includes: [PendingInclude] = []
+            let fileVersion = loadFile(
+                next.path, namespace: next.namespace, directory: next.directory, inherited: next.inherited, chain: next.chain,
+                includedAt: next.includedAt, settings: next.settings, includes: &includes
+            )
+            if isMain { version = fileVersion }
+            isMain = false
+            stack += includes.reversed()
+        }
+        return version
+    }
+
+    /// Loads one file; its includes are appended to `includes`, to load after it.
     func loadFile(
         _ path: String, namespace: String, directory: String, inherited: [String: TemplateValue], chain: [String],
-        includedAt: SourceLocation?, settings settingsFromInclude: FileSettings = FileSettings()
+        includedAt: SourceLocation?, settings settingsFromInclude: FileSettings, includes: inout [PendingInclude]
     ) -> String? {
         if chain.contains(path) {
             fail(.includeCycle, "include cycle: \((chain + [path]).joined(separator: " → "))", at: includedAt)
@@ -373,10 +396,12 @@ private final class LoadSession {
         if let includesYAMLNode, let entries = mapping(includesYAMLNode, file: path, what: "'includes'") {
             for (key, value) in entries {
                 guard let name = scalar(key, file: path, what: "an include namespace") else { continue }
-                decodeInclude(
+                if let include = decodeInclude(
                     name: name, value: value, file: path, namespace: namespace, directory: directory,
                     variables: variables, chain: chain + [path], settings: fileSettings
-                )
+                ) {
+                    includes.append(include)
+                }
             }
         }
         return version
@@ -421,7 +446,7 @@ private final class LoadSession {
     func decodeInclude(
         name: String, value: YAMLNode, file: String, namespace: String, directory: String, variables: [String: TemplateValue],
         chain: [String], settings: FileSettings
-    ) {
+    ) -> PendingInclude? {
         let base = Path.directory(of: file)
         var includePath: Located<String>?
         var includeDirectory = directory
@@ -460,7 +485,7 @@ private final class LoadSession {
                 fail(.wrongType, "include '\(name)' needs 'taskfile: PATH'", at: location(value, file))
             }
         }
-        guard let written = includePath else { return }
+        guard let written = includePath else { return nil }
         // go-task renders the path with the including file's variables (`Taskfile_{{OS}}.yml`).
         checkTemplate(written, known: KnownVariables(variables: variables, each: false, task: false))
         let rendered = renderNow(written, variables: variables) ?? written.value
@@ -470,7 +495,7 @@ private final class LoadSession {
                 "include '\(name)' is a remote Taskfile (\(scheme)…); kiln runs offline and includes only local files: download it into the project and include that",
                 at: written.location
             )
-            return
+            return nil
         }
         var path = absolute(rendered, base: base)
         if Files.isDirectory(path) {
@@ -479,10 +504,10 @@ private final class LoadSession {
         }
         if optional, !Files.exists(path) {
             missingOptional.append(path)
-            return
+            return nil
         }
-        loadFile(
-            path, namespace: flatten ? namespace : namespace + name + ":", directory: includeDirectory, inherited: includeVariables,
+        return PendingInclude(
+            path: path, namespace: flatten ? namespace : namespace + name + ":", directory: includeDirectory, inherited: includeVariables,
             chain: chain, includedAt: location(value, file), settings: included
         )
     }
@@ -1293,6 +1318,17 @@ private final class LoadSession {
     func absolute(_ path: String, base: String) -> String {
         Path.absolute(path, base: base)
     }
+}
+
+/// A file to load, and how its includer loads it.
+private struct PendingInclude {
+    var path: String
+    var namespace: String
+    var directory: String
+    var inherited: [String: TemplateValue]
+    var chain: [String]
+    var includedAt: SourceLocation?
+    var settings: FileSettings
 }
 
 /// A Taskfile's settings that are its tasks' defaults: its top-level keys, and those of the

@@ -1,0 +1,128 @@
+import Foundation
+import KilnTestSupport
+import Testing
+
+/// Variables that come from outside the Taskfile — the command line, the environment, a dynamic
+/// variable's command — can change between runs with no file changing: a run must see the change
+/// (neither the Taskfile cache nor the up-to-date snapshot may answer for the old values), and
+/// a run with the same values must still be a no-op.
+@Suite struct VariableContextTests {
+    static let taskfile = """
+        version: '3'
+        env:
+          CC: gcc
+        vars:
+          V: one
+        tasks:
+          build:
+            sources: [in.txt]
+            generates: [out.txt]
+            cmds:
+              - echo "{{.V}} {{.KILN_TEST_READ | default "none"}} $CC" > out.txt
+        """
+
+    /// Runs `arguments` and returns how many jobs ran and what out.txt says.
+    func run(_ arguments: [String], in directory: TemporaryDirectory, environment: [String: String] = [:]) async throws
+        -> (ran: Int, output: String)
+    {
+        let result = try await KilnProcess.run(
+            ["run", "--json"] + arguments,
+            in: directory.path,
+            environment: environment
+        )
+        try #require(result.status == 0, "\(result)")
+        let ran = result.standardOutput.split(separator: "\n").filter {
+            $0.contains("\"event\":\"finished\"") && $0.contains("\"status\":\"succeeded\"")
+        }.count
+        return (ran, directory.read("out.txt") ?? "")
+    }
+
+    @Test(
+        "a changed command-line variable, environment variable or env: override reruns the job; the same values don't"
+    )
+    func outsideValuesCount() async throws {
+        let directory = try TemporaryDirectory(prefix: "kiln-variables")
+        defer { directory.remove() }
+        try directory.write("Taskfile.yml", Self.taskfile)
+        try directory.write("in.txt", "x")
+        // The plain runs go through the snapshot (no --json): it must not vouch for other values.
+        func plain(_ arguments: [String], environment: [String: String] = [:]) async throws -> String {
+            let result = try await KilnProcess.run(["run"] + arguments, in: directory.path, environment: environment)
+            try #require(result.status == 0, "\(result)")
+            return directory.read("out.txt") ?? ""
+        }
+        #expect(try await run(["build"], in: directory) == (1, "one none gcc\n"))
+        #expect(try await plain(["build"]) == "one none gcc\n")
+        #expect(try await plain(["build", "V=two"]) == "two none gcc\n")
+        #expect(try await run(["build", "V=two"], in: directory) == (0, "two none gcc\n"))
+        #expect(try await plain(["build"], environment: ["KILN_TEST_READ": "read"]) == "one read gcc\n")
+        #expect(
+            try await run(["build"], in: directory, environment: ["KILN_TEST_READ": "read"]) == (0, "one read gcc\n")
+        )
+        #expect(try await plain(["build"], environment: ["CC": "clang"]) == "one none clang\n")
+        #expect(try await plain(["build"]) == "one none gcc\n")
+        #expect(try await run(["build"], in: directory) == (0, "one none gcc\n"))
+    }
+
+    @Test("a dynamic variable runs every run: the Taskfile cache isn't kept, and only a changed value reruns the job")
+    func dynamicVariables() async throws {
+        let directory = try TemporaryDirectory(prefix: "kiln-dynamic")
+        defer { directory.remove() }
+        try directory.write(
+            "Taskfile.yml",
+            """
+            version: '3'
+            vars:
+              STAMP:
+                sh: cat stamp.txt
+            tasks:
+              build:
+                sources: [in.txt]
+                generates: [out.txt]
+                cmds: ['echo "{{.STAMP}}" > out.txt']
+            """
+        )
+        try directory.write("in.txt", "x")
+        try directory.write("stamp.txt", "first\n")
+        #expect(try await run(["build"], in: directory) == (1, "first\n"))
+        #expect(!FileManager.default.fileExists(atPath: directory.path(".kiln/taskfile.cache")))
+        #expect(try await run(["build"], in: directory) == (0, "first\n"))
+        try directory.write("stamp.txt", "second\n")
+        #expect(try await run(["build"], in: directory) == (1, "second\n"))
+        // Through the snapshot too: a plain no-op run must not keep the old value.
+        try directory.write("stamp.txt", "third\n")
+        let plain = try await KilnProcess.run(["run", "build"], in: directory.path)
+        #expect(plain.status == 0)
+        #expect(directory.read("out.txt") == "third\n")
+    }
+
+    @Test("a dynamic variable whose command fails stops the load at the variable")
+    func failingDynamicVariable() async throws {
+        let directory = try TemporaryDirectory(prefix: "kiln-dynamic-fail")
+        defer { directory.remove() }
+        try directory.write("Taskfile.yml", "version: '3'\nvars:\n  X:\n    sh: exit 3\ntasks:\n  t: echo {{.X}}\n")
+        let result = try await KilnProcess.run(["run", "t"], in: directory.path)
+        #expect(result.status == 2, "\(result)")
+        #expect(
+            result.standardError.contains(
+                "Taskfile.yml:4:9: error: variable 'X': its command 'exit 3' failed: exit status 3"
+            ),
+            "\(result)"
+        )
+    }
+
+    @Test("the Taskfile cache, which holds the variables' values, is readable by its owner only")
+    func cacheIsPrivate() async throws {
+        let directory = try TemporaryDirectory(prefix: "kiln-cache-mode")
+        defer { directory.remove() }
+        try directory.write("Taskfile.yml", "version: '3'\nvars:\n  T: '{{.KILN_TEST_TOKEN}}'\ntasks:\n  t: 'true'\n")
+        let result = try await KilnProcess.run(
+            ["run", "t"],
+            in: directory.path,
+            environment: ["KILN_TEST_TOKEN": "secret"]
+        )
+        #expect(result.status == 0, "\(result)")
+        let attributes = try FileManager.default.attributesOfItem(atPath: directory.path(".kiln/taskfile.cache"))
+        #expect((attributes[.posixPermissions] as? Int) == 0o600)
+    }
+}
