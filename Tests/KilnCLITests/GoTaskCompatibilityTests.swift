@@ -376,6 +376,56 @@ import Testing
             task: "t",
             compared: ["out.txt", "lib/work/inner.txt"]
         ),
+        Case(
+            name: "requires: variables set on the command line, by the environment or the Taskfile, with enum",
+            files: [
+                "Taskfile.yml": """
+                    version: '3'
+                    vars:
+                      MODES: [debug, release]
+                    tasks:
+                      t:
+                        requires:
+                          vars:
+                            - FROM_CLI
+                            - KILN_COMPAT_REQUIRED
+                            - name: MODE
+                              enum: [debug, release]
+                            - name: LEVEL
+                              enum: {ref: .MODES}
+                        cmds: ['echo {{.FROM_CLI}} {{.KILN_COMPAT_REQUIRED}} {{.MODE}} {{.LEVEL}} > out.txt']
+                    """
+            ],
+            task: "t",
+            compared: ["out.txt"],
+            environment: ["KILN_COMPAT_REQUIRED": "env"],
+            arguments: ["FROM_CLI=cli", "MODE=release", "LEVEL=debug"]
+        ),
+        Case(
+            name: "requires: a missing variable or one outside its enum stops the task before it runs",
+            files: [
+                "Taskfile.yml": """
+                    version: '3'
+                    tasks:
+                      t:
+                        deps: [other]
+                        requires:
+                          vars: [NEVER_SET_ANYWHERE]
+                        cmds: ['echo ran > ran.txt']
+                      other:
+                        requires:
+                          vars:
+                            - name: MODE
+                              enum: [a, b]
+                        cmds: ['echo other > other.txt']
+                    """
+            ],
+            task: "t",
+            compared: [],
+            arguments: ["MODE=c"],
+            succeeds: false,
+            absent: ["ran.txt", "other.txt"]
+        ),
     ]
 
     @Test("kiln leaves what go-task leaves", arguments: cases)

@@ -113,7 +113,7 @@ import Testing
                 "tasks:\n  t:\n    status: ['test -f x']\n    cmds: ['true']\n", 4, 5,
                 "go-task's 'status' isn't supported by kiln yet"
             ),
-            ("tasks:\n  t:\n    requires:\n      vars: [A]\n    cmds: ['true']\n", 4, 5, "go-task's 'requires'"),
+            
             ("tasks:\n  t:\n    dotenv: ['.env']\n    cmds: ['true']\n", 4, 5, "go-task's 'dotenv'"),
             ("dotenv: ['.env']\ntasks:\n  t: 'true'\n", 2, 1, "go-task's 'dotenv'"),
             (

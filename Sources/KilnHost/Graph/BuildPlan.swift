@@ -114,6 +114,7 @@ public struct BuildPlanner: Sendable {
         for position in order {
             var definition = taskfile.tasks[position]
             if !definition.runsOnThisPlatform { definition.dependencies = [] }
+            errors += Self.missingVariables(of: definition)
             if checkBoundary {
                 let found = rootEscapes(definition, boundary: boundary)
                 escapes += found.count
@@ -199,6 +200,30 @@ public struct BuildPlanner: Sendable {
         }
         if let depfile = task.depfile { check(depfile, what: "read and remove the depfile", at: task.location) }
         return errors
+    }
+
+    /// go-task's `requires:`: each required variable set (by the Taskfile, the command line or the
+    /// environment), to one of its allowed values when it says which.
+    static func missingVariables(of task: TaskDefinition) -> [TaskfileError] {
+        guard !task.options.requiredVariables.isEmpty else { return [] }
+        let variables = task.templateVariables
+        return task.options.requiredVariables.compactMap { required in
+            guard let value = variables[required.name], value != .missing else {
+                return TaskfileError(
+                    .missingVariable,
+                    "task '\(task.name)' requires variable '\(required.name)', which isn't set; give it on the command line (kiln run \(task.name) \(required.name)=…), in the environment, or under 'vars:'",
+                    at: required.location
+                )
+            }
+            if let allowed = required.allowed, case .string(let text) = value, !allowed.contains(text) {
+                return TaskfileError(
+                    .missingVariable,
+                    "task '\(task.name)': variable '\(required.name)' is '\(text)', not one of its allowed values: \(allowed.joined(separator: ", "))",
+                    at: required.location
+                )
+            }
+            return nil
+        }
     }
 
     /// Whether `path`, normalized, is `root` or below it.

@@ -29,6 +29,9 @@ public struct TaskOptions: Sendable, Hashable {
     public var runsEveryTime = false
     /// Settings of each of `cmds`, in order; empty when every command has the defaults.
     public var commandOptions: [CommandOptions] = []
+    /// `requires: {vars: …}` — variables that must be set for the task to run, some with the
+    /// values they may take.
+    public var requiredVariables: [RequiredVariable] = []
 
     /// Creates the defaults.
     public init() {}
@@ -39,6 +42,16 @@ public struct TaskOptions: Sendable, Hashable {
         public var test: Located<String>
         /// What to say when it fails (go-task's `msg:`); the test itself when `nil`.
         public var message: String?
+    }
+
+    /// A variable the task requires.
+    public struct RequiredVariable: Sendable, Hashable {
+        /// Its name.
+        public var name: String
+        /// The values it may take (`enum:`); `nil`: any.
+        public var allowed: [String]?
+        /// Where it is required.
+        public var location: SourceLocation
     }
 
     /// Whether `platforms` lets something run on this machine (go-task's rule: each entry names an

@@ -19,7 +19,7 @@ import Glibc
 enum TaskfileCache {
     static let magic = Array("KILNTFC\u{2}".utf8)
     /// Bump when the encoding or the meaning of ``Taskfile`` changes.
-    static let formatVersion = 12
+    static let formatVersion = 13
 
     /// The cache file of a project.
     static func path(root: String) -> String { KilnDirectory(root: root).taskfileCache }
@@ -360,6 +360,13 @@ struct BinaryWriter {
             write(precondition.message)
         }
         write(options.runsEveryTime)
+        write(options.requiredVariables.count)
+        for required in options.requiredVariables {
+            write(required.name)
+            write(required.allowed != nil)
+            if let allowed = required.allowed { write(allowed) }
+            write(required.location)
+        }
         write(options.commandOptions.count)
         for command in options.commandOptions {
             write(command.isSilent)
@@ -503,9 +510,20 @@ struct BinaryReader {
             guard let test = readString(), let location = readLocation(), let message = readOptionalString() else { return nil }
             options.preconditions.append(TaskOptions.Precondition(test: Located(value: test, location: location), message: message))
         }
-        guard let runsEveryTime = readBool(), let commandCount = readInteger(), commandCount >= 0, commandCount <= bytes.count
+        guard let runsEveryTime = readBool(), let requiredCount = readInteger(), requiredCount >= 0, requiredCount <= bytes.count
         else { return nil }
         options.runsEveryTime = runsEveryTime
+        for _ in 0..<requiredCount {
+            guard let name = readString(), let hasAllowed = readBool() else { return nil }
+            var allowed: [String]?
+            if hasAllowed {
+                guard let values = readStrings() else { return nil }
+                allowed = values
+            }
+            guard let location = readLocation() else { return nil }
+            options.requiredVariables.append(TaskOptions.RequiredVariable(name: name, allowed: allowed, location: location))
+        }
+        guard let commandCount = readInteger(), commandCount >= 0, commandCount <= bytes.count else { return nil }
         for _ in 0..<commandCount {
             guard let isSilent = readBool(), let ignoresError = readBool(), let hasPlatforms = readBool() else { return nil }
             var command = CommandOptions(isSilent: isSilent, ignoresError: ignoresError)

@@ -33,14 +33,13 @@ public struct TaskfileLoader: Sendable {
     static let taskKeys: Set<String> = [
         "desc", "deps", "cmds", "sources", "generates", "vars", "env", "dir", "resources", "each", "batch",
         "plugin", "with", "allow-outside-root", "depfile", "keep-depfile", "summary", "aliases", "internal", "label",
-        "silent", "ignore_error", "platforms", "prompt", "preconditions", "method", "run", "cmd",
+        "silent", "ignore_error", "platforms", "prompt", "preconditions", "method", "run", "cmd", "requires",
     ]
 
     /// go-task keys kiln doesn't take yet, and what to do instead. Refused where they are written:
     /// never ignored.
     static let pendingKeys: [String: String] = [
         "status": "kiln decides from 'sources'/'generates' content; express the check as sources and outputs",
-        "requires": "define the variable under 'vars:' for now",
         "dotenv": "export the variables in the environment kiln runs in, or set them under 'env:'",
         "set": "put 'set -o …;' at the start of the command",
         "shopt": "put 'shopt -s …;' at the start of a bash command",
@@ -541,6 +540,7 @@ private final class LoadSession {
         options.runsEveryTime = fileSettings.runsEveryTime
         options.isInternal = fileSettings.isInternal
         var preconditionNodes: [YAMLNode] = []
+        var requiresNode: YAMLNode?
         var environmentYAMLNode: YAMLNode?
 
         switch body {
@@ -572,6 +572,7 @@ private final class LoadSession {
                 case "platforms": options.platforms = platforms(value, file: file)
                 case "prompt": options.prompts = strings(value, file: file, what: "'prompt'").map(\.value)
                 case "preconditions": preconditionNodes = list(value, file: file, what: "'preconditions'")
+                case "requires": requiresNode = value
                 case "method":
                     if let method = scalar(value, file: file, what: "'method'") {
                         switch method {
@@ -688,6 +689,7 @@ private final class LoadSession {
             commandOptions.append(settings)
         }
         if commandOptions.contains(where: { $0 != CommandOptions() }) { options.commandOptions = commandOptions }
+        if let requiresNode { options.requiredVariables = requiredVariables(requiresNode, file: file, variables: variables) }
         for node in preconditionNodes {
             // `- test -f x` or `- sh: test -f x` with `msg:`.
             let test = node["sh"] ?? node
@@ -804,6 +806,50 @@ private final class LoadSession {
             return nil
         }
         return (text, settings)
+    }
+
+    /// `requires: {vars: [NAME, {name: NAME, enum: [A, B]}, {name: NAME, enum: {ref: .LIST}}]}`.
+    /// Each name counts as read (an environment variable may set it).
+    func requiredVariables(_ node: YAMLNode, file: String, variables: [String: TemplateValue]) -> [TaskOptions.RequiredVariable] {
+        guard let entries = mapping(node, file: file, what: "'requires'") else { return [] }
+        var result: [TaskOptions.RequiredVariable] = []
+        for (key, value) in entries {
+            guard key.string == "vars" else {
+                unknownKey(key.string ?? "", at: location(key, file), allowed: ["vars"], in: "'requires'")
+                continue
+            }
+            for item in list(value, file: file, what: "'requires: vars'") {
+                var required: TaskOptions.RequiredVariable
+                if let name = item.string {
+                    required = TaskOptions.RequiredVariable(name: name, allowed: nil, location: location(item, file))
+                } else if let fields = item.mapping, let name = item["name"]?.string {
+                    required = TaskOptions.RequiredVariable(name: name, allowed: nil, location: location(item, file))
+                    for (fieldKey, fieldValue) in fields where fieldKey.string != "name" {
+                        guard fieldKey.string == "enum" else {
+                            unknownKey(fieldKey.string ?? "", at: location(fieldKey, file), allowed: ["name", "enum"], in: "a required variable")
+                            continue
+                        }
+                        if let reference = fieldValue["ref"]?.string {
+                            let located = Located(value: "{{" + reference + "}}", location: location(fieldValue, file))
+                            checkTemplate(located, known: KnownVariables(variables: variables, each: false))
+                            let resolved = try? TaskfileTemplates.library.template(located.value).value(.map(layered(variables)))
+                            required.allowed = resolved.map { value in
+                                if case .list(let items) = value { return items.map(\.printed) }
+                                return [value.printed]
+                            } ?? []
+                        } else {
+                            required.allowed = strings(fieldValue, file: file, what: "'enum'").map(\.value)
+                        }
+                    }
+                } else {
+                    fail(.wrongType, "each of 'requires: vars' must be a name or {name: NAME, enum: [...]}", at: location(item, file))
+                    continue
+                }
+                noteReference(required.name, known: KnownVariables(variables: variables, each: false))
+                result.append(required)
+            }
+        }
+        return result
     }
 
     /// `platforms: [linux, darwin/arm64]`: each entry an OS, an architecture or `OS/ARCH` that

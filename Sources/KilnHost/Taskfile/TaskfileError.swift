@@ -28,6 +28,8 @@ public struct TaskfileError: Error, Sendable, CustomStringConvertible {
         public static let dependencyCycle = Code("dependency-cycle")
         /// A template uses a variable no one defined.
         public static let undefinedVariable = Code("undefined-variable")
+        /// A variable a task `requires` is not set, or not to an allowed value.
+        public static let missingVariable = Code("missing-variable")
         /// A go-task feature kiln doesn't take yet (the message says what to do instead).
         public static let unsupported = Code("unsupported")
         /// A template that doesn't parse, calls an unknown function, or fails when rendered.
