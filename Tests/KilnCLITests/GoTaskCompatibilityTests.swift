@@ -426,6 +426,43 @@ import Testing
             succeeds: false,
             absent: ["ran.txt", "other.txt"]
         ),
+        Case(
+            name: "dotenv: the main file's and a task's, quoting, expansion, and env: and the environment winning",
+            files: [
+                "Taskfile.yml": """
+                    version: '3'
+                    dotenv: ['.env', 'missing.env', '{{.ROOT_DIR}}/second.env']
+                    env:
+                      C: from-env
+                    vars:
+                      V: '{{.A}}'
+                    tasks:
+                      t:
+                        dir: sub
+                        dotenv: [task.env]
+                        cmds:
+                          - printf '%s|' "$A" "$B" "$C" "$D" "$E" "$F" "$G" "$H" "$I" "$J" "$K" "{{.V}}" "{{.D}}" > ../out.txt
+                    """,
+                ".env": """
+                    # comment
+                    A=plain
+                    export B="double ${A} \\\\n x"
+                    C='single ${A}'
+                    D=unquoted # trailing comment
+                    E = spaced
+                    F: colon
+                    G=$A-expanded
+                    H="has # hash"
+                    I=from-first
+                    K=from-file
+                    """,
+                "second.env": "I=from-second\nJ=second\n",
+                "sub/task.env": "J=task-level\n",
+            ],
+            task: "t",
+            compared: ["out.txt"],
+            environment: ["K": "from-host"]
+        ),
     ]
 
     @Test("kiln leaves what go-task leaves", arguments: cases)

@@ -114,8 +114,8 @@ import Testing
                 "go-task's 'status' isn't supported by kiln yet"
             ),
             
-            ("tasks:\n  t:\n    dotenv: ['.env']\n    cmds: ['true']\n", 4, 5, "go-task's 'dotenv'"),
-            ("dotenv: ['.env']\ntasks:\n  t: 'true'\n", 2, 1, "go-task's 'dotenv'"),
+            
+            
             (
                 "tasks:\n  t:\n    cmds:\n      - task: other\n  other: 'true'\n", 5, 9,
                 "a '- task:' call in 'cmds' isn't supported yet"

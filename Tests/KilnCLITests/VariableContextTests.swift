@@ -96,6 +96,36 @@ import Testing
         #expect(directory.read("out.txt") == "third\n")
     }
 
+    @Test("a dotenv file that changes, appears or disappears is seen by the next run")
+    func dotenvChanges() async throws {
+        let directory = try TemporaryDirectory(prefix: "kiln-dotenv")
+        defer { directory.remove() }
+        try directory.write(
+            "Taskfile.yml",
+            """
+            version: '3'
+            dotenv: [.env, local.env]
+            tasks:
+              build:
+                sources: [in.txt]
+                generates: [out.txt]
+                cmds: ['echo "$MODE {{.LEVEL | default "none"}}" > out.txt']
+            """
+        )
+        try directory.write("in.txt", "x")
+        try directory.write(".env", "MODE=debug\n")
+        #expect(try await run(["build"], in: directory) == (1, "debug none\n"))
+        #expect(try await run(["build"], in: directory) == (0, "debug none\n"))
+        try directory.write(".env", "MODE=release\n")
+        #expect(try await run(["build"], in: directory) == (1, "release none\n"))
+        try directory.write("local.env", "LEVEL=3\n")
+        #expect(try await run(["build"], in: directory) == (1, "release 3\n"))
+        try FileManager.default.removeItem(atPath: directory.path("local.env"))
+        let plain = try await KilnProcess.run(["run", "build"], in: directory.path)
+        #expect(plain.status == 0)
+        #expect(directory.read("out.txt") == "release none\n")
+    }
+
     @Test("a dynamic variable whose command fails stops the load at the variable")
     func failingDynamicVariable() async throws {
         let directory = try TemporaryDirectory(prefix: "kiln-dynamic-fail")

@@ -33,14 +33,13 @@ public struct TaskfileLoader: Sendable {
     static let taskKeys: Set<String> = [
         "desc", "deps", "cmds", "sources", "generates", "vars", "env", "dir", "resources", "each", "batch",
         "plugin", "with", "allow-outside-root", "depfile", "keep-depfile", "summary", "aliases", "internal", "label",
-        "silent", "ignore_error", "platforms", "prompt", "preconditions", "method", "run", "cmd", "requires",
+        "silent", "ignore_error", "platforms", "prompt", "preconditions", "method", "run", "cmd", "requires", "dotenv",
     ]
 
     /// go-task keys kiln doesn't take yet, and what to do instead. Refused where they are written:
     /// never ignored.
     static let pendingKeys: [String: String] = [
         "status": "kiln decides from 'sources'/'generates' content; express the check as sources and outputs",
-        "dotenv": "export the variables in the environment kiln runs in, or set them under 'env:'",
         "set": "put 'set -o …;' at the start of the command",
         "shopt": "put 'shopt -s …;' at the start of a bash command",
         "interactive": "run the command outside kiln",
@@ -284,6 +283,7 @@ private final class LoadSession {
         var environment: [String: String] = [:]
         var variablesYAMLNode: YAMLNode?
         var environmentYAMLNode: YAMLNode?
+        var dotenvNode: YAMLNode?
         var tasksYAMLNode: YAMLNode?
         var includesYAMLNode: YAMLNode?
         var fileSettings = settingsFromInclude
@@ -328,7 +328,13 @@ private final class LoadSession {
                     fail(.unsupported, "'run: always' (a task run again for each task that calls it) isn't supported yet; kiln runs a task once per run", at: location(value, path))
                 case let policy?: fail(.invalidValue, "'run' must be always, once or when_changed, not '\(policy)'", at: location(value, path))
                 }
-            case "set", "shopt", "dotenv":
+            case "dotenv":
+                if chain.isEmpty {
+                    dotenvNode = value
+                } else {
+                    fail(.invalidValue, "'dotenv' belongs in the main Taskfile, not in an included one (as in go-task)", at: location(key, path))
+                }
+            case "set", "shopt":
                 fail(.unsupported, "go-task's '\(name)' isn't supported by kiln yet; \(TaskfileLoader.pendingKeys[name] ?? "")", at: location(key, path))
             case "hooks":
                 if chain.isEmpty {
@@ -348,6 +354,14 @@ private final class LoadSession {
         // `vars:` — the main file's with the command line's `NAME=value` in their place — then
         // `env:` again, for the commands, seeing the variables.
         if let environmentYAMLNode { decodeEnvironmentVariables(environmentYAMLNode, file: path, into: &variables) }
+        // `dotenv:` files add to `env:` what it doesn't set (the first file to set a name wins).
+        var dotenv: [(name: String, value: String)] = []
+        if let dotenvNode {
+            let declared = Set((environmentYAMLNode?.mapping ?? []).compactMap { $0.key.string })
+            dotenv = readDotEnvironment(dotenvNode, file: path, base: Path.directory(of: path), variables: variables)
+                .filter { !declared.contains($0.name) }
+            for (name, value) in dotenv { variables[name] = .string(value) }
+        }
         let overrides = chain.isEmpty ? context.variables : []
         // With or without them: a run that adds some must not reuse this model.
         if chain.isEmpty { require("cli:variables") }
@@ -358,6 +372,10 @@ private final class LoadSession {
             variables[name] = .string(value)
         }
         if let environmentYAMLNode { decodeEnvironment(environmentYAMLNode, file: path, variables: variables, into: &environment) }
+        for (name, value) in dotenv {
+            require("env:" + name)
+            environment[name] = context.environment[name] ?? value
+        }
         if let tasksYAMLNode, mapping(tasksYAMLNode, file: path, what: "'tasks'") != nil {
             var seen = Set<String>()
             let fileVariables = variables
@@ -541,6 +559,7 @@ private final class LoadSession {
         options.isInternal = fileSettings.isInternal
         var preconditionNodes: [YAMLNode] = []
         var requiresNode: YAMLNode?
+        var taskDotenvNode: YAMLNode?
         var environmentYAMLNode: YAMLNode?
 
         switch body {
@@ -573,6 +592,7 @@ private final class LoadSession {
                 case "prompt": options.prompts = strings(value, file: file, what: "'prompt'").map(\.value)
                 case "preconditions": preconditionNodes = list(value, file: file, what: "'preconditions'")
                 case "requires": requiresNode = value
+                case "dotenv": taskDotenvNode = value
                 case "method":
                     if let method = scalar(value, file: file, what: "'method'") {
                         switch method {
@@ -674,6 +694,14 @@ private final class LoadSession {
             // variables render it).
             let provisional = directoryText.map { absolute(renderNow($0, variables: variables) ?? $0.value, base: directory) } ?? directory
             decodeVariables(taskVariablesYAMLNode, file: file, into: &variables, directory: provisional)
+        }
+        if let taskDotenvNode {
+            // A task's `dotenv:` files, in its directory: over the file's `env:`, under the task's.
+            let base = directoryText.map { absolute(renderNow($0, variables: variables) ?? $0.value, base: directory) } ?? directory
+            for (name, value) in readDotEnvironment(taskDotenvNode, file: file, base: base, variables: variables) {
+                require("env:" + name)
+                environment[name] = context.environment[name] ?? value
+            }
         }
         if let environmentYAMLNode { decodeEnvironment(environmentYAMLNode, file: file, variables: variables, into: &environment) }
 
@@ -806,6 +834,34 @@ private final class LoadSession {
             return nil
         }
         return (text, settings)
+    }
+
+    /// `dotenv: [PATH, …]`: each path a template, relative to `base`; a file that doesn't exist
+    /// is skipped (and its appearing later makes the Taskfile cache stale). The first file to set
+    /// a name wins.
+    func readDotEnvironment(_ node: YAMLNode, file: String, base: String, variables: [String: TemplateValue]) -> [(name: String, value: String)] {
+        var result: [(name: String, value: String)] = []
+        for path in strings(node, file: file, what: "'dotenv'") {
+            checkTemplate(path, known: KnownVariables(variables: variables, each: false, task: false))
+            guard let rendered = renderNow(path, variables: variables) else { continue }
+            let absolutePath = absolute(rendered, base: base)
+            guard Files.exists(absolutePath) else {
+                missingOptional.append(absolutePath)
+                continue
+            }
+            let text: String
+            do {
+                text = try readFile(absolutePath)
+            } catch {
+                fail(.unreadableFile, "can't read the dotenv file \(absolutePath): \(error)", at: path.location)
+                continue
+            }
+            if !files.contains(absolutePath) { files.append(absolutePath) }
+            for entry in DotEnvironment.parse(text, environment: context.environment) where !result.contains(where: { $0.name == entry.name }) {
+                result.append(entry)
+            }
+        }
+        return result
     }
 
     /// `requires: {vars: [NAME, {name: NAME, enum: [A, B]}, {name: NAME, enum: {ref: .LIST}}]}`.

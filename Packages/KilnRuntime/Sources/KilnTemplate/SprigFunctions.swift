@@ -222,8 +222,8 @@ enum SprigFunctions {
         func until(_ start: Int, _ stop: Int, _ step: Int) throws(TemplateFunctionError) -> [Int] {
             guard step != 0 else { return [] }
             let count = (stop - start) / step
-            guard count <= TextTemplate.iterationLimit else {
-                throw TemplateFunctionError("more than kiln's limit of \(TextTemplate.iterationLimit) numbers")
+            guard count <= TextTemplate.listLimit else {
+                throw TemplateFunctionError("more than kiln's limit of \(TextTemplate.listLimit) numbers")
             }
             if stop < start { return step >= 0 ? [] : Array(stride(from: start, to: stop, by: step)) }
             return step <= 0 ? [] : Array(stride(from: start, to: stop, by: step))
@@ -345,7 +345,7 @@ enum SprigFunctions {
         }
         table["until"] = TemplateFunction(arguments: 1) { arguments throws(TemplateFunctionError) in
             let count = try arguments[0].requireInt()
-            guard abs(count) <= TextTemplate.iterationLimit else {
+            guard abs(count) <= TextTemplate.listLimit else {
                 throw TemplateFunctionError("more than kiln's limit of numbers")
             }
             return .list(stride(from: 0, to: count, by: count < 0 ? -1 : 1).map(TemplateValue.int))
@@ -354,7 +354,7 @@ enum SprigFunctions {
             let start = try arguments[0].requireInt(), stop = try arguments[1].requireInt(),
                 step = try arguments[2].requireInt()
             guard step != 0, (stop < start) == (step < 0) else { return .list([]) }
-            guard abs((stop - start) / step) <= TextTemplate.iterationLimit else {
+            guard abs((stop - start) / step) <= TextTemplate.listLimit else {
                 throw TemplateFunctionError("more than kiln's limit of numbers")
             }
             return .list(stride(from: start, to: stop, by: step).map(TemplateValue.int))

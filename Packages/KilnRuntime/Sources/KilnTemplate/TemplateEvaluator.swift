@@ -96,30 +96,40 @@ struct TemplateEvaluator {
         var plain = pipeline
         plain.variables = []
         let value = try evaluate(plain, dot: dot)
-        var elements: [(TemplateValue, TemplateValue)] = []
+        // The elements, produced one at a time: `range 9000000` must not build a list of them.
+        let count: Int
+        let element: (Int) -> (key: TemplateValue, value: TemplateValue)
         switch value {
-        case .list(let items): elements = items.enumerated().map { (.int($0.offset), $0.element) }
-        case .map(let entries): elements = entries.keys.sorted().map { (.string($0), entries[$0]!) }
-        case .int(let count):
+        case .list(let items):
+            count = items.count
+            element = { (.int($0), items[$0]) }
+        case .map(let entries):
+            let keys = entries.keys.sorted()
+            count = keys.count
+            element = { (.string(keys[$0]), entries[keys[$0]]!) }
+        case .int(let number):
             guard pipeline.variables.count < 2 else {
                 throw TemplateError("can't use two variables when ranging over an integer", at: pipeline.offset)
             }
-            guard count <= TextTemplate.iterationLimit else {
+            guard number <= TextTemplate.iterationLimit else {
                 throw TemplateError(
-                    "range over \(count): more than kiln's limit of \(TextTemplate.iterationLimit) iterations",
+                    "range over \(number): more than kiln's limit of \(TextTemplate.iterationLimit) iterations",
                     at: pipeline.offset
                 )
             }
-            elements = (0..<max(0, count)).map { (.int($0), .int($0)) }
-        case .missing, .null: elements = []
+            count = max(0, number)
+            element = { (.int($0), .int($0)) }
+        case .missing, .null:
+            count = 0
+            element = { _ in (.null, .null) }
         default:
             throw TemplateError("range can't iterate over \(value.printed)", at: pipeline.offset)
         }
-        if elements.isEmpty {
+        if count == 0 {
             if let otherwise { return try run(otherwise, dot: dot) }
             return .normal
         }
-        for (key, element) in elements {
+        for position in 0..<count {
             iterations += 1
             guard iterations <= TextTemplate.iterationLimit else {
                 throw TemplateError(
@@ -127,15 +137,16 @@ struct TemplateEvaluator {
                     at: pipeline.offset
                 )
             }
+            let (key, item) = element(position)
             let inner = variables.count
             switch pipeline.variables.count {
-            case 1: variables.append((pipeline.variables[0], element))
+            case 1: variables.append((pipeline.variables[0], item))
             case 2:
                 variables.append((pipeline.variables[0], key))
-                variables.append((pipeline.variables[1], element))
+                variables.append((pipeline.variables[1], item))
             default: break
             }
-            let flow = try run(body, dot: element)
+            let flow = try run(body, dot: item)
             variables.removeLast(variables.count - inner)
             if flow == .breakLoop { break }
         }

@@ -20,6 +20,8 @@ public final class TextTemplate: Sendable {
     /// like `{{range 1000000000}}` is an error, not a hang.
     public static let outputLimit = 16 << 20
     static let iterationLimit = 10_000_000
+    /// The longest list a function may make (`until`, `seq`): a million numbers.
+    static let listLimit = 1 << 20
     /// How deep `{{template}}` calls may nest when rendering, and control structures and
     /// parentheses when parsing. Each level costs a few stack frames (up to ~20 KiB in a debug
     /// build) and a render may run on any thread: these keep the worst case under 1 MiB. A
