@@ -19,15 +19,20 @@ struct AffectedTests {
         try directory.write("src/b.c", "int b;\n")
         try directory.write("docs/guide.md", "# Guide\n")
         try directory.write(".gitignore", "ran.log\nout/\n.kiln/\n")
-        try directory.write("docs/Taskfile.yml", """
+        try directory.write(
+            "docs/Taskfile.yml",
+            """
             version: '3'
             tasks:
               html:
                 sources: ['*.md']
                 cmds: ['echo docs >> ../ran.log']
 
-            """)
-        try directory.write("Taskfile.yml", """
+            """
+        )
+        try directory.write(
+            "Taskfile.yml",
+            """
             version: '3'
             includes:
               docs: {taskfile: docs/Taskfile.yml, dir: docs}
@@ -46,7 +51,8 @@ struct AffectedTests {
               default:
                 deps: [lint, package, docs:html]
 
-            """)
+            """
+        )
         try git(["init", "-q", "-b", "main"], in: directory)
         try git(["add", "."], in: directory)
         try git(["commit", "-q", "-m", "first"], in: directory)
@@ -56,7 +62,9 @@ struct AffectedTests {
     func affected(_ directory: TemporaryDirectory, _ extra: [String] = []) async throws -> [String: [String: Any]] {
         let result = try await KilnProcess.run(["affected", "--json"] + extra, in: directory.path)
         #expect(result.status == 0, "\(result)")
-        let document = try #require(try JSONSerialization.jsonObject(with: Data(result.standardOutput.utf8)) as? [String: Any])
+        let document = try #require(
+            try JSONSerialization.jsonObject(with: Data(result.standardOutput.utf8)) as? [String: Any]
+        )
         let tasks = try #require(document["tasks"] as? [[String: Any]])
         return Dictionary(uniqueKeysWithValues: tasks.map { ($0["name"] as? String ?? "", $0) })
     }
@@ -96,14 +104,17 @@ struct AffectedTests {
         let directory = try project()
         defer { directory.remove() }
         try git(["checkout", "-q", "-b", "feature"], in: directory)
-        try directory.write("docs/Taskfile.yml", """
+        try directory.write(
+            "docs/Taskfile.yml",
+            """
             version: '3'
             tasks:
               html:
                 sources: ['*.md']
                 cmds: ['echo "docs, rebuilt" >> ../ran.log']
 
-            """)
+            """
+        )
         try git(["commit", "-q", "-am", "docs task changed"], in: directory)
         let tasks = try await affected(directory, ["--base", "main", "--head", "feature"])
         #expect(Set(tasks.keys) == ["docs:html", "default"])
@@ -130,7 +141,10 @@ struct AffectedTests {
         try directory.write("Taskfile.yml", "version: '3'\ntasks:\n  default:\n    cmds: ['echo ran >> ran.log']\n")
         var result = try await KilnProcess.run(["affected"], in: directory.path)
         #expect(result.status == 0, "\(result)")
-        #expect(result.standardError.contains("is not inside a git repository; without git, every task counts as affected"), "\(result)")
+        #expect(
+            result.standardError.contains("is not inside a git repository; without git, every task counts as affected"),
+            "\(result)"
+        )
         #expect(result.standardOutput == "default\n")
         result = try await KilnProcess.run(["run", "--affected"], in: directory.path)
         #expect(result.status == 0, "\(result)")

@@ -16,7 +16,9 @@ import Testing
             cmds: ['touch app']
         """
 
-    @Test("a succeeding command that didn't write a declared output fails its job, which runs again next time, and its dependents don't run")
+    @Test(
+        "a succeeding command that didn't write a declared output fails its job, which runs again next time, and its dependents don't run"
+    )
     func unproducedOutputFails() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
@@ -33,7 +35,10 @@ import Testing
         let status = try await KilnProcess.run(["status", "app", "--exit-code"], in: directory.path)
         #expect(status.status == 1, "\(status)")
         // Once the command keeps its promise, both run and the next run is a no-op.
-        try directory.write("Taskfile.yml", Self.taskfile.replacingOccurrences(of: "touch include/foo.h", with: "touch include/foo.h foo.a"))
+        try directory.write(
+            "Taskfile.yml",
+            Self.taskfile.replacingOccurrences(of: "touch include/foo.h", with: "touch include/foo.h foo.a")
+        )
         #expect(try await KilnProcess.run(["run", "app"], in: directory.path).status == 0)
         let noOp = try await KilnProcess.run(["run", "app"], in: directory.path)
         #expect(noOp.standardOutput.contains("0 ran"), "\(noOp)")
@@ -43,7 +48,10 @@ import Testing
     func keepGoing() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        try directory.write("Taskfile.yml", "version: '3'\ntasks:\n  a:\n    generates: [a.out]\n    cmds: ['true']\n  b:\n    cmds: ['touch b.ran']\n  default:\n    deps: [a, b]\n")
+        try directory.write(
+            "Taskfile.yml",
+            "version: '3'\ntasks:\n  a:\n    generates: [a.out]\n    cmds: ['true']\n  b:\n    cmds: ['touch b.ran']\n  default:\n    deps: [a, b]\n"
+        )
         let run = try await KilnProcess.run(["run", "-k"], in: directory.path)
         #expect(run.status == 1, "\(run)")
         #expect(directory.exists("b.ran"))
@@ -56,7 +64,10 @@ import Testing
     func templatedPatternIsRendered() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        try directory.write("Taskfile.yml", "version: '3'\nvars:\n  SRC: src\ntasks:\n  a:\n    sources: ['{{.SRC}}/*.c']\n    generates: [out]\n    cmds: ['cat src/*.c > out']\n")
+        try directory.write(
+            "Taskfile.yml",
+            "version: '3'\nvars:\n  SRC: src\ntasks:\n  a:\n    sources: ['{{.SRC}}/*.c']\n    generates: [out]\n    cmds: ['cat src/*.c > out']\n"
+        )
         try directory.write("src/x.c", "one\n")
         #expect(try await KilnProcess.run(["run", "a"], in: directory.path).status == 0)
         try directory.write("src/x.c", "two\n")
@@ -78,7 +89,9 @@ import Testing
             cmds: ['true']
         """
 
-    @Test("a sources pattern matching nothing, an output glob matching nothing and an unwritten depfile are located warnings")
+    @Test(
+        "a sources pattern matching nothing, an output glob matching nothing and an unwritten depfile are located warnings"
+    )
     func warnings() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
@@ -87,11 +100,27 @@ import Testing
         let run = try await KilnProcess.run(["run", "a"], in: directory.path)
         #expect(run.status == 0, "\(run)")
         let file = directory.path("Taskfile.yml")
-        #expect(run.standardOutput.contains("\(file):4:26: warning: 'nothing/**/*.c' in 'sources' of task 'a' matches no file"), "\(run)")
-        #expect(run.standardOutput.contains("\(file):4:44: warning: 'missing.h' in 'sources' of task 'a' matches no file"), "\(run)")
+        #expect(
+            run.standardOutput.contains(
+                "\(file):4:26: warning: 'nothing/**/*.c' in 'sources' of task 'a' matches no file"
+            ),
+            "\(run)"
+        )
+        #expect(
+            run.standardOutput.contains("\(file):4:44: warning: 'missing.h' in 'sources' of task 'a' matches no file"),
+            "\(run)"
+        )
         #expect(!run.standardOutput.contains("'src/*.c' in 'sources'"), "\(run)")
-        #expect(run.standardOutput.contains("\(file):5:17: warning: 'out/*.o' in 'generates' of task 'a' matched no file"), "\(run)")
-        #expect(run.standardOutput.contains("\(file):3:3: warning: task 'a' declares the depfile 'a.d', which 'a' didn't write"), "\(run)")
+        #expect(
+            run.standardOutput.contains("\(file):5:17: warning: 'out/*.o' in 'generates' of task 'a' matched no file"),
+            "\(run)"
+        )
+        #expect(
+            run.standardOutput.contains(
+                "\(file):3:3: warning: task 'a' declares the depfile 'a.d', which 'a' didn't write"
+            ),
+            "\(run)"
+        )
         let json = try await KilnProcess.run(["run", "a", "--json"], in: directory.path)
         #expect(json.standardOutput.contains(#""event":"warning""#), "\(json)")
         #expect(json.standardOutput.contains(#""line":4"#), "\(json)")
@@ -104,7 +133,10 @@ import Testing
     func overlappingPatterns() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        try directory.write("Taskfile.yml", "version: '3'\ntasks:\n  c:\n    each: sources\n    sources: ['lvm.c', 'l*.c']\n    generates: ['{{.source_stem}}.o']\n    cmds: ['echo {{.source}} >> compiled.log; touch {{.source_stem}}.o']\n")
+        try directory.write(
+            "Taskfile.yml",
+            "version: '3'\ntasks:\n  c:\n    each: sources\n    sources: ['lvm.c', 'l*.c']\n    generates: ['{{.source_stem}}.o']\n    cmds: ['echo {{.source}} >> compiled.log; touch {{.source_stem}}.o']\n"
+        )
         try directory.write("lvm.c", "")
         try directory.write("lapi.c", "")
         let run = try await KilnProcess.run(["run", "c"], in: directory.path)
@@ -116,18 +148,27 @@ import Testing
     func clashingJobs() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        try directory.write("Taskfile.yml", "version: '3'\ntasks:\n  c:\n    each: sources\n    sources: ['**/*.c']\n    generates: ['build/{{.source_stem}}.o']\n    cmds: ['echo {{.source}} >> compiled.log']\n")
+        try directory.write(
+            "Taskfile.yml",
+            "version: '3'\ntasks:\n  c:\n    each: sources\n    sources: ['**/*.c']\n    generates: ['build/{{.source_stem}}.o']\n    cmds: ['echo {{.source}} >> compiled.log']\n"
+        )
         try directory.write("src/a.c", "")
         try directory.write("lib/a.c", "")
         try directory.write("lib/b.c", "")
         let run = try await KilnProcess.run(["run", "c"], in: directory.path)
         #expect(run.status == 1, "\(run)")
-        #expect(run.standardOutput.contains("jobs 'c lib/a.c' and 'c src/a.c' both declare the output build/a.o"), "\(run)")
+        #expect(
+            run.standardOutput.contains("jobs 'c lib/a.c' and 'c src/a.c' both declare the output build/a.o"),
+            "\(run)"
+        )
         #expect(!directory.exists("compiled.log"))
         // status and --dry-run say so too: they are the run's own scheduler.
         let status = try await KilnProcess.run(["status", "c", "--exit-code"], in: directory.path)
         #expect(status.status == 1, "\(status)")
-        #expect(status.standardOutput.contains("c: a run would fail it: jobs 'c lib/a.c' and 'c src/a.c' both declare"), "\(status)")
+        #expect(
+            status.standardOutput.contains("c: a run would fail it: jobs 'c lib/a.c' and 'c src/a.c' both declare"),
+            "\(status)"
+        )
         let dryRun = try await KilnProcess.run(["run", "--dry-run", "c"], in: directory.path)
         #expect(dryRun.standardOutput.hasPrefix("c"), "\(dryRun)")
     }

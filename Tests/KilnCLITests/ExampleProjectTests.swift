@@ -46,7 +46,10 @@ import Testing
         #expect(lines.contains("link: cc build/obj/*.o -o build/calc"))
         #expect(lines.contains("test: sh tests/run.sh build/calc"))
         #expect(lines.contains("package:manpage: gzip -9 docs/calc.1"), "\(result)")
-        #expect(lines.contains("package:tarball: archive build/calc include/calc.h dist/share → dist/calc.tar.gz"), "\(result)")
+        #expect(
+            lines.contains("package:tarball: archive build/calc include/calc.h dist/share → dist/calc.tar.gz"),
+            "\(result)"
+        )
         // `default` only gathers its dependencies: no commands, so no job; `package:publish` isn't
         // one of them.
         #expect(!lines.contains("default"))
@@ -105,7 +108,8 @@ import Testing
             edges == [
                 #""link" -> "compile";"#, #""test" -> "link";"#, #""package:tarball" -> "link";"#,
                 #""package:tarball" -> "test";"#, #""package:tarball" -> "package:manpage";"#,
-                #""package:publish" -> "package:tarball";"#, #""default" -> "test";"#, #""default" -> "package:tarball";"#,
+                #""package:publish" -> "package:tarball";"#, #""default" -> "test";"#,
+                #""default" -> "package:tarball";"#,
             ]
         )
         #expect(lines.contains(#""compile" [label="compile\n(each source)"];"#))
@@ -120,7 +124,11 @@ import Testing
         let document = try #require(try parseJSON(result.standardOutput) as? [String: Any])
         let tasks = try #require(document["tasks"] as? [[String: Any]])
         let byName = Dictionary(uniqueKeysWithValues: tasks.map { ($0["name"] as? String ?? "", $0) })
-        #expect(Set(byName.keys) == ["compile", "link", "test", "default", "package:manpage", "package:tarball", "package:publish"])
+        #expect(
+            Set(byName.keys) == [
+                "compile", "link", "test", "default", "package:manpage", "package:tarball", "package:publish",
+            ]
+        )
         #expect(byName["package:tarball"]?["kind"] as? String == "archive")
         #expect(byName["package:publish"]?["resources"] as? [String] == ["net:127.0.0.1:8765"])
         #expect(byName["link"]?["deps"] as? [String] == ["compile"])

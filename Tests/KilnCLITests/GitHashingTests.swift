@@ -20,7 +20,8 @@ struct GitHashingTests {
         if !gitHashes { environment["KILN_GIT_HASHES"] = "0" }
         let result = try await KilnProcess.run(["run"], in: directory.path, environment: environment)
         #expect(result.status == 0, "\(result)")
-        guard let line = result.standardError.split(separator: "\n").first(where: { $0.hasPrefix("kiln: hashes: ") }) else {
+        guard let line = result.standardError.split(separator: "\n").first(where: { $0.hasPrefix("kiln: hashes: ") })
+        else {
             return Counts()  // a no-op on the snapshot's word hashes nothing
         }
         let numbers = line.split(whereSeparator: { !$0.isNumber }).compactMap { Int($0) }
@@ -34,7 +35,9 @@ struct GitHashingTests {
         let directory = try TemporaryDirectory(prefix: "kiln-git-hashing")
         try directory.write("src/a.txt", "alpha\n")
         try directory.write("src/b.txt", "beta\n")
-        try directory.write("Taskfile.yml", """
+        try directory.write(
+            "Taskfile.yml",
+            """
             version: '3'
             tasks:
               default:
@@ -42,7 +45,8 @@ struct GitHashingTests {
                 sources: ['src/*.txt']
                 cmds: ['echo "check {{.source}}" >> ran.log']
 
-            """)
+            """
+        )
         try directory.write(".gitignore", ".kiln/\nran.log\n")
         for file in ["src/a.txt", "src/b.txt", "Taskfile.yml", ".gitignore"] {
             try setModificationTime(directory.path(file), secondsAgo: 10)
@@ -53,7 +57,9 @@ struct GitHashingTests {
         return directory
     }
 
-    @Test("clean tracked sources aren't read; a touch, a commit or an edit undone reruns nothing; an edit reruns its job")
+    @Test(
+        "clean tracked sources aren't read; a touch, a commit or an edit undone reruns nothing; an edit reruns its job"
+    )
     func cleanSourcesAreNotRead() async throws {
         let directory = try repository()
         defer { directory.remove() }

@@ -73,7 +73,9 @@ struct GlobDifferentialTests {
             let goTaskRun = try runProgram(task, ["--silent", "t"], in: goTaskTree)
             let kilnRun = try await KilnProcess.run(["run", "t"], in: kilnTree)
             guard goTaskRun.status == 0, kilnRun.status == 0 else {
-                mismatches.append("\(patterns): go-task exited \(goTaskRun.status) (\(goTaskRun.output)), kiln \(kilnRun)")
+                mismatches.append(
+                    "\(patterns): go-task exited \(goTaskRun.status) (\(goTaskRun.output)), kiln \(kilnRun)"
+                )
                 continue
             }
             let expected = lines(goTaskList), actual = lines(kilnList)
@@ -81,7 +83,10 @@ struct GlobDifferentialTests {
                 mismatches.append("\(patterns):\n  go-task: \(expected)\n  kiln:    \(actual)")
             }
         }
-        #expect(mismatches.isEmpty, "\(mismatches.count) of \(cases.count) pattern lists differ:\n\(mismatches.joined(separator: "\n"))")
+        #expect(
+            mismatches.isEmpty,
+            "\(mismatches.count) of \(cases.count) pattern lists differ:\n\(mismatches.joined(separator: "\n"))"
+        )
     }
 
     /// Makes `files` (each holding its own name) under `directory`, plus the Taskfile both tools
@@ -90,7 +95,8 @@ struct GlobDifferentialTests {
         for file in files {
             let path = directory + "/" + file
             try FileManager.default.createDirectory(
-                atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true
+                atPath: (path as NSString).deletingLastPathComponent,
+                withIntermediateDirectories: true
             )
             try file.write(toFile: path, atomically: false, encoding: .utf8)
         }

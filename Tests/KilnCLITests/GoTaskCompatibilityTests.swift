@@ -380,21 +380,21 @@ import Testing
             name: "requires: variables set on the command line, by the environment or the Taskfile, with enum",
             files: [
                 "Taskfile.yml": """
-                    version: '3'
-                    vars:
-                      MODES: [debug, release]
-                    tasks:
-                      t:
-                        requires:
-                          vars:
-                            - FROM_CLI
-                            - KILN_COMPAT_REQUIRED
-                            - name: MODE
-                              enum: [debug, release]
-                            - name: LEVEL
-                              enum: {ref: .MODES}
-                        cmds: ['echo {{.FROM_CLI}} {{.KILN_COMPAT_REQUIRED}} {{.MODE}} {{.LEVEL}} > out.txt']
-                    """
+                version: '3'
+                vars:
+                  MODES: [debug, release]
+                tasks:
+                  t:
+                    requires:
+                      vars:
+                        - FROM_CLI
+                        - KILN_COMPAT_REQUIRED
+                        - name: MODE
+                          enum: [debug, release]
+                        - name: LEVEL
+                          enum: {ref: .MODES}
+                    cmds: ['echo {{.FROM_CLI}} {{.KILN_COMPAT_REQUIRED}} {{.MODE}} {{.LEVEL}} > out.txt']
+                """
             ],
             task: "t",
             compared: ["out.txt"],
@@ -405,20 +405,20 @@ import Testing
             name: "requires: a missing variable or one outside its enum stops the task before it runs",
             files: [
                 "Taskfile.yml": """
-                    version: '3'
-                    tasks:
-                      t:
-                        deps: [other]
-                        requires:
-                          vars: [NEVER_SET_ANYWHERE]
-                        cmds: ['echo ran > ran.txt']
-                      other:
-                        requires:
-                          vars:
-                            - name: MODE
-                              enum: [a, b]
-                        cmds: ['echo other > other.txt']
-                    """
+                version: '3'
+                tasks:
+                  t:
+                    deps: [other]
+                    requires:
+                      vars: [NEVER_SET_ANYWHERE]
+                    cmds: ['echo ran > ran.txt']
+                  other:
+                    requires:
+                      vars:
+                        - name: MODE
+                          enum: [a, b]
+                    cmds: ['echo other > other.txt']
+                """
             ],
             task: "t",
             compared: [],
@@ -430,32 +430,32 @@ import Testing
             name: "dotenv: the main file's and a task's, quoting, expansion, and env: and the environment winning",
             files: [
                 "Taskfile.yml": """
-                    version: '3'
-                    dotenv: ['.env', 'missing.env', '{{.ROOT_DIR}}/second.env']
-                    env:
-                      C: from-env
-                    vars:
-                      V: '{{.A}}'
-                    tasks:
-                      t:
-                        dir: sub
-                        dotenv: [task.env]
-                        cmds:
-                          - printf '%s|' "$A" "$B" "$C" "$D" "$E" "$F" "$G" "$H" "$I" "$J" "$K" "{{.V}}" "{{.D}}" > ../out.txt
-                    """,
+                version: '3'
+                dotenv: ['.env', 'missing.env', '{{.ROOT_DIR}}/second.env']
+                env:
+                  C: from-env
+                vars:
+                  V: '{{.A}}'
+                tasks:
+                  t:
+                    dir: sub
+                    dotenv: [task.env]
+                    cmds:
+                      - printf '%s|' "$A" "$B" "$C" "$D" "$E" "$F" "$G" "$H" "$I" "$J" "$K" "{{.V}}" "{{.D}}" > ../out.txt
+                """,
                 ".env": """
-                    # comment
-                    A=plain
-                    export B="double ${A} \\\\n x"
-                    C='single ${A}'
-                    D=unquoted # trailing comment
-                    E = spaced
-                    F: colon
-                    G=$A-expanded
-                    H="has # hash"
-                    I=from-first
-                    K=from-file
-                    """,
+                # comment
+                A=plain
+                export B="double ${A} \\\\n x"
+                C='single ${A}'
+                D=unquoted # trailing comment
+                E = spaced
+                F: colon
+                G=$A-expanded
+                H="has # hash"
+                I=from-first
+                K=from-file
+                """,
                 "second.env": "I=from-second\nJ=second\n",
                 "sub/task.env": "J=task-level\n",
             ],

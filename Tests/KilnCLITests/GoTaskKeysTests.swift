@@ -113,9 +113,7 @@ import Testing
                 "tasks:\n  t:\n    status: ['test -f x']\n    cmds: ['true']\n", 4, 5,
                 "go-task's 'status' isn't supported by kiln yet"
             ),
-            
-            
-            
+
             (
                 "tasks:\n  t:\n    cmds:\n      - task: other\n  other: 'true'\n", 5, 9,
                 "a '- task:' call in 'cmds' isn't supported yet"

@@ -23,8 +23,10 @@ struct HookRobustnessTests {
 
     @Test("with post-checkout mapped, git checkout, git switch and git worktree add succeed and run the affected task")
     func postCheckout() async throws {
-        let directory = try await Self.repository(prefix: "kiln-hooks", [
-            "Taskfile.yml": """
+        let directory = try await Self.repository(
+            prefix: "kiln-hooks",
+            [
+                "Taskfile.yml": """
                 version: '3'
                 hooks:
                   post-checkout: [note]
@@ -34,9 +36,10 @@ struct HookRobustnessTests {
                     cmds: ['echo "checked out" >> note.log']
 
                 """,
-            ".gitignore": "note.log\n.kiln/\n",
-            "src/a.c": "a\n",
-        ])
+                ".gitignore": "note.log\n.kiln/\n",
+                "src/a.c": "a\n",
+            ]
+        )
         defer { directory.remove() }
         var result = try hooks.git(["checkout", "-q", "-b", "feature"], in: directory.path)
         #expect(result.status == 0, "\(result.output)")
@@ -44,7 +47,10 @@ struct HookRobustnessTests {
         try hooks.git(["commit", "-q", "-am", "feature"], in: directory.path)
         result = try hooks.git(["switch", "-q", "main"], in: directory.path)
         #expect(result.status == 0, "\(result.output)")
-        #expect(directory.read("note.log") == "checked out\n", "src/a.c changed between the two heads: \(result.output)")
+        #expect(
+            directory.read("note.log") == "checked out\n",
+            "src/a.c changed between the two heads: \(result.output)"
+        )
         let worktree = try TemporaryDirectory(prefix: "kiln-worktree")
         defer { worktree.remove() }
         result = try hooks.git(["worktree", "add", "-q", worktree.path + "/w", "feature"], in: directory.path)
@@ -57,7 +63,10 @@ struct HookRobustnessTests {
     func reinstallNeverOverwritesTheChainedHook() async throws {
         let directory = try TemporaryDirectory(prefix: "kiln-hooks")
         defer { directory.remove() }
-        try directory.write("Taskfile.yml", "version: '3'\nhooks:\n  pre-commit: [check]\ntasks:\n  check:\n    cmds: ['true']\n")
+        try directory.write(
+            "Taskfile.yml",
+            "version: '3'\nhooks:\n  pre-commit: [check]\ntasks:\n  check:\n    cmds: ['true']\n"
+        )
         try hooks.git(["init", "-q"], in: directory.path)
         let hook = directory.path(".git/hooks/pre-commit")
         try "#!/bin/sh\n# the user's own\n".write(toFile: hook, atomically: true, encoding: .utf8)
@@ -65,7 +74,10 @@ struct HookRobustnessTests {
         try "#!/bin/sh\n# another tool's\n".write(toFile: hook, atomically: true, encoding: .utf8)
         let again = try await KilnProcess.run(["hooks", "install"], in: directory.path)
         #expect(again.status == 1, "\(again)")
-        #expect(again.standardError.contains("pre-commit.kiln-chained already holds the hook Kiln kept before"), "\(again)")
+        #expect(
+            again.standardError.contains("pre-commit.kiln-chained already holds the hook Kiln kept before"),
+            "\(again)"
+        )
         #expect(try String(contentsOfFile: hook + ".kiln-chained", encoding: .utf8) == "#!/bin/sh\n# the user's own\n")
         #expect(try String(contentsOfFile: hook, encoding: .utf8) == "#!/bin/sh\n# another tool's\n")
     }
@@ -74,7 +86,10 @@ struct HookRobustnessTests {
     func brokenTaskfileBlocks() async throws {
         let directory = try await hooks.project()
         defer { directory.remove() }
-        try directory.write("Taskfile.yml", "version: '3'\nhooks:\n  pre-commit: [lint]\ntasks:\n  lint:\n    depz: [x]\n    cmds: ['true']\n")
+        try directory.write(
+            "Taskfile.yml",
+            "version: '3'\nhooks:\n  pre-commit: [lint]\ntasks:\n  lint:\n    depz: [x]\n    cmds: ['true']\n"
+        )
         try directory.write("src/b.c", "PASS\n")
         try hooks.git(["add", "."], in: directory.path)
         var commit = try hooks.git(["commit", "-q", "-m", "b"], in: directory.path)
@@ -87,8 +102,10 @@ struct HookRobustnessTests {
 
     @Test("a commit of 100,000 staged files runs the affected task with the whole list, and leaves no list behind")
     func hundredThousandStagedFiles() async throws {
-        let directory = try await Self.repository(prefix: "kiln-hooks-large", [
-            "Taskfile.yml": """
+        let directory = try await Self.repository(
+            prefix: "kiln-hooks-large",
+            [
+                "Taskfile.yml": """
                 version: '3'
                 hooks:
                   pre-commit: [count]
@@ -98,8 +115,9 @@ struct HookRobustnessTests {
                     cmds: ['wc -l < "$KILN_HOOK_FILES_FROM" > count.log; test -z "$KILN_HOOK_FILES"']
 
                 """,
-            ".gitignore": "count.log\n.kiln/\n",
-        ])
+                ".gitignore": "count.log\n.kiln/\n",
+            ]
+        )
         defer { directory.remove() }
         let count = 100_000
         for group in 0..<100 {
@@ -109,7 +127,9 @@ struct HookRobustnessTests {
                 _ = FileManager.default.createFile(atPath: folder + "/file-number-\(index).txt", contents: nil)
             }
         }
-        let temporaryBefore = try FileManager.default.contentsOfDirectory(atPath: "/tmp").filter { $0.hasPrefix("kiln-hook-") }.count
+        let temporaryBefore = try FileManager.default.contentsOfDirectory(atPath: "/tmp").filter {
+            $0.hasPrefix("kiln-hook-")
+        }.count
         try hooks.git(["add", "gen"], in: directory.path)
         let commit = try hooks.git(["commit", "-q", "-m", "many"], in: directory.path)
         #expect(commit.status == 0, "\(commit.output.prefix(2000))")
@@ -117,7 +137,9 @@ struct HookRobustnessTests {
         #expect(directory.read("count.log")?.trimmingCharacters(in: .whitespacesAndNewlines) == String(count - 1))
         let lists = (try? FileManager.default.contentsOfDirectory(atPath: directory.path(".kiln/hooks"))) ?? []
         #expect(!lists.contains { $0.hasPrefix("files-") }, "\(lists)")
-        let temporaryAfter = try FileManager.default.contentsOfDirectory(atPath: "/tmp").filter { $0.hasPrefix("kiln-hook-") }.count
+        let temporaryAfter = try FileManager.default.contentsOfDirectory(atPath: "/tmp").filter {
+            $0.hasPrefix("kiln-hook-")
+        }.count
         #expect(temporaryAfter <= temporaryBefore)
     }
 }
@@ -127,8 +149,10 @@ struct HookRobustnessTests {
 @Suite struct HookWaitTests {
     @Test("a pre-commit hook during a kiln run waits for the run, with a message, and then checks the commit")
     func commitWaitsForARun() async throws {
-        let directory = try await HookRobustnessTests.repository(prefix: "kiln-hooks-wait", [
-            "Taskfile.yml": """
+        let directory = try await HookRobustnessTests.repository(
+            prefix: "kiln-hooks-wait",
+            [
+                "Taskfile.yml": """
                 version: '3'
                 hooks:
                   pre-commit: [lint]
@@ -140,9 +164,10 @@ struct HookRobustnessTests {
                     cmds: ['touch slow.started; while [ ! -f release ]; do sleep 0.05; done']
 
                 """,
-            ".gitignore": "lint.log\nslow.started\nrelease\n.kiln/\n",
-            "src/a.c": "a\n",
-        ])
+                ".gitignore": "lint.log\nslow.started\nrelease\n.kiln/\n",
+                "src/a.c": "a\n",
+            ]
+        )
         defer { directory.remove() }
         let slow = try KilnProcess.start(["run", "slow"], in: directory.path)
         let started = await waitUntil(within: 60) { directory.exists("slow.started") }
@@ -161,7 +186,10 @@ struct HookRobustnessTests {
         releaser.start()
         let commit = try runGit(["commit", "-q", "-m", "during a run"], in: directory.path)
         #expect(commit.status == 0, "\(commit.output)")
-        #expect(commit.output.contains("is using this project; waiting for it to finish (at most 300 s)"), "\(commit.output)")
+        #expect(
+            commit.output.contains("is using this project; waiting for it to finish (at most 300 s)"),
+            "\(commit.output)"
+        )
         #expect(directory.read("lint.log") == "linted\n")
         #expect(try await slow.wait(within: 60).status == 0)
     }

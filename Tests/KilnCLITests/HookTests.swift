@@ -9,7 +9,9 @@ struct HookTests {
 
     /// Runs git; returns its exit status and output.
     @discardableResult
-    func git(_ arguments: [String], in directory: String, environment: [String: String] = [:]) throws -> (status: Int32, output: String) {
+    func git(_ arguments: [String], in directory: String, environment: [String: String] = [:]) throws -> (
+        status: Int32, output: String
+    ) {
         try runGit(arguments, in: directory, environment: environment)
     }
 
@@ -17,7 +19,9 @@ struct HookTests {
     /// says "PASS"), with the hooks installed.
     func project() async throws -> TemporaryDirectory {
         let directory = try TemporaryDirectory(prefix: "kiln-hooks")
-        try directory.write("Taskfile.yml", """
+        try directory.write(
+            "Taskfile.yml",
+            """
             version: '3'
             hooks:
               pre-commit: [lint, record]
@@ -31,7 +35,8 @@ struct HookTests {
                 sources: ['src/*.c']
                 cmds: ['echo "{{.staged_files}}" >> staged.log']
 
-            """)
+            """
+        )
         try directory.write(".gitignore", "ran.log\nstaged.log\n.kiln/\n")
         try directory.write("src/a.c", "PASS\n")
         try git(["init", "-q", "-b", "main"], in: directory.path)
@@ -46,10 +51,17 @@ struct HookTests {
     func installChainsUninstallRestores() async throws {
         let directory = try TemporaryDirectory(prefix: "kiln-hooks")
         defer { directory.remove() }
-        try directory.write("Taskfile.yml", "version: '3'\nhooks:\n  pre-commit: [check]\ntasks:\n  check:\n    cmds: ['true']\n")
+        try directory.write(
+            "Taskfile.yml",
+            "version: '3'\nhooks:\n  pre-commit: [check]\ntasks:\n  check:\n    cmds: ['true']\n"
+        )
         try git(["init", "-q"], in: directory.path)
         let own = directory.path(".git/hooks/pre-commit")
-        try "#!/bin/sh\necho mine >> \"$(git rev-parse --show-toplevel)/own.log\"\n".write(toFile: own, atomically: true, encoding: .utf8)
+        try "#!/bin/sh\necho mine >> \"$(git rev-parse --show-toplevel)/own.log\"\n".write(
+            toFile: own,
+            atomically: true,
+            encoding: .utf8
+        )
         chmod(own, 0o755)
         var result = try await KilnProcess.run(["hooks", "install"], in: directory.path)
         #expect(result.standardOutput.contains("kept your pre-commit hook as pre-commit.kiln-chained"), "\(result)")
@@ -70,7 +82,10 @@ struct HookTests {
     func hooksPath() async throws {
         let directory = try TemporaryDirectory(prefix: "kiln-hooks")
         defer { directory.remove() }
-        try directory.write("Taskfile.yml", "version: '3'\nhooks:\n  pre-commit: check\ntasks:\n  check:\n    cmds: ['true']\n")
+        try directory.write(
+            "Taskfile.yml",
+            "version: '3'\nhooks:\n  pre-commit: check\ntasks:\n  check:\n    cmds: ['true']\n"
+        )
         try git(["init", "-q"], in: directory.path)
         try git(["config", "core.hooksPath", "githooks"], in: directory.path)
         let result = try await KilnProcess.run(["hooks", "install"], in: directory.path)
@@ -118,7 +133,9 @@ struct HookTests {
         #expect(commit.output.contains("FAILED: lint src/a.c"), "\(commit.output)")
     }
 
-    @Test("a hook never loses work: partly staged and untracked files are as before, after a failing and a passing hook")
+    @Test(
+        "a hook never loses work: partly staged and untracked files are as before, after a failing and a passing hook"
+    )
     func partialStagingKept() async throws {
         let directory = try await project()
         defer { directory.remove() }
@@ -139,7 +156,10 @@ struct HookTests {
         #expect(try git(["commit", "-q", "-m", "passes"], in: directory.path).status == 0)
         #expect(directory.read("src/a.c") == "PASS\nstaged line\nunstaged line\n", "the unstaged line is still there")
         #expect(try git(["diff"], in: directory.path).output == before, "still unstaged")
-        #expect(try git(["show", "HEAD:src/a.c"], in: directory.path).output == "PASS\nstaged line\n", "the commit has the staged content")
+        #expect(
+            try git(["show", "HEAD:src/a.c"], in: directory.path).output == "PASS\nstaged line\n",
+            "the commit has the staged content"
+        )
         #expect(directory.read("notes.txt") == "untracked notes\n")
     }
 
@@ -156,7 +176,9 @@ struct HookTests {
         _ = affected.incremental.ran(directory)
         try directory.write("src/e.c", "FAIL\n")
         try git(["add", "src/e.c"], in: directory.path)
-        #expect(try git(["commit", "-q", "-m", "e"], in: directory.path, environment: ["KILN_SKIP_HOOKS": "1"]).status == 0)
+        #expect(
+            try git(["commit", "-q", "-m", "e"], in: directory.path, environment: ["KILN_SKIP_HOOKS": "1"]).status == 0
+        )
         push = try git(["push", "-q", "origin", "main"], in: directory.path)
         #expect(push.status != 0, "a failing task blocks the push")
         #expect(push.output.contains("FAILED: lint src/e.c"), "\(push.output)")

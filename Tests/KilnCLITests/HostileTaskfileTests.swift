@@ -11,13 +11,27 @@ import Testing
         var doubling = "version: '3'\nvars:\n  V0: ab\n"
         for index in 1..<40 { doubling += "  V\(index): '{{.V\(index - 1)}}{{.V\(index - 1)}}'\n" }
         doubling += "tasks:\n  t: echo {{.V39}}\n"
-        var bomb = "version: '3'\ntasks:\n  t:\n    plugin: archive\n    with:\n      a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n"
-        for index in 1..<12 { bomb += "      a\(index): &a\(index) [" + Array(repeating: "*a\(index - 1)", count: 10).joined(separator: ", ") + "]\n" }
-        let nesting = "version: '3'\ntasks:\n  t: " + String(repeating: "[", count: 100_000) + String(repeating: "]", count: 100_000) + "\n"
+        var bomb =
+            "version: '3'\ntasks:\n  t:\n    plugin: archive\n    with:\n      a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n"
+        for index in 1..<12 {
+            bomb +=
+                "      a\(index): &a\(index) [" + Array(repeating: "*a\(index - 1)", count: 10).joined(separator: ", ")
+                + "]\n"
+        }
+        let nesting =
+            "version: '3'\ntasks:\n  t: " + String(repeating: "[", count: 100_000)
+            + String(repeating: "]", count: 100_000) + "\n"
         var deep: [String: String] = ["Taskfile.yml": "version: '3'\nincludes:\n  n: T0.yml\ntasks:\n  default: echo\n"]
-        for level in 0..<5_000 { deep["T\(level).yml"] = "version: '3'\nincludes:\n  n: T\(level + 1).yml\ntasks:\n  t\(level): echo\n" }
-        var twice: [String: String] = ["Taskfile.yml": "version: '3'\nincludes:\n  a: L0.yml\n  b: L0.yml\ntasks:\n  default: echo\n"]
-        for level in 0..<30 { twice["L\(level).yml"] = "version: '3'\nincludes:\n  a: L\(level + 1).yml\n  b: L\(level + 1).yml\ntasks:\n  x: echo\n" }
+        for level in 0..<5_000 {
+            deep["T\(level).yml"] = "version: '3'\nincludes:\n  n: T\(level + 1).yml\ntasks:\n  t\(level): echo\n"
+        }
+        var twice: [String: String] = [
+            "Taskfile.yml": "version: '3'\nincludes:\n  a: L0.yml\n  b: L0.yml\ntasks:\n  default: echo\n"
+        ]
+        for level in 0..<30 {
+            twice["L\(level).yml"] =
+                "version: '3'\nincludes:\n  a: L\(level + 1).yml\n  b: L\(level + 1).yml\ntasks:\n  x: echo\n"
+        }
         twice["L30.yml"] = "version: '3'\ntasks:\n  x: echo\n"
         var undefined = "version: '3'\ntasks:\n  t:\n    cmds:\n"
         for index in 0..<20_000 { undefined += "      - echo {{.U\(index)}}\n" }
@@ -27,7 +41,10 @@ import Testing
             ("100,000 nested [", ["Taskfile.yml": nesting], "nested more than 256 deep"),
             ("5,000 nested includes", deep, "includes nested more than 100 deep"),
             ("a file included twice per level, 30 levels", twice, "more than 10000 includes in all"),
-            ("20,000 undefined variables", ["Taskfile.yml": undefined], "Taskfile.yml:20004:14: error: undefined variable 'U19999'"),
+            (
+                "20,000 undefined variables", ["Taskfile.yml": undefined],
+                "Taskfile.yml:20004:14: error: undefined variable 'U19999'"
+            ),
         ]
     }()
 
@@ -40,10 +57,15 @@ import Testing
         let kiln = try KilnProcess.executable()
         // A watchdog, not a timing assertion: a hang ends as status 124 and fails below.
         let (status, output) = try runProgram(
-            "/bin/sh", ["-c", "ulimit -v 1048576; exec timeout -s KILL 60 '\(kiln)' list"], in: directory.path
+            "/bin/sh",
+            ["-c", "ulimit -v 1048576; exec timeout -s KILL 60 '\(kiln)' list"],
+            in: directory.path
         )
         #expect(status == 2, "\(example.name): \(output.prefix(2_000))")
-        #expect(output.range(of: #"\.yml:\d+:\d+: error: "#, options: .regularExpression) != nil, "\(example.name): \(output.prefix(2_000))")
+        #expect(
+            output.range(of: #"\.yml:\d+:\d+: error: "#, options: .regularExpression) != nil,
+            "\(example.name): \(output.prefix(2_000))"
+        )
         #expect(output.contains(example.message), "\(example.name): \(output.prefix(2_000))")
     }
 }

@@ -11,7 +11,9 @@ struct IncrementalTests {
         let directory = try TemporaryDirectory(prefix: "kiln-incremental")
         try directory.write("src/a.txt", "alpha\n")
         try directory.write("src/b.txt", "beta\n")
-        try directory.write("Taskfile.yml", """
+        try directory.write(
+            "Taskfile.yml",
+            """
             version: '3'
             tasks:
               copy:
@@ -32,7 +34,8 @@ struct IncrementalTests {
               default:
                 deps: [join]
 
-            """)
+            """
+        )
         return directory
     }
 
@@ -44,7 +47,9 @@ struct IncrementalTests {
         try directory.write("include/b.h", "#define B_VALUE 2\n")
         try directory.write("src/a.c", "#include \"a.h\"\nint a(void) { return A_VALUE; }\n")
         try directory.write("src/b.c", "#include \"b.h\"\nint b(void) { return B_VALUE; }\n")
-        try directory.write("Taskfile.yml", """
+        try directory.write(
+            "Taskfile.yml",
+            """
             version: '3'
             tasks:
               default:
@@ -58,7 +63,8 @@ struct IncrementalTests {
                   - echo "cc {{.source}}" >> ran.log
                   - cc -Iinclude -MMD -MF build/{{.source_stem}}.d -c {{.source}} -o {{.output}}
 
-            """)
+            """
+        )
         return directory
     }
 
@@ -144,7 +150,10 @@ struct IncrementalTests {
         _ = try await KilnProcess.run(["run"], in: directory.path)
         _ = ran(directory)
         let taskfile = try #require(directory.read("Taskfile.yml"))
-        try directory.write("Taskfile.yml", taskfile.replacingOccurrences(of: "cat out/a.txt out/b.txt", with: "cat out/b.txt out/a.txt"))
+        try directory.write(
+            "Taskfile.yml",
+            taskfile.replacingOccurrences(of: "cat out/a.txt out/b.txt", with: "cat out/b.txt out/a.txt")
+        )
         let result = try await KilnProcess.run(["run", "--explain"], in: directory.path)
         #expect(ran(directory) == ["join"])
         #expect(result.standardOutput.contains("join: its command, kind, directory or environment changed"))
@@ -155,7 +164,9 @@ struct IncrementalTests {
         let directory = try TemporaryDirectory(prefix: "kiln-incremental")
         defer { directory.remove() }
         try directory.write("in.txt", "x\n")
-        try directory.write("Taskfile.yml", """
+        try directory.write(
+            "Taskfile.yml",
+            """
             version: '3'
             tasks:
               default:
@@ -163,7 +174,8 @@ struct IncrementalTests {
                 generates: [out.txt]
                 cmds: ['echo try >> ran.log', 'test -f allow', 'cp in.txt out.txt']
 
-            """)
+            """
+        )
         var result = try await KilnProcess.run(["run"], in: directory.path)
         #expect(result.status == 1)
         try directory.write("allow", "")
@@ -181,11 +193,13 @@ struct IncrementalTests {
         for index in 0..<10 {
             try directory.write("src/f\(index).txt", "\(index)\n")
             tasks += "  quick\(index):\n    sources: [src/f\(index).txt]\n    generates: [out/f\(index).txt]\n"
-            tasks += "    cmds: ['mkdir -p out', 'echo quick\(index) >> ran.log', 'cp src/f\(index).txt out/f\(index).txt']\n"
+            tasks +=
+                "    cmds: ['mkdir -p out', 'echo quick\(index) >> ran.log', 'cp src/f\(index).txt out/f\(index).txt']\n"
         }
         let quickNames = (0..<10).map { "quick\($0)" }.joined(separator: ", ")
         tasks += "  slow:\n    deps: [\(quickNames)]\n    sources: [src/f0.txt]\n    generates: [slow.txt]\n"
-        tasks += "    cmds: ['echo slow >> ran.log', 'while [ ! -f release ]; do sleep 0.05; done', 'cp src/f0.txt slow.txt']\n"
+        tasks +=
+            "    cmds: ['echo slow >> ran.log', 'while [ ! -f release ]; do sleep 0.05; done', 'cp src/f0.txt slow.txt']\n"
         tasks += "  default:\n    deps: [slow]\n"
         try directory.write("Taskfile.yml", "version: '3'\ntasks:\n" + tasks)
         let first = try KilnProcess.start(["run", "-j2"], in: directory.path)
@@ -209,14 +223,19 @@ struct IncrementalTests {
             _ = try? directory.write("release", "")
             directory.remove()
         }
-        try directory.write("Taskfile.yml", """
+        try directory.write(
+            "Taskfile.yml",
+            """
             version: '3'
             tasks:
               default: ['while [ ! -f release ]; do sleep 0.05; done']
 
-            """)
+            """
+        )
         let first = try KilnProcess.start(["run"], in: directory.path)
-        let holding = await waitUntil(within: 30) { FileManager.default.fileExists(atPath: directory.path(".kiln/lock")) }
+        let holding = await waitUntil(within: 30) {
+            FileManager.default.fileExists(atPath: directory.path(".kiln/lock"))
+        }
         #expect(holding)
         try await Task.sleep(for: .milliseconds(200))
         let second = try await KilnProcess.run(["run"], in: directory.path)
@@ -259,7 +278,10 @@ struct IncrementalTests {
         #expect(ran(directory) == ["cc src/b.c"])
         #expect(result.standardOutput.contains("default src/b.c: input include/b.h changed"))
         // A new include is picked up from the next depfile.
-        try directory.write("src/a.c", "#include \"a.h\"\n#include \"b.h\"\nint a(void) { return A_VALUE + B_VALUE; }\n")
+        try directory.write(
+            "src/a.c",
+            "#include \"a.h\"\n#include \"b.h\"\nint a(void) { return A_VALUE + B_VALUE; }\n"
+        )
         _ = try await KilnProcess.run(["run"], in: directory.path)
         #expect(ran(directory) == ["cc src/a.c"])
         try directory.write("include/b.h", "#define B_VALUE 4\n")

@@ -8,7 +8,10 @@ import Testing
     func buildStateIsNeverCommitted() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        try directory.write("Taskfile.yml", "version: '3'\ntasks:\n  default:\n    sources: [a.txt]\n    cmds: ['true']\n")
+        try directory.write(
+            "Taskfile.yml",
+            "version: '3'\ntasks:\n  default:\n    sources: [a.txt]\n    cmds: ['true']\n"
+        )
         try directory.write("a.txt", "a\n")
         try requireGit(["init", "-q"], in: directory.path)
         let run = try await KilnProcess.run(["run"], in: directory.path)
@@ -27,7 +30,9 @@ import Testing
     func edit(_ path: String, _ from: String, _ to: String) throws {
         var bytes = try #require(FileManager.default.contents(atPath: path)).map { $0 }
         let needle = Array(from.utf8)
-        let start = try #require((0...(bytes.count - needle.count)).first { Array(bytes[$0..<$0 + needle.count]) == needle })
+        let start = try #require(
+            (0...(bytes.count - needle.count)).first { Array(bytes[$0..<$0 + needle.count]) == needle }
+        )
         bytes.replaceSubrange(start..<start + needle.count, with: Array(to.utf8))
         try Data(bytes).write(to: URL(fileURLWithPath: path))
     }
@@ -52,7 +57,10 @@ import Testing
     func damagedSnapshot() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        try directory.write("Taskfile.yml", "version: '3'\ntasks:\n  default:\n    sources: [in.txt]\n    generates: [out.txt]\n    cmds: ['cp in.txt out.txt']\n")
+        try directory.write(
+            "Taskfile.yml",
+            "version: '3'\ntasks:\n  default:\n    sources: [in.txt]\n    generates: [out.txt]\n    cmds: ['cp in.txt out.txt']\n"
+        )
         try directory.write("in.txt", "one\n")
         #expect(try await KilnProcess.run(["run"], in: directory.path).status == 0)
         try edit(directory.path(".kiln/snapshot"), "out.txt", "OUT.txt")

@@ -10,11 +10,18 @@ import Testing
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         // 200 MB of lines numbered 1…, then an end marker.
-        try directory.write("Taskfile.yml", "version: '3'\ntasks:\n  loud:\n    cmds: ['yes kiln-output-line | head -c 200000000; echo; echo THE-END']\n")
+        try directory.write(
+            "Taskfile.yml",
+            "version: '3'\ntasks:\n  loud:\n    cmds: ['yes kiln-output-line | head -c 200000000; echo; echo THE-END']\n"
+        )
         let kiln = try KilnProcess.executable()
         let report = directory.path("rss.txt")
         _ = try runProgram(
-            "/bin/sh", ["-c", "{ /usr/bin/time -f %M -o '\(report)' '\(kiln)' run loud; echo $? > status.txt; } | wc -c > out.count"],
+            "/bin/sh",
+            [
+                "-c",
+                "{ /usr/bin/time -f %M -o '\(report)' '\(kiln)' run loud; echo $? > status.txt; } | wc -c > out.count",
+            ],
             in: directory.path
         )
         #expect(directory.read("status.txt") == "0\n", "kiln's exit status")
@@ -28,7 +35,10 @@ import Testing
     func failingTail() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        try directory.write("Taskfile.yml", "version: '3'\ntasks:\n  loud:\n    cmds: ['yes filler | head -c 5000000; echo; echo last-words; exit 3']\n")
+        try directory.write(
+            "Taskfile.yml",
+            "version: '3'\ntasks:\n  loud:\n    cmds: ['yes filler | head -c 5000000; echo; echo last-words; exit 3']\n"
+        )
         let run = try await KilnProcess.run(["run", "loud"], in: directory.path)
         #expect(run.status == 1, "\(run.standardError)")
         #expect(run.standardOutput.contains("last-words\n  exit status 3"), "\(run.standardOutput.suffix(500))")

@@ -13,13 +13,17 @@ import Testing
     func project(_ tasks: String) throws -> TemporaryDirectory {
         let build = (try KilnProcess.executable() as NSString).deletingLastPathComponent
         let directory = try TemporaryDirectory(prefix: "kiln-misbehaving")
-        try directory.write("Taskfile.yml", "version: '3'\nplugins: [\(build)/libkilntest-behaviours.so]\ntasks:\n" + tasks)
+        try directory.write(
+            "Taskfile.yml",
+            "version: '3'\nplugins: [\(build)/libkilntest-behaviours.so]\ntasks:\n" + tasks
+        )
         return directory
     }
 
     @Test("a plugin job calling exit(0) mid-build ends kiln with status 70 and says the build is unfinished")
     func exitZeroIsNoSuccess() async throws {
-        let directory = try project("""
+        let directory = try project(
+            """
               quits:
                 plugin: quit
                 with: {status: 0}
@@ -27,7 +31,8 @@ import Testing
                 deps: [quits]
                 cmds: ['touch after.ran']
 
-            """)
+            """
+        )
         defer { directory.remove() }
         let result = try await KilnProcess.run(["run", "after"], in: directory.path)
         #expect(result.status == 70, "\(result)")
@@ -35,14 +40,19 @@ import Testing
         #expect(!directory.exists("after.ran"))
     }
 
-    @Test("Ctrl-C and SIGTERM end kiln with 130 even while a plugin job ignores cancellation", arguments: [SIGINT, SIGTERM])
+    @Test(
+        "Ctrl-C and SIGTERM end kiln with 130 even while a plugin job ignores cancellation",
+        arguments: [SIGINT, SIGTERM]
+    )
     func interruptEndsDespiteAHangingJob(signal: Int32) async throws {
-        let directory = try project("""
+        let directory = try project(
+            """
               stuck:
                 plugin: hang
                 with: {started: stuck.started}
 
-            """)
+            """
+        )
         defer { directory.remove() }
         let kiln = try KilnProcess.start(["run", "stuck"], in: directory.path)
         let started = await waitUntil(within: 60) { directory.exists("stuck.started") }

@@ -41,8 +41,12 @@ struct PluginTests {
         defer { directory.remove() }
         let result = try await KilnProcess.run(["plugins", "--json"], in: directory.path)
         #expect(result.status == 0, "\(result)")
-        let plugins = try #require(try JSONSerialization.jsonObject(with: Data(result.standardOutput.utf8)) as? [[String: Any]])
-        let byName = Dictionary(uniqueKeysWithValues: plugins.compactMap { plugin in (plugin["name"] as? String).map { ($0, plugin) } })
+        let plugins = try #require(
+            try JSONSerialization.jsonObject(with: Data(result.standardOutput.utf8)) as? [[String: Any]]
+        )
+        let byName = Dictionary(
+            uniqueKeysWithValues: plugins.compactMap { plugin in (plugin["name"] as? String).map { ($0, plugin) } }
+        )
         #expect(Set(byName.keys) == ["archive", "compress", "http"], "\(result)")
         for (name, plugin) in byName {
             #expect(plugin["kinds"] as? [String] == [name])
@@ -54,7 +58,8 @@ struct PluginTests {
 
     @Test("archive and compress tasks run from the bundled plugins, found by kind, and are incremental")
     func archiveAndCompress() async throws {
-        let directory = try project("""
+        let directory = try project(
+            """
             version: '3'
             tasks:
               assets:
@@ -74,7 +79,8 @@ struct PluginTests {
               default:
                 deps: [package]
 
-            """)
+            """
+        )
         defer { directory.remove() }
         try directory.write("web/app.js", String(repeating: "console.log('kiln');\n", count: 200))
         try directory.write("web/util.js", "export const x = 1;\n")
@@ -84,9 +90,12 @@ struct PluginTests {
         #expect(result.standardOutput.contains("kiln: done: 3 ran"), "\(result)")
         let compressed = try Data(contentsOf: URL(fileURLWithPath: directory.path("dist/web/app.js.gz")))
         #expect(compressed.count < 200, "gzip -9 of a repetitive file is small: \(compressed.count) bytes")
-        #expect(try listing(directory.path("out/site.tar.gz")) == [
-            "site-1.0/README", "site-1.0/dist/", "site-1.0/dist/web/", "site-1.0/dist/web/app.js.gz", "site-1.0/dist/web/util.js.gz",
-        ])
+        #expect(
+            try listing(directory.path("out/site.tar.gz")) == [
+                "site-1.0/README", "site-1.0/dist/", "site-1.0/dist/web/", "site-1.0/dist/web/app.js.gz",
+                "site-1.0/dist/web/util.js.gz",
+            ]
+        )
         result = try await KilnProcess.run(["run"], in: directory.path)
         #expect(result.standardOutput.contains("kiln: done: 0 ran, 3 up to date"), "\(result)")
         // A changed input recompresses that file; the archive is rebuilt with it.
@@ -99,7 +108,9 @@ struct PluginTests {
     func listAndGraphExitCleanly() async throws {
         // Their process monitor was once freed under its running thread at exit: a crash about
         // one run in thirty.
-        let directory = try project("version: '3'\ntasks:\n  pack:\n    plugin: archive\n    with: {output: a.tar.gz, files: [Taskfile.yml]}\n")
+        let directory = try project(
+            "version: '3'\ntasks:\n  pack:\n    plugin: archive\n    with: {output: a.tar.gz, files: [Taskfile.yml]}\n"
+        )
         defer { directory.remove() }
         for _ in 0..<25 {
             for command in [["list"], ["graph", "--format", "json"]] {
@@ -113,7 +124,8 @@ struct PluginTests {
     @Test("a kind's plugin is found by name through --plugin-path and KILN_PLUGIN_PATH")
     func searchPath() async throws {
         let build = try buildDirectory()
-        let directory = try project("""
+        let directory = try project(
+            """
             version: '3'
             tasks:
               late:
@@ -121,7 +133,8 @@ struct PluginTests {
                 generates: [late.txt]
                 with: {output: late.txt, seconds: 0.01}
 
-            """)
+            """
+        )
         defer { directory.remove() }
         // A plugin directory of our own, holding the test plugin under the kind's name.
         let plugins = directory.path("my-plugins")
@@ -129,22 +142,37 @@ struct PluginTests {
         symlink(build + "/libkilntest-behaviours.so", plugins + "/libkiln-later.so")
         var result = try await KilnProcess.run(["run", "late"], in: directory.path)
         #expect(result.status == 2, "not found without the path: \(result)")
-        #expect(result.standardError.contains("uses task kind 'later', which no plugin provides (no libkiln-later.so on the plugin path"), "\(result)")
+        #expect(
+            result.standardError.contains(
+                "uses task kind 'later', which no plugin provides (no libkiln-later.so on the plugin path"
+            ),
+            "\(result)"
+        )
         result = try await KilnProcess.run(["run", "--plugin-path", "my-plugins", "late"], in: directory.path)
         #expect(result.status == 0, "\(result)")
         #expect(directory.read("late.txt") == "written later\n")
         try FileManager.default.removeItem(atPath: directory.path("late.txt"))
-        result = try await KilnProcess.run(["run", "late"], in: directory.path, environment: ["KILN_PLUGIN_PATH": "/nonexistent:" + plugins])
+        result = try await KilnProcess.run(
+            ["run", "late"],
+            in: directory.path,
+            environment: ["KILN_PLUGIN_PATH": "/nonexistent:" + plugins]
+        )
         #expect(result.status == 0, "\(result)")
         #expect(directory.read("late.txt") == "written later\n")
         result = try await KilnProcess.run(["plugins"], in: directory.path, environment: ["KILN_PLUGIN_PATH": plugins])
-        #expect(result.standardOutput.contains("behaviours 0.1.0  ABI 1  \(plugins)/libkiln-later.so\n    kinds: fail, later"), "\(result)")
+        #expect(
+            result.standardOutput.contains(
+                "behaviours 0.1.0  ABI 1  \(plugins)/libkiln-later.so\n    kinds: fail, later"
+            ),
+            "\(result)"
+        )
     }
 
     @Test("a plugin file that changes keeps the next run from being a no-op on the snapshot's word")
     func changedPluginIsNoNoOp() async throws {
         let build = try buildDirectory()
-        let directory = try project("""
+        let directory = try project(
+            """
             version: '3'
             plugins: [./plugins/libkilntest-behaviours.so]
             tasks:
@@ -154,7 +182,8 @@ struct PluginTests {
                 generates: [late.txt]
                 with: {output: late.txt, seconds: 0.01}
 
-            """)
+            """
+        )
         defer { directory.remove() }
         try FileManager.default.createDirectory(atPath: directory.path("plugins"), withIntermediateDirectories: true)
         let copy = directory.path("plugins/libkilntest-behaviours.so")
@@ -162,8 +191,16 @@ struct PluginTests {
         _ = try await KilnProcess.run(["run", "late"], in: directory.path)
         try await Task.sleep(for: .milliseconds(120))  // past the racy window: statuses can vouch
         _ = try await KilnProcess.run(["run", "late"], in: directory.path)
-        var result = try await KilnProcess.run(["run", "late"], in: directory.path, environment: ["KILN_DEBUG": "phases"])
-        #expect(result.standardError.contains("kiln: phases (ms): snapshot") && !result.standardError.contains("load and plan"), "a no-op on the snapshot's word: \(result)")
+        var result = try await KilnProcess.run(
+            ["run", "late"],
+            in: directory.path,
+            environment: ["KILN_DEBUG": "phases"]
+        )
+        #expect(
+            result.standardError.contains("kiln: phases (ms): snapshot")
+                && !result.standardError.contains("load and plan"),
+            "a no-op on the snapshot's word: \(result)"
+        )
         // A rebuilt plugin (here: the same code, one byte longer) must be loaded again.
         let handle = try #require(FileHandle(forWritingAtPath: copy))
         handle.seekToEndOfFile()
@@ -176,7 +213,8 @@ struct PluginTests {
 
     @Test("a configuration the plugin rejects stops the run at its Taskfile line and column")
     func rejectedConfiguration() async throws {
-        let directory = try project("""
+        let directory = try project(
+            """
             version: '3'
             tasks:
               package:
@@ -186,17 +224,24 @@ struct PluginTests {
                   files: [a]
                   level: 12
 
-            """)
+            """
+        )
         defer { directory.remove() }
         let result = try await KilnProcess.run(["run", "package"], in: directory.path)
         #expect(result.status == 2, "\(result)")
-        #expect(result.standardError.contains("Taskfile.yml:8:14: error: task 'package': 'level' must be 1 (fastest) to 9 (smallest), not 12 (task kind 'archive')"), "\(result)")
+        #expect(
+            result.standardError.contains(
+                "Taskfile.yml:8:14: error: task 'package': 'level' must be 1 (fastest) to 9 (smallest), not 12 (task kind 'archive')"
+            ),
+            "\(result)"
+        )
     }
 
     @Test("every plugin loading error is a clear message at the plugins: entry, and exit status 2")
     func loadingErrors() async throws {
         let build = try buildDirectory()
-        let directory = try project("""
+        let directory = try project(
+            """
             version: '3'
             plugins:
               - archive
@@ -209,26 +254,49 @@ struct PluginTests {
               default:
                 cmds: [':']
 
-            """)
+            """
+        )
         defer { directory.remove() }
         try directory.write("not-a-library.so", "just text\n")
         let result = try await KilnProcess.run(["run"], in: directory.path)
         #expect(result.status == 2, "\(result)")
         let errors = result.standardError
-        #expect(errors.contains("Taskfile.yml:4:5: error: plugin \(build)/libkilntest-oldabi.so was built against plugin ABI 999, but this kiln has plugin ABI 1; rebuild the plugin"), "\(result)")
-        #expect(errors.contains("Taskfile.yml:5:5: error: plugin \(build)/libkilntest-duplicate.so: task kind 'archive' from \(build)/libkilntest-duplicate.so is already registered by"), "\(result)")
+        #expect(
+            errors.contains(
+                "Taskfile.yml:4:5: error: plugin \(build)/libkilntest-oldabi.so was built against plugin ABI 999, but this kiln has plugin ABI 1; rebuild the plugin"
+            ),
+            "\(result)"
+        )
+        #expect(
+            errors.contains(
+                "Taskfile.yml:5:5: error: plugin \(build)/libkilntest-duplicate.so: task kind 'archive' from \(build)/libkilntest-duplicate.so is already registered by"
+            ),
+            "\(result)"
+        )
         #expect(errors.contains("libkiln-archive.so; remove one of the two plugins or rename the kind"), "\(result)")
         #expect(errors.contains("Taskfile.yml:6:5: error: plugin 'nosuch' not found; looked for"), "\(result)")
         #expect(errors.contains("libkiln-nosuch.so"), "\(result)")
-        #expect(errors.contains("Taskfile.yml:7:5: error: \(build)/libKilnJobs.so is not a kiln plugin: it has no 'kiln_plugin_entry' entry point"), "\(result)")
-        #expect(errors.contains("Taskfile.yml:8:5: error: can't load plugin \(directory.path)/not-a-library.so: "), "\(result)")
-        #expect(errors.contains("invalid ELF header") || errors.contains("file too short"), "the dlerror text: \(result)")
+        #expect(
+            errors.contains(
+                "Taskfile.yml:7:5: error: \(build)/libKilnJobs.so is not a kiln plugin: it has no 'kiln_plugin_entry' entry point"
+            ),
+            "\(result)"
+        )
+        #expect(
+            errors.contains("Taskfile.yml:8:5: error: can't load plugin \(directory.path)/not-a-library.so: "),
+            "\(result)"
+        )
+        #expect(
+            errors.contains("invalid ELF header") || errors.contains("file too short"),
+            "the dlerror text: \(result)"
+        )
     }
 
     @Test("a plugin file or directory others can write is refused unless --allow-insecure-plugins")
     func insecurePlugins() async throws {
         let build = try buildDirectory()
-        let directory = try project("""
+        let directory = try project(
+            """
             version: '3'
             plugins: [./open/libkilntest-behaviours.so]
             tasks:
@@ -237,7 +305,8 @@ struct PluginTests {
                 generates: [late.txt]
                 with: {output: late.txt, seconds: 0.05}
 
-            """)
+            """
+        )
         defer { directory.remove() }
         // A directory anyone may write to, holding a link to the real plugin.
         try FileManager.default.createDirectory(atPath: directory.path("open"), withIntermediateDirectories: true)
@@ -245,8 +314,16 @@ struct PluginTests {
         symlink(build + "/libkilntest-behaviours.so", directory.path("open/libkilntest-behaviours.so"))
         var result = try await KilnProcess.run(["run", "late"], in: directory.path)
         #expect(result.status == 2, "\(result)")
-        #expect(result.standardError.contains("refusing to load \(directory.path)/open/libkilntest-behaviours.so: the plugin directory \(directory.path)/open is writable by others (mode 777)"), "\(result)")
-        #expect(result.standardError.contains("run 'chmod go-w \(directory.path)/open', or pass --allow-insecure-plugins"), "\(result)")
+        #expect(
+            result.standardError.contains(
+                "refusing to load \(directory.path)/open/libkilntest-behaviours.so: the plugin directory \(directory.path)/open is writable by others (mode 777)"
+            ),
+            "\(result)"
+        )
+        #expect(
+            result.standardError.contains("run 'chmod go-w \(directory.path)/open', or pass --allow-insecure-plugins"),
+            "\(result)"
+        )
         result = try await KilnProcess.run(["run", "--allow-insecure-plugins", "late"], in: directory.path)
         #expect(result.status == 0, "\(result)")
         #expect(directory.read("late.txt") == "written later\n")
@@ -255,7 +332,8 @@ struct PluginTests {
     @Test("a plugin job that throws fails only its task; an asynchronous plugin job finishes from another thread")
     func throwingJobFailsOnlyItsTask() async throws {
         let build = try buildDirectory()
-        let directory = try project("""
+        let directory = try project(
+            """
             version: '3'
             plugins: [\(build)/libkilntest-behaviours.so]
             tasks:
@@ -279,7 +357,8 @@ struct PluginTests {
               default:
                 deps: [after-broken, late, fine, each-after-broken]
 
-            """)
+            """
+        )
         defer { directory.remove() }
         // `default` (a group) and `each-after-broken` are created after `broken` already failed:
         // they must not wait for it forever.
@@ -320,7 +399,8 @@ struct HTTPPluginTests {
             request.method == "GET" ? .init(status: 200, body: "payload from the server\n") : .init(status: 201)
         }
         defer { server.stop() }
-        let directory = try plugins.project("""
+        let directory = try plugins.project(
+            """
             version: '3'
             tasks:
               fetch:
@@ -332,7 +412,8 @@ struct HTTPPluginTests {
                 sources: [report.txt]
                 with: {url: '\(server.url("/upload/report.txt"))', method: PUT}
 
-            """)
+            """
+        )
         defer { directory.remove() }
         try directory.write("report.txt", "a report to upload\n")
         let result = try await KilnProcess.run(["run", "fetch", "publish"], in: directory.path)
@@ -354,13 +435,17 @@ struct HTTPPluginTests {
         #expect(result.standardOutput.contains("GET \(server.url("/missing.txt")): HTTP 404 Not Found"), "\(result)")
         #expect(server.requests.count == 1, "a 404 is not retried")
         #expect(!FileManager.default.fileExists(atPath: directory.path("got/data.txt")))
-        #expect((try? FileManager.default.contentsOfDirectory(atPath: directory.path("got")))?.isEmpty ?? true, "no temporary file left")
+        #expect(
+            (try? FileManager.default.contentsOfDirectory(atPath: directory.path("got")))?.isEmpty ?? true,
+            "no temporary file left"
+        )
     }
 
     @Test("a refused connection is retried with backoff, then fails saying so")
     func connectionRefused() async throws {
         let port = try TestHTTPServer.closedPort()
-        let directory = try plugins.project("""
+        let directory = try plugins.project(
+            """
             version: '3'
             tasks:
               fetch:
@@ -368,11 +453,15 @@ struct HTTPPluginTests {
                 generates: [got/data.txt]
                 with: {url: 'http://127.0.0.1:\(port)/data.txt', retries: 2, backoff: 0.05}
 
-            """)
+            """
+        )
         defer { directory.remove() }
         let result = try await KilnProcess.run(["run", "fetch"], in: directory.path)
         #expect(result.status == 1, "\(result)")
-        #expect(result.standardOutput.contains("GET http://127.0.0.1:\(port)/data.txt: connection refused"), "\(result)")
+        #expect(
+            result.standardOutput.contains("GET http://127.0.0.1:\(port)/data.txt: connection refused"),
+            "\(result)"
+        )
         #expect(result.standardOutput.contains("retrying in 0.05 s (attempt 2 of 3)"), "\(result)")
         #expect(result.standardOutput.contains("(after 3 attempts)"), "\(result)")
     }
@@ -388,7 +477,9 @@ struct HTTPPluginTests {
             return call < 3 ? .init(status: 503) : .init(status: 200, body: "third time lucky\n")
         }
         defer { server.stop() }
-        let directory = try plugins.project(taskfile(url: server.url("/flaky"), extra: "      retries: 3\n      backoff: 0.05"))
+        let directory = try plugins.project(
+            taskfile(url: server.url("/flaky"), extra: "      retries: 3\n      backoff: 0.05")
+        )
         defer { directory.remove() }
         let result = try await KilnProcess.run(["run", "fetch"], in: directory.path)
         #expect(result.status == 0, "\(result)")
@@ -401,7 +492,9 @@ struct HTTPPluginTests {
         // The server would answer (200) after two minutes: only a timeout that fired fails the job.
         let server = try TestHTTPServer { _ in .init(status: 200, body: "too late", delay: 120) }
         defer { server.stop() }
-        let directory = try plugins.project(taskfile(url: server.url("/slow"), extra: "      timeout: 0.3\n      retries: 0"))
+        let directory = try plugins.project(
+            taskfile(url: server.url("/slow"), extra: "      timeout: 0.3\n      retries: 0")
+        )
         defer { directory.remove() }
         let result = try await KilnProcess.run(["run", "fetch"], in: directory.path, within: 60)
         #expect(result.status == 1, "\(result)")
@@ -422,6 +515,9 @@ struct HTTPPluginTests {
         process.send(SIGINT)
         let result = try await process.wait(within: 60)
         #expect(result.status == 130, "\(result)")
-        #expect((try? FileManager.default.contentsOfDirectory(atPath: directory.path("got")))?.isEmpty ?? true, "no partial download left")
+        #expect(
+            (try? FileManager.default.contentsOfDirectory(atPath: directory.path("got")))?.isEmpty ?? true,
+            "no partial download left"
+        )
     }
 }

@@ -24,7 +24,10 @@ import Testing
         }
 
         func link(_ name: String, to target: String) throws {
-            try FileManager.default.createSymbolicLink(atPath: scratch.path("project/" + name), withDestinationPath: target)
+            try FileManager.default.createSymbolicLink(
+                atPath: scratch.path("project/" + name),
+                withDestinationPath: target
+            )
         }
     }
 
@@ -58,7 +61,10 @@ import Testing
         ),
     ]
 
-    @Test("a path that leaves the root, lexically or through a link, is refused before anything runs", arguments: 0..<escapes.count)
+    @Test(
+        "a path that leaves the root, lexically or through a link, is refused before anything runs",
+        arguments: 0..<escapes.count
+    )
     func escapesAreRefused(index: Int) async throws {
         let example = Self.escapes[index]
         let layout = try Layout()
@@ -72,7 +78,10 @@ import Testing
         #expect(layout.scratch.read("outside/important.conf") == "keep me\n", "\(example.name)")
     }
 
-    @Test("a link planted after runs that remembered the check is still refused: the memo of the check doesn't vouch", arguments: 1..<escapes.count)
+    @Test(
+        "a link planted after runs that remembered the check is still refused: the memo of the check doesn't vouch",
+        arguments: 1..<escapes.count
+    )
     func linkPlantedAfterTheCheckWasRemembered(index: Int) async throws {
         let example = Self.escapes[index]
         let layout = try Layout()

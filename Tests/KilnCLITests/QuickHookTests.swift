@@ -12,7 +12,9 @@ struct QuickHookTests {
     /// the plan isn't refused as too fresh to trust.
     func project() throws -> TemporaryDirectory {
         let directory = try TemporaryDirectory(prefix: "kiln-quick-hook")
-        try directory.write("Taskfile.yml", """
+        try directory.write(
+            "Taskfile.yml",
+            """
             version: '3'
             hooks:
               pre-commit: [lint]
@@ -21,7 +23,8 @@ struct QuickHookTests {
                 sources: ['src/*.c']
                 cmds: ['echo lint >> ran.log']
 
-            """)
+            """
+        )
         try setModificationTime(directory.path("Taskfile.yml"), secondsAgo: 60)
         try directory.write(".gitignore", "ran.log\n.kiln/\n")
         try directory.write("src/a.c", "int a;\n")
@@ -35,7 +38,11 @@ struct QuickHookTests {
     /// `kiln hook pre-commit` with `KILN_DEBUG=phases`: its result, and whether the launcher
     /// answered it (its phases line says `quick hook`).
     func hook(_ directory: TemporaryDirectory) async throws -> (result: KilnProcess.Result, quick: Bool) {
-        let result = try await KilnProcess.run(["hook", "pre-commit"], in: directory.path, environment: ["KILN_DEBUG": "phases"])
+        let result = try await KilnProcess.run(
+            ["hook", "pre-commit"],
+            in: directory.path,
+            environment: ["KILN_DEBUG": "phases"]
+        )
         #expect(result.status == 0, "\(result)")
         return (result, result.standardError.contains("phases (ms): quick hook"))
     }
@@ -60,7 +67,10 @@ struct QuickHookTests {
         #expect(message(quick.result) == message(full.result))
         #expect(directory.read("ran.log") == nil)
         // A hook whose name maps no task: nothing to say, either way.
-        let commitMessage = try await KilnProcess.run(["hook", "commit-msg", "--", ".git/COMMIT_EDITMSG"], in: directory.path)
+        let commitMessage = try await KilnProcess.run(
+            ["hook", "commit-msg", "--", ".git/COMMIT_EDITMSG"],
+            in: directory.path
+        )
         #expect(commitMessage.status == 0 && commitMessage.standardError.isEmpty, "\(commitMessage)")
     }
 
@@ -99,7 +109,10 @@ struct QuickHookTests {
         let directory = try incremental.cProject()
         defer { directory.remove() }
         let taskfile = try #require(directory.read("Taskfile.yml"))
-        try directory.write("Taskfile.yml", taskfile.replacingOccurrences(of: "tasks:\n", with: "hooks:\n  pre-commit: [default]\ntasks:\n"))
+        try directory.write(
+            "Taskfile.yml",
+            taskfile.replacingOccurrences(of: "tasks:\n", with: "hooks:\n  pre-commit: [default]\ntasks:\n")
+        )
         try setModificationTime(directory.path("Taskfile.yml"), secondsAgo: 60)
         try directory.write(".gitignore", "ran.log\nbuild/\n.kiln/\n")
         for arguments in [["init", "-q", "-b", "main"], ["add", "."], ["commit", "-q", "-m", "first"]] {
@@ -156,7 +169,9 @@ struct QuickHookTests {
             for _ in 0..<100 {
                 do {
                     return try runProgram(copy, arguments, in: directory.path, environment: environment)
-                } catch let error as NSError where (error.userInfo[NSUnderlyingErrorKey] as? NSError)?.code == Int(ETXTBSY) {
+                } catch let error as NSError
+                    where (error.userInfo[NSUnderlyingErrorKey] as? NSError)?.code == Int(ETXTBSY)
+                {
                     usleep(20_000)
                 }
             }

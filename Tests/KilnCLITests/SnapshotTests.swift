@@ -36,7 +36,10 @@ struct SnapshotTests {
         try directory.write("src/a.txt", "alpha, changed\n")
         try directory.write("src/b.txt", "beta, changed\n")
         let taskfile = try #require(directory.read("Taskfile.yml"))
-        let failing = taskfile.replacingOccurrences(of: "- tr -d '#' < {{.source}} > {{.output}}", with: "- test {{.source}} != src/b.txt\n      - tr -d '#' < {{.source}} > {{.output}}")
+        let failing = taskfile.replacingOccurrences(
+            of: "- tr -d '#' < {{.source}} > {{.output}}",
+            with: "- test {{.source}} != src/b.txt\n      - tr -d '#' < {{.source}} > {{.output}}"
+        )
         try directory.write("Taskfile.yml", failing)
         var result = try await KilnProcess.run(["run", "-k"], in: directory.path)
         #expect(result.status == 1, "\(result)")
@@ -59,10 +62,16 @@ struct SnapshotTests {
         _ = try await KilnProcess.run(["run"], in: directory.path)
         _ = incremental.ran(directory)
         try directory.write("src/b.txt", "beta, changed\n")
-        try FileManager.default.createDirectory(atPath: directory.path("out/b.txt.blocker"), withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            atPath: directory.path("out/b.txt.blocker"),
+            withIntermediateDirectories: true
+        )
         // out/b.txt can't be written while it is a directory: copy src/b.txt fails.
         try FileManager.default.removeItem(atPath: directory.path("out/b.txt"))
-        try FileManager.default.moveItem(atPath: directory.path("out/b.txt.blocker"), toPath: directory.path("out/b.txt"))
+        try FileManager.default.moveItem(
+            atPath: directory.path("out/b.txt.blocker"),
+            toPath: directory.path("out/b.txt")
+        )
         var result = try await KilnProcess.run(["run"], in: directory.path)
         #expect(result.status == 1, "\(result)")
         #expect(incremental.ran(directory) == ["copy src/b.txt"])
@@ -166,9 +175,14 @@ struct SnapshotTests {
         try FileManager.default.removeItem(atPath: directory.path("joined.txt"))
         result = try await KilnProcess.run(["status", "--exit-code"], in: directory.path)
         #expect(result.status == 1, "\(result)")
-        #expect(result.standardOutput == "kiln: 1 of 3 jobs out of date\n  join: output joined.txt is missing\n", "\(result)")
+        #expect(
+            result.standardOutput == "kiln: 1 of 3 jobs out of date\n  join: output joined.txt is missing\n",
+            "\(result)"
+        )
         result = try await KilnProcess.run(["status", "--json"], in: directory.path)
-        let object = try #require(try JSONSerialization.jsonObject(with: Data(result.standardOutput.utf8)) as? [String: Any])
+        let object = try #require(
+            try JSONSerialization.jsonObject(with: Data(result.standardOutput.utf8)) as? [String: Any]
+        )
         #expect(object["jobs"] as? Int == 3)
         let stale = try #require(object["outOfDate"] as? [[String: Any]])
         #expect(stale.map { $0["job"] as? String } == ["join"])
@@ -184,12 +198,15 @@ struct SnapshotTests {
         try directory.write("out/b.txt", "edited by hand\n")
         let result = try await KilnProcess.run(["explain"], in: directory.path)
         #expect(result.status == 0, "\(result)")
-        #expect(result.standardOutput == """
-            copy src/a.txt: up to date
-            copy src/b.txt: output out/b.txt was modified
-            join: dependency copy runs first
+        #expect(
+            result.standardOutput == """
+                copy src/a.txt: up to date
+                copy src/b.txt: output out/b.txt was modified
+                join: dependency copy runs first
 
-            """, "\(result)")
+                """,
+            "\(result)"
+        )
         #expect(incremental.ran(directory).isEmpty)
         #expect(directory.read("out/b.txt") == "edited by hand\n")
     }

@@ -13,7 +13,10 @@ import Testing
     func fifoSnapshot() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        try directory.write("Taskfile.yml", "version: '3'\ntasks:\n  default:\n    sources: [a.txt]\n    cmds: ['true']\n")
+        try directory.write(
+            "Taskfile.yml",
+            "version: '3'\ntasks:\n  default:\n    sources: [a.txt]\n    cmds: ['true']\n"
+        )
         try directory.write("a.txt", "a\n")
         #expect(try await KilnProcess.run(["run"], in: directory.path).status == 0)
         unlink(directory.path(".kiln/snapshot"))
@@ -22,7 +25,10 @@ import Testing
         #expect(run.status == 0, "\(run)")
     }
 
-    @Test("an include naming a FIFO or /dev/zero is a located error, not a hang or a flood", arguments: ["fifo.yml", "/dev/zero"])
+    @Test(
+        "an include naming a FIFO or /dev/zero is a located error, not a hang or a flood",
+        arguments: ["fifo.yml", "/dev/zero"]
+    )
     func specialInclude(target: String) async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
@@ -50,7 +56,10 @@ import Testing
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         #expect(mkfifo(directory.path("pipe"), 0o644) == 0)
-        try directory.write("Taskfile.yml", "version: '3'\ntasks:\n  default:\n    sources: [pipe]\n    cmds: ['true']\n")
+        try directory.write(
+            "Taskfile.yml",
+            "version: '3'\ntasks:\n  default:\n    sources: [pipe]\n    cmds: ['true']\n"
+        )
         let run = try await KilnProcess.run(["run"], in: directory.path, within: 30)
         #expect(run.status == 0, "\(run)")
     }
@@ -65,9 +74,15 @@ import Testing
         let copy = directory.path("shared/deeper/plugins/libkilntest-behaviours.so")
         try FileManager.default.copyItem(atPath: build + "/libkilntest-behaviours.so", toPath: copy)
         chmod(copy, 0o755)
-        try directory.write("Taskfile.yml", "version: '3'\nplugins: [./shared/deeper/plugins/libkilntest-behaviours.so]\ntasks:\n  default: echo\n")
+        try directory.write(
+            "Taskfile.yml",
+            "version: '3'\nplugins: [./shared/deeper/plugins/libkilntest-behaviours.so]\ntasks:\n  default: echo\n"
+        )
         let run = try await KilnProcess.run(["list"], in: directory.path)
         #expect(run.status == 2, "\(run)")
-        #expect(run.standardError.contains("the directory above it \(directory.path("shared")) is writable by its group"), "\(run)")
+        #expect(
+            run.standardError.contains("the directory above it \(directory.path("shared")) is writable by its group"),
+            "\(run)"
+        )
     }
 }

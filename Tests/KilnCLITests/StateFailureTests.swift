@@ -9,7 +9,8 @@ import Testing
 /// When kiln can't write its state, it says why — read-only, or a full disk, naming the path —
 /// and a healthy state is never called damaged or moved aside.
 @Suite(.serialized) struct StateFailureTests {
-    static let taskfile = "version: '3'\ntasks:\n  default:\n    sources: [in.txt]\n    generates: [out.txt]\n    cmds: ['cp in.txt out.txt']\n"
+    static let taskfile =
+        "version: '3'\ntasks:\n  default:\n    sources: [in.txt]\n    generates: [out.txt]\n    cmds: ['cp in.txt out.txt']\n"
 
     @Test("a read-only .kiln: its own message and exit status 4, not 'another run' (3)")
     func readOnlyState() async throws {
@@ -33,11 +34,17 @@ import Testing
             result = try runProgram(kiln, ["run"], in: directory.path)
         }
         #expect(result.status == 4, "\(result.output)")
-        #expect(result.output.contains("can't write kiln's state at \(directory.path(".kiln/lock"))"), "\(result.output)")
+        #expect(
+            result.output.contains("can't write kiln's state at \(directory.path(".kiln/lock"))"),
+            "\(result.output)"
+        )
         #expect(result.output.contains("must be able to write it"), "\(result.output)")
     }
 
-    @Test("a full disk is reported as a full disk, naming the path; the state is not moved aside", .enabled(if: getuid() == 0))
+    @Test(
+        "a full disk is reported as a full disk, naming the path; the state is not moved aside",
+        .enabled(if: getuid() == 0)
+    )
     func fullDisk() async throws {
         let mountPoint = try TemporaryDirectory(prefix: "kiln-full-disk")
         defer { mountPoint.remove() }

@@ -25,7 +25,7 @@ public struct TaskfileLoader: Sendable {
 
     static let topLevelKeys: Set<String> = [
         "version", "vars", "env", "tasks", "includes", "resources", "plugins", "hooks", "silent", "output", "method", "run",
-        "interval",
+        "interval", "dotenv",
     ]
 
     /// The git hooks a Taskfile may map to tasks.

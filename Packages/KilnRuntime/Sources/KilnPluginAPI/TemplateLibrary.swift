@@ -33,6 +33,9 @@ public final class TemplateLibrary: Sendable {
         self.locate = locate
     }
 
+    /// How many parsed templates are kept.
+    static let memoLimit = 1 << 16
+
     /// Go's, sprig's and go-task's functions, errors located at the template's start.
     public static let standard = TemplateLibrary()
 
@@ -47,7 +50,11 @@ public final class TemplateLibrary: Sendable {
         } catch {
             result = .failure(error)
         }
-        parsed.withLock { $0[text] = result }
+        // Bounded: a long-lived process (a test run, a future server) must not keep every text
+        // it ever saw; past the bound a template is parsed each time it is asked for.
+        parsed.withLock { table in
+            if table.count < Self.memoLimit { table[text] = result }
+        }
         return try result.get()
     }
 
