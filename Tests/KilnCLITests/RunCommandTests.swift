@@ -15,7 +15,7 @@ import Testing
               create: touch created.txt
               broken:
                 deps: [nope]
-                cmds: ['echo {{.UNDEFINED}}']
+                cmds: ['echo {{.X | uper}}']
             """
         )
         let result = try await KilnProcess.run(["run", "create"], in: directory.path)
@@ -24,7 +24,7 @@ import Testing
         let file = directory.path("Taskfile.yml")
         let lines = result.standardError.split(separator: "\n").map(String.init)
         #expect(lines.contains { $0.hasPrefix("\(file):5:12: error: unknown task 'nope'") }, "\(result)")
-        #expect(lines.contains { $0.hasPrefix("\(file):6:18: error: undefined variable 'UNDEFINED'") }, "\(result)")
+        #expect(lines.contains { $0.hasPrefix("\(file):6:25: error: template: function \"uper\" not defined") }, "\(result)")
     }
 
     @Test func aTaskfileMistakeOnlyThePlannerSeesRunsNothingAndExitsWithStatus2() async throws {

@@ -318,7 +318,7 @@ import Testing
     @Test func anUndefinedVariableIsReportedAtTheReferenceInsideTheCommand() throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        let errors = try loadErrors(
+        let errors = try loadOrPlanErrors(
             in: directory,
             [
                 "Taskfile.yml": """
@@ -347,7 +347,7 @@ import Testing
     @Test func theColumnOfAnUndefinedVariableCountsCharactersNotBytes() throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        let errors = try loadErrors(
+        let errors = try loadOrPlanErrors(
             in: directory,
             [
                 "Taskfile.yml": """
@@ -368,7 +368,7 @@ import Testing
     @Test func theColumnOfAnUndefinedVariableInADoubleQuotedScalarCountsEscapesAsWritten() throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        let errors = try loadErrors(
+        let errors = try loadOrPlanErrors(
             in: directory,
             [
                 "Taskfile.yml": #"""
@@ -389,7 +389,7 @@ import Testing
     @Test func perSourceVariablesOutsideAnEachTaskAreUndefinedWithAHint() throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        let errors = try loadErrors(
+        let errors = try loadOrPlanErrors(
             in: directory,
             [
                 "Taskfile.yml": """
@@ -494,7 +494,7 @@ import Testing
                   build:
                     deps: [nope]
                     resources: [gpu]
-                    cmds: ['echo {{.X}}']
+                    cmds: ['echo {{upper}}']
                   test:
                     depz: [build]
                     cmds: [echo]
@@ -510,11 +510,11 @@ import Testing
         )
         let main = directory.path("Taskfile.yml"), included = directory.path("lib.yml")
         #expect(
-            errors.map(\.code) == [.unknownTask, .undefinedResource, .undefinedVariable, .unknownKey, .invalidValue]
+            errors.map(\.code) == [.unknownTask, .undefinedResource, .invalidTemplate, .unknownKey, .invalidValue]
         )
         #expect(
             errors.map(\.location) == [
-                at(main, 6, 12), at(main, 7, 17), at(main, 8, 18), at(main, 10, 5), at(included, 4, 12),
+                at(main, 6, 12), at(main, 7, 17), at(main, 8, 20), at(main, 10, 5), at(included, 4, 12),
             ]
         )
     }

@@ -65,7 +65,10 @@ public struct BuildPlanner: Sendable {
             }
             targets = ["default"]
         }
-        let index = Dictionary(taskfile.tasks.enumerated().map { ($1.name, $0) }, uniquingKeysWith: { first, _ in first })
+        let index = Dictionary(
+            taskfile.tasks.enumerated().map { ($1.name, $0) },
+            uniquingKeysWith: { first, _ in first }
+        )
         var order: [Int] = []
         var visited = Set<Int>()
         // Depth first, dependencies before dependents, with an explicit stack: a chain of a
@@ -91,10 +94,13 @@ public struct BuildPlanner: Sendable {
         for name in targets {
             if let position = index[name] ?? taskfile.aliases[name].flatMap({ index[$0] }) {
                 if taskfile.tasks[position].options.isInternal {
-                    errors.append(TaskfileError(
-                        .unknownTask, "task '\(taskfile.tasks[position].name)' is internal: it runs only as another task's dependency",
-                        at: taskfile.tasks[position].location
-                    ))
+                    errors.append(
+                        TaskfileError(
+                            .unknownTask,
+                            "task '\(taskfile.tasks[position].name)' is internal: it runs only as another task's dependency",
+                            at: taskfile.tasks[position].location
+                        )
+                    )
                     continue
                 }
                 visit(position)
@@ -115,6 +121,8 @@ public struct BuildPlanner: Sendable {
             var definition = taskfile.tasks[position]
             if !definition.runsOnThisPlatform { definition.dependencies = [] }
             errors += Self.missingVariables(of: definition)
+            errors += definition.options.deferredErrors.map(\.error)
+            errors += Self.undefinedVariables(in: definition)
             if checkBoundary {
                 let found = rootEscapes(definition, boundary: boundary)
                 escapes += found.count
@@ -122,23 +130,35 @@ public struct BuildPlanner: Sendable {
             }
             guard let kind = registry.kind(named: definition.kind.value) else {
                 let known = registry.kinds.map(\.name).joined(separator: ", ")
-                errors.append(TaskfileError(
-                    .unknownTaskKind,
-                    "task '\(definition.name)' uses task kind '\(definition.kind.value)', which no plugin provides (no libkiln-\(definition.kind.value).so on the plugin path: see --plugin-path); known kinds: \(known)",
-                    at: definition.kind.location
-                ))
+                errors.append(
+                    TaskfileError(
+                        .unknownTaskKind,
+                        "task '\(definition.name)' uses task kind '\(definition.kind.value)', which no plugin provides (no libkiln-\(definition.kind.value).so on the plugin path: see --plugin-path); known kinds: \(known)",
+                        at: definition.kind.location
+                    )
+                )
                 continue
             }
             let description = TaskDescription(
-                name: definition.name, location: definition.location, variables: definition.variables
+                name: definition.name,
+                location: definition.location,
+                variables: definition.variables
             )
             do {
-                tasks.append(BuildPlan.Task(definition: definition, prepared: try kind.prepare(definition.configuration, for: description)))
+                tasks.append(
+                    BuildPlan.Task(
+                        definition: definition,
+                        prepared: try kind.prepare(definition.configuration, for: description)
+                    )
+                )
             } catch {
-                errors.append(TaskfileError(
-                    .configurationRejected, "task '\(definition.name)': \(error.message) (task kind '\(kind.name)')",
-                    at: error.location ?? definition.location
-                ))
+                errors.append(
+                    TaskfileError(
+                        .configurationRejected,
+                        "task '\(definition.name)': \(error.message) (task kind '\(kind.name)')",
+                        at: error.location ?? definition.location
+                    )
+                )
             }
         }
         if let memo, checkBoundary {
@@ -156,7 +176,11 @@ public struct BuildPlanner: Sendable {
         for (position, task) in tasks.enumerated() { positions[task.definition.name] = position }
         let dependencyPositions = tasks.map { task in task.definition.dependencies.compactMap { positions[$0.value] } }
         return BuildPlan(
-            taskfile: taskfile, tasks: tasks, targets: targets, dependencyPositions: dependencyPositions, boundary: boundary
+            taskfile: taskfile,
+            tasks: tasks,
+            targets: targets,
+            dependencyPositions: dependencyPositions,
+            boundary: boundary
         )
     }
 
@@ -169,10 +193,13 @@ public struct BuildPlanner: Sendable {
         let hint = "add 'allow-outside-root: true' to the task if that is intended"
         if !boundary.contains(task.directory, followingLastLink: true) {
             let how = Self.isInside(task.directory, root: root) ? " through a symbolic link" : ""
-            errors.append(TaskfileError(
-                .outsideRoot, "task '\(task.name)' runs in \(task.directory), outside the project root \(root)\(how); \(hint)",
-                at: task.location
-            ))
+            errors.append(
+                TaskfileError(
+                    .outsideRoot,
+                    "task '\(task.name)' runs in \(task.directory), outside the project root \(root)\(how); \(hint)",
+                    at: task.location
+                )
+            )
         }
         var variables: [String: TemplateValue]?
         func rendered(_ text: String) -> String {
@@ -190,15 +217,89 @@ public struct BuildPlanner: Sendable {
             let path = Path.join(task.directory, text)
             guard !boundary.contains(path, followingLastLink: true) else { return }
             let how = Self.isInside(path, root: root) ? " through a symbolic link" : ""
-            errors.append(TaskfileError(
-                .outsideRoot, "task '\(task.name)' would \(what) \(text), outside the project root\(how); \(hint)",
-                at: location
-            ))
+            errors.append(
+                TaskfileError(
+                    .outsideRoot,
+                    "task '\(task.name)' would \(what) \(text), outside the project root\(how); \(hint)",
+                    at: location
+                )
+            )
         }
         for output in task.generates where !GlobList.isExclusion(output.value) {
             check(output.value, what: "write", at: output.location)
         }
         if let depfile = task.depfile { check(depfile, what: "read and remove the depfile", at: task.location) }
+        return errors
+    }
+
+    /// Variables the task's templates print as they are (`{{.NAME}}`) that nothing sets — not the
+    /// Taskfile, the command line or the environment: go-task would print nothing, kiln says so
+    /// before anything runs. Asking about one (`{{if .X}}`, `{{.X | default "d"}}`) is fine.
+    static func undefinedVariables(in task: TaskDefinition) -> [TaskfileError] {
+        var templates: [Located<String>] = task.commands + task.generates + task.options.preconditions.map(\.test)
+        if let depfile = task.locatedDepfile { templates.append(depfile) }
+        if let configuration = task.pluginConfiguration {
+            var pending = [configuration]
+            while let value = pending.popLast() {
+                switch value.kind {
+                case .scalar(let text): templates.append(Located(value: text, location: value.location))
+                case .list(let items): pending += items
+                case .map(let entries): pending += entries.map(\.value)
+                case .null: break
+                }
+            }
+        }
+        let templatesWithActions = templates.filter { TextTemplate.hasActions($0.value) }
+        guard !templatesWithActions.isEmpty else { return [] }
+        let known = task.templateVariables
+        let each = task.each == .sources
+        var errors: [TaskfileError] = []
+        // Each file is read once to place the errors in it (only when there are some).
+        var locators: [String: TaskfileLocator?] = [:]
+        func locator(_ path: String) -> TaskfileLocator? {
+            if let known = locators[path] { return known }
+            let made = (try? Files.readText(path)).map(TaskfileLocator.init(text:))
+            locators[path] = made
+            return made
+        }
+        for text in templatesWithActions {
+            guard let template = try? TaskfileTemplates.library.template(text.value) else { continue }
+            for reference in template.printedVariableReferences {
+                let name = reference.name
+                if known[name] != nil || TaskfileLoader.builtInVariables.contains(name)
+                    || (each && TaskfileLoader.eachVariables.contains(name))
+                {
+                    continue
+                }
+                var message = "undefined variable '\(name)'"
+                if let close = suggestion(for: name, among: Array(known.keys) + TaskfileLoader.builtInVariables) {
+                    message += "; did you mean '\(close)'?"
+                } else if TaskfileLoader.eachVariables.contains(name) {
+                    message += "; it exists only in tasks with 'each: sources'"
+                } else {
+                    message +=
+                        "; define it under 'vars:', give it on the command line (kiln run \(task.name) \(name)=…), or write {{.\(name) | default \"\"}} if it may be unset"
+                }
+                // At the action holding it, `{{` included, as an editor would select it.
+                let bytes = Array(text.value.utf8)
+                var start = reference.offset
+                while start >= 2, !(bytes[start - 1] == UInt8(ascii: "{") && bytes[start - 2] == UInt8(ascii: "{")) {
+                    start -= 1
+                }
+                errors.append(
+                    TaskfileError(
+                        .undefinedVariable,
+                        message,
+                        at: TaskfileTemplates.locate(
+                            offset: max(0, start - 2),
+                            in: text.value,
+                            writtenAt: text.location,
+                            file: locator
+                        )
+                    )
+                )
+            }
+        }
         return errors
     }
 

@@ -44,6 +44,27 @@ public struct TaskOptions: Sendable, Hashable {
         public var message: String?
     }
 
+    /// What loading found wrong with the task's own values — a dynamic variable whose command
+    /// failed, a `dir:` or `sources:` template that can't be rendered — reported when a run plans
+    /// the task, not when the Taskfile loads: `kiln list` works, and so do the other tasks (as in
+    /// go-task, which evaluates a task's variables when it runs it).
+    public var deferredErrors: [DeferredError] = []
+
+    /// A mistake reported when the task is planned.
+    public struct DeferredError: Sendable, Hashable {
+        /// `invalid-template` or `invalid-value`.
+        public var code: String
+        /// What is wrong.
+        public var message: String
+        /// Where.
+        public var location: SourceLocation?
+
+        /// As a Taskfile error.
+        public var error: TaskfileError {
+            TaskfileError(code == TaskfileError.Code.invalidTemplate.description ? .invalidTemplate : .invalidValue, message, at: location)
+        }
+    }
+
     /// A variable the task requires.
     public struct RequiredVariable: Sendable, Hashable {
         /// Its name.

@@ -19,7 +19,7 @@ import Glibc
 enum TaskfileCache {
     static let magic = Array("KILNTFC\u{2}".utf8)
     /// Bump when the encoding or the meaning of ``Taskfile`` changes.
-    static let formatVersion = 13
+    static let formatVersion = 14
 
     /// The cache file of a project.
     static func path(root: String) -> String { KilnDirectory(root: root).taskfileCache }
@@ -360,6 +360,13 @@ struct BinaryWriter {
             write(precondition.message)
         }
         write(options.runsEveryTime)
+        write(options.deferredErrors.count)
+        for failure in options.deferredErrors {
+            write(failure.code)
+            write(failure.message)
+            write(failure.location != nil)
+            if let location = failure.location { write(location) }
+        }
         write(options.requiredVariables.count)
         for required in options.requiredVariables {
             write(required.name)
@@ -510,9 +517,19 @@ struct BinaryReader {
             guard let test = readString(), let location = readLocation(), let message = readOptionalString() else { return nil }
             options.preconditions.append(TaskOptions.Precondition(test: Located(value: test, location: location), message: message))
         }
-        guard let runsEveryTime = readBool(), let requiredCount = readInteger(), requiredCount >= 0, requiredCount <= bytes.count
+        guard let runsEveryTime = readBool(), let failureCount = readInteger(), failureCount >= 0, failureCount <= bytes.count
         else { return nil }
         options.runsEveryTime = runsEveryTime
+        for _ in 0..<failureCount {
+            guard let code = readString(), let message = readString(), let hasLocation = readBool() else { return nil }
+            var location: SourceLocation?
+            if hasLocation {
+                guard let place = readLocation() else { return nil }
+                location = place
+            }
+            options.deferredErrors.append(TaskOptions.DeferredError(code: code, message: message, location: location))
+        }
+        guard let requiredCount = readInteger(), requiredCount >= 0, requiredCount <= bytes.count else { return nil }
         for _ in 0..<requiredCount {
             guard let name = readString(), let hasAllowed = readBool() else { return nil }
             var allowed: [String]?

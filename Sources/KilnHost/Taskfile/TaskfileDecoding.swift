@@ -155,6 +155,8 @@ private final class LoadSession {
     /// A dynamic variable (`sh:`) was run: the model can't be cached.
     var isVolatile = false
     let dynamicVariables = DynamicVariables()
+    /// Where ``failOrDefer(_:_:at:)`` puts mistakes while values are read; `nil`: report them now.
+    var deferred: [TaskOptions.DeferredError]?
 
     init(root: String, readFile: @escaping @Sendable (String) throws -> String, context: TaskfileContext) {
         self.root = root
@@ -353,6 +355,8 @@ private final class LoadSession {
         // go-task's order: the file's `env:` (as variables, seeing only what comes before), then its
         // `vars:` — the main file's with the command line's `NAME=value` in their place — then
         // `env:` again, for the commands, seeing the variables.
+        // Mistakes in these values wait for a run that plans one of the file's tasks.
+        deferred = fileSettings.deferredErrors
         if let environmentYAMLNode { decodeEnvironmentVariables(environmentYAMLNode, file: path, into: &variables) }
         // `dotenv:` files add to `env:` what it doesn't set (the first file to set a name wins).
         var dotenv: [(name: String, value: String)] = []
@@ -376,6 +380,8 @@ private final class LoadSession {
             require("env:" + name)
             environment[name] = context.environment[name] ?? value
         }
+        fileSettings.deferredErrors = deferred ?? []
+        deferred = nil
         if let tasksYAMLNode, mapping(tasksYAMLNode, file: path, what: "'tasks'") != nil {
             var seen = Set<String>()
             let fileVariables = variables
@@ -484,14 +490,18 @@ private final class LoadSession {
                     if let dir = scalar(entry, file: file, what: "'dir'") {
                         let located = Located(value: dir, location: location(entry, file))
                         checkTemplate(located, known: KnownVariables(variables: variables, each: false, task: false))
-                        includeDirectory = absolute(renderNow(located, variables: variables) ?? dir, base: base)
+                        includeDirectory = absolute(renderNow(located, variables: variables, lenient: true) ?? dir, base: base)
                     }
                 case "optional": optional = bool(entry, file: file, what: "'optional'") ?? false
                 case "internal": included.isInternal = included.isInternal || (bool(entry, file: file, what: "'internal'") ?? false)
                 case "flatten": flatten = bool(entry, file: file, what: "'flatten'") ?? false
                 case "aliases": included.namespaceAliases = strings(entry, file: file, what: "'aliases'").map { namespace + $0.value + ":" }
                 case "excludes": included.excludes = Set(strings(entry, file: file, what: "'excludes'").map(\.value))
-                case "vars": decodeVariables(entry, file: file, into: &includeVariables, directory: root)
+                case "vars":
+                    deferred = included.deferredErrors
+                    decodeVariables(entry, file: file, into: &includeVariables, directory: root)
+                    included.deferredErrors = deferred ?? []
+                    deferred = nil
                 case "checksum":
                     fail(.unsupported, "'checksum:' pins a remote Taskfile, and kiln includes only local files", at: location(key, file))
                 default:
@@ -505,7 +515,7 @@ private final class LoadSession {
         guard let written = includePath else { return nil }
         // go-task renders the path with the including file's variables (`Taskfile_{{OS}}.yml`).
         checkTemplate(written, known: KnownVariables(variables: variables, each: false, task: false))
-        let rendered = renderNow(written, variables: variables) ?? written.value
+        let rendered = renderNow(written, variables: variables, lenient: true) ?? written.value
         if let scheme = ["http://", "https://", "git@", "git::", "ssh://"].first(where: { rendered.hasPrefix($0) }) {
             fail(
                 .unsupported,
@@ -536,6 +546,9 @@ private final class LoadSession {
         fileVariables: [String: TemplateValue], fileEnvironment: [String: String], fileSettings: FileSettings
     ) {
         let name = namespace + localName
+        // Mistakes in the task's values (and its file's) wait for a run that plans it.
+        deferred = fileSettings.deferredErrors
+        defer { deferred = nil }
         let taskLocation = location(key, file)
         var summary: String?
         var dependencies: [Located<String>] = []
@@ -787,7 +800,7 @@ private final class LoadSession {
             sources: sources, generates: generates, variables: variables, renderedSources: renderedSources, environment: environment,
             directory: taskDirectory, resources: claims, each: each, batchSize: batchSize, kind: kind,
             pluginConfiguration: configuration, allowsOutsideRoot: allowsOutsideRoot, depfile: depfile, keepsDepfile: keepsDepfile, file: file,
-            options: options
+            options: withDeferredErrors(options)
         ))
     }
 
@@ -843,7 +856,7 @@ private final class LoadSession {
         var result: [(name: String, value: String)] = []
         for path in strings(node, file: file, what: "'dotenv'") {
             checkTemplate(path, known: KnownVariables(variables: variables, each: false, task: false))
-            guard let rendered = renderNow(path, variables: variables) else { continue }
+            guard let rendered = renderNow(path, variables: variables, lenient: true) else { continue }
             let absolutePath = absolute(rendered, base: base)
             guard Files.exists(absolutePath) else {
                 missingOptional.append(absolutePath)
@@ -988,7 +1001,7 @@ private final class LoadSession {
         guard let text = scalar(node, file: file, what: "'sh'") else { return .null }
         let located = Located(value: text, location: location(node, file))
         checkTemplate(located, known: KnownVariables(variables: variables, each: false, task: false))
-        guard let command = renderNow(located, variables: variables) else { return .null }
+        guard let command = renderNow(located, variables: variables, lenient: true) else { return .null }
         isVolatile = true
         var environment = context.environment
         for (key, value) in variables where environment[key] == nil {
@@ -1000,7 +1013,7 @@ private final class LoadSession {
         switch dynamicVariables.value(of: command, directory: directory, environment: environment) {
         case .success(let output): return .string(output)
         case .failure(let failure):
-            fail(.invalidValue, "variable '\(name)': its command '\(command)' failed: \(failure)", at: located.location)
+            failOrDefer(.invalidValue, "variable '\(name)': its command '\(command)' failed: \(failure)", at: located.location)
             return .null
         }
     }
@@ -1028,7 +1041,7 @@ private final class LoadSession {
                 )
                 return .string("")
             }
-            return .string(renderNow(located, variables: variables) ?? "")
+            return .string(renderNow(located, variables: variables, lenient: true) ?? "")
         case .list(let items):
             let nodes = node.sequence ?? []
             return .list(items.enumerated().map { index, item in
@@ -1091,7 +1104,7 @@ private final class LoadSession {
             }
             let located = Located(value: text, location: location(value, file))
             checkTemplate(located, known: KnownVariables(variables: variables, each: false, task: false))
-            let rendered = renderNow(located, variables: variables) ?? text
+            let rendered = renderNow(located, variables: variables, lenient: true) ?? text
             environment[name] = context.environment[name] ?? rendered
         }
     }
@@ -1227,8 +1240,9 @@ private final class LoadSession {
     // MARK: Templates
 
     /// Parses `text` as a template (once: the library keeps it), reporting a syntax error, an
-    /// unknown function or a wrong argument count at its place, and a variable printed as it is
-    /// (`{{.NAME}}`) that nothing defines; `nil` after an error.
+    /// unknown function or a wrong argument count at its place; `nil` after an error. (A variable
+    /// printed as it is that nothing defines is the planner's to report: the command line may
+    /// define it.)
     @discardableResult
     func checkTemplate(_ text: Located<String>, known: KnownVariables) -> TextTemplate? {
         // Most strings have no template at all.
@@ -1241,35 +1255,38 @@ private final class LoadSession {
             return nil
         }
         for reference in template.variableReferences { noteReference(reference.name, known: known) }
-        for reference in template.printedVariableReferences where !known.contains(reference.name) && environmentLayer[reference.name] == nil {
-            var message = "undefined variable '\(reference.name)'"
-            if let close = suggestion(for: reference.name, among: known.names) {
-                message += "; did you mean '\(close)'?"
-            } else if TaskfileLoader.eachVariables.contains(reference.name) {
-                message += "; it exists only in tasks with 'each: sources'"
-            } else {
-                message += "; define it under 'vars:', or write {{.\(reference.name) | default \"\"}} if it may be unset"
-            }
-            // At the action holding it, `{{` included, as an editor would select it.
-            let bytes = Array(text.value.utf8)
-            var start = reference.offset
-            while start > 0, !(bytes[start - 1] == UInt8(ascii: "{") && start >= 2 && bytes[start - 2] == UInt8(ascii: "{")) { start -= 1 }
-            fail(.undefinedVariable, message, at: locate(offset: max(0, start - 2), in: text))
-        }
         return template
     }
 
     /// `text` rendered now, with `variables` (what a `dir:`, a `sources:` pattern, a variable's
-    /// value or an `env:` value becomes); `nil` after reporting why it can't be.
-    func renderNow(_ text: Located<String>, variables: [String: TemplateValue]) -> String? {
+    /// value or an `env:` value becomes); `nil` after reporting why it can't be. A value
+    /// (`lenient`) prints nothing for a variable that isn't set, as go-task does; a path doesn't.
+    func renderNow(_ text: Located<String>, variables: [String: TemplateValue], lenient: Bool = false) -> String? {
         guard TextTemplate.hasActions(text.value) else { return text.value }
         guard let template = try? TaskfileTemplates.library.template(text.value) else { return nil }
         do {
-            let rendered = try template.render(.map(layered(variables)))
+            let rendered = try template.render(.map(layered(variables)), missing: lenient ? .printNothing : .fail)
             return rendered
         } catch {
-            fail(.invalidTemplate, "template: \(error.message)", at: locate(offset: error.offset, in: text))
+            failOrDefer(.invalidTemplate, "template: \(error.message)", at: locate(offset: error.offset, in: text))
             return nil
+        }
+    }
+
+    /// `options` with the mistakes deferred so far.
+    func withDeferredErrors(_ options: TaskOptions) -> TaskOptions {
+        var options = options
+        options.deferredErrors = deferred ?? []
+        return options
+    }
+
+    /// Reports a mistake in a value: while a task or a file's variables are being read, it waits
+    /// for a run that plans the task (``TaskOptions/deferredErrors``); otherwise it is an error now.
+    func failOrDefer(_ code: TaskfileError.Code, _ message: String, at location: SourceLocation?) {
+        if deferred != nil {
+            deferred?.append(TaskOptions.DeferredError(code: code.description, message: message, location: location))
+        } else {
+            fail(code, message, at: location)
         }
     }
 
@@ -1444,6 +1461,9 @@ private struct FileSettings {
     var namespaceAliases: [String] = []
     /// The include's `excludes:`: tasks of the file not loaded.
     var excludes: Set<String> = []
+    /// Mistakes in the values its tasks see (a failed dynamic variable of the file or of an
+    /// includer): each of its tasks reports them when planned.
+    var deferredErrors: [TaskOptions.DeferredError] = []
 }
 
 /// The variables a template may use at one place, without building a set per task.

@@ -39,6 +39,19 @@ func loadErrors(in directory: TemporaryDirectory, _ files: [String: String]) thr
     }
 }
 
+/// Writes `files`, loads `Taskfile.yml` and plans every task, expecting the load or the plan to
+/// refuse; returns the errors (an undefined variable is the planner's to report).
+func loadOrPlanErrors(in directory: TemporaryDirectory, _ files: [String: String]) throws -> [TaskfileError] {
+    for (path, text) in files { try directory.write(path, text) }
+    let taskfile: Taskfile
+    do {
+        taskfile = try TaskfileLoader().load(path: directory.path("Taskfile.yml"))
+    } catch {
+        return error.errors
+    }
+    return try planErrors(taskfile, targets: taskfile.tasks.map(\.name))
+}
+
 /// Plans `targets`, expecting the planner to refuse; returns the errors.
 func planErrors(_ taskfile: Taskfile, targets: [String], kinds: [any TaskKind] = []) throws -> [TaskfileError] {
     do {
@@ -135,7 +148,11 @@ func run(
         }
         let finished = observer.finished.map { "\($0.job.label): \($0.outcome)" } + [buildRun.pendingDescription]
         buildRun.interrupt()
-        throw RunTimedOut(seconds: seconds, finished: observer.finished.count, detail: (finished + waiting).joined(separator: "; "))
+        throw RunTimedOut(
+            seconds: seconds,
+            finished: observer.finished.count,
+            detail: (finished + waiting).joined(separator: "; ")
+        )
     }
     return (summary, observer, queues)
 }
