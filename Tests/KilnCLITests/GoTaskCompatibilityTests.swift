@@ -463,6 +463,41 @@ import Testing
             compared: ["out.txt"],
             environment: ["K": "from-host"]
         ),
+        Case(
+            name: "for: over a list, a variable (split or a list), sources, generates and a matrix, with as:",
+            files: [
+                "Taskfile.yml": """
+                version: '3'
+                vars:
+                  WORDS: 'one two  three'
+                  CSV: 'a,b,,c'
+                  ARR: [p, q]
+                tasks:
+                  t:
+                    sources: ['*.txt']
+                    generates: ['out*']
+                    cmds:
+                      - for: [x, y]
+                        cmd: echo "list {{.ITEM}}" >> out.log
+                      - for: {var: WORDS}
+                        cmd: echo "words {{.ITEM}}" >> out.log
+                      - for: {var: CSV, split: ',', as: V}
+                        cmd: echo "split [{{.V}}]" >> out.log
+                      - for: {var: ARR}
+                        cmd: echo "arr {{.ITEM}}" >> out.log
+                      - for: sources
+                        cmd: echo "src {{.ITEM}}" >> out.log
+                      - for: generates
+                        cmd: echo "gen {{.ITEM}}" >> out.log
+                      - for: {matrix: {OS: [linux, darwin], ARCH: [amd64, arm64]}}
+                        cmd: echo "m {{.ITEM.OS}}-{{.ITEM.ARCH}}" >> out.log
+                """,
+                "a.txt": "a",
+                "b.txt": "b",
+            ],
+            task: "t",
+            compared: ["out.log"]
+        ),
     ]
 
     @Test("kiln leaves what go-task leaves", arguments: cases)

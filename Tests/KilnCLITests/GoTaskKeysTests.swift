@@ -119,7 +119,7 @@ import Testing
                 "a '- task:' call in 'cmds' isn't supported yet"
             ),
             ("tasks:\n  t:\n    cmds:\n      - defer: echo bye\n", 5, 9, "'defer:' isn't supported yet"),
-            ("tasks:\n  t:\n    cmds:\n      - for: [a, b]\n        cmd: echo {{.ITEM}}\n", 5, 9, "'for:' loops"),
+
             (
                 "tasks:\n  t:\n    deps:\n      - task: o\n        vars: {A: 1}\n  o: 'true'\n", 6, 9,
                 "a dependency with 'vars:'"

@@ -3,7 +3,7 @@ import KilnPluginAPI
 import Synchronization
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The built-in task kind for tasks with `cmds:`: each job runs its commands one after another
@@ -26,6 +26,10 @@ public struct ShellTaskKind: TaskKind {
             public var ignoresError = false
             /// `platforms:` — where it runs; skipped elsewhere (`nil`: everywhere).
             public var platforms: [String]?
+            /// `for:` — what it runs once per item of, and the variable holding the item.
+            public var loop: ConfigurationValue?
+            /// `as:` — the item's variable (`ITEM`).
+            public var itemName = "ITEM"
         }
 
         /// `cmds`.
@@ -57,25 +61,74 @@ public struct ShellTaskKind: TaskKind {
         for item in value["cmds"]?.list ?? [] {
             // A string, or go-task's map: `{cmd: …, ignore_error: true, platforms: [linux]}`.
             guard item.map != nil else {
-                configuration.commands.append(Configuration.Command(text: try item.requireString("a command"), location: item.location))
+                configuration.commands.append(
+                    Configuration.Command(text: try item.requireString("a command"), location: item.location)
+                )
                 continue
             }
-            guard let text = item["cmd"] else { throw TaskConfigurationError("a command needs 'cmd'", at: item.location) }
+            guard let text = item["cmd"] else {
+                throw TaskConfigurationError("a command needs 'cmd'", at: item.location)
+            }
             var command = Configuration.Command(text: try text.requireString("'cmd'"), location: text.location)
             command.ignoresError = try item["ignore_error"]?.requireString("'ignore_error'") == "true"
             command.platforms = try item["platforms"]?.requireStrings("'platforms'")
+            command.loop = item["for"]
+            command.itemName = try item["as"]?.requireString("'as'") ?? "ITEM"
             configuration.commands.append(command)
         }
         for item in value["preconditions"]?.list ?? [] {
             let test = try item["sh"]?.requireString("'sh'") ?? ""
-            configuration.preconditions.append((test, item["sh"]?.location ?? item.location, try item["msg"]?.requireString("'msg'")))
+            configuration.preconditions.append(
+                (test, item["sh"]?.location ?? item.location, try item["msg"]?.requireString("'msg'"))
+            )
         }
         return configuration
     }
 
+    /// The items of a `for:` (as the configuration holds it): a list; `sources` or `generates`
+    /// (the files the task's patterns match now, in its directory); `{var: NAME, split: SEP}`
+    /// (a list variable's items, or a text split on SEP, on white space without one); or
+    /// `{matrix: {KEY: [values]}}` (each combination as a map, the first key varying slowest).
+    static func items(of loop: ConfigurationValue, request: JobRequest) -> [TemplateValue] {
+        if let list = loop.list { return list.compactMap { $0.string.map(TemplateValue.string) } }
+        if let word = loop.string {
+            let patterns = word == "sources" ? request.inputs : request.outputs
+            return Glob.files(matching: patterns, in: request.directory).map(TemplateValue.string)
+        }
+        if let rows = loop["matrix"]?.map {
+            var combinations: [[String: TemplateValue]] = [[:]]
+            for row in rows {
+                let values = row.value.list?.compactMap(\.string) ?? []
+                combinations = combinations.flatMap { partial in
+                    values.map { value in
+                        var next = partial
+                        next[row.key] = .string(value)
+                        return next
+                    }
+                }
+            }
+            return combinations.map(TemplateValue.map)
+        }
+        guard let name = loop["var"]?.string else { return [] }
+        switch request.variables[name] {
+        case .list(let items): return items
+        case .string(let text):
+            if let separator = loop["split"]?.string, !separator.isEmpty {
+                return text.split(separator: separator, omittingEmptySubsequences: false).map { .string(String($0)) }
+            }
+            return text.split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "\n" || $0 == "\r" }).map {
+                .string(String($0))
+            }
+        case nil, .missing, .null: return []
+        case let value?: return [value]
+        }
+    }
+
     /// The commands that run on this machine, after templating, joined with `&&`.
     public func summary(of configuration: Configuration, request: JobRequest) -> String {
-        configuration.commands.filter { TaskOptions.allows($0.platforms) }.map { request.display($0.text) }.joined(separator: " && ")
+        configuration.commands.filter { TaskOptions.allows($0.platforms) }.map { request.display($0.text) }.joined(
+            separator: " && "
+        )
     }
 
     /// Makes a ``CommandJob``.
@@ -89,11 +142,30 @@ public struct ShellTaskKind: TaskKind {
             steps.append(CommandJob.Step(command: test, precondition: precondition.message ?? test))
         }
         for command in configuration.commands where TaskOptions.allows(command.platforms) {
-            steps.append(CommandJob.Step(command: try request.render(command.text, at: command.location), ignoresError: command.ignoresError))
+            guard let loop = command.loop else {
+                steps.append(
+                    CommandJob.Step(
+                        command: try request.render(command.text, at: command.location),
+                        ignoresError: command.ignoresError
+                    )
+                )
+                continue
+            }
+            // go-task's `for:`: the command once per item, the item in {{.ITEM}} (or `as:`'s name).
+            for item in Self.items(of: loop, request: request) {
+                var variables = request.variables
+                variables[command.itemName] = item
+                let text = try request.templates.render(command.text, variables: variables, at: command.location)
+                steps.append(CommandJob.Step(command: text, ignoresError: command.ignoresError))
+            }
         }
         // The host made the environment (sharing its own storage unless the task adds to it).
         return CommandJob(
-            steps: steps, directory: request.directory, environment: context.environment, output: context.output, runner: runner
+            steps: steps,
+            directory: request.directory,
+            environment: context.environment,
+            output: context.output,
+            runner: runner
         )
     }
 }
@@ -151,7 +223,8 @@ public final class CommandJob: Job, @unchecked Sendable {
     /// so a completion that beats the handle's storing doesn't leave a stale handle behind.
     private let running = HostMutex<(index: Int, finished: Int, handle: RunningCommand?)>((-1, -1, nil))
 
-    init(steps: [Step], directory: String, environment: [String: String], output: TaskOutput, runner: any CommandRunner) {
+    init(steps: [Step], directory: String, environment: [String: String], output: TaskOutput, runner: any CommandRunner)
+    {
         self.steps = steps
         self.directory = directory
         self.environment = environment
@@ -208,7 +281,8 @@ public final class CommandJob: Job, @unchecked Sendable {
         let step = steps[index]
         let command = step.command
         running.withLock { $0.index = index }
-        let handle = runner.run(command, directory: directory, environment: environment, output: output) { [self] result in
+        let handle = runner.run(command, directory: directory, environment: environment, output: output) {
+            [self] result in
             running.withLock { running in
                 running.finished = index
                 running.handle = nil

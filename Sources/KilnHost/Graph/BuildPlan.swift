@@ -249,6 +249,11 @@ public struct BuildPlanner: Sendable {
                 }
             }
         }
+        // A `for:` command's item variable (`ITEM`, or its `as:` name) is defined for it.
+        var loopNames: [SourceLocation: String] = [:]
+        for (index, settings) in task.options.commandOptions.enumerated() where index < task.commands.count {
+            if let loop = settings.loop { loopNames[task.commands[index].location] = loop.name }
+        }
         let templatesWithActions = templates.filter { TextTemplate.hasActions($0.value) }
         guard !templatesWithActions.isEmpty else { return [] }
         let known = task.templateVariables
@@ -267,7 +272,7 @@ public struct BuildPlanner: Sendable {
             for reference in template.printedVariableReferences {
                 let name = reference.name
                 if known[name] != nil || TaskfileLoader.builtInVariables.contains(name)
-                    || (each && TaskfileLoader.eachVariables.contains(name))
+                    || (each && TaskfileLoader.eachVariables.contains(name)) || loopNames[text.location] == name
                 {
                     continue
                 }

@@ -61,7 +61,11 @@ public struct TaskOptions: Sendable, Hashable {
 
         /// As a Taskfile error.
         public var error: TaskfileError {
-            TaskfileError(code == TaskfileError.Code.invalidTemplate.description ? .invalidTemplate : .invalidValue, message, at: location)
+            TaskfileError(
+                code == TaskfileError.Code.invalidTemplate.description ? .invalidTemplate : .invalidValue,
+                message,
+                at: location
+            )
         }
     }
 
@@ -101,6 +105,57 @@ public struct TaskOptions: Sendable, Hashable {
     ]
 }
 
+/// go-task's `for:` on a command: what it iterates over.
+///
+/// Threading: a value type; safe to pass between threads.
+public struct CommandLoop: Sendable, Hashable {
+    /// The items.
+    public enum Items: Sendable, Hashable {
+        /// `for: [a, b]`.
+        case list([String])
+        /// `for: {var: NAME, split: SEP}`: a list variable's items, or a text variable split on
+        /// `SEP` (on white space without one).
+        case variable(String, split: String?)
+        /// `for: sources` / `for: generates`: the files the task's patterns match.
+        case sources
+        case generates
+        /// `for: {matrix: {OS: [linux, darwin], ARCH: [amd64]}}`: every combination, the first key
+        /// varying slowest; the item is a map.
+        case matrix([(key: String, values: [String])])
+
+        public static func == (a: Items, b: Items) -> Bool {
+            switch (a, b) {
+            case (.list(let x), .list(let y)): x == y
+            case (.variable(let x, let s), .variable(let y, let t)): x == y && s == t
+            case (.sources, .sources), (.generates, .generates): true
+            case (.matrix(let x), .matrix(let y)): x.map(\.key) == y.map(\.key) && x.map(\.values) == y.map(\.values)
+            default: false
+            }
+        }
+
+        public func hash(into hasher: inout Hasher) {
+            switch self {
+            case .list(let items): hasher.combine(items)
+            case .variable(let name, let split):
+                hasher.combine(name)
+                hasher.combine(split)
+            case .sources: hasher.combine(1)
+            case .generates: hasher.combine(2)
+            case .matrix(let entries):
+                for entry in entries {
+                    hasher.combine(entry.key)
+                    hasher.combine(entry.values)
+                }
+            }
+        }
+    }
+
+    /// What it iterates over.
+    public var items: Items
+    /// `as:` — the variable holding the item (`ITEM`).
+    public var name: String = "ITEM"
+}
+
 /// go-task's settings of one command (`- cmd: …` with `silent:`, `ignore_error:`, `platforms:`).
 ///
 /// Threading: a value type; safe to pass between threads.
@@ -111,6 +166,8 @@ public struct CommandOptions: Sendable, Hashable {
     public var ignoresError = false
     /// `platforms:` — where the command runs; skipped elsewhere.
     public var platforms: [String]?
+    /// `for:` — the command runs once per item, with the item in `{{.ITEM}}` (or `as:`'s name).
+    public var loop: CommandLoop?
 
     /// Creates the defaults.
     public init(isSilent: Bool = false, ignoresError: Bool = false, platforms: [String]? = nil) {

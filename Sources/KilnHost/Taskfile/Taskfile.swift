@@ -431,6 +431,23 @@ public struct TaskDefinition: Sendable {
                     ConfigurationValue(.list(platforms.map { ConfigurationValue(.scalar($0), at: command.location) }), at: command.location)
                 ))
             }
+            if let loop = settings.loop {
+                let at = command.location
+                func scalar(_ text: String) -> ConfigurationValue { ConfigurationValue(.scalar(text), at: at) }
+                func list(_ items: [String]) -> ConfigurationValue { ConfigurationValue(.list(items.map(scalar)), at: at) }
+                let items: ConfigurationValue =
+                    switch loop.items {
+                    case .list(let values): list(values)
+                    case .sources: scalar("sources")
+                    case .generates: scalar("generates")
+                    case .variable(let name, let split):
+                        ConfigurationValue(.map([("var", at, scalar(name))] + (split.map { [("split", at, scalar($0))] } ?? [])), at: at)
+                    case .matrix(let rows):
+                        ConfigurationValue(.map([("matrix", at, ConfigurationValue(.map(rows.map { ($0.key, at, list($0.values)) }), at: at))]), at: at)
+                    }
+                entries.append(("for", at, items))
+                entries.append(("as", at, scalar(loop.name)))
+            }
             return ConfigurationValue(.map(entries), at: command.location)
         }
         var entries: [(key: String, keyLocation: SourceLocation, value: ConfigurationValue)] = [

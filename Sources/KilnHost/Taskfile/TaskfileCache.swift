@@ -19,7 +19,7 @@ import Glibc
 enum TaskfileCache {
     static let magic = Array("KILNTFC\u{2}".utf8)
     /// Bump when the encoding or the meaning of ``Taskfile`` changes.
-    static let formatVersion = 14
+    static let formatVersion = 15
 
     /// The cache file of a project.
     static func path(root: String) -> String { KilnDirectory(root: root).taskfileCache }
@@ -380,6 +380,28 @@ struct BinaryWriter {
             write(command.ignoresError)
             write(command.platforms != nil)
             if let platforms = command.platforms { write(platforms) }
+            write(command.loop != nil)
+            if let loop = command.loop {
+                write(loop.name)
+                switch loop.items {
+                case .list(let values):
+                    write(byte: 0)
+                    write(values)
+                case .variable(let name, let split):
+                    write(byte: 1)
+                    write(name)
+                    write(split)
+                case .sources: write(byte: 2)
+                case .generates: write(byte: 3)
+                case .matrix(let rows):
+                    write(byte: 4)
+                    write(rows.count)
+                    for row in rows {
+                        write(row.key)
+                        write(row.values)
+                    }
+                }
+            }
         }
     }
 }
@@ -547,6 +569,31 @@ struct BinaryReader {
             if hasPlatforms {
                 guard let platforms = readStrings() else { return nil }
                 command.platforms = platforms
+            }
+            guard let hasLoop = readBool() else { return nil }
+            if hasLoop {
+                guard let name = readString(), let kind = readByte() else { return nil }
+                let items: CommandLoop.Items
+                switch kind {
+                case 0:
+                    guard let values = readStrings() else { return nil }
+                    items = .list(values)
+                case 1:
+                    guard let variable = readString(), let split = readOptionalString() else { return nil }
+                    items = .variable(variable, split: split)
+                case 2: items = .sources
+                case 3: items = .generates
+                case 4:
+                    guard let count = readInteger(), count >= 0, count <= bytes.count else { return nil }
+                    var rows: [(key: String, values: [String])] = []
+                    for _ in 0..<count {
+                        guard let key = readString(), let values = readStrings() else { return nil }
+                        rows.append((key, values))
+                    }
+                    items = .matrix(rows)
+                default: return nil
+                }
+                command.loop = CommandLoop(items: items, name: name)
             }
             options.commandOptions.append(command)
         }

@@ -832,8 +832,8 @@ private final class LoadSession {
                 fail(.unsupported, "'defer:' isn't supported yet; run the clean-up as a separate task", at: location(key, file))
                 return nil
             case "for":
-                fail(.unsupported, "'for:' loops in 'cmds' aren't supported yet; write one command per item, or use 'each: sources'", at: location(key, file))
-                return nil
+                guard let loop = commandLoop(value, file: file) else { return nil }
+                settings.loop = loop
             case "vars", "set", "shopt", "if":
                 fail(.unsupported, "'\(name):' on a command isn't supported yet; move it to the task, or into the command's text", at: location(key, file))
                 return nil
@@ -919,6 +919,50 @@ private final class LoadSession {
             }
         }
         return result
+    }
+
+    /// `for:` on a command: a list, `sources`, `generates`, `{var: NAME, split: SEP, as: NAME}` or
+    /// `{matrix: {KEY: [values]}}`.
+    func commandLoop(_ node: YAMLNode, file: String) -> CommandLoop? {
+        if let items = node.sequence {
+            return CommandLoop(items: .list(items.compactMap { scalar($0, file: file, what: "an item of 'for'") }))
+        }
+        if let word = node.string {
+            switch word {
+            case "sources": return CommandLoop(items: .sources)
+            case "generates": return CommandLoop(items: .generates)
+            default:
+                fail(.invalidValue, "'for: \(word)': expected sources, generates, a list, {var: NAME} or {matrix: …}", at: location(node, file))
+                return nil
+            }
+        }
+        guard let entries = mapping(node, file: file, what: "'for'") else { return nil }
+        var variable: String?
+        var split: String?
+        var name = "ITEM"
+        var matrix: [(key: String, values: [String])]?
+        for (key, value) in entries {
+            switch key.string ?? "" {
+            case "var": variable = scalar(value, file: file, what: "'var'")
+            case "split": split = scalar(value, file: file, what: "'split'")
+            case "as": name = scalar(value, file: file, what: "'as'") ?? name
+            case "matrix":
+                guard let rows = mapping(value, file: file, what: "'matrix'") else { return nil }
+                matrix = rows.compactMap { row in
+                    guard let key = row.0.string else { return nil }
+                    return (key, strings(row.1, file: file, what: "'matrix: \(key)'").map(\.value))
+                }
+            default:
+                unknownKey(key.string ?? "", at: location(key, file), allowed: ["var", "split", "as", "matrix"], in: "'for'")
+                return nil
+            }
+        }
+        if let matrix { return CommandLoop(items: .matrix(matrix), name: name) }
+        guard let variable else {
+            fail(.wrongType, "'for' needs a list, sources, generates, 'var:' or 'matrix:'", at: location(node, file))
+            return nil
+        }
+        return CommandLoop(items: .variable(variable, split: split), name: name)
     }
 
     /// `platforms: [linux, darwin/arm64]`: each entry an OS, an architecture or `OS/ARCH` that
