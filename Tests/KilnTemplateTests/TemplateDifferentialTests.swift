@@ -154,6 +154,14 @@ import Testing
         "{{duration 3725}}|{{duration \"3725\"}}|{{duration \"59\"}}|{{durationRound \"90m\"}}|{{durationRound \"50h\"}}",
         "{{now | date \"2006\" | len}}",
         "{{date \"2006-01-02\" 86400}}", "{{dateInZone \"2006-01-02 15:04 MST\" 0 \"UTC\"}}",
+        // Aliases and the must forms.
+        "{{ExeExt}}|{{ToSlash \"a/b\"}}|{{absPath \"/x/../y\"}}|{{osClean \"a//b\"}}|{{osExt \"x.go\"}}|{{osIsAbs \"/x\"}}|{{typeIsLike \"string\" .S}}",
+        "{{mustAppend .L \"w\"}}|{{mustPush .L 1}}|{{mustPrepend .L \"v\"}}|{{mustFirst .L}}|{{mustLast .L}}|{{mustRest .L}}|{{mustInitial .L}}",
+        "{{mustReverse .L}}|{{mustCompact (list 1 0)}}|{{mustUniq (list 1 1)}}|{{mustWithout .L \"y\"}}|{{mustHas \"x\" .L}}|{{mustSlice .L 1}}|{{mustChunk 2 .NUMS}}",
+        "{{mustToJson .M}}|{{mustToRawJson \"<\"}}|{{mustToPrettyJson .L}}",
+        "{{mustRegexFind \"[0-9]+\" \"ab12cd\"}}|{{mustRegexFindAll \"[a-z]\" \"a1b\" -1}}|{{mustRegexReplaceAll \"a\" \"aa\" \"b\"}}|{{mustRegexReplaceAllLiteral \"a\" \"aa\" \"$1\"}}|{{mustRegexSplit \",\" \"a,b\" -1}}",
+        "{{date_in_zone \"2006-01-02\" (toDate \"2006-01-02\" \"2024-03-05\") \"UTC\"}}|{{htmlDate 0}}|{{htmlDateInZone 86400 \"UTC\"}}|{{typeOf (ago 0)}}",
+        "{{toDate \"2006-01-02\" \"2024-03-05\" | date_modify \"25h\" | date \"2006-01-02 15\"}}|{{toDate \"2006-01-02\" \"2024-03-05\" | mustDateModify \"-1h\" | date \"2006-01-02 15\"}}|{{toDate \"2006-01-02\" \"2024-03-05\" | must_date_modify \"30m\" | date \"15:04\"}}",
         // Random and unique values: their shape.
         "{{uuid | printf \"%s\" | len}}|{{randInt 3 4}}|{{randIntN 1}}",
     ]
