@@ -20,14 +20,16 @@ extension Kiln {
             let project: Project
             do {
                 project = try Project(
-                    taskfilePath: options.taskfile, currentDirectory: options.workingDirectory, runner: ProcessMonitor(),
+                    taskfilePath: options.taskfile,
+                    currentDirectory: options.workingDirectory,
+                    runner: ProcessMonitor(),
                     plugins: options.plugins
                 )
             } catch {
                 throw taskfileFailure(error)
             }
             // Internal tasks run only as dependencies: not listed (go-task hides them too).
-            let tasks = project.taskfile.tasks.filter { !$0.options.isInternal && (!described || $0.summary != nil) }
+            let tasks = project.taskfile.tasks.filter { !$0.isInternal && (!described || $0.summary != nil) }
             if let summary {
                 guard let task = project.taskfile.task(named: summary) else {
                     System.writeError("kiln: no task named '\(summary)' in \(project.taskfile.path)\n")
@@ -43,7 +45,7 @@ extension Kiln {
                         ("kind", .string(task.kind.value)),
                     ]
                     if let summary = task.summary { object.append(("desc", .string(summary))) }
-                    if !task.options.aliases.isEmpty { object.append(("aliases", .array(task.options.aliases.map { .string($0) }))) }
+                    if !task.aliases.isEmpty { object.append(("aliases", .array(task.aliases.map { .string($0) }))) }
                     return .object(object)
                 }
                 print(JSONValue.object([("tasks", .array(objects))]).serialized(pretty: true))
@@ -52,7 +54,7 @@ extension Kiln {
             let width = tasks.map(\.name.count).max() ?? 0
             for task in tasks {
                 let padding = String(repeating: " ", count: width - task.name.count)
-                let aliases = task.options.aliases.isEmpty ? "" : "  (aliases: \(task.options.aliases.joined(separator: ", ")))"
+                let aliases = task.aliases.isEmpty ? "" : "  (aliases: \(task.aliases.joined(separator: ", ")))"
                 print("* \(task.name):\(padding)  \(task.summary ?? "")\(aliases)")
             }
         }
@@ -67,8 +69,8 @@ extension Kiln {
         if !task.dependencies.isEmpty {
             text += "\ndependencies:\n" + task.dependencies.map { " - \($0.value)\n" }.joined()
         }
-        if !task.options.aliases.isEmpty {
-            text += "\naliases:\n" + task.options.aliases.map { " - \($0)\n" }.joined()
+        if !task.aliases.isEmpty {
+            text += "\naliases:\n" + task.aliases.map { " - \($0)\n" }.joined()
         }
         if !task.commands.isEmpty {
             text += "\ncommands:\n" + task.commands.map { " - \($0.value)\n" }.joined()

@@ -120,9 +120,11 @@ public struct BuildPlanner: Sendable {
         for position in order {
             var definition = taskfile.tasks[position]
             if !definition.runsOnThisPlatform { definition.dependencies = [] }
-            errors += Self.missingVariables(of: definition)
-            errors += definition.options.deferredErrors.map(\.error)
-            errors += Self.undefinedVariables(in: definition)
+            if definition.hasPlanChecks {
+                errors += Self.missingVariables(of: definition)
+                errors += definition.options.deferredErrors.map(\.error)
+                errors += Self.undefinedVariables(in: definition)
+            }
             if checkBoundary {
                 let found = rootEscapes(definition, boundary: boundary)
                 escapes += found.count

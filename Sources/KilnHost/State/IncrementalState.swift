@@ -304,7 +304,7 @@ public final class IncrementalState: Sendable {
     static func alwaysRuns(_ task: BuildPlan.Task) -> Bool {
         guard !task.definition.isGroup else { return false }
         // `method: none`, or nothing to compare: the task runs every time.
-        return task.definition.options.runsEveryTime || task.definition.sources.isEmpty && task.definition.generates.isEmpty
+        return task.definition.runsEveryTime || task.definition.sources.isEmpty && task.definition.generates.isEmpty
     }
 
     /// A job's record: from those loaded at the start, or read now.

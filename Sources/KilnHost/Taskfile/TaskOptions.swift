@@ -36,6 +36,9 @@ public struct TaskOptions: Sendable, Hashable {
     /// Creates the defaults.
     public init() {}
 
+    /// The defaults.
+    public static let defaults = TaskOptions()
+
     /// A precondition: a shell test and the message shown when it fails.
     public struct Precondition: Sendable, Hashable {
         /// The test (a template, rendered like a command).
@@ -103,6 +106,14 @@ public struct TaskOptions: Sendable, Hashable {
         "riscv64",
         "s390x", "wasm",
     ]
+}
+
+/// A task's ``TaskOptions`` when they aren't the defaults, shared by reference.
+///
+/// Threading: immutable; safe to share between threads.
+final class TaskOptionsBox: Sendable {
+    let options: TaskOptions
+    init(_ options: TaskOptions) { self.options = options }
 }
 
 /// go-task's `for:` on a command: what it iterates over.

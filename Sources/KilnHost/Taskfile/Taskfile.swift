@@ -40,7 +40,7 @@ public struct Taskfile: Sendable {
     public var aliases: [String: String] {
         var result: [String: String] = [:]
         for task in tasks {
-            for alias in task.options.aliases { result[alias] = task.name }
+            for alias in task.aliases { result[alias] = task.name }
         }
         return result
     }
@@ -92,7 +92,8 @@ public struct TaskDefinition: Sendable {
         let sources: [Located<String>]
         let generates: [Located<String>]
         let variables: [String: TemplateValue]
-        let renderedSources: [String]
+        /// `nil` when the patterns have no template (most tasks): they are `sources` as written.
+        let renderedSources: [String]?
         let environment: [String: String]
         let directory: String
         let resources: [Located<String>]
@@ -104,7 +105,12 @@ public struct TaskDefinition: Sendable {
         let depfile: Located<String>?
         let keepsDepfile: Bool
         let file: String
-        let options: TaskOptions
+        /// go-task's settings, `nil` when they are the defaults (most tasks): a task copies one
+        /// reference, not a dozen fields.
+        let options: TaskOptionsBox?
+        /// Worked out once: read for every job.
+        let runsOnThisPlatform: Bool
+        let hasPlanChecks: Bool
 
         init(
             name: String,
@@ -114,7 +120,7 @@ public struct TaskDefinition: Sendable {
             sources: [Located<String>],
             generates: [Located<String>],
             variables: [String: TemplateValue],
-            renderedSources: [String],
+            renderedSources: [String]?,
             environment: [String: String],
             directory: String,
             resources: [Located<String>],
@@ -126,7 +132,7 @@ public struct TaskDefinition: Sendable {
             depfile: Located<String>?,
             keepsDepfile: Bool,
             file: String,
-            options: TaskOptions
+            options: TaskOptions?
         ) {
             self.name = name
             self.location = location
@@ -147,7 +153,15 @@ public struct TaskDefinition: Sendable {
             self.depfile = depfile
             self.keepsDepfile = keepsDepfile
             self.file = file
-            self.options = options
+            self.options = options.map(TaskOptionsBox.init)
+            runsOnThisPlatform = TaskOptions.allows(options?.platforms)
+            // Something the planner checks: a template in what the task runs, a deferred mistake,
+            // a required variable.
+            hasPlanChecks =
+                options != nil || pluginConfiguration != nil
+                || commands.contains { TextTemplate.hasActions($0.value) }
+                || generates.contains { TextTemplate.hasActions($0.value) }
+                || depfile.map { TextTemplate.hasActions($0.value) } == true
         }
     }
 
@@ -168,7 +182,7 @@ public struct TaskDefinition: Sendable {
     public var sources: [Located<String>] { storage.sources }
     /// `sources:` with templates rendered (when the Taskfile was loaded: they can't use the
     /// per-source variables): the patterns a changed file is matched against.
-    public var renderedSources: [String] { storage.renderedSources }
+    public var renderedSources: [String] { storage.renderedSources ?? storage.sources.map(\.value) }
     /// `generates:` paths or patterns, relative to the task's directory, before templating.
     public var generates: [Located<String>] { storage.generates }
     /// Variables visible to the task's templates: the file's `vars`, then the task's own. Tasks
@@ -202,9 +216,18 @@ public struct TaskDefinition: Sendable {
     /// The file the task was defined in.
     public var file: String { storage.file }
     /// go-task's settings: aliases, `internal`, `platforms`, `prompt`, `preconditions`, ….
-    public var options: TaskOptions { storage.options }
+    public var options: TaskOptions { storage.options?.options ?? TaskOptions.defaults }
     /// Whether the task runs on this machine (its `platforms:` allow it).
-    public var runsOnThisPlatform: Bool { TaskOptions.allows(storage.options.platforms) }
+    public var runsOnThisPlatform: Bool { storage.runsOnThisPlatform }
+    /// `method: none`: the task runs every time.
+    public var runsEveryTime: Bool { storage.options?.options.runsEveryTime ?? false }
+    /// `internal: true`.
+    public var isInternal: Bool { storage.options?.options.isInternal ?? false }
+    /// `aliases:`.
+    public var aliases: [String] { storage.options?.options.aliases ?? [] }
+    /// Whether planning the task has anything to check (templates, deferred mistakes, required
+    /// variables): most tasks of a large Taskfile have none.
+    var hasPlanChecks: Bool { storage.hasPlanChecks }
 
     /// Creates a task.
     public init(
@@ -228,7 +251,7 @@ public struct TaskDefinition: Sendable {
         depfile: Located<String>? = nil,
         keepsDepfile: Bool = false,
         file: String,
-        options: TaskOptions = TaskOptions()
+        options: TaskOptions? = nil
     ) {
         self.dependencies = dependencies
         storage = Storage(
@@ -239,7 +262,7 @@ public struct TaskDefinition: Sendable {
             sources: sources,
             generates: generates,
             variables: variables,
-            renderedSources: renderedSources ?? sources.map(\.value),
+            renderedSources: renderedSources.flatMap { $0 == sources.map(\.value) ? nil : $0 },
             environment: environment,
             directory: directory,
             resources: resources,
@@ -251,18 +274,35 @@ public struct TaskDefinition: Sendable {
             depfile: depfile,
             keepsDepfile: keepsDepfile,
             file: file,
-            options: options
+            // The defaults are no box at all: most tasks have none.
+            options: options.flatMap { $0 == TaskOptions.defaults ? nil : $0 }
         )
     }
 
     /// The same task with `variables` in place of its own (the loader's environment layer).
     func replacingVariables(_ variables: [String: TemplateValue]) -> TaskDefinition {
         var copy = TaskDefinition(
-            name: name, location: location, summary: summary, dependencies: dependencies, commands: commands, sources: sources,
-            generates: generates, variables: variables, renderedSources: renderedSources, environment: environment,
-            directory: directory, resources: resources, each: each, batchSize: batchSize, kind: kind,
-            pluginConfiguration: pluginConfiguration, allowsOutsideRoot: allowsOutsideRoot, depfile: locatedDepfile,
-            keepsDepfile: keepsDepfile, file: file, options: options
+            name: name,
+            location: location,
+            summary: summary,
+            dependencies: dependencies,
+            commands: commands,
+            sources: sources,
+            generates: generates,
+            variables: variables,
+            renderedSources: renderedSources,
+            environment: environment,
+            directory: directory,
+            resources: resources,
+            each: each,
+            batchSize: batchSize,
+            kind: kind,
+            pluginConfiguration: pluginConfiguration,
+            allowsOutsideRoot: allowsOutsideRoot,
+            depfile: locatedDepfile,
+            keepsDepfile: keepsDepfile,
+            file: file,
+            options: storage.options?.options
         )
         copy.dependencies = dependencies
         return copy
@@ -287,7 +327,9 @@ public struct TaskDefinition: Sendable {
         variables["source_stem"] = .string(Path.stem(source))
         variables["output"] = .string("")
         if let first = generates.first {
-            variables["output"] = .string((try? TaskfileTemplates.render(first.value, variables: variables, at: nil)) ?? "")
+            variables["output"] = .string(
+                (try? TaskfileTemplates.render(first.value, variables: variables, at: nil)) ?? ""
+            )
         }
     }
 
@@ -308,7 +350,8 @@ public struct TaskDefinition: Sendable {
     /// `depfile:` rendered for a job with `variables` (checked when its request was made).
     func renderedDepfile(variables: [String: TemplateValue]) -> String? {
         guard let depfile = storage.depfile else { return nil }
-        return (try? TaskfileTemplates.render(depfile.value, variables: variables, at: depfile.location)) ?? depfile.value
+        return (try? TaskfileTemplates.render(depfile.value, variables: variables, at: depfile.location))
+            ?? depfile.value
     }
 
     /// Two of `sources` whose jobs would write the same plain `generates:` path: a message naming
@@ -318,7 +361,9 @@ public struct TaskDefinition: Sendable {
         guard !literal.isEmpty, sources.count > 1 else { return nil }
         var variables = templateVariables
         func paths(_ variables: [String: TemplateValue]) -> [String] {
-            literal.compactMap { try? TaskfileTemplates.render($0.value, variables: variables, at: nil) }.map(Path.normalize)
+            literal.compactMap { try? TaskfileTemplates.render($0.value, variables: variables, at: nil) }.map(
+                Path.normalize
+            )
         }
         // By a 64-bit hash of the path (a few bytes a file, not the path), then confirmed.
         var owners: [Int: Int] = [:]
@@ -330,7 +375,8 @@ public struct TaskDefinition: Sendable {
                     var earlier = variables
                     setSourceVariables(&earlier, source: sources[other])
                     if paths(earlier).contains(path) {
-                        return "jobs '\(name) \(sources[other])' and '\(name) \(source)' both declare the output \(path); only one job may write a file (name outputs after {{.source}}, not only {{.source_stem}})"
+                        return
+                            "jobs '\(name) \(sources[other])' and '\(name) \(source)' both declare the output \(path); only one job may write a file (name outputs after {{.source}}, not only {{.source_stem}})"
                     }
                 }
             }
@@ -369,12 +415,20 @@ public struct TaskDefinition: Sendable {
             }
         }
         // `label:` names the task for people (a template; the name when it can't be rendered).
-        let shown = storage.options.label.flatMap { try? TaskfileTemplates.render($0, variables: variables, at: nil) } ?? name
+        let shown =
+            storage.options?.options.label.flatMap { try? TaskfileTemplates.render($0, variables: variables, at: nil) }
+            ?? name
         return JobRequest(
-            taskName: name, label: source.map { "\(shown) \($0)" } ?? shown,
-            inputs: source.map { [$0] } ?? renderedSources, outputs: outputs,
-            resources: resources.map(\.value), variables: variables, directory: directory, environment: environment,
-            templates: TaskfileTemplates.library, renderFailure: failure
+            taskName: name,
+            label: source.map { "\(shown) \($0)" } ?? shown,
+            inputs: source.map { [$0] } ?? renderedSources,
+            outputs: outputs,
+            resources: resources.map(\.value),
+            variables: variables,
+            directory: directory,
+            environment: environment,
+            templates: TaskfileTemplates.library,
+            renderFailure: failure
         )
     }
 
@@ -384,7 +438,7 @@ public struct TaskDefinition: Sendable {
         // A task whose `platforms:` exclude this machine is skipped: it is done at once.
         !runsOnThisPlatform
             || commands.isEmpty && pluginConfiguration == nil && each == .none && kind.value == "shell"
-                && storage.options.preconditions.isEmpty
+                && storage.options?.options.preconditions.isEmpty != false
     }
 
     /// The variables for rendering this task's templates: ``variables`` plus `TASK`.
@@ -407,7 +461,9 @@ public struct TaskDefinition: Sendable {
         guard let list = named ?? System.variable("KILN_HOOK_FILES") else { return "" }
         return list.split(separator: "\n").map { path in
             let safe = path.allSatisfy { $0.isLetter || $0.isNumber || "/._-+,:@".contains($0) }
-            return safe ? String(path) : "'" + path.split(separator: "'", omittingEmptySubsequences: false).joined(separator: "'\\''") + "'"
+            return safe
+                ? String(path)
+                : "'" + path.split(separator: "'", omittingEmptySubsequences: false).joined(separator: "'\\''") + "'"
         }.joined(separator: " ")
     }()
 
@@ -415,35 +471,67 @@ public struct TaskDefinition: Sendable {
     /// for shell tasks.
     public var configuration: ConfigurationValue {
         if let pluginConfiguration { return pluginConfiguration }
+        // Most tasks have go-task's defaults: their commands are plain strings.
+        guard let options = storage.options?.options else {
+            let commandValues = commands.map { ConfigurationValue(.scalar($0.value), at: $0.location) }
+            return ConfigurationValue(
+                .map([
+                    (key: "cmds", keyLocation: location, value: ConfigurationValue(.list(commandValues), at: location))
+                ]),
+                at: location
+            )
+        }
         let commandOptions = options.commandOptions
         let commandValues = commands.enumerated().map { index, command in
             let text = ConfigurationValue(.scalar(command.value), at: command.location)
             let settings = index < commandOptions.count ? commandOptions[index] : CommandOptions()
             guard settings != CommandOptions() || options.ignoresError else { return text }
             // A map as go-task writes it: `{cmd: …, ignore_error: true, platforms: [...]}`.
-            var entries: [(key: String, keyLocation: SourceLocation, value: ConfigurationValue)] = [("cmd", command.location, text)]
+            var entries: [(key: String, keyLocation: SourceLocation, value: ConfigurationValue)] = [
+                ("cmd", command.location, text)
+            ]
             if settings.ignoresError || options.ignoresError {
-                entries.append(("ignore_error", command.location, ConfigurationValue(.scalar("true"), at: command.location)))
+                entries.append(
+                    ("ignore_error", command.location, ConfigurationValue(.scalar("true"), at: command.location))
+                )
             }
             if let platforms = settings.platforms {
-                entries.append((
-                    "platforms", command.location,
-                    ConfigurationValue(.list(platforms.map { ConfigurationValue(.scalar($0), at: command.location) }), at: command.location)
-                ))
+                entries.append(
+                    (
+                        "platforms", command.location,
+                        ConfigurationValue(
+                            .list(platforms.map { ConfigurationValue(.scalar($0), at: command.location) }),
+                            at: command.location
+                        )
+                    )
+                )
             }
             if let loop = settings.loop {
                 let at = command.location
                 func scalar(_ text: String) -> ConfigurationValue { ConfigurationValue(.scalar(text), at: at) }
-                func list(_ items: [String]) -> ConfigurationValue { ConfigurationValue(.list(items.map(scalar)), at: at) }
+                func list(_ items: [String]) -> ConfigurationValue {
+                    ConfigurationValue(.list(items.map(scalar)), at: at)
+                }
                 let items: ConfigurationValue =
                     switch loop.items {
                     case .list(let values): list(values)
                     case .sources: scalar("sources")
                     case .generates: scalar("generates")
                     case .variable(let name, let split):
-                        ConfigurationValue(.map([("var", at, scalar(name))] + (split.map { [("split", at, scalar($0))] } ?? [])), at: at)
+                        ConfigurationValue(
+                            .map([("var", at, scalar(name))] + (split.map { [("split", at, scalar($0))] } ?? [])),
+                            at: at
+                        )
                     case .matrix(let rows):
-                        ConfigurationValue(.map([("matrix", at, ConfigurationValue(.map(rows.map { ($0.key, at, list($0.values)) }), at: at))]), at: at)
+                        ConfigurationValue(
+                            .map([
+                                (
+                                    "matrix", at,
+                                    ConfigurationValue(.map(rows.map { ($0.key, at, list($0.values)) }), at: at)
+                                )
+                            ]),
+                            at: at
+                        )
                     }
                 entries.append(("for", at, items))
                 entries.append(("as", at, scalar(loop.name)))
@@ -456,14 +544,24 @@ public struct TaskDefinition: Sendable {
         if !options.preconditions.isEmpty {
             let items = options.preconditions.map { precondition in
                 var fields: [(key: String, keyLocation: SourceLocation, value: ConfigurationValue)] = [
-                    ("sh", precondition.test.location, ConfigurationValue(.scalar(precondition.test.value), at: precondition.test.location))
+                    (
+                        "sh", precondition.test.location,
+                        ConfigurationValue(.scalar(precondition.test.value), at: precondition.test.location)
+                    )
                 ]
                 if let message = precondition.message {
-                    fields.append(("msg", precondition.test.location, ConfigurationValue(.scalar(message), at: precondition.test.location)))
+                    fields.append(
+                        (
+                            "msg", precondition.test.location,
+                            ConfigurationValue(.scalar(message), at: precondition.test.location)
+                        )
+                    )
                 }
                 return ConfigurationValue(.map(fields), at: precondition.test.location)
             }
-            entries.append((key: "preconditions", keyLocation: location, value: ConfigurationValue(.list(items), at: location)))
+            entries.append(
+                (key: "preconditions", keyLocation: location, value: ConfigurationValue(.list(items), at: location))
+            )
         }
         return ConfigurationValue(.map(entries), at: location)
     }

@@ -2,7 +2,7 @@ import KilnPaths
 import KilnPluginAPI
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The checked model of a Taskfile, saved under `.kiln/taskfile.cache` after a successful load so
@@ -62,7 +62,9 @@ enum TaskfileCache {
     /// checked against the file now (`absent`: it must not exist), and what else the load read
     /// (``TaskfileRequirement``: environment variables, the command line's variables), each
     /// checked against `context`. Returns those files when all match, `nil` otherwise.
-    private static func validHeader(_ reader: inout BinaryReader, taskfilePath: String, context: TaskfileContext) -> [String]? {
+    private static func validHeader(_ reader: inout BinaryReader, taskfilePath: String, context: TaskfileContext)
+        -> [String]?
+    {
         guard reader.readBytes(count: magic.count) == magic, reader.readInteger() == formatVersion,
             reader.readString() == taskfilePath
         else { return nil }
@@ -441,7 +443,9 @@ struct BinaryReader {
 
     mutating func readUInt64() -> UInt64? {
         guard offset + 8 <= bytes.count else { return nil }
-        let value = bytes.withUnsafeBytes { UInt64(littleEndian: $0.loadUnaligned(fromByteOffset: offset, as: UInt64.self)) }
+        let value = bytes.withUnsafeBytes {
+            UInt64(littleEndian: $0.loadUnaligned(fromByteOffset: offset, as: UInt64.self))
+        }
         offset += 8
         return value
     }
@@ -515,12 +519,14 @@ struct BinaryReader {
         return result
     }
 
-    mutating func readOptions() -> TaskOptions? {
+    /// A task's options: `.some(nil)` when they are the defaults (one byte).
+    mutating func readOptions() -> TaskOptions?? {
         guard let present = readBool() else { return nil }
         var options = TaskOptions()
-        guard present else { return options }
+        guard present else { return .some(nil) }
         guard let longSummary = readOptionalString(), let aliases = readStrings(), let isInternal = readBool(),
-            let label = readOptionalString(), let isSilent = readBool(), let ignoresError = readBool(), let hasPlatforms = readBool()
+            let label = readOptionalString(), let isSilent = readBool(), let ignoresError = readBool(),
+            let hasPlatforms = readBool()
         else { return nil }
         options.longSummary = longSummary
         options.aliases = aliases
@@ -532,14 +538,20 @@ struct BinaryReader {
             guard let platforms = readStrings() else { return nil }
             options.platforms = platforms
         }
-        guard let prompts = readStrings(), let preconditionCount = readInteger(), preconditionCount >= 0, preconditionCount <= bytes.count
+        guard let prompts = readStrings(), let preconditionCount = readInteger(), preconditionCount >= 0,
+            preconditionCount <= bytes.count
         else { return nil }
         options.prompts = prompts
         for _ in 0..<preconditionCount {
-            guard let test = readString(), let location = readLocation(), let message = readOptionalString() else { return nil }
-            options.preconditions.append(TaskOptions.Precondition(test: Located(value: test, location: location), message: message))
+            guard let test = readString(), let location = readLocation(), let message = readOptionalString() else {
+                return nil
+            }
+            options.preconditions.append(
+                TaskOptions.Precondition(test: Located(value: test, location: location), message: message)
+            )
         }
-        guard let runsEveryTime = readBool(), let failureCount = readInteger(), failureCount >= 0, failureCount <= bytes.count
+        guard let runsEveryTime = readBool(), let failureCount = readInteger(), failureCount >= 0,
+            failureCount <= bytes.count
         else { return nil }
         options.runsEveryTime = runsEveryTime
         for _ in 0..<failureCount {
@@ -560,11 +572,15 @@ struct BinaryReader {
                 allowed = values
             }
             guard let location = readLocation() else { return nil }
-            options.requiredVariables.append(TaskOptions.RequiredVariable(name: name, allowed: allowed, location: location))
+            options.requiredVariables.append(
+                TaskOptions.RequiredVariable(name: name, allowed: allowed, location: location)
+            )
         }
         guard let commandCount = readInteger(), commandCount >= 0, commandCount <= bytes.count else { return nil }
         for _ in 0..<commandCount {
-            guard let isSilent = readBool(), let ignoresError = readBool(), let hasPlatforms = readBool() else { return nil }
+            guard let isSilent = readBool(), let ignoresError = readBool(), let hasPlatforms = readBool() else {
+                return nil
+            }
             var command = CommandOptions(isSilent: isSilent, ignoresError: ignoresError)
             if hasPlatforms {
                 guard let platforms = readStrings() else { return nil }
@@ -630,7 +646,8 @@ struct BinaryReader {
             return .list(items)
         case 7: return readVariables(depth: depth + 1).map(TemplateValue.map)
         case 8:
-            guard let seconds = readInteger(), let nanoseconds = readInteger(), let offset = readInteger(), let zone = readString()
+            guard let seconds = readInteger(), let nanoseconds = readInteger(), let offset = readInteger(),
+                let zone = readString()
             else { return nil }
             return .time(TemplateTime(seconds: seconds, nanoseconds: nanoseconds, offset: offset, zone: zone))
         default: return nil
@@ -654,7 +671,8 @@ struct BinaryReader {
             guard let count = readInteger(), count >= 0, count <= bytes.count else { return nil }
             var entries: [(key: String, keyLocation: SourceLocation, value: ConfigurationValue)] = []
             for _ in 0..<count {
-                guard let key = readString(), let keyLocation = readLocation(), let value = readConfiguration(depth: depth + 1)
+                guard let key = readString(), let keyLocation = readLocation(),
+                    let value = readConfiguration(depth: depth + 1)
                 else { return nil }
                 entries.append((key, keyLocation, value))
             }
@@ -678,13 +696,17 @@ struct BinaryReader {
             guard let name = readString(), let width = readInteger(), let location = readLocation() else { return nil }
             resources.append(ResourceDefinition(name: name, width: width, location: location))
         }
-        guard let plugins = readLocated(), let hookCount = readInteger(), hookCount >= 0, hookCount < 64 else { return nil }
+        guard let plugins = readLocated(), let hookCount = readInteger(), hookCount >= 0, hookCount < 64 else {
+            return nil
+        }
         var hooks: [String: [Located<String>]] = [:]
         for _ in 0..<hookCount {
             guard let name = readString(), let tasks = readLocated() else { return nil }
             hooks[name] = tasks
         }
-        guard let variableTableCount = readInteger(), variableTableCount >= 0, variableTableCount <= bytes.count else { return nil }
+        guard let variableTableCount = readInteger(), variableTableCount >= 0, variableTableCount <= bytes.count else {
+            return nil
+        }
         var variableTables: [[String: TemplateValue]] = []
         for _ in 0..<variableTableCount {
             guard let table = readVariables() else { return nil }
@@ -702,20 +724,22 @@ struct BinaryReader {
         for _ in 0..<taskCount {
             guard let name = readString(), let location = readLocation(), let summary = readOptionalString(),
                 let dependencies = readLocated(), let commands = readLocated(), let sources = readLocated(),
-                let generates = readLocated(), let variablesIndex = readInteger(), variableTables.indices.contains(variablesIndex),
+                let generates = readLocated(), let variablesIndex = readInteger(),
+                variableTables.indices.contains(variablesIndex),
                 let sourcesAsWritten = readBool()
             else { return nil }
-            var renderedSources = sources.map(\.value)
+            var renderedSources: [String]?
             if !sourcesAsWritten {
                 guard let count = readInteger(), count >= 0, count <= bytes.count else { return nil }
                 renderedSources = []
                 for _ in 0..<count {
                     guard let pattern = readString() else { return nil }
-                    renderedSources.append(pattern)
+                    renderedSources?.append(pattern)
                 }
             }
             guard let environmentIndex = readInteger(), tables.indices.contains(environmentIndex),
-                let directory = readString(), let claims = readLocated(), let each = readBool(), let batch = readInteger(),
+                let directory = readString(), let claims = readLocated(), let each = readBool(),
+                let batch = readInteger(),
                 let kindName = readString(), let kindLocation = readLocation(), let hasConfiguration = readBool()
             else { return nil }
             var configuration: ConfigurationValue?
@@ -729,17 +753,45 @@ struct BinaryReader {
                 guard let depfileLocation = readLocation() else { return nil }
                 depfile = Located(value: depfileText, location: depfileLocation)
             }
-            guard let keepsDepfile = readBool(), let file = readString(), let options = readOptions() else { return nil }
-            tasks.append(TaskDefinition(
-                name: name, location: location, summary: summary, dependencies: dependencies, commands: commands,
-                sources: sources, generates: generates, variables: variableTables[variablesIndex], renderedSources: renderedSources,
-                environment: tables[environmentIndex], directory: directory, resources: claims,
-                each: each ? .sources : .none, batchSize: batch > 0 ? batch : nil,
-                kind: Located(value: kindName, location: kindLocation), pluginConfiguration: configuration,
-                allowsOutsideRoot: allowsOutsideRoot, depfile: depfile, keepsDepfile: keepsDepfile, file: file, options: options
-            ))
+            guard let keepsDepfile = readBool(), let file = readString(), let options = readOptions() else {
+                return nil
+            }
+            tasks.append(
+                TaskDefinition(
+                    name: name,
+                    location: location,
+                    summary: summary,
+                    dependencies: dependencies,
+                    commands: commands,
+                    sources: sources,
+                    generates: generates,
+                    variables: variableTables[variablesIndex],
+                    renderedSources: renderedSources,
+                    environment: tables[environmentIndex],
+                    directory: directory,
+                    resources: claims,
+                    each: each ? .sources : .none,
+                    batchSize: batch > 0 ? batch : nil,
+                    kind: Located(value: kindName, location: kindLocation),
+                    pluginConfiguration: configuration,
+                    allowsOutsideRoot: allowsOutsideRoot,
+                    depfile: depfile,
+                    keepsDepfile: keepsDepfile,
+                    file: file,
+                    options: options
+                )
+            )
         }
         guard offset == bytes.count else { return nil }
-        return Taskfile(path: path, root: root, version: version, resources: resources, tasks: tasks, files: files, plugins: plugins, hooks: hooks)
+        return Taskfile(
+            path: path,
+            root: root,
+            version: version,
+            resources: resources,
+            tasks: tasks,
+            files: files,
+            plugins: plugins,
+            hooks: hooks
+        )
     }
 }

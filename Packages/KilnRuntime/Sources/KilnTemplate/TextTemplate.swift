@@ -1,3 +1,7 @@
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// A Go `text/template`, parsed once and rendered many times: the language of go-task's
 /// Taskfiles (`{{.VAR}}`, `{{if}}`, `{{range}}`, pipelines, and go-task's and sprig's functions).
 ///
@@ -56,6 +60,22 @@ public final class TextTemplate: Sendable {
     /// Whether `text` holds anything Go would read as an action (`{{`). Text without one is
     /// its own rendering and needs no parse.
     public static func hasActions(_ text: String) -> Bool {
+        // Called for every string of a large Taskfile: a byte scan over contiguous storage.
+        if let found = text.utf8.withContiguousStorageIfAvailable({ bytes -> Bool in
+            guard var cursor = bytes.baseAddress, bytes.count > 1 else { return false }
+            var remaining = bytes.count
+            // memchr for each `{`: most strings have none.
+            while remaining > 1, let brace = memchr(cursor, Int32(UInt8(ascii: "{")), remaining) {
+                let found = UnsafePointer(brace.assumingMemoryBound(to: UInt8.self))
+                let offset = found - cursor
+                if offset + 1 < remaining, found[1] == UInt8(ascii: "{") { return true }
+                cursor = found + 1
+                remaining -= offset + 1
+            }
+            return false
+        }) {
+            return found
+        }
         var previous: UInt8 = 0
         for byte in text.utf8 {
             if byte == UInt8(ascii: "{"), previous == UInt8(ascii: "{") { return true }
