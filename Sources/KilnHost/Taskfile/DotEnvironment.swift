@@ -1,3 +1,5 @@
+import KilnPluginAPI
+
 /// `.env` files as go-task reads them (godotenv's format): `KEY=value` lines, `export KEY=value`,
 /// `KEY: value`, `#` comments, single quotes (literal), double quotes (`\n`, `\"`, `${VAR}`
 /// expanded), unquoted values (a ` #` starts a comment, `$VAR` and `${VAR}` expanded from the
@@ -15,17 +17,9 @@ enum DotEnvironment {
             while let dollar = rest.firstIndex(of: "$") {
                 output += rest[..<dollar]
                 rest = rest[rest.index(after: dollar)...]
-                var name: Substring
-                if rest.first == "{", let close = rest.firstIndex(of: "}") {
-                    name = rest[rest.index(after: rest.startIndex)..<close]
-                    rest = rest[rest.index(after: close)...]
-                } else {
-                    name = rest.prefix { $0.isLetter || $0.isNumber || $0 == "_" }
-                    if name.isEmpty {
-                        output += "$"
-                        continue
-                    }
-                    rest = rest.dropFirst(name.count)
+                guard let name = TextHelpers.dollarName(&rest) else {
+                    output += "$"
+                    continue
                 }
                 output += known[String(name)] ?? environment[String(name)] ?? ""
             }

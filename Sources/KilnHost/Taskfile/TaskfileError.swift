@@ -64,7 +64,9 @@ public struct TaskfileError: Error, Sendable, CustomStringConvertible {
 
     /// Creates an error.
     public init(
-        _ code: Code, _ message: String, at location: SourceLocation?,
+        _ code: Code,
+        _ message: String,
+        at location: SourceLocation?,
         notes: [(message: String, location: SourceLocation?)] = []
     ) {
         self.code = code
@@ -100,38 +102,15 @@ extension TaskfileErrors {
             guard let location = error.location else { return (-2, 0, 0, found) }
             return (order[location.file] ?? -1, location.line, location.column, found)
         }
-        self.init(errors: errors.enumerated().sorted { key($0.element, $0.offset) < key($1.element, $1.offset) }.map(\.element))
+        self.init(
+            errors: errors.enumerated().sorted { key($0.element, $0.offset) < key($1.element, $1.offset) }.map(
+                \.element
+            )
+        )
     }
 }
 
 /// The closest candidate to `name`, if it is close enough to be a likely typo.
 func suggestion(for name: String, among candidates: some Sequence<String>) -> String? {
-    var best: (String, Int)?
-    for candidate in candidates {
-        let distance = editDistance(name, candidate)
-        if distance <= max(1, name.count / 3), distance < best?.1 ?? .max { best = (candidate, distance) }
-    }
-    return best?.0
-}
-
-/// Edit distance where swapping two neighbouring letters counts as one edit (optimal string
-/// alignment): `biuld` is one edit from `build`.
-private func editDistance(_ a: String, _ b: String) -> Int {
-    let a = Array(a), b = Array(b)
-    guard !a.isEmpty else { return b.count }
-    guard !b.isEmpty else { return a.count }
-    var beforePrevious = [Int](repeating: 0, count: b.count + 1)
-    var previous = Array(0...b.count)
-    var current = previous
-    for i in 1...a.count {
-        current[0] = i
-        for j in 1...b.count {
-            current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1))
-            if i > 1, j > 1, a[i - 1] == b[j - 2], a[i - 2] == b[j - 1] {
-                current[j] = min(current[j], beforePrevious[j - 2] + 1)
-            }
-        }
-        (beforePrevious, previous, current) = (previous, current, beforePrevious)
-    }
-    return previous[b.count]
+    TextHelpers.closest(to: name, among: candidates)
 }

@@ -410,15 +410,10 @@ enum GoFormat {
             switch scalar {
             case "\"": output += "\\\""
             case "\\": output += "\\\\"
-            case "\n": output += "\\n"
-            case "\t": output += "\\t"
-            case "\r": output += "\\r"
-            case "\u{07}": output += "\\a"
-            case "\u{08}": output += "\\b"
-            case "\u{0C}": output += "\\f"
-            case "\u{0B}": output += "\\v"
             default:
-                if scalar.value < 0x20 || scalar.value == 0x7F {
+                if let escape = TextHelpers.controlEscape(scalar) {
+                    output += escape
+                } else if scalar.value < 0x20 || scalar.value == 0x7F {
                     output += "\\x" + String(scalar.value, radix: 16).leftPadded(to: 2)
                 } else {
                     output.unicodeScalars.append(scalar)

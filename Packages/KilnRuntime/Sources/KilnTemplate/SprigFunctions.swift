@@ -707,20 +707,17 @@ enum SprigFunctions {
         while let dollar = rest.firstIndex(of: "$") {
             output += rest[..<dollar]
             rest = rest[rest.index(after: dollar)...]
-            var name: Substring
-            if rest.first == "{", let close = rest.firstIndex(of: "}") {
-                name = rest[rest.index(after: rest.startIndex)..<close]
-                rest = rest[rest.index(after: close)...]
+            // The shell's one-character names (`$*`, `$#`, `$1`, …) are names to os.ExpandEnv too.
+            var name: Substring?
+            if let first = rest.first, "*#$@!?-".contains(first) || first.isNumber {
+                name = rest.prefix(1)
+                rest = rest.dropFirst()
             } else {
-                name = rest.prefix { $0.isLetter || $0.isNumber || $0 == "_" }
-                if name.isEmpty, let first = rest.first, "*#$@!?-".contains(first) || first.isNumber {
-                    name = rest.prefix(1)
-                }
-                if name.isEmpty {
-                    output += "$"
-                    continue
-                }
-                rest = rest.dropFirst(name.count)
+                name = TextHelpers.dollarName(&rest)
+            }
+            guard let name else {
+                output += "$"
+                continue
             }
             output += getenv(String(name)).map { String(cString: $0) } ?? ""
         }
@@ -807,14 +804,7 @@ enum SprigFunctions {
                 rest.removeFirst()
                 continue
             }
-            var name: Substring
-            if rest.first == "{", let close = rest.firstIndex(of: "}") {
-                name = rest[rest.index(after: rest.startIndex)..<close]
-                rest = rest[rest.index(after: close)...]
-            } else {
-                name = rest.prefix { $0.isLetter || $0.isNumber || $0 == "_" }
-                rest = rest.dropFirst(name.count)
-            }
+            let name = TextHelpers.dollarName(&rest) ?? ""
             if let number = Int(name) {
                 if number < match.output.count, let substring = match.output[number].substring { output += substring }
             } else if let substring = match.output[String(name)]?.substring {

@@ -135,15 +135,10 @@ enum ShellQuoting {
             switch scalar {
             case "\\": output += "\\\\"
             case "'": output += "\\'"
-            case "\n": output += "\\n"
-            case "\t": output += "\\t"
-            case "\r": output += "\\r"
-            case "\u{07}": output += "\\a"
-            case "\u{08}": output += "\\b"
-            case "\u{0C}": output += "\\f"
-            case "\u{0B}": output += "\\v"
             default:
-                if isPrintable(scalar) {
+                if let escape = TextHelpers.controlEscape(scalar) {
+                    output += escape
+                } else if isPrintable(scalar) {
                     output.unicodeScalars.append(scalar)
                 } else if scalar.value < 0x80 {
                     output += "\\x" + String(scalar.value, radix: 16).leftPadded(to: 2)

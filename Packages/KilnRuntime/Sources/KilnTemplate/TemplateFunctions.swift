@@ -96,28 +96,7 @@ public struct TemplateFunctions: Sendable {
 
     /// The known name closest to `name`, for "did you mean".
     func suggestion(for name: String) -> String? {
-        let lower = name.lowercased()
-        if let exact = table.keys.first(where: { $0.lowercased() == lower }) { return exact }
-        var best: (String, Int)?
-        for candidate in table.keys {
-            let distance = Self.editDistance(Array(lower.utf8), Array(candidate.lowercased().utf8))
-            if distance <= max(1, name.count / 3), distance < best?.1 ?? .max { best = (candidate, distance) }
-        }
-        return best?.0
-    }
-
-    static func editDistance(_ a: [UInt8], _ b: [UInt8]) -> Int {
-        if a.isEmpty || b.isEmpty { return max(a.count, b.count) }
-        var previous = Array(0...b.count)
-        var current = previous
-        for i in 1...a.count {
-            current[0] = i
-            for j in 1...b.count {
-                current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1))
-            }
-            swap(&previous, &current)
-        }
-        return previous[b.count]
+        TextHelpers.closest(to: name, among: table.keys, ignoringCase: true)
     }
 }
 
