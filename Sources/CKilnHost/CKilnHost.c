@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 static int spawn_shell(const char *command, const char *directory, char *const envp[], int output_fd, int error_fd,
-                       pid_t *pid) {
+                       int own_group, pid_t *pid) {
     posix_spawn_file_actions_t actions;
     posix_spawnattr_t attributes;
     int status = posix_spawn_file_actions_init(&actions);
@@ -36,7 +36,7 @@ static int spawn_shell(const char *command, const char *directory, char *const e
         (status = posix_spawnattr_setpgroup(&attributes, 0)) == 0 &&
         (status = posix_spawnattr_setsigmask(&attributes, &empty)) == 0 &&
         (status = posix_spawnattr_setsigdefault(&attributes, &defaults)) == 0 &&
-        (status = posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
+        (status = posix_spawnattr_setflags(&attributes, (own_group ? POSIX_SPAWN_SETPGROUP : 0) | POSIX_SPAWN_SETSIGMASK |
                                                            POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_USEVFORK)) == 0) {
         char *const argv[] = {"/bin/sh", "-c", (char *)command, NULL};
         status = posix_spawn(pid, "/bin/sh", &actions, &attributes, argv, envp);
@@ -47,11 +47,11 @@ static int spawn_shell(const char *command, const char *directory, char *const e
 }
 
 int ckiln_spawn_shell(const char *command, const char *directory, char *const envp[], int output_fd, pid_t *pid) {
-    return spawn_shell(command, directory, envp, output_fd, output_fd, pid);
+    return spawn_shell(command, directory, envp, output_fd, output_fd, 1, pid);
 }
 
 int ckiln_spawn_shell_capturing(const char *command, const char *directory, char *const envp[], int output_fd, pid_t *pid) {
-    return spawn_shell(command, directory, envp, output_fd, -1, pid);
+    return spawn_shell(command, directory, envp, output_fd, -1, 0, pid);
 }
 
 int ckiln_pidfd_open(pid_t pid) { return (int)syscall(SYS_pidfd_open, pid, 0); }

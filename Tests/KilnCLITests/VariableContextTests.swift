@@ -141,6 +141,28 @@ import Testing
         )
     }
 
+    @Test("Ctrl-C while a dynamic variable's command runs stops it: kiln ends at once with a located error")
+    func interruptedDynamicVariable() async throws {
+        let directory = try TemporaryDirectory(prefix: "kiln-dynamic-interrupt")
+        defer { directory.remove() }
+        try directory.write(
+            "Taskfile.yml",
+            "version: '3'\nvars:\n  SLOW:\n    sh: sleep 60\ntasks:\n  t: echo {{.SLOW}}\n"
+        )
+        let kiln = try KilnProcess.executable()
+        // kiln leads a process group of its own, as at a terminal; Ctrl-C goes to the whole group.
+        let script = "setsid '\(kiln)' run t & pid=$!; sleep 1; kill -INT -$pid; wait $pid; echo \"status $?\""
+        let started = Date()
+        let result = try runProgram("/bin/sh", ["-c", script], in: directory.path)
+        // A watchdog, not a timing assertion: without the fix kiln waits the minute out.
+        #expect(Date().timeIntervalSince(started) < 30, "\(result.output)")
+        #expect(result.output.contains("status 2"), "\(result.output)")
+        #expect(
+            result.output.contains("variable 'SLOW': its command 'sleep 60' failed: killed by signal 2"),
+            "\(result.output)"
+        )
+    }
+
     @Test("the Taskfile cache, which holds the variables' values, is readable by its owner only")
     func cacheIsPrivate() async throws {
         let directory = try TemporaryDirectory(prefix: "kiln-cache-mode")

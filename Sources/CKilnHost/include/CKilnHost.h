@@ -11,7 +11,9 @@
 /// Returns 0 and sets *pid, or an errno value.
 int ckiln_spawn_shell(const char *command, const char *directory, char *const envp[], int output_fd, pid_t *pid);
 
-/// As ckiln_spawn_shell, but only standard output goes to `output_fd`; standard error is kiln's.
+/// As ckiln_spawn_shell, but only standard output goes to `output_fd` (standard error is kiln's),
+/// and the child stays in kiln's process group: Ctrl-C at the terminal reaches it while kiln,
+/// which blocks the signal until its run starts, waits for it.
 int ckiln_spawn_shell_capturing(const char *command, const char *directory, char *const envp[], int output_fd, pid_t *pid);
 
 /// pidfd_open(2): a file descriptor that becomes readable when the process exits; -1 and errno on failure.
