@@ -15,8 +15,12 @@ import Synchronization
 /// Threading: a value type; its methods are safe from any thread.
 public struct ShellTaskKind: TaskKind {
     /// A task's commands and preconditions, as templates with where each is written.
+    ///
+    /// Threading: a value type; safe to pass between threads.
     public struct Configuration: Sendable {
         /// One of `cmds`.
+        ///
+        /// Threading: a value type; safe to pass between threads.
         public struct Command: Sendable {
             /// The template.
             public var text: String
@@ -202,6 +206,8 @@ public struct PreconditionFailure: Error, Sendable, CustomStringConvertible {
 /// Threading: as ``Job``. `@unchecked Sendable`: `running` is guarded by its mutex.
 public final class CommandJob: Job, @unchecked Sendable {
     /// A command to run: one of the task's, or a precondition's test.
+    ///
+    /// Threading: a value type; safe to pass between threads.
     public struct Step: Sendable {
         /// The command line, after templating.
         public var command: String

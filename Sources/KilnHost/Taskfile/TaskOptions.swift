@@ -40,6 +40,8 @@ public struct TaskOptions: Sendable, Hashable {
     public static let defaults = TaskOptions()
 
     /// A precondition: a shell test and the message shown when it fails.
+    ///
+    /// Threading: a value type; safe to pass between threads.
     public struct Precondition: Sendable, Hashable {
         /// The test (a template, rendered like a command).
         public var test: Located<String>
@@ -54,6 +56,8 @@ public struct TaskOptions: Sendable, Hashable {
     public var deferredErrors: [DeferredError] = []
 
     /// A mistake reported when the task is planned.
+    ///
+    /// Threading: a value type; safe to pass between threads.
     public struct DeferredError: Sendable, Hashable {
         /// `invalid-template` or `invalid-value`.
         public var code: String
@@ -73,6 +77,8 @@ public struct TaskOptions: Sendable, Hashable {
     }
 
     /// A variable the task requires.
+    ///
+    /// Threading: a value type; safe to pass between threads.
     public struct RequiredVariable: Sendable, Hashable {
         /// Its name.
         public var name: String
@@ -121,6 +127,8 @@ final class TaskOptionsBox: Sendable {
 /// Threading: a value type; safe to pass between threads.
 public struct CommandLoop: Sendable, Hashable {
     /// The items.
+    ///
+    /// Threading: a value type; safe to pass between threads.
     public enum Items: Sendable, Hashable {
         /// `for: [a, b]`.
         case list([String])
