@@ -386,6 +386,27 @@ import Testing
         #expect(error.location == at(directory.path("Taskfile.yml"), 5, 17))
     }
 
+    @Test func aDirThatCantBeRenderedIsOneErrorWhenPlannedEvenWithTaskVariablesAndDotenv() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let errors = try loadOrPlanErrors(
+            in: directory,
+            [
+                "Taskfile.yml": """
+                version: '3'
+                tasks:
+                  build:
+                    vars: {A: a}
+                    dotenv: [.env]
+                    dir: '{{.NOT_SET_ANYWHERE}}'
+                    cmds: [echo]
+                """
+            ]
+        )
+        #expect(errors.count == 1, "\(errors)")
+        #expect(errors.first?.message.contains("no value to print") == true, "\(errors)")
+    }
+
     @Test func perSourceVariablesOutsideAnEachTaskAreUndefinedWithAHint() throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }

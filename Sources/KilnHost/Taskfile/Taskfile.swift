@@ -91,7 +91,6 @@ public struct TaskDefinition: Sendable {
         let commands: [Located<String>]
         let sources: [Located<String>]
         let generates: [Located<String>]
-        let variables: [String: TemplateValue]
         /// `nil` when the patterns have no template (most tasks): they are `sources` as written.
         let renderedSources: [String]?
         let environment: [String: String]
@@ -119,7 +118,6 @@ public struct TaskDefinition: Sendable {
             commands: [Located<String>],
             sources: [Located<String>],
             generates: [Located<String>],
-            variables: [String: TemplateValue],
             renderedSources: [String]?,
             environment: [String: String],
             directory: String,
@@ -140,7 +138,6 @@ public struct TaskDefinition: Sendable {
             self.commands = commands
             self.sources = sources
             self.generates = generates
-            self.variables = variables
             self.renderedSources = renderedSources
             self.environment = environment
             self.directory = directory
@@ -186,8 +183,10 @@ public struct TaskDefinition: Sendable {
     /// `generates:` paths or patterns, relative to the task's directory, before templating.
     public var generates: [Located<String>] { storage.generates }
     /// Variables visible to the task's templates: the file's `vars`, then the task's own. Tasks
-    /// without `vars:` share their file's dictionary. ``templateVariables`` adds `TASK`.
-    public var variables: [String: TemplateValue] { storage.variables }
+    /// without `vars:` share their file's dictionary. ``templateVariables`` adds `TASK`. Kept
+    /// beside the storage, not in it, so the loader can lay the environment under them without
+    /// making the task again.
+    public private(set) var variables: [String: TemplateValue]
     /// Environment variables the task's commands get, beside the host's.
     public var environment: [String: String] { storage.environment }
     /// `dir:`, absolute, after templating.
@@ -254,6 +253,7 @@ public struct TaskDefinition: Sendable {
         options: TaskOptions? = nil
     ) {
         self.dependencies = dependencies
+        self.variables = variables
         storage = Storage(
             name: name,
             location: location,
@@ -261,7 +261,6 @@ public struct TaskDefinition: Sendable {
             commands: commands,
             sources: sources,
             generates: generates,
-            variables: variables,
             renderedSources: renderedSources.flatMap { $0 == sources.map(\.value) ? nil : $0 },
             environment: environment,
             directory: directory,
@@ -281,30 +280,8 @@ public struct TaskDefinition: Sendable {
 
     /// The same task with `variables` in place of its own (the loader's environment layer).
     func replacingVariables(_ variables: [String: TemplateValue]) -> TaskDefinition {
-        var copy = TaskDefinition(
-            name: name,
-            location: location,
-            summary: summary,
-            dependencies: dependencies,
-            commands: commands,
-            sources: sources,
-            generates: generates,
-            variables: variables,
-            renderedSources: renderedSources,
-            environment: environment,
-            directory: directory,
-            resources: resources,
-            each: each,
-            batchSize: batchSize,
-            kind: kind,
-            pluginConfiguration: pluginConfiguration,
-            allowsOutsideRoot: allowsOutsideRoot,
-            depfile: locatedDepfile,
-            keepsDepfile: keepsDepfile,
-            file: file,
-            options: storage.options?.options
-        )
-        copy.dependencies = dependencies
+        var copy = self
+        copy.variables = variables
         return copy
     }
 

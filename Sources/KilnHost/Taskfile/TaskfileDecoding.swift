@@ -703,15 +703,24 @@ private final class LoadSession {
             }
         }
         if let taskVariablesYAMLNode {
-            // A dynamic variable of the task runs in the task's directory (as far as the file's
-            // variables render it).
-            let provisional = directoryText.map { absolute(renderNow($0, variables: variables) ?? $0.value, base: directory) } ?? directory
+            // A dynamic variable of the task runs in the task's directory, as far as the file's
+            // variables render it (quietly: the directory is rendered, and reported, below).
+            let provisional = directoryText.map { text in
+                let rendered = try? TaskfileTemplates.library.template(text.value).render(.map(layered(variables)))
+                return absolute(rendered ?? text.value, base: directory)
+            } ?? directory
             decodeVariables(taskVariablesYAMLNode, file: file, into: &variables, directory: provisional)
         }
+        // `dir:` and `sources:` can't use the per-source variables: rendered once, now.
+        var taskVariables = variables
+        taskVariables["TASK"] = .string(name)
+        taskVariables["staged_files"] = .string(TaskDefinition.hookFiles)
+        let taskDirectory = directoryText.map {
+            absolute(renderNow($0, variables: taskVariables) ?? $0.value, base: directory)
+        } ?? directory
         if let taskDotenvNode {
             // A task's `dotenv:` files, in its directory: over the file's `env:`, under the task's.
-            let base = directoryText.map { absolute(renderNow($0, variables: variables) ?? $0.value, base: directory) } ?? directory
-            for (name, value) in readDotEnvironment(taskDotenvNode, file: file, base: base, variables: variables) {
+            for (name, value) in readDotEnvironment(taskDotenvNode, file: file, base: taskDirectory, variables: variables) {
                 require("env:" + name)
                 environment[name] = context.environment[name] ?? value
             }
@@ -756,13 +765,6 @@ private final class LoadSession {
         if each == .sources, sources.isEmpty {
             fail(.invalidValue, "task '\(name)' has 'each: sources' but no 'sources'", at: taskLocation)
         }
-        // `dir:` and `sources:` can't use the per-source variables: rendered once, now.
-        var taskVariables = variables
-        taskVariables["TASK"] = .string(name)
-        taskVariables["staged_files"] = .string(TaskDefinition.hookFiles)
-        let taskDirectory = directoryText.map {
-            absolute(renderNow($0, variables: taskVariables) ?? $0.value, base: directory)
-        } ?? directory
         let renderedSources = sources.map { pattern in
             GlobList.isExclusion(pattern.value)
                 ? "!" + (renderNow(Located(value: String(pattern.value.dropFirst()), location: pattern.location), variables: taskVariables) ?? "")

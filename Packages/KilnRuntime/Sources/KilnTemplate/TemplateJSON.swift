@@ -69,19 +69,9 @@ enum TemplateJSON {
         let sign = number < 0 ? "-" : ""
         let magnitude = abs(number)
         if magnitude != 0, magnitude < 1e-6 || magnitude >= 1e21 {
-            var text = sign + String(UnicodeScalar(digits[0]))
-            if digits.count > 1 { text += "." + String(decoding: digits.dropFirst(), as: UTF8.self) }
-            let exponent = point - 1
-            return text + (exponent < 0 ? "e-" : "e+") + String(abs(exponent))
+            return sign + GoFloat.exponential(digits, point: point, minimumExponentDigits: 1)
         }
-        if point <= 0 {
-            return sign + "0." + String(repeating: "0", count: -point) + String(decoding: digits, as: UTF8.self)
-        }
-        if point >= digits.count {
-            return sign + String(decoding: digits, as: UTF8.self) + String(repeating: "0", count: point - digits.count)
-        }
-        return sign + String(decoding: digits[..<point], as: UTF8.self) + "."
-            + String(decoding: digits[point...], as: UTF8.self)
+        return sign + GoFloat.positional(digits, point: point)
     }
 
     private static func string(_ text: String, into output: inout String, escapesHTML: Bool) {

@@ -172,18 +172,30 @@ enum GoFloat {
         let exponent = point - 1
         let sign = value.sign == .minus ? "-" : ""
         if exponent < -4 || exponent >= limit {
-            var text = sign + String(UnicodeScalar(digits[0]))
-            if digits.count > 1 { text += "." + String(decoding: digits.dropFirst(), as: UTF8.self) }
-            let magnitude = String(abs(exponent))
-            return text + (exponent < 0 ? "e-" : "e+") + (magnitude.count < 2 ? "0" : "") + magnitude
+            return sign + exponential(digits, point: point, minimumExponentDigits: 2)
         }
-        if point <= 0 {
-            return sign + "0." + String(repeating: "0", count: -point) + String(decoding: digits, as: UTF8.self)
-        }
+        return sign + positional(digits, point: point)
+    }
+
+    /// `D.DDDDe±X` of digits whose decimal point is at `point`, the exponent padded with zeros to
+    /// `minimumExponentDigits` (2 for `%g`, as in C; none in Go's JSON).
+    static func exponential(_ digits: [UInt8], point: Int, minimumExponentDigits: Int) -> String {
+        var text = String(UnicodeScalar(digits[0]))
+        if digits.count > 1 { text += "." + String(decoding: digits.dropFirst(), as: UTF8.self) }
+        let exponent = point - 1
+        let magnitude = String(abs(exponent))
+        return text + (exponent < 0 ? "e-" : "e+")
+            + String(repeating: "0", count: max(0, minimumExponentDigits - magnitude.count))
+            + magnitude
+    }
+
+    /// `DDD.DDD` of digits whose decimal point is at `point` (`0.000DD`, `DD000`).
+    static func positional(_ digits: [UInt8], point: Int) -> String {
+        if point <= 0 { return "0." + String(repeating: "0", count: -point) + String(decoding: digits, as: UTF8.self) }
         if point >= digits.count {
-            return sign + String(decoding: digits, as: UTF8.self) + String(repeating: "0", count: point - digits.count)
+            return String(decoding: digits, as: UTF8.self) + String(repeating: "0", count: point - digits.count)
         }
-        return sign + String(decoding: digits[..<point], as: UTF8.self) + "."
+        return String(decoding: digits[..<point], as: UTF8.self) + "."
             + String(decoding: digits[point...], as: UTF8.self)
     }
 
