@@ -29,7 +29,7 @@ extension Kiln {
                 throw taskfileFailure(error)
             }
             // Internal tasks run only as dependencies: not listed (go-task hides them too).
-            let tasks = project.taskfile.tasks.filter { !$0.isInternal && (!described || $0.summary != nil) }
+            let tasks = project.taskfile.tasks.filter { !$0.isInternal && $0.partOf == nil && (!described || $0.summary != nil) }
             if let summary {
                 guard let task = project.taskfile.task(named: summary) else {
                     System.writeError("kiln: no task named '\(summary)' in \(project.taskfile.path)\n")

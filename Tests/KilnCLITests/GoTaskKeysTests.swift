@@ -114,15 +114,26 @@ import Testing
                 "go-task's 'status' isn't supported by kiln yet"
             ),
 
-            (
-                "tasks:\n  t:\n    cmds:\n      - task: other\n  other: 'true'\n", 5, 9,
-                "a '- task:' call in 'cmds' isn't supported yet"
-            ),
             ("tasks:\n  t:\n    cmds:\n      - defer: echo bye\n", 5, 9, "'defer:' isn't supported yet"),
-
             (
-                "tasks:\n  t:\n    deps:\n      - task: o\n        vars: {A: 1}\n  o: 'true'\n", 6, 9,
-                "a dependency with 'vars:'"
+                "tasks:\n  t:\n    cmds:\n      - task: o\n        ignore_error: true\n  o: 'true'\n", 6, 9,
+                "'ignore_error:' on a '- task:' call isn't supported yet"
+            ),
+            (
+                "tasks:\n  t:\n    cmds:\n      - task: o\n        platforms: [linux]\n  o: 'true'\n", 6, 9,
+                "go-task ignores 'platforms:' on a '- task:' call"
+            ),
+            (
+                "tasks:\n  t:\n    cmds:\n      - task: o\n        for: sources\n  o: 'true'\n", 5, 9,
+                "'for: sources' and 'for: generates' on a '- task:' call aren't supported yet"
+            ),
+            (
+                "tasks:\n  t:\n    sources: [a]\n    cmds:\n      - task: o\n  o: 'true'\n", 3, 3,
+                "task 't' has '- task:' calls in 'cmds' and 'sources', which kiln doesn't combine yet"
+            ),
+            (
+                "run: once\ntasks:\n  t:\n    deps:\n      - task: o\n        vars: {A: 1}\n  o: 'true'\n", 6, 15,
+                "task 'o' has 'run: once'"
             ),
             ("tasks:\n  t:\n    run: always\n    cmds: ['true']\n", 4, 10, "'run: always'"),
             ("tasks:\n  t:\n    platforms: [linx]\n    cmds: ['true']\n", 4, 17, "'linx' in 'platforms' is not an OS"),

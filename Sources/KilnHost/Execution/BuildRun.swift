@@ -69,6 +69,9 @@ public final class BuildRun: @unchecked Sendable {
     private let clockStart = DispatchTime.now().uptimeNanoseconds
     /// The host's environment, read once: what every job starts from.
     private let baseEnvironment = System.environment
+    /// The tasks that wait to be called: checked against the files as they are when called, not
+    /// the snapshot taken when the run started (the commands before the call may change them).
+    private let calledTasks: Set<String>
 
     /// What dependents created later need to know of a task.
     private enum TaskProgress {
@@ -98,6 +101,11 @@ public final class BuildRun: @unchecked Sendable {
         var prechecked: [Int: IncrementalState.Check] = [:]
         /// Jobs not yet finished, by id: cancelled when the run stops.
         var live: [Int: Job] = [:]
+        /// The gates of the tasks that wait to be called (``CallGating``), by plan position; and
+        /// per gate, once decided, nothing more, else how many of its triggers are still to say.
+        var gates: [Int: CallGateJob] = [:]
+        var decidedGates = Set<Int>()
+        var openTriggers: [Int: Int] = [:]
     }
     private let state = HostMutex(State())
     private let allDone = DispatchSemaphore(value: 0)
@@ -114,6 +122,9 @@ public final class BuildRun: @unchecked Sendable {
         self.queues = queues
         self.options = options
         self.observer = observer
+        calledTasks = plan.gating.map { gating in
+            Set(plan.tasks.indices.filter { gating.isGated[$0] }.map { plan.tasks[$0].definition.name })
+        } ?? []
     }
 
     /// Seconds since the run was created.
@@ -125,6 +136,14 @@ public final class BuildRun: @unchecked Sendable {
     /// those finish.
     public func start() {
         pendingAdd(1)  // held until every task has been created, so the run can't end early
+        if let gating = plan.gating {
+            var gates: [Int: CallGateJob] = [:]
+            for position in plan.tasks.indices where gating.isGated[position] {
+                gates[position] = CallGateJob(name: "\(plan.tasks[position].definition.name) (called)")
+            }
+            state.withLock { $0.gates = gates }
+            for (_, gate) in gates { add(gate, to: control) }
+        }
         createTasks()
     }
 
@@ -148,12 +167,17 @@ public final class BuildRun: @unchecked Sendable {
                 guard state.nextTask < plan.tasks.count, state.liveTasks < options.liveTaskWindow else { return nil }
                 let position = state.nextTask
                 state.nextTask += 1
-                state.liveTasks += 1
+                // A task waiting to be called doesn't hold a place in the window: its caller may
+                // come later in the plan.
+                if !isGated(position) { state.liveTasks += 1 }
                 if state.progress.isEmpty { state.progress = Array(repeating: nil, count: plan.tasks.count) }
-                return (position, plan.dependencyPositions[position].compactMap { state.progress[$0] })
+                var dependencies = plan.dependencyPositions[position].compactMap { state.progress[$0] }
+                if let gate = state.gates[position] { dependencies.append(.live(gate)) }
+                return (position, dependencies)
             }
             if let (position, dependencies) = next {
                 let task = plan.tasks[position]
+                if let gating = plan.gating, !gating.calls[position].isEmpty { triggerCalls(of: position, gating: gating) }
                 let doneJob =
                     task.definition.each == .sources
                     ? startEachTask(task, position: position, after: dependencies)
@@ -165,7 +189,7 @@ public final class BuildRun: @unchecked Sendable {
                     } else {
                         // Up to date, settled without a job.
                         state.progress[position] = .succeeded
-                        state.liveTasks -= 1
+                        if !isGated(position) { state.liveTasks -= 1 }
                     }
                 }
                 continue
@@ -216,7 +240,9 @@ public final class BuildRun: @unchecked Sendable {
             var position = state.nextTask
             while position < plan.tasks.count, positions.count < 1024, state.prechecked[position] == nil {
                 let task = plan.tasks[position]
-                guard task.definition.each == .none, !task.definition.isGroup else { break }
+                // A task waiting to be called is checked only once called: the step before the
+                // call may change its inputs.
+                guard task.definition.each == .none, !task.definition.isGroup, !isGated(position) else { break }
                 let settled = plan.dependencyPositions[position].allSatisfy {
                     if case .succeeded = state.progress[$0] { return true }
                     return false
@@ -248,10 +274,69 @@ public final class BuildRun: @unchecked Sendable {
     private func taskFinished(_ position: Int, doneJob: Job) {
         let failed = doneJob.isCancelled || doneJob.error != nil
         state.withLock { state in
-            state.liveTasks -= 1
+            if !isGated(position) { state.liveTasks -= 1 }
             state.progress[position] = failed ? .failed(doneJob) : .succeeded
         }
         createTasks()
+    }
+
+    // MARK: Calls
+
+    /// Whether the task at `position` waits to be called.
+    private func isGated(_ position: Int) -> Bool { plan.gating?.isGated[position] ?? false }
+
+    /// The task at `position` calls others: once its other dependencies (the step before the
+    /// call) have succeeded, the called tasks' gates open; if one failed or didn't run, this
+    /// caller says no to them.
+    private func triggerCalls(of position: Int, gating: CallGating) {
+        let before = state.withLock { state in gating.staticDependencies[position].compactMap { state.progress[$0] } }
+        let called = gating.calls[position]
+        let settled = before.allSatisfy {
+            if case .succeeded = $0 { return true }
+            return false
+        }
+        if settled {
+            decideGates(called, open: true)
+            return
+        }
+        let trigger = BlockJob {}
+        trigger.name = "\(plan.tasks[position].definition.name) (calls)"
+        trigger.requiresSuccessfulDependencies = true
+        pendingAdd(1)
+        trigger.completionBlock = { [self] in
+            decideGates(called, open: !trigger.isCancelled && trigger.error == nil)
+            pendingAdd(-1)
+        }
+        wire(trigger, after: before)
+        add(trigger, to: control)
+    }
+
+    /// Opens the gates of `positions` and of the waiting tasks they depend on — or counts a no
+    /// for each, closing for good a gate all of whose triggers said no (its task then doesn't
+    /// run, nor what it alone depends on).
+    private func decideGates(_ positions: [Int], open: Bool) {
+        guard let gating = plan.gating else { return }
+        let (opened, closed) = state.withLock { state -> ([CallGateJob], [CallGateJob]) in
+            var opened: [CallGateJob] = []
+            var closed: [CallGateJob] = []
+            var pending = positions.map { ($0, open) }
+            while let (position, open) = pending.popLast() {
+                guard gating.isGated[position], !state.decidedGates.contains(position) else { continue }
+                if !open {
+                    let remaining = (state.openTriggers[position] ?? gating.triggers[position]) - 1
+                    state.openTriggers[position] = remaining
+                    guard remaining <= 0 else { continue }
+                }
+                state.decidedGates.insert(position)
+                if let gate = state.gates[position] {
+                    if open { opened.append(gate) } else { closed.append(gate) }
+                }
+                pending += gating.gatedDependencies(of: position).map { ($0, open) }
+            }
+            return (opened, closed)
+        }
+        for gate in opened { gate.open() }
+        for gate in closed { gate.cancel() }
     }
 
     /// Makes `job` wait for what dependencies still run, and cancels it if one already failed.
@@ -496,6 +581,7 @@ public final class BuildRun: @unchecked Sendable {
         let environment = request.environment.isEmpty ? baseEnvironment : baseEnvironment.merging(request.environment) { _, task in task }
         let context = TaskContext(output: output, projectRoot: plan.taskfile.root, environment: environment)
         let incremental = options.incremental
+        let fresh = calledTasks.contains(task.definition.name)
         // A dry run schedules exactly as a run does, with jobs that run nothing (ninja's dry run
         // is its builder with a command runner that runs nothing, too).
         let dryRun = incremental?.isDryRun ?? false
@@ -554,7 +640,7 @@ public final class BuildRun: @unchecked Sendable {
             let entry = next
             let entryQueue = nextQueue
             let check = BlockJob {
-                let result = incremental.verdict(of: task, key: key, request: request)
+                let result = incremental.verdict(of: task, key: key, request: request, fresh: fresh)
                 verdict.withLock { $0 = result }
             }
             check.name = "\(request.label) (up-to-date check)"
@@ -671,7 +757,11 @@ public final class BuildRun: @unchecked Sendable {
         }
         let key = JobKey(task: task.definition.name, source: source)
         let verdict =
-            prechecked(at: position) ?? incremental.verdict(of: task, key: key, request: task.definition.jobRequest(source: source))
+            prechecked(at: position)
+            ?? incremental.verdict(
+                of: task, key: key, request: task.definition.jobRequest(source: source),
+                fresh: calledTasks.contains(task.definition.name)
+            )
         guard verdict.reason == .upToDate else { return verdict }
         incremental.upToDate(key: key, check: verdict)
         let id = state.withLock { state -> Int in
@@ -792,4 +882,26 @@ final class FailingJob: Job, @unchecked Sendable {
         super.init()
     }
     override func main() throws { throw failure }
+}
+
+/// The gate of a task that waits to be called: ready once a caller reaches the call; cancelled
+/// when no caller will (its task then doesn't run).
+///
+/// Threading: as ``Job``; its state is guarded by its mutex.
+final class CallGateJob: Job, @unchecked Sendable {
+    private let isOpen = HostMutex(false)
+
+    init(name: String) {
+        super.init()
+        self.name = name
+    }
+
+    override var isReady: Bool { super.isReady && isOpen.withLock { $0 } }
+
+    /// Lets the task start.
+    func open() {
+        updateReadiness { isOpen.withLock { $0 = true } }
+    }
+
+    override func main() throws {}
 }

@@ -100,32 +100,10 @@ public struct ShellTaskKind: TaskKind {
             return Glob.files(matching: patterns, in: request.directory).map(TemplateValue.string)
         }
         if let rows = loop["matrix"]?.map {
-            var combinations: [[String: TemplateValue]] = [[:]]
-            for row in rows {
-                let values = row.value.list?.compactMap(\.string) ?? []
-                combinations = combinations.flatMap { partial in
-                    values.map { value in
-                        var next = partial
-                        next[row.key] = .string(value)
-                        return next
-                    }
-                }
-            }
-            return combinations.map(TemplateValue.map)
+            return CommandLoop.combinations(of: rows.map { ($0.key, $0.value.list?.compactMap(\.string) ?? []) })
         }
         guard let name = loop["var"]?.string else { return [] }
-        switch request.variables[name] {
-        case .list(let items): return items
-        case .string(let text):
-            if let separator = loop["split"]?.string, !separator.isEmpty {
-                return text.split(separator: separator, omittingEmptySubsequences: false).map { .string(String($0)) }
-            }
-            return text.split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "\n" || $0 == "\r" }).map {
-                .string(String($0))
-            }
-        case nil, .missing, .null: return []
-        case let value?: return [value]
-        }
+        return CommandLoop.items(ofVariable: request.variables[name], split: loop["split"]?.string)
     }
 
     /// The commands that run on this machine, after templating, joined with `&&`.

@@ -25,6 +25,9 @@ public struct BuildPlan: Sendable {
     /// For `each:` tasks, by name, the only source files whose jobs run (`kiln run --affected`);
     /// a task not named here runs all of its files.
     public var eachSourceFilter: [String: Set<String>] = [:]
+    /// When tasks of the plan call others (`- task:` in `cmds`), which of them wait to be called;
+    /// `nil` when none do.
+    var gating: CallGating?
     /// The project root as a boundary (links resolved): what a run may write or remove.
     let boundary: ProjectBoundary
 
@@ -93,6 +96,16 @@ public struct BuildPlanner: Sendable {
         }
         for name in targets {
             if let position = index[name] ?? taskfile.aliases[name].flatMap({ index[$0] }) {
+                if let whole = taskfile.tasks[position].partOf {
+                    errors.append(
+                        TaskfileError(
+                            .unknownTask,
+                            "'\(name)' is a piece of task '\(whole)' that kiln made (an instance called with variables, or a step between calls), not a task of the Taskfile; run '\(whole)'",
+                            at: nil
+                        )
+                    )
+                    continue
+                }
                 if taskfile.tasks[position].options.isInternal {
                     errors.append(
                         TaskfileError(
@@ -106,7 +119,8 @@ public struct BuildPlanner: Sendable {
                 visit(position)
             } else {
                 var message = "no task named '\(name)' in \(taskfile.path)"
-                if let close = suggestion(for: name, among: index.keys) { message += "; did you mean '\(close)'?" }
+                let named = taskfile.tasks.filter { $0.partOf == nil }.map(\.name)
+                if let close = suggestion(for: name, among: named) { message += "; did you mean '\(close)'?" }
                 errors.append(TaskfileError(.unknownTask, message, at: nil))
             }
         }
@@ -177,13 +191,18 @@ public struct BuildPlanner: Sendable {
         positions.reserveCapacity(tasks.count)
         for (position, task) in tasks.enumerated() { positions[task.definition.name] = position }
         let dependencyPositions = tasks.map { task in task.definition.dependencies.compactMap { positions[$0.value] } }
-        return BuildPlan(
+        var plan = BuildPlan(
             taskfile: taskfile,
             tasks: tasks,
             targets: targets,
             dependencyPositions: dependencyPositions,
             boundary: boundary
         )
+        if tasks.contains(where: { !$0.definition.calls.isEmpty }) {
+            let roots = targets.compactMap { positions[$0] ?? taskfile.aliases[$0].flatMap { positions[$0] } }
+            plan.gating = CallGating(tasks: tasks.map(\.definition), positions: positions, roots: roots)
+        }
+        return plan
     }
 
     /// Errors for a `dir`, `generates` or `depfile` that leaves the project root — lexically, or
@@ -346,5 +365,53 @@ extension BuildPlan.Task {
     public var resourceClaims: [String] {
         guard definition.resources.isEmpty else { return definition.resources.map(\.value) }
         return prepared.defaultResources(for: definition.jobRequest(source: nil))
+    }
+}
+
+/// Which tasks of a plan wait to be called. A task that something depends on (or that was asked
+/// for) starts when its dependencies are done; a task reached only through `- task:` calls — and
+/// what it alone depends on — starts only once a step that calls it is reached (the commands
+/// before the call have run), as in go-task. Each such task has a gate, opened by the first call
+/// reached; when every caller failed or was skipped, the gate is closed for good and the task
+/// doesn't run.
+///
+/// Threading: a value type; safe to pass between threads.
+struct CallGating: Sendable {
+    /// Per plan position: whether the task waits to be called.
+    var isGated: [Bool]
+    /// Per position: the positions it calls (its last dependencies).
+    var calls: [[Int]]
+    /// Per position: its other dependencies — what must succeed before its calls start.
+    var staticDependencies: [[Int]]
+    /// Per waiting task: how many things may open its gate — steps that call it, and waiting
+    /// tasks that depend on it. When all of them have said no, it never runs.
+    var triggers: [Int]
+
+    init(tasks: [TaskDefinition], positions: [String: Int], roots: [Int]) {
+        calls = tasks.map { task in task.calls.compactMap { positions[$0.value] } }
+        staticDependencies = tasks.map { task in
+            task.dependencies.dropLast(task.calls.count).compactMap { positions[$0.value] }
+        }
+        // Reached from what was asked for without going through a call: starts as usual.
+        var reached = [Bool](repeating: false, count: tasks.count)
+        var stack = roots
+        while let position = stack.popLast() {
+            guard !reached[position] else { continue }
+            reached[position] = true
+            stack += staticDependencies[position]
+        }
+        isGated = reached.map { !$0 }
+        triggers = [Int](repeating: 0, count: tasks.count)
+        for position in tasks.indices {
+            for called in calls[position] where isGated[called] { triggers[called] += 1 }
+            if isGated[position] {
+                for dependency in staticDependencies[position] { triggers[dependency] += 1 }
+            }
+        }
+    }
+
+    /// The waiting tasks that opening (or closing) the gate of `position` opens (or counts a no for).
+    func gatedDependencies(of position: Int) -> [Int] {
+        staticDependencies[position].filter { isGated[$0] }
     }
 }

@@ -178,7 +178,13 @@ public final class IncrementalState: Sendable {
     /// outputs against its record.
     ///
     /// Threading: any thread; each job is asked about once per run.
-    public func verdict(of task: BuildPlan.Task, key: JobKey, request: @autoclosure () -> JobRequest) -> Check {
+    ///
+    /// - Parameter fresh: Whether to look at the files now even when the snapshot vouches for
+    ///   them: for a job that the run may have changed the inputs of by the time it is checked
+    ///   (a task called after commands that ran in this run).
+    public func verdict(of task: BuildPlan.Task, key: JobKey, request: @autoclosure () -> JobRequest, fresh: Bool = false)
+        -> Check
+    {
         let dependencies = task.definition.dependencies.map(\.value)
         if dryRun, let running = wouldRun.withLock({ set in dependencies.first(where: set.contains) }) {
             return Check(
@@ -191,7 +197,7 @@ public final class IncrementalState: Sendable {
             if result.reason == .upToDate { result.reason = .forced }
             return result
         }
-        if let verdict = snapshotVerdict(key: key.stored, dependencies: dependencies) { return verdict }
+        if !fresh, let verdict = snapshotVerdict(key: key.stored, dependencies: dependencies) { return verdict }
         return check(key: key, task: task, request: request(), dependencies: dependencies)
     }
 

@@ -32,6 +32,11 @@ public struct TaskOptions: Sendable, Hashable {
     /// `requires: {vars: …}` — variables that must be set for the task to run, some with the
     /// values they may take.
     public var requiredVariables: [RequiredVariable] = []
+    /// The task, as the Taskfile names it, that this definition is a piece of: an instance of it
+    /// (a dependency or a `- task:` call with `vars:`), or a step of its `cmds` between two
+    /// `- task:` calls. `nil` for the tasks the Taskfile defines. Such pieces aren't listed and
+    /// can't be run by name; `{{.TASK}}` is this name.
+    public var partOf: String?
 
     /// Creates the defaults.
     public init() {}
@@ -193,5 +198,51 @@ public struct CommandOptions: Sendable, Hashable {
         self.isSilent = isSilent
         self.ignoresError = ignoresError
         self.platforms = platforms
+    }
+}
+
+extension CommandLoop {
+    /// The items when they don't depend on files (a list, a variable, a matrix), as a `for:` on a
+    /// `- task:` call or a dependency needs them when the Taskfile loads; `nil` for `sources` and
+    /// `generates`.
+    func staticItems(variables: [String: TemplateValue]) -> [TemplateValue]? {
+        switch items {
+        case .list(let values): values.map(TemplateValue.string)
+        case .variable(let name, let split): Self.items(ofVariable: variables[name], split: split)
+        case .matrix(let rows): Self.combinations(of: rows)
+        case .sources, .generates: nil
+        }
+    }
+
+    /// `for: {var: NAME, split: SEP}`: a list variable's items; a text split on `SEP`, or on white
+    /// space without one; nothing for a variable that isn't set; any other value as one item.
+    static func items(ofVariable value: TemplateValue?, split: String?) -> [TemplateValue] {
+        switch value {
+        case .list(let items): return items
+        case .string(let text):
+            if let split, !split.isEmpty {
+                return text.split(separator: split, omittingEmptySubsequences: false).map { .string(String($0)) }
+            }
+            return text.split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "\n" || $0 == "\r" }).map {
+                .string(String($0))
+            }
+        case nil, .missing, .null: return []
+        case let value?: return [value]
+        }
+    }
+
+    /// `for: {matrix: …}`: every combination as a map, the first key varying slowest.
+    static func combinations(of rows: [(key: String, values: [String])]) -> [TemplateValue] {
+        var combinations: [[String: TemplateValue]] = [[:]]
+        for row in rows {
+            combinations = combinations.flatMap { partial in
+                row.values.map { value in
+                    var next = partial
+                    next[row.key] = .string(value)
+                    return next
+                }
+            }
+        }
+        return combinations.map(TemplateValue.map)
     }
 }

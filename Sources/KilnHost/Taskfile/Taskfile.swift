@@ -164,8 +164,13 @@ public struct TaskDefinition: Sendable {
 
     private let storage: Storage
 
-    /// `deps:`, resolved to full task names.
+    /// `deps:`, resolved to full task names — plus, for a step of a task's `cmds` that calls
+    /// another (`- task: X`), the step before it and the task it calls (see ``calls``).
     public var dependencies: [Located<String>]
+    /// The tasks among ``dependencies`` that this one calls (`- task:` in `cmds`), rather than
+    /// depends on: each starts only once the others have succeeded (the commands before the
+    /// call have run), unless something else needs it first. Empty for most tasks.
+    public var calls: [Located<String>] = []
 
     /// The full name, with include namespace.
     public var name: String { storage.name }
@@ -224,6 +229,9 @@ public struct TaskDefinition: Sendable {
     public var isInternal: Bool { storage.options?.options.isInternal ?? false }
     /// `aliases:`.
     public var aliases: [String] { storage.options?.options.aliases ?? [] }
+    /// The task this is a piece of (an instance called with variables, or a step between calls):
+    /// see ``TaskOptions/partOf``.
+    public var partOf: String? { storage.options?.options.partOf }
     /// Whether planning the task has anything to check (templates, deferred mistakes, required
     /// variables): most tasks of a large Taskfile have none.
     var hasPlanChecks: Bool { storage.hasPlanChecks }
@@ -234,6 +242,7 @@ public struct TaskDefinition: Sendable {
         location: SourceLocation,
         summary: String?,
         dependencies: [Located<String>],
+        calls: [Located<String>] = [],
         commands: [Located<String>],
         sources: [Located<String>],
         generates: [Located<String>],
@@ -253,6 +262,7 @@ public struct TaskDefinition: Sendable {
         options: TaskOptions? = nil
     ) {
         self.dependencies = dependencies
+        self.calls = calls
         self.variables = variables
         storage = Storage(
             name: name,
@@ -275,6 +285,32 @@ public struct TaskDefinition: Sendable {
             file: file,
             // The defaults are no box at all: most tasks have none.
             options: options.flatMap { $0 == TaskOptions.defaults ? nil : $0 }
+        )
+    }
+
+    /// One step of this task's `cmds` when they call other tasks: a task named `name` that runs
+    /// `commands` (with their settings) after `dependencies`, calling `calls`. The first step
+    /// also checks the preconditions; the last (`isLast`, named as the task) keeps everything
+    /// else that makes the task what it is — its aliases, description, prompts, requirements.
+    func step(
+        named name: String, commands range: Range<Int>, dependencies: [Located<String>], calls: [Located<String>],
+        isFirst: Bool, isLast: Bool
+    ) -> TaskDefinition {
+        let own = options
+        var stepOptions = isLast ? own : TaskOptions()
+        if !isLast {
+            stepOptions.partOf = own.partOf ?? self.name
+            stepOptions.label = own.label ?? self.name
+            stepOptions.isSilent = own.isSilent
+            stepOptions.runsEveryTime = own.runsEveryTime
+        }
+        stepOptions.preconditions = isFirst ? own.preconditions : []
+        stepOptions.commandOptions = own.commandOptions.isEmpty ? [] : Array(own.commandOptions[range])
+        return TaskDefinition(
+            name: name, location: location, summary: isLast ? summary : nil, dependencies: dependencies, calls: calls,
+            commands: Array(commands[range]), sources: [], generates: [], variables: variables, environment: environment,
+            directory: directory, resources: resources, each: .none, batchSize: nil, kind: kind, pluginConfiguration: nil,
+            allowsOutsideRoot: allowsOutsideRoot, file: file, options: stepOptions
         )
     }
 
@@ -422,8 +458,9 @@ public struct TaskDefinition: Sendable {
     public var templateVariables: [String: TemplateValue] {
         var result = variables
         // go-task's special variables are its lowest layer: a variable of the Taskfile's wins.
-        if result["TASK"] == nil { result["TASK"] = .string(name) }
-        if result["ALIAS"] == nil { result["ALIAS"] = .string(name) }
+        let shownName = storage.options?.options.partOf ?? name
+        if result["TASK"] == nil { result["TASK"] = .string(shownName) }
+        if result["ALIAS"] == nil { result["ALIAS"] = .string(shownName) }
         if result["TASK_DIR"] == nil { result["TASK_DIR"] = .string(directory) }
         result["staged_files"] = .string(Self.hookFiles)
         return result

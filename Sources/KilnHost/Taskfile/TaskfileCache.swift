@@ -19,7 +19,7 @@ import KilnPluginAPI
 enum TaskfileCache {
     static let magic = Array("KILNTFC\u{2}".utf8)
     /// Bump when the encoding or the meaning of ``Taskfile`` changes.
-    static let formatVersion = 15
+    static let formatVersion = 16
 
     /// The cache file of a project.
     static func path(root: String) -> String { KilnDirectory(root: root).taskfileCache }
@@ -307,6 +307,7 @@ struct BinaryWriter {
             write(task.location)
             write(task.summary)
             write(task.dependencies)
+            write(task.calls)
             write(task.commands)
             write(task.sources)
             write(task.generates)
@@ -405,6 +406,7 @@ struct BinaryWriter {
                 }
             }
         }
+        write(options.partOf)
     }
 }
 
@@ -613,6 +615,8 @@ struct BinaryReader {
             }
             options.commandOptions.append(command)
         }
+        guard let partOf = readOptionalString() else { return nil }
+        options.partOf = partOf
         return options
     }
 
@@ -723,7 +727,8 @@ struct BinaryReader {
         tasks.reserveCapacity(taskCount)
         for _ in 0..<taskCount {
             guard let name = readString(), let location = readLocation(), let summary = readOptionalString(),
-                let dependencies = readLocated(), let commands = readLocated(), let sources = readLocated(),
+                let dependencies = readLocated(), let calls = readLocated(), let commands = readLocated(),
+                let sources = readLocated(),
                 let generates = readLocated(), let variablesIndex = readInteger(),
                 variableTables.indices.contains(variablesIndex),
                 let sourcesAsWritten = readBool()
@@ -762,6 +767,7 @@ struct BinaryReader {
                     location: location,
                     summary: summary,
                     dependencies: dependencies,
+                    calls: calls,
                     commands: commands,
                     sources: sources,
                     generates: generates,

@@ -16,6 +16,8 @@ public struct TaskfileLoader: Sendable {
     /// How many files may be loaded through includes in all, counting a file each time it is
     /// included: a file included twice at each of thirty levels is a billion.
     public static let maximumIncludes = 10_000
+    /// How many instances of tasks (called with variables) a Taskfile may make.
+    public static let maximumInstances = 1000
 
     /// Variables every task's templates may use besides the Taskfile's own.
     public static let builtInVariables: Set<String> = ["ROOT_DIR", "TASK", "TASKFILE_DIR", "TASK_DIR", "ALIAS", "staged_files"]
@@ -98,7 +100,7 @@ public struct TaskfileLoader: Sendable {
             )
         )
         session.addEnvironmentLayer()
-        session.resolveDependencies()
+        session.resolveReferences()
         session.checkResources()
         session.checkCycles()
         session.checkOutputs()
@@ -144,6 +146,16 @@ private final class LoadSession {
     var hooks: [String: [Located<String>]] = [:]
     /// The namespace each task's `deps` are resolved in.
     var namespaces: [String: String] = [:]
+    /// What each file's tasks were decoded with, and where each task was: to decode a task again
+    /// as an instance (called with variables).
+    var contexts: [FileContext] = []
+    var origins: [String: TaskOrigin] = [:]
+    /// Dependencies with variables and `- task:` calls, by task, until resolved.
+    var references: [String: TaskReferences] = [:]
+    /// Tasks with `run: once`.
+    var runsOnce = Set<String>()
+    /// Instances decoded or about to be, and how many.
+    var instances = Set<String>()
 
     let context: TaskfileContext
     /// What outside the files the model depends on (the environment variables templates read,
@@ -325,7 +337,8 @@ private final class LoadSession {
                 }
             case "run":
                 switch scalar(value, file: path, what: "'run'") {
-                case "once", "when_changed", nil: break
+                case "once": fileSettings.runsOnce = true
+                case "when_changed", nil: break
                 case "always":
                     fail(.unsupported, "'run: always' (a task run again for each task that calls it) isn't supported yet; kiln runs a task once per run", at: location(value, path))
                 case let policy?: fail(.invalidValue, "'run' must be always, once or when_changed, not '\(policy)'", at: location(value, path))
@@ -384,9 +397,13 @@ private final class LoadSession {
         deferred = nil
         if let tasksYAMLNode, mapping(tasksYAMLNode, file: path, what: "'tasks'") != nil {
             var seen = Set<String>()
-            let fileVariables = variables
-            let fileEnvironment = environment
-            let settings = fileSettings
+            let contextIndex = contexts.count
+            contexts.append(
+                FileContext(
+                    file: path, namespace: namespace, directory: directory, variables: variables, environment: environment,
+                    settings: fileSettings
+                )
+            )
             // The first pass read the same text, so a syntax error here was reported already;
             // what only this pass sees (an alias bomb among the tasks) is reported now.
             let before = errors.count
@@ -402,10 +419,7 @@ private final class LoadSession {
                     self.fail(.syntax, "duplicate key '\(name)' in 'tasks'", at: self.location(key, path))
                     return
                 }
-                self.decodeTask(
-                    name: name, key: key, body: value, file: path, namespace: namespace, directory: directory,
-                    fileVariables: fileVariables, fileEnvironment: fileEnvironment, fileSettings: settings
-                )
+                self.decodeTask(name: name, key: key, body: value, context: contextIndex)
             })
             } catch {
                 let location = SourceLocation(file: path, line: Int(error.mark.line), column: Int(error.mark.column))
@@ -541,17 +555,26 @@ private final class LoadSession {
 
     // MARK: Tasks
 
-    func decodeTask(
-        name localName: String, key: YAMLNode, body: YAMLNode, file: String, namespace: String, directory: String,
-        fileVariables: [String: TemplateValue], fileEnvironment: [String: String], fileSettings: FileSettings
-    ) {
-        let name = namespace + localName
+    /// Decodes the task `localName` of the file read in `contexts[contextIndex]` — or, given an
+    /// `instance`, the same task again as that instance: named so, its variables over the file's.
+    func decodeTask(name localName: String, key: YAMLNode, body: YAMLNode, context contextIndex: Int, instance: InstanceRequest? = nil) {
+        let fileContext = contexts[contextIndex]
+        let file = fileContext.file
+        let namespace = fileContext.namespace
+        let directory = fileContext.directory
+        // go-task's order: the file's variables, the call's, then the task's own.
+        let fileVariables = instance.map { fileContext.variables.merging($0.variables) { _, called in called } } ?? fileContext.variables
+        let fileEnvironment = fileContext.environment
+        let fileSettings = fileContext.settings
+        let baseName = namespace + localName
+        let name = instance?.name ?? baseName
         // Mistakes in the task's values (and its file's) wait for a run that plans it.
         deferred = fileSettings.deferredErrors
         defer { deferred = nil }
         let taskLocation = location(key, file)
         var summary: String?
         var dependencies: [Located<String>] = []
+        var dependencyNodes: [YAMLNode] = []
         var commandYAMLNodes: [YAMLNode] = []
         var sources: [Located<String>] = []
         var generates: [Located<String>] = []
@@ -570,6 +593,7 @@ private final class LoadSession {
         var options = TaskOptions()
         options.runsEveryTime = fileSettings.runsEveryTime
         options.isInternal = fileSettings.isInternal
+        if fileSettings.runsOnce, instance == nil { runsOnce.insert(baseName) }
         var preconditionNodes: [YAMLNode] = []
         var requiresNode: YAMLNode?
         var taskDotenvNode: YAMLNode?
@@ -617,7 +641,9 @@ private final class LoadSession {
                 case "run":
                     if let policy = scalar(value, file: file, what: "'run'") {
                         switch policy {
-                        case "once", "when_changed": break  // kiln runs a task once per run, with its signature.
+                        case "once": runsOnce.insert(baseName)
+                        // Kiln runs a task once per run and set of variables.
+                        case "when_changed": runsOnce.remove(baseName)
                         case "always":
                             fail(
                                 .invalidValue,
@@ -630,32 +656,7 @@ private final class LoadSession {
                 case "cmd":
                     // go-task's short form of a single command.
                     commandYAMLNodes = [value]
-                case "deps":
-                    for item in list(value, file: file, what: "'deps'") {
-                        // A null item (`~`, `null`, nothing) names no task: go-task skips it.
-                        if item.isNull { continue }
-                        if let dependency = item.string {
-                            dependencies.append(Located(value: dependency, location: location(item, file)))
-                        } else if let entries = item.mapping, let taskYAMLNode = item["task"], let dependency = taskYAMLNode.string {
-                            for (entryKey, entryValue) in entries {
-                                switch entryKey.string ?? "" {
-                                case "task": break
-                                case "silent": _ = bool(entryValue, file: file, what: "'silent'")
-                                case "vars":
-                                    fail(
-                                        .invalidValue,
-                                        "a dependency with 'vars:' (a task run with other variables) isn't supported yet; give the variables to the task itself",
-                                        at: location(entryKey, file)
-                                    )
-                                default:
-                                    unknownKey(entryKey.string ?? "", at: location(entryKey, file), allowed: ["task", "vars", "silent"], in: "a dependency")
-                                }
-                            }
-                            dependencies.append(Located(value: dependency, location: location(taskYAMLNode, file)))
-                        } else {
-                            fail(.wrongType, "each item of 'deps' must be a task name or {task: NAME}", at: location(item, file))
-                        }
-                    }
+                case "deps": dependencyNodes = list(value, file: file, what: "'deps'")
                 case "cmds": commandYAMLNodes = list(value, file: file, what: "'cmds'")
                 case "sources": sources = globs(value, file: file, what: "'sources'")
                 case "generates": generates = globs(value, file: file, what: "'generates'")
@@ -713,7 +714,7 @@ private final class LoadSession {
         }
         // `dir:` and `sources:` can't use the per-source variables: rendered once, now.
         var taskVariables = variables
-        taskVariables["TASK"] = .string(name)
+        taskVariables["TASK"] = .string(baseName)
         taskVariables["staged_files"] = .string(TaskDefinition.hookFiles)
         let taskDirectory = directoryText.map {
             absolute(renderNow($0, variables: taskVariables) ?? $0.value, base: directory)
@@ -732,11 +733,40 @@ private final class LoadSession {
         let sourceKnown = KnownVariables(variables: variables, each: false)
         var commands: [Located<String>] = []
         var commandOptions: [CommandOptions] = []
+        // The commands and `- task:` calls in order, when there are calls.
+        var steps: [TaskStep] = []
+        var callsSomething = false
         for node in commandYAMLNodes {
+            if node["task"] != nil {
+                for reference in taskReferences(node, file: file, variables: variables, isCall: true) {
+                    steps.append(.call(reference))
+                    callsSomething = true
+                }
+                continue
+            }
             guard let (located, settings) = command(node, file: file) else { continue }
             checkTemplate(located, known: known)
+            steps.append(.command(commands.count))
             commands.append(located)
             commandOptions.append(settings)
+        }
+        // `deps:`: names (templates, as in go-task), `{task: NAME}`, with `vars:` and `for:`.
+        var dependencyVariables: [Int: [String: TemplateValue]] = [:]
+        for item in dependencyNodes {
+            // A null item (`~`, `null`, nothing) names no task: go-task skips it.
+            if item.isNull { continue }
+            if let written = item.string {
+                let located = Located(value: written, location: location(item, file))
+                checkTemplate(located, known: KnownVariables(variables: variables, each: false))
+                dependencies.append(Located(value: renderNow(located, variables: taskVariables) ?? written, location: located.location))
+            } else if item.mapping != nil, item["task"] != nil {
+                for reference in taskReferences(item, file: file, variables: variables, isCall: false) {
+                    if let called = reference.variables { dependencyVariables[dependencies.count] = called }
+                    dependencies.append(reference.name)
+                }
+            } else {
+                fail(.wrongType, "each item of 'deps' must be a task name or {task: NAME}", at: location(item, file))
+            }
         }
         if commandOptions.contains(where: { $0 != CommandOptions() }) { options.commandOptions = commandOptions }
         if let requiresNode { options.requiredVariables = requiredVariables(requiresNode, file: file, variables: variables) }
@@ -785,9 +815,35 @@ private final class LoadSession {
             fail(.invalidValue, "'with' configures a plugin task; add 'plugin: NAME' or remove 'with'", at: location(with, file))
         }
 
-        // Under an include's other namespaces too (`aliases:` of the include).
-        options.aliases += fileSettings.namespaceAliases.map { $0 + localName }
-        if fileSettings.excludes.contains(localName) { return }
+        if callsSomething {
+            // What decides whether a task is up to date covers all its commands; with calls
+            // between them, they run as separate steps (see splitSteps).
+            let what = [
+                sources.isEmpty ? nil : "'sources'", generates.isEmpty ? nil : "'generates'", depfile == nil ? nil : "'depfile'",
+                each == .none ? nil : "'each'", options.ignoresError ? "'ignore_error'" : nil,
+            ].compactMap { $0 }
+            if !what.isEmpty {
+                fail(
+                    .unsupported,
+                    "task '\(name)' has '- task:' calls in 'cmds' and \(what.joined(separator: ", ")), which kiln doesn't combine yet; move the commands with \(what.joined(separator: ", ")) into a task of their own and call it",
+                    at: taskLocation
+                )
+            }
+        }
+        if instance != nil {
+            // An instance answers to no name of its own; its task's do.
+            options.aliases = []
+            options.partOf = baseName
+        } else {
+            // Under an include's other namespaces too (`aliases:` of the include).
+            options.aliases += fileSettings.namespaceAliases.map { $0 + localName }
+            if fileSettings.excludes.contains(localName) { return }
+            origins[name] = TaskOrigin(context: contextIndex, localName: localName)
+        }
+        // A task that doesn't run here calls nothing (go-task skips it whole).
+        if !dependencyVariables.isEmpty || callsSomething && TaskOptions.allows(options.platforms) {
+            references[name] = TaskReferences(dependencyVariables: dependencyVariables, steps: callsSomething ? steps : nil)
+        }
         if let existing = taskIndex[name] {
             errors.append(TaskfileError(
                 .duplicateTask, "task '\(name)' is defined twice", at: taskLocation,
@@ -806,9 +862,9 @@ private final class LoadSession {
         ))
     }
 
-    /// One of `cmds`: a string, or go-task's map (`cmd:` with `silent:`, `ignore_error:`,
-    /// `platforms:`). What kiln doesn't run yet — `task:`, `defer:`, `for:` — is refused here,
-    /// where it is written, with what to do instead.
+    /// One of `cmds` that runs a command (not a `- task:` call): a string, or go-task's map
+    /// (`cmd:` with `silent:`, `ignore_error:`, `platforms:`, `for:`). What kiln doesn't run yet
+    /// — `defer:`, `if:` — is refused here, where it is written, with what to do instead.
     func command(_ node: YAMLNode, file: String) -> (Located<String>, CommandOptions)? {
         guard let entries = node.mapping else {
             guard let text = scalar(node, file: file, what: "a command") else { return nil }
@@ -824,12 +880,6 @@ private final class LoadSession {
             case "silent": settings.isSilent = bool(value, file: file, what: "'silent'") ?? false
             case "ignore_error": settings.ignoresError = bool(value, file: file, what: "'ignore_error'") ?? false
             case "platforms": settings.platforms = platforms(value, file: file)
-            case "task":
-                fail(
-                    .unsupported, "a '- task:' call in 'cmds' isn't supported yet; list the task under 'deps:' if it can run first",
-                    at: location(key, file)
-                )
-                return nil
             case "defer":
                 fail(.unsupported, "'defer:' isn't supported yet; run the clean-up as a separate task", at: location(key, file))
                 return nil
@@ -849,6 +899,88 @@ private final class LoadSession {
             return nil
         }
         return (text, settings)
+    }
+
+    /// A `{task: NAME, vars: {…}, for: …, silent: …}` of `deps` or `cmds`: the tasks it names (one
+    /// per item of its `for:`), each with its variables rendered in the naming task's scope, as
+    /// go-task renders them before the call.
+    func taskReferences(_ node: YAMLNode, file: String, variables: [String: TemplateValue], isCall: Bool) -> [TaskReference] {
+        guard let entries = node.mapping else { return [] }
+        let what = isCall ? "a '- task:' call" : "a dependency"
+        var nameNode: YAMLNode?
+        var variablesNode: YAMLNode?
+        var loop: CommandLoop?
+        for (key, value) in entries {
+            let name = key.string ?? ""
+            switch name {
+            case "task": nameNode = value
+            case "vars":
+                guard value.mapping != nil || value.isNull else {
+                    fail(.wrongType, "'vars' of \(what) must be a map of variables", at: location(value, file))
+                    return []
+                }
+                variablesNode = value.isNull ? nil : value
+            case "silent": _ = bool(value, file: file, what: "'silent'")
+            case "for":
+                guard let items = commandLoop(value, file: file) else { return [] }
+                loop = items
+            case "ignore_error" where isCall, "defer" where isCall, "if" where isCall:
+                fail(
+                    .unsupported, "'\(name):' on a '- task:' call isn't supported yet; put it on the called task's commands",
+                    at: location(key, file)
+                )
+                return []
+            case "platforms" where isCall:
+                // go-task doesn't apply a call's `platforms:` (only a command's): refused, not ignored.
+                fail(
+                    .unsupported,
+                    "go-task ignores 'platforms:' on a '- task:' call; put 'platforms:' on the called task",
+                    at: location(key, file)
+                )
+                return []
+            default:
+                let allowed: Set<String> = isCall
+                    ? ["task", "vars", "silent", "for", "ignore_error", "platforms", "defer", "if"] : ["task", "vars", "silent", "for"]
+                unknownKey(name, at: location(key, file), allowed: allowed, in: what)
+                return []
+            }
+        }
+        guard let nameNode, let written = scalar(nameNode, file: file, what: "'task'") else { return [] }
+        let nameText = Located(value: written, location: location(nameNode, file))
+        var items: [TemplateValue?] = [nil]
+        if let loop {
+            guard let listed = loop.staticItems(variables: layered(variables)) else {
+                fail(
+                    .unsupported,
+                    "'for: sources' and 'for: generates' on \(what) aren't supported yet; list the items, or loop over a variable",
+                    at: location(node, file)
+                )
+                return []
+            }
+            items = listed
+        }
+        return items.map { item in
+            var scope = variables
+            if let item, let loop { scope[loop.name] = item }
+            checkTemplate(nameText, known: KnownVariables(variables: scope, each: false))
+            let name = Located(value: renderNow(nameText, variables: scope) ?? written, location: nameText.location)
+            let called = variablesNode.map { callVariables($0, file: file, scope: scope) }
+            return TaskReference(name: name, variables: called)
+        }
+    }
+
+    /// A call's `vars:`, each rendered in the caller's `scope` alone (go-task's ReplaceVars: one
+    /// doesn't see another).
+    func callVariables(_ node: YAMLNode, file: String, scope: [String: TemplateValue]) -> [String: TemplateValue] {
+        guard let entries = mapping(node, file: file, what: "'vars'") else { return [:] }
+        var result: [String: TemplateValue] = [:]
+        for (key, value) in entries {
+            guard let name = scalar(key, file: file, what: "a variable name") else { continue }
+            var sink = scope
+            decodeVariable(name, value, file: file, into: &sink, directory: root)
+            result[name] = sink[name] ?? .null
+        }
+        return result
     }
 
     /// `dotenv: [PATH, …]`: each path a template, relative to `base`; a file that doesn't exist
@@ -998,46 +1130,52 @@ private final class LoadSession {
                 variables[name] = .string(override.value)
                 continue
             }
-            var valueNode = value
-            if let fields = value.mapping {
-                guard fields.count == 1, let kind = fields[0].key.string else {
-                    fail(.wrongType, "variable '\(name)' must be a value, or a map with one of sh, ref, map, value", at: location(value, file))
-                    continue
-                }
-                switch kind {
-                case "map", "value":
-                    valueNode = fields[0].value
-                    if kind == "value", valueNode.mapping != nil {
-                        fail(.wrongType, "variable '\(name)': a map goes under 'map:', not 'value:'", at: location(valueNode, file))
-                        continue
-                    }
-                case "ref":
-                    guard let expression = scalar(fields[0].value, file: file, what: "'ref'") else { continue }
-                    let located = Located(value: "{{" + expression + "}}", location: location(fields[0].value, file))
-                    guard checkTemplate(located, known: KnownVariables(variables: variables, each: false, task: false)) != nil else {
-                        variables[name] = .null
-                        continue
-                    }
-                    do {
-                        variables[name] = try TaskfileTemplates.library.template(located.value).value(.map(layered(variables)))
-                    } catch {
-                        fail(.invalidValue, "variable '\(name)': 'ref: \(expression)': \(error.message)", at: located.location)
-                        variables[name] = .null
-                    }
-                    continue
-                case "sh":
-                    variables[name] = dynamicValue(of: fields[0].value, name: name, file: file, variables: variables, directory: directory)
-                    continue
-                default:
-                    fail(
-                        .wrongType, "'\(kind)' is not a valid variable type; use sh, ref, map or value, or a plain value",
-                        at: location(fields[0].key, file)
-                    )
-                    continue
-                }
-            }
-            variables[name] = renderValue(TaskfileTemplates.value(of: valueNode), node: valueNode, file: file, name: name, variables: variables)
+            decodeVariable(name, value, file: file, into: &variables, directory: directory)
         }
+    }
+
+    /// One variable of `vars:` (see ``decodeVariables(_:file:into:directory:overrides:)``),
+    /// seeing `variables`, set in them.
+    func decodeVariable(_ name: String, _ value: YAMLNode, file: String, into variables: inout [String: TemplateValue], directory: String) {
+        var valueNode = value
+        if let fields = value.mapping {
+            guard fields.count == 1, let kind = fields[0].key.string else {
+                fail(.wrongType, "variable '\(name)' must be a value, or a map with one of sh, ref, map, value", at: location(value, file))
+                return
+            }
+            switch kind {
+            case "map", "value":
+                valueNode = fields[0].value
+                if kind == "value", valueNode.mapping != nil {
+                    fail(.wrongType, "variable '\(name)': a map goes under 'map:', not 'value:'", at: location(valueNode, file))
+                    return
+                }
+            case "ref":
+                guard let expression = scalar(fields[0].value, file: file, what: "'ref'") else { return }
+                let located = Located(value: "{{" + expression + "}}", location: location(fields[0].value, file))
+                guard checkTemplate(located, known: KnownVariables(variables: variables, each: false, task: false)) != nil else {
+                    variables[name] = .null
+                    return
+                }
+                do {
+                    variables[name] = try TaskfileTemplates.library.template(located.value).value(.map(layered(variables)))
+                } catch {
+                    fail(.invalidValue, "variable '\(name)': 'ref: \(expression)': \(error.message)", at: located.location)
+                    variables[name] = .null
+                }
+                return
+            case "sh":
+                variables[name] = dynamicValue(of: fields[0].value, name: name, file: file, variables: variables, directory: directory)
+                return
+            default:
+                fail(
+                    .wrongType, "'\(kind)' is not a valid variable type; use sh, ref, map or value, or a plain value",
+                    at: location(fields[0].key, file)
+                )
+                return
+            }
+        }
+        variables[name] = renderValue(TaskfileTemplates.value(of: valueNode), node: valueNode, file: file, name: name, variables: variables)
     }
 
     /// A dynamic variable's value: its command (a template) run by the shell in `directory`, with
@@ -1171,7 +1309,10 @@ private final class LoadSession {
 
     // MARK: Cross-checks
 
-    func resolveDependencies() {
+    /// Resolves every task's `deps` and `- task:` calls to the tasks they name — in an included
+    /// file, its own namespace first — decodes the instances the ones with `vars:` need (whose
+    /// own references may need more), then cuts each task that calls others into its steps.
+    func resolveReferences() {
         // Aliases answer like names, in `deps` and on the command line: none may be taken twice.
         var aliases: [String: String] = [:]
         for task in tasks {
@@ -1182,18 +1323,124 @@ private final class LoadSession {
                 aliases[alias] = task.name
             }
         }
-        for index in tasks.indices {
-            let namespace = namespaces[tasks[index].name] ?? ""
-            tasks[index].dependencies = tasks[index].dependencies.compactMap { dependency in
-                let written = dependency.value
-                let candidates = written.hasPrefix(":") ? [String(written.dropFirst())] : [namespace + written, written]
-                if let found = candidates.first(where: { taskIndex[$0] != nil }) ?? candidates.compactMap({ aliases[$0] }).first {
-                    return Located(value: found, location: dependency.location)
+        var resolved = 0
+        while resolved < tasks.count {
+            let batch = resolved..<tasks.count
+            resolved = tasks.count
+            var requests: [Int: [(localName: String, instance: InstanceRequest)]] = [:]
+            for index in batch {
+                let name = tasks[index].name
+                let namespace = namespaces[name] ?? ""
+                func resolve(_ written: Located<String>, variables: [String: TemplateValue]?, what: String) -> Located<String>? {
+                    let candidates = written.value.hasPrefix(":") ? [String(written.value.dropFirst())] : [namespace + written.value, written.value]
+                    guard let found = candidates.first(where: { taskIndex[$0] != nil && origins[$0] != nil }) ?? candidates.compactMap({ aliases[$0] }).first else {
+                        var message = "unknown task '\(written.value)' in the \(what) of '\(tasks[index].options.partOf ?? name)'"
+                        if let close = suggestion(for: namespace + written.value, among: origins.keys) { message += "; did you mean '\(close)'?" }
+                        fail(.unknownTask, message, at: written.location)
+                        return nil
+                    }
+                    guard let variables else { return Located(value: found, location: written.location) }
+                    if runsOnce.contains(found) {
+                        fail(
+                            .unsupported,
+                            "task '\(found)' has 'run: once', so go-task runs it for whichever caller comes first, with that caller's 'vars:'; kiln doesn't pick one: remove 'run: once' (kiln then runs it once per set of variables), or call it without 'vars:'",
+                            at: written.location
+                        )
+                        return nil
+                    }
+                    let instance = TaskInstanceName.make(found, variables: variables)
+                    if instances.insert(instance).inserted {
+                        guard instances.count <= TaskfileLoader.maximumInstances else {
+                            if instances.count == TaskfileLoader.maximumInstances + 1 {
+                                fail(
+                                    .invalidValue,
+                                    "more than \(TaskfileLoader.maximumInstances) tasks called with different variables (a task calling itself with new ones?)",
+                                    at: written.location
+                                )
+                            }
+                            return nil
+                        }
+                        if let origin = origins[found] {
+                            requests[origin.context, default: []].append((origin.localName, InstanceRequest(name: instance, variables: variables)))
+                        }
+                    }
+                    return Located(value: instance, location: written.location)
                 }
-                var message = "unknown task '\(written)' in the deps of '\(tasks[index].name)'"
-                if let close = suggestion(for: namespace + written, among: taskIndex.keys) { message += "; did you mean '\(close)'?" }
-                fail(.unknownTask, message, at: dependency.location)
-                return nil
+                let called = references[name]
+                tasks[index].dependencies = tasks[index].dependencies.enumerated().compactMap { position, dependency in
+                    resolve(dependency, variables: called?.dependencyVariables[position], what: "deps")
+                }
+                if let steps = called?.steps {
+                    references[name]?.steps = steps.compactMap { step in
+                        guard case .call(let reference) = step else { return step }
+                        return resolve(reference.name, variables: reference.variables, what: "calls").map { .call(TaskReference(name: $0, variables: nil)) }
+                    }
+                }
+            }
+            decodeInstances(requests)
+        }
+        splitSteps()
+    }
+
+    /// Decodes each requested instance from its file's text, by the file's context.
+    func decodeInstances(_ requests: [Int: [(localName: String, instance: InstanceRequest)]]) {
+        for (contextIndex, wanted) in requests.sorted(by: { $0.key < $1.key }) {
+            let path = contexts[contextIndex].file
+            guard let text = texts[path] else { continue }
+            let byName = Dictionary(grouping: wanted, by: \.localName)
+            // The file parsed before: it has no syntax error now.
+            _ = try? YAMLNode.parse(text, mode: .streaming("tasks") { key, value in
+                guard let name = key.string, let instances = byName[name] else { return }
+                for request in instances {
+                    self.decodeTask(name: name, key: key, body: value, context: contextIndex, instance: request.instance)
+                }
+            })
+        }
+    }
+
+    /// Cuts each task whose `cmds` call other tasks into steps, one per call: step k runs the
+    /// commands after the k-th call, once the step before it and the called task are done; the
+    /// called task starts only once the step before the call has run (see BuildRun). The last
+    /// step keeps the task's name, so what depends on the task waits for all of it.
+    func splitSteps() {
+        for index in tasks.indices {
+            let task = tasks[index]
+            guard let steps = references[task.name]?.steps else { continue }
+            // (the call that starts the step, the range of commands it runs)
+            var pieces: [(call: Located<String>?, commands: Range<Int>)] = [(nil, 0..<0)]
+            for step in steps {
+                switch step {
+                case .command(let position):
+                    let last = pieces[pieces.count - 1]
+                    pieces[pieces.count - 1].commands = last.commands.lowerBound..<(position + 1)
+                case .call(let reference):
+                    let next = pieces[pieces.count - 1].commands.upperBound
+                    pieces.append((reference.name, next..<next))
+                }
+            }
+            // Nothing before the first call: the first call waits only for the task's deps.
+            if pieces[0].commands.isEmpty, task.options.preconditions.isEmpty { pieces.removeFirst() }
+            var previous: Located<String>?
+            for (position, piece) in pieces.enumerated() {
+                let isLast = position == pieces.count - 1
+                let name = isLast ? task.name : "\(task.name) #\(position + 1)"
+                var dependencies = previous.map { [$0] } ?? task.dependencies
+                if let call = piece.call { dependencies.append(call) }
+                let step = task.step(
+                    named: name, commands: piece.commands, dependencies: dependencies, calls: piece.call.map { [$0] } ?? [],
+                    isFirst: position == 0, isLast: isLast
+                )
+                if isLast {
+                    tasks[index] = step
+                } else {
+                    if let existing = taskIndex[name] {
+                        fail(.duplicateTask, "task '\(name)' is defined twice: kiln names the steps of task '\(task.name)' so", at: tasks[existing].location)
+                        continue
+                    }
+                    taskIndex[name] = tasks.count
+                    tasks.append(step)
+                }
+                previous = Located(value: name, location: task.location)
             }
         }
     }
@@ -1501,6 +1748,8 @@ private struct PendingInclude {
 private struct FileSettings {
     /// `method: none`.
     var runsEveryTime = false
+    /// `run: once`: the file's tasks run once per run, whatever variables they are called with.
+    var runsOnce = false
     /// The include says `internal: true` (or one that included it did).
     var isInternal = false
     /// The include's `aliases:`: other namespaces (`ns:`) its tasks answer in.
@@ -1528,5 +1777,90 @@ fileprivate struct KnownVariables {
         var result = Array(variables.keys) + TaskfileLoader.builtInVariables
         if each { result += TaskfileLoader.eachVariables }
         return result
+    }
+}
+
+/// What a file's tasks are decoded with: kept, so a task can be decoded again as an instance.
+private struct FileContext {
+    var file: String
+    var namespace: String
+    var directory: String
+    var variables: [String: TemplateValue]
+    var environment: [String: String]
+    var settings: FileSettings
+}
+
+/// Where a task was decoded: its file's context and its name in that file.
+private struct TaskOrigin {
+    var context: Int
+    var localName: String
+}
+
+/// A task named with `task:` in `deps` or `cmds`: its name as written (rendered) and the
+/// variables the call gives it (`nil` without `vars:`).
+private struct TaskReference {
+    var name: Located<String>
+    var variables: [String: TemplateValue]?
+}
+
+/// One of a task's `cmds`, when some are `- task:` calls: a command (its index among the task's
+/// commands) or a call.
+private enum TaskStep {
+    case command(Int)
+    case call(TaskReference)
+}
+
+/// A task's dependencies with variables (by their index in `deps`) and its steps when it calls
+/// tasks, until they are resolved to instances.
+private struct TaskReferences {
+    var dependencyVariables: [Int: [String: TemplateValue]]
+    var steps: [TaskStep]?
+}
+
+/// A task to decode again, under `name`, with a call's `variables`.
+private struct InstanceRequest {
+    var name: String
+    var variables: [String: TemplateValue]
+}
+
+/// How an instance of a task is named: the task's name and the call's variables, `build (GOOS=linux)`.
+/// Two different sets of variables never share a name: a value that prints ambiguously (a list,
+/// a map, a long text) adds a digest of them all.
+enum TaskInstanceName {
+    static func make(_ task: String, variables: [String: TemplateValue]) -> String {
+        var exact = true
+        let shown = variables.keys.sorted().map { name -> String in
+            let value = variables[name] ?? .null
+            var text: String
+            switch value {
+            case .string(let string): text = string
+            case .int, .bool, .float: text = value.printed
+            default:
+                exact = false
+                text = value.printed
+            }
+            if text.count > 40 || text.contains(where: { $0.isNewline || $0 == "," || $0 == ")" }) {
+                exact = false
+                text = String(text.prefix(40).map { $0.isNewline ? " " : $0 }) + (text.count > 40 ? "…" : "")
+            }
+            return "\(name)=\(text)"
+        }
+        var name = "\(task) (\(shown.joined(separator: ", ")))"
+        if !exact {
+            let digest = ContentHash.of(variables.keys.sorted().map { "\($0)\u{0}\(canonical(variables[$0] ?? .null))" }.joined(separator: "\u{1}"))
+            name += " #" + String(digest.high, radix: 16)
+        }
+        return name
+    }
+
+    /// A text that tells apart any two values (types included), maps in key order.
+    static func canonical(_ value: TemplateValue) -> String {
+        switch value {
+        case .string(let text): "s\(text.utf8.count):\(text)"
+        case .list(let items): "l\(items.count)[" + items.map(canonical).joined(separator: ",") + "]"
+        case .map(let entries):
+            "m\(entries.count){" + entries.keys.sorted().map { "\($0.utf8.count):\($0)=\(canonical(entries[$0] ?? .null))" }.joined(separator: ",") + "}"
+        default: "\(value)"
+        }
     }
 }
