@@ -498,6 +498,186 @@ import Testing
             task: "t",
             compared: ["out.log"]
         ),
+        Case(
+            name: "- task: calls run in order between commands, with vars rendered in the caller's scope",
+            files: [
+                "Taskfile.yml": """
+                version: '3'
+                vars:
+                  WHO: file
+                tasks:
+                  main:
+                    vars: {LOCAL: caller}
+                    cmds:
+                      - echo start > out.txt
+                      - task: greet
+                        vars: {WHO: '{{.LOCAL}}-call', EXTRA: [1, 2]}
+                      - echo middle >> out.txt
+                      - task: greet
+                      - task: fixed
+                        vars: {FIXED: from-call, OTHER: seen, N: 2}
+                      - echo end >> out.txt
+                  greet:
+                    cmds:
+                      - echo 'hello {{.WHO}} {{.EXTRA | default "none"}} {{.TASK}}' >> out.txt
+                  fixed:
+                    vars:
+                      FIXED: own
+                      DERIVED: '{{.OTHER}}-derived-{{add .N 1}}'
+                    cmds:
+                      - echo '{{.FIXED}} {{.DERIVED}}' >> out.txt
+                """
+            ],
+            task: "main",
+            compared: ["out.txt"]
+        ),
+        Case(
+            name: "for: over a list, a variable and a matrix calls a task per item; deps with vars and for",
+            files: [
+                "Taskfile.yml": """
+                version: '3'
+                run: when_changed
+                vars:
+                  ARCHES: amd64 arm64
+                tasks:
+                  all:
+                    deps:
+                      - task: prep
+                        vars: {KIND: dep}
+                      - for: [x, y]
+                        task: prep
+                        vars: {KIND: '{{.ITEM}}'}
+                    cmds:
+                      - for: [a, b]
+                        task: item
+                        vars: {V: 'list-{{.ITEM}}'}
+                      - for: {var: ARCHES, as: ARCH}
+                        task: item
+                        vars: {V: 'var-{{.ARCH}}'}
+                      - for: {matrix: {OS: [linux, darwin], N: ['1', '2']}}
+                        task: item
+                        vars: {V: '{{.ITEM.OS}}-{{.ITEM.N}}'}
+                      - task: 'item'
+                        vars: {V: 'prep-{{.KIND | default "unset"}}'}
+                  prep:
+                    cmds: ['echo prep {{.KIND}} > prep-{{.KIND}}.out']
+                  item:
+                    cmds: ['echo {{.V}} >> items.out']
+                """
+            ],
+            task: "all",
+            compared: ["items.out", "prep-dep.out", "prep-x.out", "prep-y.out"]
+        ),
+        Case(
+            name: "with run: when_changed a task called twice with the same variables runs once, and a shared dependency too",
+            files: [
+                "Taskfile.yml": """
+                version: '3'
+                run: when_changed
+                tasks:
+                  main:
+                    cmds:
+                      - task: a
+                      - task: b
+                      - task: a
+                      - task: c
+                        vars: {X: 1}
+                      - task: c
+                        vars: {X: 2}
+                      - task: c
+                        vars: {X: 1}
+                  a:
+                    deps: [shared]
+                    cmds: ['echo a >> log.out']
+                  b:
+                    deps: [shared]
+                    cmds: ['echo b >> log.out']
+                  c:
+                    cmds: ['echo c{{.X}} >> log.out']
+                  shared:
+                    cmds: ['echo shared >> log.out']
+                """
+            ],
+            task: "main",
+            compared: ["log.out"]
+        ),
+        Case(
+            name: "a called task and its dependencies run after the commands before the call",
+            files: [
+                "Taskfile.yml": """
+                version: '3'
+                tasks:
+                  main:
+                    deps: [first]
+                    cmds:
+                      - rm -rf dist
+                      - mkdir dist
+                      - task: build
+                      - cat dist/final.txt > result.txt
+                  first:
+                    cmds: ['echo first > first.txt']
+                  build:
+                    deps: [gen]
+                    cmds: ['cat first.txt dist/gen.txt > dist/final.txt']
+                  gen:
+                    cmds: ['echo gen > dist/gen.txt']
+                """
+            ],
+            task: "main",
+            compared: ["result.txt"]
+        ),
+        Case(
+            name: "a failing command before a call stops the task: the called task never runs",
+            files: [
+                "Taskfile.yml": """
+                version: '3'
+                tasks:
+                  main:
+                    cmds:
+                      - echo before > before.txt
+                      - exit 4
+                      - task: called
+                      - echo after > after.txt
+                  called:
+                    cmds: ['echo called > called.txt']
+                """
+            ],
+            task: "main",
+            compared: ["before.txt"],
+            succeeds: false,
+            absent: ["called.txt", "after.txt"]
+        ),
+        Case(
+            name: "calls resolve in the calling file's namespace, ':name' in the main file; names are templates",
+            files: [
+                "Taskfile.yml": """
+                version: '3'
+                includes:
+                  lib: ./lib
+                tasks:
+                  root-task:
+                    cmds: ['echo root {{.X}} > root.out']
+                  main:
+                    vars: {WHICH: entry}
+                    cmds:
+                      - task: 'lib:{{.WHICH}}'
+                """,
+                "lib/Taskfile.yml": """
+                version: '3'
+                tasks:
+                  entry:
+                    cmds:
+                      - task: helper
+                        vars: {X: 1}
+                      - task: ':root-task'
+                        vars: {X: 2}
+                  helper:
+                    cmds: ['echo helper {{.X}} {{.TASK}} > helper.out']
+                """,
+            ],
+            task: "main",
+            compared: ["root.out", "helper.out"]
+        ),
     ]
 
     @Test("kiln leaves what go-task leaves", arguments: cases)

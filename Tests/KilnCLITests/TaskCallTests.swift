@@ -1,0 +1,181 @@
+import Foundation
+import KilnTestSupport
+import Testing
+
+/// `- task:` calls and tasks called with variables, where kiln's behaviour is its own to check:
+/// the incremental state across runs, failures, what can be run by name, and the limits. (What
+/// the calls run is compared with go-task in ``GoTaskCompatibilityTests``.)
+@Suite struct TaskCallTests {
+    func project(_ taskfile: String) throws -> TemporaryDirectory {
+        let directory = try TemporaryDirectory(prefix: "kiln-calls")
+        try directory.write("Taskfile.yml", taskfile)
+        return directory
+    }
+
+    @Test("a called task is checked when called: a command before the call that removes its output reruns it")
+    func checkedWhenCalled() async throws {
+        let directory = try project(
+            """
+            version: '3'
+            tasks:
+              build:
+                cmds:
+                  - rm -f out.txt
+                  - task: gen
+                  - cat out.txt >> seen.txt
+              gen:
+                sources: [in.txt]
+                generates: [out.txt]
+                cmds: ['cp in.txt out.txt']
+            """
+        )
+        defer { directory.remove() }
+        try directory.write("in.txt", "data\n")
+        for _ in 0..<3 {
+            let result = try await KilnProcess.run(["run", "build"], in: directory.path)
+            #expect(result.status == 0, "\(result)")
+        }
+        // The snapshot taken when a run starts saw out.txt; the command before the call removed it.
+        #expect(directory.read("seen.txt") == "data\ndata\ndata\n")
+        // Called on its own, with nothing removed, it is up to date.
+        let alone = try await KilnProcess.run(["run", "gen"], in: directory.path)
+        #expect(alone.status == 0 && alone.standardOutput.contains("1 up to date"), "\(alone)")
+    }
+
+    @Test("an instance with sources is up to date on the next run, and reruns when its variables change")
+    func instancesAreIncremental() async throws {
+        let directory = try project(
+            """
+            version: '3'
+            tasks:
+              all:
+                deps:
+                  - task: copy
+                    vars: {TO: a.out}
+                  - task: copy
+                    vars: {TO: b.out}
+              copy:
+                sources: [in.txt]
+                generates: ['{{.TO}}']
+                cmds: ['cp in.txt {{.TO}}', 'echo {{.TO}} >> log.txt']
+            """
+        )
+        defer { directory.remove() }
+        try directory.write("in.txt", "x\n")
+        let first = try await KilnProcess.run(["run", "all"], in: directory.path)
+        #expect(first.status == 0, "\(first)")
+        #expect(first.standardOutput.contains("copy (TO=a.out)") && first.standardOutput.contains("copy (TO=b.out)"), "\(first)")
+        let second = try await KilnProcess.run(["run", "all"], in: directory.path)
+        #expect(second.status == 0 && second.standardOutput.contains("0 ran, 2 up to date"), "\(second)")
+        try directory.write("in.txt", "y\n")
+        let third = try await KilnProcess.run(["run", "all"], in: directory.path)
+        #expect(third.status == 0 && third.standardOutput.contains("2 ran"), "\(third)")
+        #expect(directory.read("log.txt")?.split(separator: "\n").count == 4)
+    }
+
+    @Test("with --keep-going, a caller that fails leaves its called task unrun (reported), and the run ends")
+    func failedCallerKeepGoing() async throws {
+        let directory = try project(
+            """
+            version: '3'
+            tasks:
+              default:
+                deps: [bad, good]
+              bad:
+                cmds:
+                  - exit 3
+                  - task: called
+              good:
+                cmds:
+                  - task: other
+              called:
+                deps: [inner]
+                cmds: ['echo called > called.txt']
+              inner:
+                cmds: ['echo inner > inner.txt']
+              other:
+                cmds: ['echo other > other.txt']
+            """
+        )
+        defer { directory.remove() }
+        let result = try await KilnProcess.run(["run", "--keep-going"], in: directory.path)
+        #expect(result.status == 1, "\(result)")
+        #expect(directory.read("other.txt") == "other\n")
+        #expect(directory.read("called.txt") == nil && directory.read("inner.txt") == nil)
+        #expect(result.standardOutput.contains("1 failed"), "\(result)")
+    }
+
+    @Test("a task both depended on and called runs once per run, before the call needs it")
+    func calledAndDependedOn() async throws {
+        let directory = try project(
+            """
+            version: '3'
+            tasks:
+              default:
+                deps: [shared, caller]
+              caller:
+                cmds:
+                  - echo caller >> order.txt
+                  - task: shared
+                  - echo after >> order.txt
+              shared:
+                cmds: ['echo shared >> shared.txt']
+            """
+        )
+        defer { directory.remove() }
+        let result = try await KilnProcess.run(["run"], in: directory.path)
+        #expect(result.status == 0, "\(result)")
+        #expect(directory.read("shared.txt") == "shared\n", "once per run")
+        #expect(directory.read("order.txt") == "caller\nafter\n")
+    }
+
+    @Test("the pieces kiln makes are not listed and can't be run by name")
+    func piecesAreHidden() async throws {
+        let directory = try project(
+            """
+            version: '3'
+            tasks:
+              main:
+                cmds:
+                  - echo one
+                  - task: other
+                    vars: {N: 1}
+                  - echo two
+              other:
+                cmds: ['echo {{.N}}']
+            """
+        )
+        defer { directory.remove() }
+        let list = try await KilnProcess.run(["list"], in: directory.path)
+        #expect(list.status == 0, "\(list)")
+        #expect(list.standardOutput.split(separator: "\n").map { $0.split(separator: ":").first ?? "" } == ["* main", "* other"])
+        let piece = try await KilnProcess.run(["run", "main #1"], in: directory.path)
+        #expect(piece.status == 2, "\(piece)")
+        #expect(piece.standardError.contains("'main #1' is a piece of task 'main'"), "\(piece)")
+    }
+
+    @Test("a task that calls itself with new variables each time stops at kiln's limit, at the call")
+    func unboundedRecursion() async throws {
+        let directory = try project(
+            """
+            version: '3'
+            tasks:
+              count:
+                cmds:
+                  - task: count
+                    vars: {N: '{{.N | default 0 | add 1}}'}
+            """
+        )
+        defer { directory.remove() }
+        let result = try await KilnProcess.run(["run", "count"], in: directory.path)
+        #expect(result.status == 2, "\(result)")
+        #expect(
+            result.standardError.contains("Taskfile.yml:5:15: error: more than 1000 tasks called with different variables"),
+            "\(result)"
+        )
+        // Without variables, a task calling itself is a cycle.
+        try directory.write("Taskfile.yml", "version: '3'\ntasks:\n  loop:\n    cmds:\n      - echo x\n      - task: loop\n")
+        let cycle = try await KilnProcess.run(["run", "loop"], in: directory.path)
+        #expect(cycle.status == 2 && cycle.standardError.contains("dependency cycle: loop"), "\(cycle)")
+    }
+}
