@@ -172,7 +172,8 @@ extension Kiln {
                 let project = try Project(taskfile: taskfile, runner: ProcessMonitor(), plugins: options.plugins)
                 plan = try BuildPlanner(taskfile: project.taskfile, registry: project.registry).plan(targets: tasks)
             } catch {
-                throw taskfileFailure(error)
+                System.writeError("\(error.description)\nkiln hook \(name): the hook's tasks can't be planned, so its checks can't run; \(bypass)\n")
+                Kiln.exit(withError: ExitCode(ExitStatus.invalidTaskfile))
             }
             let discovered = BuildSession.discoveredInputs(for: plan)
             let affected = plan.affected(by: changed, discovered: discovered)

@@ -178,4 +178,128 @@ import Testing
         let cycle = try await KilnProcess.run(["run", "loop"], in: directory.path)
         #expect(cycle.status == 2 && cycle.standardError.contains("dependency cycle: loop"), "\(cycle)")
     }
+
+    @Test("a file included under several namespaces is one task under several names; with other variables, two")
+    func repeatedIncludes() async throws {
+        let directory = try project(
+            """
+            version: '3'
+            includes:
+              common: ./build/Taskfile.yml
+              windows: ./build/windows/Taskfile.yml
+            vars:
+              APP: demo
+            tasks:
+              default:
+                deps: ['common:icons', 'windows:build']
+            """
+        )
+        defer { directory.remove() }
+        try directory.write(
+            "build/Taskfile.yml",
+            """
+            version: '3'
+            tasks:
+              icons:
+                desc: Makes the icons
+                generates: [icons.txt]
+                cmds: ['echo {{.APP}} >> icons.txt']
+              named:
+                cmds: ['echo {{.TASK}} >> names.txt']
+            """
+        )
+        try directory.write(
+            "build/windows/Taskfile.yml",
+            """
+            version: '3'
+            includes:
+              common: ../Taskfile.yml
+            vars:
+              UNUSED: only here
+            tasks:
+              build:
+                deps: ['common:icons']
+                cmds: ['echo build >> build.txt']
+            """
+        )
+        let result = try await KilnProcess.run(["run"], in: directory.path)
+        #expect(result.status == 0, "\(result)")
+        #expect(directory.read("icons.txt") == "demo\n", "one task, run once")
+        let list = try await KilnProcess.run(["list"], in: directory.path)
+        #expect(list.standardOutput.contains("* windows:common:icons:") && list.standardOutput.contains("Makes the icons"), "\(list)")
+        // `{{.TASK}}` tells the names apart: two tasks.
+        let named = try await KilnProcess.run(["run", "common:named", "windows:common:named"], in: directory.path)
+        #expect(named.status == 0, "\(named)")
+        #expect(directory.read("names.txt")?.split(separator: "\n").sorted() == ["common:named", "windows:common:named"])
+        // The windows file gives the common one another APP: two tasks writing one file.
+        try directory.write(
+            "Taskfile.yml",
+            """
+            version: '3'
+            includes:
+              common: ./build/Taskfile.yml
+              windows:
+                taskfile: ./build/windows/Taskfile.yml
+                vars: {APP: other}
+            vars:
+              APP: demo
+            tasks:
+              default:
+                deps: ['common:icons', 'windows:build']
+            """
+        )
+        let clash = try await KilnProcess.run(["run"], in: directory.path)
+        #expect(clash.status == 2, "\(clash)")
+        #expect(clash.standardError.contains("both declare the output icons.txt"), "\(clash)")
+    }
+
+    @Test("what a task names wrongly is reported when a run plans it, at its place: the rest of the Taskfile works")
+    func deferredMistakes() async throws {
+        let directory = try project(
+            """
+            version: '3'
+            run: once
+            tasks:
+              good:
+                cmds: ['echo good > good.txt']
+              broken:
+                cmds:
+                  - task: formt
+              windows-only:
+                cmds:
+                  - task: good
+                    platforms: [windows]
+              same:
+                deps:
+                  - task: gen
+                    vars: {V: 1}
+                cmds:
+                  - task: gen
+                    vars: {V: 1}
+              differ:
+                deps:
+                  - task: gen
+                    vars: {V: 1}
+                  - task: gen
+                    vars: {V: 2}
+              gen:
+                cmds: ['echo {{.V}} >> gen.txt']
+            """
+        )
+        defer { directory.remove() }
+        let list = try await KilnProcess.run(["list"], in: directory.path)
+        #expect(list.status == 0, "\(list)")
+        let good = try await KilnProcess.run(["run", "good"], in: directory.path)
+        #expect(good.status == 0 && directory.read("good.txt") == "good\n", "\(good)")
+        let broken = try await KilnProcess.run(["run", "broken"], in: directory.path)
+        #expect(broken.status == 2, "\(broken)")
+        #expect(broken.standardError.contains("Taskfile.yml:8:15: error: unknown task 'formt' in the calls of 'broken'"), "\(broken)")
+        let platforms = try await KilnProcess.run(["run", "windows-only"], in: directory.path)
+        #expect(platforms.status == 2 && platforms.standardError.contains("Taskfile.yml:12:9: error: go-task ignores 'platforms:'"), "\(platforms)")
+        // run: once with the same variables everywhere is one run of them.
+        let same = try await KilnProcess.run(["run", "same"], in: directory.path)
+        #expect(same.status == 0 && directory.read("gen.txt") == "1\n", "\(same)")
+        let differ = try await KilnProcess.run(["run", "differ"], in: directory.path)
+        #expect(differ.status == 2 && differ.standardError.contains("Taskfile.yml:24:15: error: task 'gen' has 'run: once' and is called with other variables"), "\(differ)")
+    }
 }

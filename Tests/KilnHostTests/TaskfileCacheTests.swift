@@ -77,9 +77,10 @@ import Testing
             "lib/Taskfile.yml",
             """
             version: '3'
+            varz: {}
             tasks:
               prepare:
-                cmdz: [mkdir -p out]
+                cmds: [mkdir -p out]
             """
         )
         do {

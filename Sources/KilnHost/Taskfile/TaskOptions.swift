@@ -41,6 +41,18 @@ public struct TaskOptions: Sendable, Hashable {
     /// Creates the defaults.
     public init() {}
 
+    /// What a task keeps when it forwards to the same task under another name (a file included
+    /// twice): how it is named and shown, not what it runs or checks.
+    var forwarding: TaskOptions {
+        var kept = TaskOptions()
+        kept.longSummary = longSummary
+        kept.aliases = aliases
+        kept.isInternal = isInternal
+        kept.label = label
+        kept.partOf = partOf
+        return kept
+    }
+
     /// The defaults.
     public static let defaults = TaskOptions()
 
@@ -64,7 +76,7 @@ public struct TaskOptions: Sendable, Hashable {
     ///
     /// Threading: a value type; safe to pass between threads.
     public struct DeferredError: Sendable, Hashable {
-        /// `invalid-template` or `invalid-value`.
+        /// `invalid-template`, `invalid-value`, `unknown-task`, `unsupported`, `unknown-key` or `wrong-type`.
         public var code: String
         /// What is wrong.
         public var message: String
@@ -73,11 +85,7 @@ public struct TaskOptions: Sendable, Hashable {
 
         /// As a Taskfile error.
         public var error: TaskfileError {
-            TaskfileError(
-                code == TaskfileError.Code.invalidTemplate.description ? .invalidTemplate : .invalidValue,
-                message,
-                at: location
-            )
+            TaskfileError(TaskfileError.Code.deferrable[code] ?? .invalidValue, message, at: location)
         }
     }
 

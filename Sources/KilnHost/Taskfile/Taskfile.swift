@@ -314,6 +314,22 @@ public struct TaskDefinition: Sendable {
         )
     }
 
+    /// The same task with `errors` added to the mistakes reported when a run plans it (a
+    /// dependency or a call that names no task, found once every file is read).
+    func addingDeferredErrors(_ errors: [TaskOptions.DeferredError]) -> TaskDefinition {
+        var changed = options
+        changed.deferredErrors += errors
+        var copy = TaskDefinition(
+            name: name, location: location, summary: summary, dependencies: dependencies, calls: calls, commands: commands,
+            sources: sources, generates: generates, variables: variables, renderedSources: renderedSources,
+            environment: environment, directory: directory, resources: resources, each: each, batchSize: batchSize, kind: kind,
+            pluginConfiguration: pluginConfiguration, allowsOutsideRoot: allowsOutsideRoot, depfile: locatedDepfile,
+            keepsDepfile: keepsDepfile, file: file, options: changed
+        )
+        copy.variables = variables
+        return copy
+    }
+
     /// The same task with `variables` in place of its own (the loader's environment layer).
     func replacingVariables(_ variables: [String: TemplateValue]) -> TaskDefinition {
         var copy = self

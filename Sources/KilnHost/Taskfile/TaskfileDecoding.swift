@@ -99,15 +99,20 @@ public struct TaskfileLoader: Sendable {
                 chain: [], includedAt: nil, settings: FileSettings()
             )
         )
-        session.addEnvironmentLayer()
+        // Instances are decoded while references are resolved; the environment layer is laid
+        // under every task's variables after that.
         session.resolveReferences()
+        session.addEnvironmentLayer()
         session.checkResources()
         session.checkCycles()
         session.checkOutputs()
         session.texts = [:]
         session.lineIndex = [:]
         if !session.errors.isEmpty {
-            throw TaskfileErrors(sorting: session.errors, fileOrder: session.files)
+            // Every mistake at once: those waiting for a run to plan their task too.
+            var seen = Set<String>()
+            let waiting = session.tasks.flatMap(\.options.deferredErrors).filter { seen.insert("\($0.location.map(String.init(describing:)) ?? "") \($0.message)").inserted }
+            throw TaskfileErrors(sorting: session.errors + waiting.map(\.error), fileOrder: session.files)
         }
         var taskfile = Taskfile(
             path: absolute, root: session.root, version: version ?? "3", resources: session.resources,
@@ -350,7 +355,14 @@ private final class LoadSession {
                     fail(.invalidValue, "'dotenv' belongs in the main Taskfile, not in an included one (as in go-task)", at: location(key, path))
                 }
             case "set", "shopt":
-                fail(.unsupported, "go-task's '\(name)' isn't supported by kiln yet; \(TaskfileLoader.pendingKeys[name] ?? "")", at: location(key, path))
+                // Reported when a run plans one of the file's tasks (each would run with it).
+                fileSettings.deferredErrors.append(
+                    TaskOptions.DeferredError(
+                        code: TaskfileError.Code.unsupported.description,
+                        message: "go-task's '\(name)' isn't supported by kiln yet; \(TaskfileLoader.pendingKeys[name] ?? "")",
+                        location: location(key, path)
+                    )
+                )
             case "hooks":
                 if chain.isEmpty {
                     decodeHooks(value, file: path)
@@ -696,7 +708,7 @@ private final class LoadSession {
                 case "keep-depfile": keepsDepfile = bool(value, file: file, what: "'keep-depfile'") ?? false
                 default:
                     if let instead = TaskfileLoader.pendingKeys[keyName] {
-                        fail(.unsupported, "go-task's '\(keyName)' isn't supported by kiln yet; \(instead)", at: location(keyYAMLNode, file))
+                        failOrDefer(.unsupported, "go-task's '\(keyName)' isn't supported by kiln yet; \(instead)", at: location(keyYAMLNode, file))
                     } else {
                         unknownKey(keyName, at: location(keyYAMLNode, file), allowed: TaskfileLoader.taskKeys, in: "task '\(name)'")
                     }
@@ -823,7 +835,7 @@ private final class LoadSession {
                 each == .none ? nil : "'each'", options.ignoresError ? "'ignore_error'" : nil,
             ].compactMap { $0 }
             if !what.isEmpty {
-                fail(
+                failOrDefer(
                     .unsupported,
                     "task '\(name)' has '- task:' calls in 'cmds' and \(what.joined(separator: ", ")), which kiln doesn't combine yet; move the commands with \(what.joined(separator: ", ")) into a task of their own and call it",
                     at: taskLocation
@@ -881,13 +893,13 @@ private final class LoadSession {
             case "ignore_error": settings.ignoresError = bool(value, file: file, what: "'ignore_error'") ?? false
             case "platforms": settings.platforms = platforms(value, file: file)
             case "defer":
-                fail(.unsupported, "'defer:' isn't supported yet; run the clean-up as a separate task", at: location(key, file))
+                failOrDefer(.unsupported, "'defer:' isn't supported yet; run the clean-up as a separate task", at: location(key, file))
                 return nil
             case "for":
                 guard let loop = commandLoop(value, file: file) else { return nil }
                 settings.loop = loop
             case "vars", "set", "shopt", "if":
-                fail(.unsupported, "'\(name):' on a command isn't supported yet; move it to the task, or into the command's text", at: location(key, file))
+                failOrDefer(.unsupported, "'\(name):' on a command isn't supported yet; move it to the task, or into the command's text", at: location(key, file))
                 return nil
             default:
                 unknownKey(name, at: location(key, file), allowed: ["cmd", "silent", "ignore_error", "platforms", "task", "defer", "for", "vars"], in: "a command")
@@ -924,17 +936,18 @@ private final class LoadSession {
             case "for":
                 guard let items = commandLoop(value, file: file) else { return [] }
                 loop = items
+            // Refused when a run plans the task: the rest of the Taskfile works.
             case "ignore_error" where isCall, "defer" where isCall, "if" where isCall:
-                fail(
+                failOrDefer(
                     .unsupported, "'\(name):' on a '- task:' call isn't supported yet; put it on the called task's commands",
                     at: location(key, file)
                 )
                 return []
             case "platforms" where isCall:
                 // go-task doesn't apply a call's `platforms:` (only a command's): refused, not ignored.
-                fail(
+                failOrDefer(
                     .unsupported,
-                    "go-task ignores 'platforms:' on a '- task:' call; put 'platforms:' on the called task",
+                    "go-task ignores 'platforms:' on a '- task:' call (the task is called everywhere); put 'platforms:' on the called task, or remove it here",
                     at: location(key, file)
                 )
                 return []
@@ -1323,6 +1336,11 @@ private final class LoadSession {
                 aliases[alias] = task.name
             }
         }
+        // Mistakes in what a task names wait for a run that plans it (go-task finds them when it
+        // runs the task): the rest of the Taskfile works.
+        var mistakes: [Int: [TaskOptions.DeferredError]] = [:]
+        // A `run: once` task runs with its first caller's variables: every caller must give the same.
+        var onceCalls: [String: (variables: String, location: SourceLocation)] = [:]
         var resolved = 0
         while resolved < tasks.count {
             let batch = resolved..<tasks.count
@@ -1336,18 +1354,26 @@ private final class LoadSession {
                     guard let found = candidates.first(where: { taskIndex[$0] != nil && origins[$0] != nil }) ?? candidates.compactMap({ aliases[$0] }).first else {
                         var message = "unknown task '\(written.value)' in the \(what) of '\(tasks[index].options.partOf ?? name)'"
                         if let close = suggestion(for: namespace + written.value, among: origins.keys) { message += "; did you mean '\(close)'?" }
-                        fail(.unknownTask, message, at: written.location)
-                        return nil
-                    }
-                    guard let variables else { return Located(value: found, location: written.location) }
-                    if runsOnce.contains(found) {
-                        fail(
-                            .unsupported,
-                            "task '\(found)' has 'run: once', so go-task runs it for whichever caller comes first, with that caller's 'vars:'; kiln doesn't pick one: remove 'run: once' (kiln then runs it once per set of variables), or call it without 'vars:'",
-                            at: written.location
+                        mistakes[index, default: []].append(
+                            TaskOptions.DeferredError(code: TaskfileError.Code.unknownTask.description, message: message, location: written.location)
                         )
                         return nil
                     }
+                    if runsOnce.contains(found) {
+                        let given = variables.map { TaskInstanceName.canonical(.map($0)) } ?? ""
+                        if let first = onceCalls[found], first.variables != given {
+                            mistakes[index, default: []].append(
+                                TaskOptions.DeferredError(
+                                    code: TaskfileError.Code.unsupported.description,
+                                    message: "task '\(found)' has 'run: once' and is called with other variables at \(first.location); go-task runs it once, with the variables of whichever caller comes first, and kiln doesn't pick one: give every call the same 'vars:', or remove 'run: once' (kiln then runs it once per set of variables)",
+                                    location: written.location
+                                )
+                            )
+                            return nil
+                        }
+                        onceCalls[found] = (given, written.location)
+                    }
+                    guard let variables else { return Located(value: found, location: written.location) }
                     let instance = TaskInstanceName.make(found, variables: variables)
                     if instances.insert(instance).inserted {
                         guard instances.count <= TaskfileLoader.maximumInstances else {
@@ -1379,7 +1405,53 @@ private final class LoadSession {
             }
             decodeInstances(requests)
         }
+        for (index, found) in mistakes { tasks[index] = tasks[index].addingDeferredErrors(found) }
+        forwardRepeatedTasks()
         splitSteps()
+    }
+
+    /// A file included under several namespaces (`common:` by the main file and by each platform's
+    /// file) defines the same task under several names. Where two of them would do exactly the
+    /// same — same commands, variables, directory, outputs, and dependencies that are themselves
+    /// the same — the later one forwards to the first: it keeps its name and description, and
+    /// depends on the first instead of running the same commands (which would write the same
+    /// outputs twice). Tasks whose include differs in anything (`vars:`, `dir:`) stay apart.
+    func forwardRepeatedTasks() {
+        var fileUses: [String: Int] = [:]
+        for context in contexts { fileUses[context.file, default: 0] += 1 }
+        guard fileUses.values.contains(where: { $0 > 1 }) else { return }
+        // Repeated until nothing changes: a task's dependencies count as the same once they forward.
+        var forwardsTo: [String: String] = [:]
+        var changed = true
+        while changed {
+            changed = false
+            var first: [RepeatedTaskKey: String] = [:]
+            for task in tasks where forwardsTo[task.name] == nil {
+                guard let origin = origins[task.name] ?? task.partOf.flatMap({ origins[$0] }),
+                    fileUses[contexts[origin.context].file, default: 0] > 1
+                else { continue }
+                let key = RepeatedTaskKey(task, localName: origin.localName, steps: references[task.name]?.steps, forwardsTo: forwardsTo)
+                if let earlier = first[key] {
+                    forwardsTo[task.name] = earlier
+                    changed = true
+                } else {
+                    first[key] = task.name
+                }
+            }
+        }
+        guard !forwardsTo.isEmpty else { return }
+        for index in tasks.indices {
+            guard let target = forwardsTo[tasks[index].name] else { continue }
+            let task = tasks[index]
+            references[task.name] = nil
+            tasks[index] = TaskDefinition(
+                name: task.name, location: task.location, summary: task.summary,
+                dependencies: [Located(value: target, location: task.location)], commands: [], sources: [], generates: [],
+                variables: task.variables, environment: [:], directory: task.directory, resources: [], each: .none, batchSize: nil,
+                kind: Located(value: "shell", location: task.location), pluginConfiguration: nil, allowsOutsideRoot: false,
+                file: task.file, options: task.options.forwarding
+            )
+        }
     }
 
     /// Decodes each requested instance from its file's text, by the file's context.
@@ -1544,7 +1616,8 @@ private final class LoadSession {
         do {
             template = try TaskfileTemplates.library.template(text.value)
         } catch {
-            fail(.invalidTemplate, "template: \(error.message)", at: locate(offset: error.offset, in: text))
+            // In a task's values: reported when a run plans it (go-task parses it when it runs it).
+            failOrDefer(.invalidTemplate, "template: \(error.message)", at: locate(offset: error.offset, in: text))
             return nil
         }
         for reference in template.variableReferences { noteReference(reference.name, known: known) }
@@ -1708,7 +1781,8 @@ private final class LoadSession {
         } else {
             message += "; expected one of: \(allowed.sorted().joined(separator: ", "))"
         }
-        fail(.unknownKey, message, at: location)
+        // In a task: reported when a run plans it.
+        failOrDefer(.unknownKey, message, at: location)
     }
 
     func configurationValue(_ node: YAMLNode, file: String) -> ConfigurationValue {
@@ -1862,5 +1936,79 @@ enum TaskInstanceName {
             "m\(entries.count){" + entries.keys.sorted().map { "\($0.utf8.count):\($0)=\(canonical(entries[$0] ?? .null))" }.joined(separator: ",") + "}"
         default: "\(value)"
         }
+    }
+}
+
+/// What makes two tasks of a file included twice the same task: everything but the names, and
+/// the variables their templates don't read (the including file's own).
+private struct RepeatedTaskKey: Hashable {
+    let file: String
+    let localName: String
+    let location: SourceLocation
+    let variables: [String: TemplateValue]
+    let environment: [String: String]
+    let directory: String
+    let commands: [Located<String>]
+    let sources: [Located<String>]
+    let generates: [Located<String>]
+    let renderedSources: [String]
+    let resources: [Located<String>]
+    let shape: [String]
+    let configuration: String?
+    let options: TaskOptions
+    let dependencies: [String]
+    let calls: [String]
+
+    init(_ task: TaskDefinition, localName: String, steps: [TaskStep]?, forwardsTo: [String: String]) {
+        file = task.file
+        self.localName = localName
+        location = task.location
+        variables = Self.variablesRead(by: task)
+        environment = task.environment
+        directory = task.directory
+        commands = task.commands
+        sources = task.sources
+        generates = task.generates
+        renderedSources = task.renderedSources
+        resources = task.resources
+        shape = [
+            task.each.rawValue, "\(task.batchSize ?? 0)", task.kind.value, "\(task.allowsOutsideRoot)", task.depfile ?? "",
+            "\(task.keepsDepfile)",
+        ]
+        configuration = task.pluginConfiguration?.description
+        var options = task.options
+        options.aliases = []
+        options.partOf = nil
+        self.options = options
+        dependencies = task.dependencies.map { forwardsTo[$0.value] ?? $0.value }
+        // The steps' commands are among `commands`; their calls count here.
+        calls = (steps ?? []).map { step in
+            switch step {
+            case .command(let index): "\(index)"
+            case .call(let reference): "task:" + (forwardsTo[reference.name.value] ?? reference.name.value)
+            }
+        }
+    }
+
+    /// The variables what the task runs may read: those its templates name (all of them when one
+    /// uses dot whole, and for a plugin's task, which sees them all), its loops and its
+    /// requirements. `dir:`, `sources:` and `env:` are compared rendered.
+    static func variablesRead(by task: TaskDefinition) -> [String: TemplateValue] {
+        guard task.pluginConfiguration == nil else { return task.variables }
+        var templates = task.commands.map(\.value) + task.generates.map(\.value) + task.options.preconditions.map(\.test.value)
+        if let depfile = task.depfile { templates.append(depfile) }
+        if let label = task.options.label { templates.append(label) }
+        var names = Set(task.options.requiredVariables.map(\.name))
+        for settings in task.options.commandOptions {
+            if case .variable(let name, _) = settings.loop?.items { names.insert(name) }
+        }
+        for text in templates where TextTemplate.hasActions(text) {
+            guard let read = (try? TaskfileTemplates.library.template(text))?.dataNames else { return task.variables }
+            names.formUnion(read)
+        }
+        var read = task.variables.filter { names.contains($0.key) }
+        // `{{.TASK}}` prints the task's own name: such tasks differ.
+        if names.contains("TASK") || names.contains("ALIAS") { read["\u{0}name"] = .string(task.name) }
+        return read
     }
 }

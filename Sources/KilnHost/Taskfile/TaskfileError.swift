@@ -51,6 +51,12 @@ public struct TaskfileError: Error, Sendable, CustomStringConvertible {
         public static let duplicateOutput = Code("duplicate-output")
         /// The stable name, e.g. `unknown-key`.
         public var description: String { name }
+
+        /// The codes a mistake reported when a task is planned may have
+        /// (``TaskOptions/DeferredError``), by their stable names.
+        static let deferrable: [String: Code] = Dictionary(
+            uniqueKeysWithValues: [invalidTemplate, invalidValue, unknownTask, unsupported, unknownKey, wrongType].map { ($0.name, $0) }
+        )
     }
 
     /// The class of mistake.

@@ -169,6 +169,52 @@ public final class TextTemplate: Sendable {
         return result
     }
 
+    /// Every top-level name of the data the template may read — counted wherever a field is read,
+    /// whatever dot is there, so never too few — or `nil` when it may read all of it (dot or `$`
+    /// used whole: `{{.}}`, `{{spew .}}`, `{{template "t" .}}`). Two renders of the template
+    /// with data that agree on these names print the same.
+    ///
+    /// Threading: any thread.
+    public var dataNames: Set<String>? {
+        var names = Set<String>()
+        var whole = false
+        func visit(_ pipeline: TemplatePipeline) {
+            for command in pipeline.commands {
+                for operand in command.operands { visit(operand) }
+            }
+        }
+        func visit(_ operand: TemplateOperand) {
+            switch operand {
+            case .dot: whole = true
+            case .field(let fields, _): names.insert(fields[0])
+            case .variable(let name, let fields, _) where name == "$":
+                if let first = fields.first { names.insert(first) } else { whole = true }
+            case .pipeline(let pipeline, _, _): visit(pipeline)
+            default: break
+            }
+        }
+        func visit(_ nodes: [TemplateNode]) {
+            for node in nodes {
+                switch node {
+                case .text, .loopControl: break
+                case .action(let pipeline): visit(pipeline)
+                case .conditional(_, let pipeline, let body, let otherwise):
+                    visit(pipeline)
+                    visit(body)
+                    if let otherwise { visit(otherwise) }
+                case .range(let pipeline, let body, let otherwise):
+                    visit(pipeline)
+                    visit(body)
+                    if let otherwise { visit(otherwise) }
+                case .include(_, let pipeline, _): if let pipeline { visit(pipeline) }
+                }
+            }
+        }
+        visit(nodes)
+        for (_, body) in definitions { visit(body) }
+        return whole ? nil : names
+    }
+
     /// Renders the template with `data` as dot (and `$`).
     ///
     /// - Parameter missing: What printing a value that isn't there does: ``MissingValues/fail``
