@@ -678,6 +678,35 @@ import Testing
             task: "main",
             compared: ["root.out", "helper.out"]
         ),
+        Case(
+            name: "status: a task whose tests all succeed is up to date; one that fails runs it",
+            files: [
+                "Taskfile.yml": """
+                version: '3'
+                vars:
+                  MARK: ready.txt
+                tasks:
+                  main:
+                    deps: [done-already, to-do, mixed]
+                    cmds: ['echo main >> log.txt']
+                  done-already:
+                    status: ['test -f {{.MARK}}', 'true']
+                    cmds: ['echo done-already >> ran.txt']
+                  to-do:
+                    status: ['test -f {{.MARK}}', 'test -f missing.txt']
+                    cmds: ['echo to-do >> ran.txt']
+                  mixed:
+                    sources: [in.txt]
+                    generates: [out.txt]
+                    status: ['test -f {{.MARK}}']
+                    cmds: ['cp in.txt out.txt', 'echo mixed >> ran.txt']
+                """,
+                "ready.txt": "",
+                "in.txt": "in",
+            ],
+            task: "main",
+            compared: ["log.txt", "ran.txt", "out.txt"]
+        ),
     ]
 
     @Test("kiln leaves what go-task leaves", arguments: cases)

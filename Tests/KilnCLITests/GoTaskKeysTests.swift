@@ -110,8 +110,8 @@ import Testing
     func pendingKeys() async throws {
         let cases: [(taskfile: String, line: Int, column: Int, says: String)] = [
             (
-                "tasks:\n  t:\n    status: ['test -f x']\n    cmds: ['true']\n", 4, 5,
-                "go-task's 'status' isn't supported by kiln yet"
+                "tasks:\n  t:\n    interactive: true\n    cmds: ['true']\n", 4, 5,
+                "go-task's 'interactive' isn't supported by kiln yet"
             ),
 
             ("tasks:\n  t:\n    cmds:\n      - defer: echo bye\n", 5, 9, "'defer:' isn't supported yet"),
@@ -149,5 +149,44 @@ import Testing
             #expect(result.standardError.contains(place), "\(example.taskfile): \(result.standardError)")
             #expect(result.standardError.contains(example.says), "\(example.taskfile): \(result.standardError)")
         }
+    }
+
+    @Test("status: is asked every run (the snapshot never vouches for it), and with sources both must hold")
+    func statusEveryRun() async throws {
+        let directory = try project(
+            """
+            version: '3'
+            tasks:
+              setup:
+                status: [test -f ready.txt]
+                cmds: ['echo setup >> log.txt', 'touch ready.txt']
+              copy:
+                sources: [in.txt]
+                generates: [out.txt]
+                status: [test -f ready.txt]
+                cmds: ['cp in.txt out.txt', 'echo copy >> log.txt']
+            """
+        )
+        defer { directory.remove() }
+        try directory.write("in.txt", "a")
+        func run(_ task: String) async throws -> String {
+            let result = try await KilnProcess.run(["run", task], in: directory.path)
+            #expect(result.status == 0, "\(result)")
+            return result.standardOutput
+        }
+        _ = try await run("setup")
+        #expect(try await run("setup").contains("1 up to date"))
+        try FileManager.default.removeItem(atPath: directory.path("ready.txt"))
+        _ = try await run("setup")  // the test fails again: it runs
+        #expect(directory.read("log.txt") == "setup\nsetup\n")
+        _ = try await run("copy")  // no record yet: runs
+        #expect(try await run("copy").contains("1 up to date"))
+        try directory.write("in.txt", "b")  // a source changed: runs though the test succeeds
+        _ = try await run("copy")
+        try FileManager.default.removeItem(atPath: directory.path("ready.txt"))
+        _ = try await run("copy")  // sources unchanged, the test fails: runs
+        #expect(directory.read("log.txt") == "setup\nsetup\ncopy\ncopy\ncopy\n")
+        let explain = try await KilnProcess.run(["run", "--dry-run", "copy"], in: directory.path)
+        #expect(explain.status == 0, "\(explain)")
     }
 }

@@ -34,6 +34,8 @@ public enum RunReason: Sendable, Equatable, CustomStringConvertible {
     /// A run would fail it before it starts (two of an `each:` task's jobs would write one file,
     /// or a template of its own can't be rendered).
     case refused(String)
+    /// One of its `status:` commands failed.
+    case statusFailed(String)
 
     /// For people.
     public var description: String {
@@ -49,6 +51,7 @@ public enum RunReason: Sendable, Equatable, CustomStringConvertible {
         case .forced: "--force"
         case .dependencyRuns(let name): "dependency \(name) runs first"
         case .refused(let reason): "a run would fail it: \(reason)"
+        case .statusFailed(let command): "its status command '\(command)' failed"
         }
     }
 }
@@ -149,6 +152,9 @@ public final class IncrementalState: Sendable {
         var watched: [WatchedPath]?
         /// Found up to date on the snapshot's word, not by a check: its job there.
         var snapshotJob: Int?
+        /// Its verdict rests on `status:` commands, which read what no signature covers: the
+        /// snapshot never vouches for it.
+        var hasStatus = false
     }
 
     /// The verdict the snapshot gives without a check: up to date when it has the job, none of
@@ -197,8 +203,38 @@ public final class IncrementalState: Sendable {
             if result.reason == .upToDate { result.reason = .forced }
             return result
         }
-        if !fresh, let verdict = snapshotVerdict(key: key.stored, dependencies: dependencies) { return verdict }
-        return check(key: key, task: task, request: request(), dependencies: dependencies)
+        let statusChecks = task.definition.options.statusChecks
+        if !fresh, statusChecks.isEmpty, let verdict = snapshotVerdict(key: key.stored, dependencies: dependencies) {
+            return verdict
+        }
+        let made = request()
+        var result = check(key: key, task: task, request: made, dependencies: dependencies)
+        guard !statusChecks.isEmpty else { return result }
+        // go-task's `status:`: up to date when every test succeeds — and, with sources or outputs,
+        // when they say so too. A task with only `status:` is up to date on its tests alone.
+        result.hasStatus = true
+        guard result.reason == .upToDate || result.reason == .alwaysRuns, !task.definition.runsEveryTime else { return result }
+        if let failed = Self.failedStatusCheck(statusChecks, request: made) {
+            result.reason = .statusFailed(failed)
+        } else {
+            result.reason = .upToDate
+            if result.outputSignature == nil, let record = record(key.stored) { result.outputSignature = outputSignature(of: record) }
+        }
+        return result
+    }
+
+    /// The first of `checks` (rendered for the job) that doesn't exit 0 when run by `/bin/sh` in
+    /// the job's directory and environment; `nil` when all succeed. Their output is discarded, as
+    /// go-task does.
+    static func failedStatusCheck(_ checks: [Located<String>], request: JobRequest) -> String? {
+        let environment = System.environment.merging(request.environment) { _, task in task }
+        for check in checks {
+            guard let command = try? request.render(check.value, at: check.location) else { return check.value }
+            if case .failure = DynamicVariables.run(command, directory: request.directory, environment: environment) {
+                return command
+            }
+        }
+        return nil
     }
 
     /// Whether this is a dry run's state (see ``init(state:root:previous:tracked:dryRun:)``).
@@ -419,7 +455,7 @@ public final class IncrementalState: Sendable {
         )
         state?.save(record, for: key.stored)
         state?.save(changedFiles: hasher.takeChangedRecords())
-        recorder.record(key: key.stored, alwaysRuns: check.reason == .alwaysRuns, paths: watched.paths)
+        recorder.record(key: key.stored, alwaysRuns: check.reason == .alwaysRuns || check.hasStatus, paths: watched.paths)
         publish(outputSignature(of: record), under: key)
     }
 
@@ -428,7 +464,7 @@ public final class IncrementalState: Sendable {
         if let position = check.snapshotJob {
             recorder.carry(key: key.stored, index: position)
         } else {
-            recorder.record(key: key.stored, alwaysRuns: false, paths: check.watched)
+            recorder.record(key: key.stored, alwaysRuns: check.hasStatus, paths: check.watched)
         }
         guard let signature = check.outputSignature else { return }
         publish(signature, under: key)

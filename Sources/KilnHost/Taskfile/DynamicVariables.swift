@@ -32,7 +32,7 @@ final class DynamicVariables {
         return result
     }
 
-    private static func run(_ command: String, directory: String, environment: [String: String]) -> Result<
+    static func run(_ command: String, directory: String, environment: [String: String]) -> Result<
         String, Failure
     > {
         var pipe: [Int32] = [-1, -1]

@@ -37,6 +37,9 @@ public struct TaskOptions: Sendable, Hashable {
     /// `- task:` calls. `nil` for the tasks the Taskfile defines. Such pieces aren't listed and
     /// can't be run by name; `{{.TASK}}` is this name.
     public var partOf: String?
+    /// `status:` — shell tests (templates, rendered like commands): when all of them succeed, the
+    /// task is up to date (and, with `sources`/`generates`, only when those say so too).
+    public var statusChecks: [Located<String>] = []
 
     /// Creates the defaults.
     public init() {}

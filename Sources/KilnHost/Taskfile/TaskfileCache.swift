@@ -19,7 +19,7 @@ import KilnPluginAPI
 enum TaskfileCache {
     static let magic = Array("KILNTFC\u{2}".utf8)
     /// Bump when the encoding or the meaning of ``Taskfile`` changes.
-    static let formatVersion = 16
+    static let formatVersion = 17
 
     /// The cache file of a project.
     static func path(root: String) -> String { KilnDirectory(root: root).taskfileCache }
@@ -407,6 +407,7 @@ struct BinaryWriter {
             }
         }
         write(options.partOf)
+        write(options.statusChecks)
     }
 }
 
@@ -615,8 +616,9 @@ struct BinaryReader {
             }
             options.commandOptions.append(command)
         }
-        guard let partOf = readOptionalString() else { return nil }
+        guard let partOf = readOptionalString(), let statusChecks = readLocated() else { return nil }
         options.partOf = partOf
+        options.statusChecks = statusChecks
         return options
     }
 

@@ -36,12 +36,12 @@ public struct TaskfileLoader: Sendable {
         "desc", "deps", "cmds", "sources", "generates", "vars", "env", "dir", "resources", "each", "batch",
         "plugin", "with", "allow-outside-root", "depfile", "keep-depfile", "summary", "aliases", "internal", "label",
         "silent", "ignore_error", "platforms", "prompt", "preconditions", "method", "run", "cmd", "requires", "dotenv",
+        "status",
     ]
 
     /// go-task keys kiln doesn't take yet, and what to do instead. Refused where they are written:
     /// never ignored.
     static let pendingKeys: [String: String] = [
-        "status": "kiln decides from 'sources'/'generates' content; express the check as sources and outputs",
         "set": "put 'set -o …;' at the start of the command",
         "shopt": "put 'shopt -s …;' at the start of a bash command",
         "interactive": "run the command outside kiln",
@@ -607,6 +607,7 @@ private final class LoadSession {
         options.isInternal = fileSettings.isInternal
         if fileSettings.runsOnce, instance == nil { runsOnce.insert(baseName) }
         var preconditionNodes: [YAMLNode] = []
+        var statusNodes: [YAMLNode] = []
         var requiresNode: YAMLNode?
         var taskDotenvNode: YAMLNode?
         var environmentYAMLNode: YAMLNode?
@@ -640,6 +641,7 @@ private final class LoadSession {
                 case "platforms": options.platforms = platforms(value, file: file)
                 case "prompt": options.prompts = strings(value, file: file, what: "'prompt'").map(\.value)
                 case "preconditions": preconditionNodes = list(value, file: file, what: "'preconditions'")
+                case "status": statusNodes = list(value, file: file, what: "'status'")
                 case "requires": requiresNode = value
                 case "dotenv": taskDotenvNode = value
                 case "method":
@@ -800,6 +802,12 @@ private final class LoadSession {
             }
             options.preconditions.append(TaskOptions.Precondition(test: located, message: message))
         }
+        for node in statusNodes {
+            guard let text = scalar(node, file: file, what: "a status command") else { continue }
+            let located = Located(value: text, location: location(node, file))
+            checkTemplate(located, known: known)
+            options.statusChecks.append(located)
+        }
         for pattern in sources { checkTemplate(pattern, known: sourceKnown) }
         for output in generates { checkTemplate(output, known: known) }
         if let depfile { checkTemplate(depfile, known: known) }
@@ -833,6 +841,7 @@ private final class LoadSession {
             let what = [
                 sources.isEmpty ? nil : "'sources'", generates.isEmpty ? nil : "'generates'", depfile == nil ? nil : "'depfile'",
                 each == .none ? nil : "'each'", options.ignoresError ? "'ignore_error'" : nil,
+                options.statusChecks.isEmpty ? nil : "'status'",
             ].compactMap { $0 }
             if !what.isEmpty {
                 failOrDefer(
