@@ -137,7 +137,9 @@ extension Kiln {
             }
             let taskfile: Taskfile
             do {
-                taskfile = try TaskfileLoader().load(path: located.path)
+                var context = TaskfileContext.process
+                context.dynamicScope = .hook(name)
+                taskfile = try TaskfileLoader(context: context).load(path: located.path)
             } catch {
                 System.writeError("\(error.description)\nkiln hook \(name): the Taskfile doesn't load, so its checks can't run; \(bypass)\n")
                 Kiln.exit(withError: ExitCode(ExitStatus.invalidTaskfile))

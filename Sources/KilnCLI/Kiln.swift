@@ -71,10 +71,15 @@ func loadAndPlan(
     _ options: TaskfileOptions, targets: [String], everyTaskWhenEmpty: Bool, runner: any CommandRunner
 ) throws(ExitCode) -> (Project, BuildPlan) {
     do {
+        var context = TaskfileContext.process
+        context.workingDirectory = ""
+        context.dynamicScope = targets.isEmpty && everyTaskWhenEmpty ? .all : .tasks(targets)
         let project = try Project(
-            taskfilePath: options.taskfile, currentDirectory: options.workingDirectory, runner: runner, plugins: options.plugins
+            taskfilePath: options.taskfile, currentDirectory: options.workingDirectory, runner: runner, plugins: options.plugins,
+            context: context
         )
-        let names = targets.isEmpty && everyTaskWhenEmpty ? project.taskfile.tasks.map(\.name) : targets
+        // The tasks the Taskfile defines, not the pieces kiln makes of them.
+        let names = targets.isEmpty && everyTaskWhenEmpty ? project.taskfile.tasks.filter { $0.partOf == nil }.map(\.name) : targets
         return (project, try BuildPlanner(taskfile: project.taskfile, registry: project.registry).plan(targets: names))
     } catch {
         throw taskfileFailure(error)

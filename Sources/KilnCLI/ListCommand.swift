@@ -19,11 +19,16 @@ extension Kiln {
         func run() throws {
             let project: Project
             do {
+                // A listing runs no task's dynamic variables (go-task's --list doesn't either).
+                var context = TaskfileContext.process
+                context.workingDirectory = ""
+                context.dynamicScope = .none
                 project = try Project(
                     taskfilePath: options.taskfile,
                     currentDirectory: options.workingDirectory,
                     runner: ProcessMonitor(),
-                    plugins: options.plugins
+                    plugins: options.plugins,
+                    context: context
                 )
             } catch {
                 throw taskfileFailure(error)

@@ -112,6 +112,8 @@ extension Kiln {
             context.silent = silent
             context.verbose = verbose
             context.assumeYes = yes
+            // Only the tasks this run is for run their own dynamic variables (go-task's rule).
+            context.dynamicScope = .tasks(taskArguments.filter { !$0.contains("=") })
             var request = BuildSession.Request(
                 taskfile: options.taskfile, currentDirectory: options.workingDirectory, plugins: options.plugins,
                 targets: taskArguments.filter { !$0.contains("=") }, runner: monitor, tracked: { trackedContent(root: $0) }

@@ -302,4 +302,44 @@ import Testing
         let differ = try await KilnProcess.run(["run", "differ"], in: directory.path)
         #expect(differ.status == 2 && differ.standardError.contains("Taskfile.yml:24:15: error: task 'gen' has 'run: once' and is called with other variables"), "\(differ)")
     }
+
+    @Test("a task's own dynamic variables run only when a run needs the task (go-task's rule); a listing runs none")
+    func dynamicVariablesRunForTheTasksARunNeeds() async throws {
+        let directory = try project(
+            """
+            version: '3'
+            vars:
+              FILE_LEVEL: {sh: 'echo file >> ran.txt; echo f'}
+            tasks:
+              other:
+                cmds: ['echo other']
+              deploy:
+                vars:
+                  TOKEN: {sh: 'echo deploy >> ran.txt; echo secret'}
+                cmds: ['echo {{.TOKEN}} > token.txt']
+              parent:
+                cmds:
+                  - task: called
+                    vars: {WHO: p}
+              called:
+                vars:
+                  STAMP: {sh: 'echo called-{{.WHO}} >> ran.txt; echo stamp'}
+                cmds: ['echo {{.STAMP}} {{.WHO}} > called.txt']
+            """
+        )
+        defer { directory.remove() }
+        func ran() -> [String] { (directory.read("ran.txt") ?? "").split(separator: "\n").map(String.init) }
+        let list = try await KilnProcess.run(["list"], in: directory.path)
+        #expect(list.status == 0, "\(list)")
+        #expect(ran() == [], "a listing runs no dynamic variable: \(ran())")
+        let other = try await KilnProcess.run(["run", "other"], in: directory.path)
+        #expect(other.status == 0, "\(other)")
+        #expect(ran() == ["file"], "only the file's own: \(ran())")
+        let deploy = try await KilnProcess.run(["run", "deploy"], in: directory.path)
+        #expect(deploy.status == 0 && directory.read("token.txt") == "secret\n", "\(deploy)")
+        #expect(ran() == ["file", "file", "deploy"], "\(ran())")
+        let parent = try await KilnProcess.run(["run", "parent"], in: directory.path)
+        #expect(parent.status == 0 && directory.read("called.txt") == "stamp p\n", "\(parent)")
+        #expect(ran().suffix(2) == ["file", "called-p"], "the called instance's, with the call's variables: \(ran())")
+    }
 }

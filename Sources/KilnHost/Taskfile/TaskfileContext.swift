@@ -30,6 +30,24 @@ public struct TaskfileContext: Sendable {
     public var workingDirectory: String
     /// The environment kiln runs in.
     public var environment: [String: String]
+    /// Whose own dynamic variables (`sh:` under a task's `vars:`) run while the Taskfile loads.
+    /// go-task runs a task's only when it runs the task: `kiln list` runs none, `kiln run build`
+    /// those of `build` and what it depends on or calls. (A file's own `vars:` always run.)
+    public var dynamicScope: DynamicScope = .all
+
+    /// Which tasks' own dynamic variables run while loading.
+    ///
+    /// Threading: a value type.
+    public enum DynamicScope: Sendable, Equatable {
+        /// Every task's.
+        case all
+        /// No task's: their values are empty (a listing).
+        case none
+        /// Those of these tasks (names or aliases; `default` when empty) and the tasks they need.
+        case tasks([String])
+        /// Those of the tasks this git hook runs, and the tasks they need.
+        case hook(String)
+    }
 
     /// A context with these parts.
     public init(workingDirectory: String, environment: [String: String]) {

@@ -169,8 +169,20 @@ private final class LoadSession {
     /// Environment variables the templates read that the Taskfile doesn't define: every task sees
     /// them, under its own variables (go-task's lowest layer).
     var environmentLayer: [String: TemplateValue] = [:]
-    /// A dynamic variable (`sh:`) was run: the model can't be cached.
+    /// A dynamic variable (`sh:`) was run, or skipped: the model can't be cached.
     var isVolatile = false
+    /// Whether the task being decoded runs its dynamic variables; whether one was skipped; the
+    /// tasks whose were (decoded again, running them, when a task this load is for needs them).
+    var runsDynamicVariables = true
+    var skippedDynamicVariables = false
+    var lazyTasks = Set<String>()
+    /// Aliases and the tasks they name; mistakes in what each task names (by index), reported
+    /// when a run plans it; the variables each `run: once` task was first called with, where, by whom.
+    var aliasMap: [String: String] = [:]
+    var mistakes: [Int: [TaskOptions.DeferredError]] = [:]
+    var onceCalls: [String: (variables: String, location: SourceLocation, caller: String)] = [:]
+    /// How each instance was made, to decode it again.
+    var instanceOrigins: [String: (origin: TaskOrigin, request: InstanceRequest)] = [:]
     let dynamicVariables = DynamicVariables()
     /// Where ``failOrDefer(_:_:at:)`` puts mistakes while values are read; `nil`: report them now.
     var deferred: [TaskOptions.DeferredError]?
@@ -395,7 +407,10 @@ private final class LoadSession {
         // With or without them: a run that adds some must not reuse this model.
         if chain.isEmpty { require("cli:variables") }
         if let variablesYAMLNode {
+            // A listing runs none, not even the file's own.
+            runsDynamicVariables = context.dynamicScope != .none
             decodeVariables(variablesYAMLNode, file: path, into: &variables, directory: root, overrides: overrides)
+            runsDynamicVariables = true
         }
         for (name, value) in overrides where !(variablesYAMLNode?.mapping ?? []).contains(where: { $0.key.string == name }) {
             variables[name] = .string(value)
@@ -569,7 +584,10 @@ private final class LoadSession {
 
     /// Decodes the task `localName` of the file read in `contexts[contextIndex]` — or, given an
     /// `instance`, the same task again as that instance: named so, its variables over the file's.
-    func decodeTask(name localName: String, key: YAMLNode, body: YAMLNode, context contextIndex: Int, instance: InstanceRequest? = nil) {
+    func decodeTask(
+        name localName: String, key: YAMLNode, body: YAMLNode, context contextIndex: Int, instance: InstanceRequest? = nil,
+        evaluating: Bool = false
+    ) {
         let fileContext = contexts[contextIndex]
         let file = fileContext.file
         let namespace = fileContext.namespace
@@ -580,6 +598,14 @@ private final class LoadSession {
         let fileSettings = fileContext.settings
         let baseName = namespace + localName
         let name = instance?.name ?? baseName
+        // The task's own dynamic variables run now only for the tasks this load is for.
+        runsDynamicVariables = evaluating || context.dynamicScope == .all
+        skippedDynamicVariables = false
+        defer {
+            if skippedDynamicVariables { lazyTasks.insert(name) } else { lazyTasks.remove(name) }
+            runsDynamicVariables = true
+            skippedDynamicVariables = false
+        }
         // Mistakes in the task's values (and its file's) wait for a run that plans it.
         deferred = fileSettings.deferredErrors
         defer { deferred = nil }
@@ -1209,6 +1235,11 @@ private final class LoadSession {
         checkTemplate(located, known: KnownVariables(variables: variables, each: false, task: false))
         guard let command = renderNow(located, variables: variables, lenient: true) else { return .null }
         isVolatile = true
+        // A task's own, outside the tasks this load is for: not run (see TaskfileContext.dynamicScope).
+        if !runsDynamicVariables {
+            skippedDynamicVariables = true
+            return .string("")
+        }
         var environment = context.environment
         for (key, value) in variables where environment[key] == nil {
             switch value {
@@ -1345,74 +1376,21 @@ private final class LoadSession {
                 aliases[alias] = task.name
             }
         }
-        // Mistakes in what a task names wait for a run that plans it (go-task finds them when it
-        // runs the task): the rest of the Taskfile works.
-        var mistakes: [Int: [TaskOptions.DeferredError]] = [:]
-        // A `run: once` task runs with its first caller's variables: every caller must give the same.
-        var onceCalls: [String: (variables: String, location: SourceLocation)] = [:]
-        var resolved = 0
-        while resolved < tasks.count {
-            let batch = resolved..<tasks.count
-            resolved = tasks.count
-            var requests: [Int: [(localName: String, instance: InstanceRequest)]] = [:]
-            for index in batch {
-                let name = tasks[index].name
-                let namespace = namespaces[name] ?? ""
-                func resolve(_ written: Located<String>, variables: [String: TemplateValue]?, what: String) -> Located<String>? {
-                    let candidates = written.value.hasPrefix(":") ? [String(written.value.dropFirst())] : [namespace + written.value, written.value]
-                    guard let found = candidates.first(where: { taskIndex[$0] != nil && origins[$0] != nil }) ?? candidates.compactMap({ aliases[$0] }).first else {
-                        var message = "unknown task '\(written.value)' in the \(what) of '\(tasks[index].options.partOf ?? name)'"
-                        if let close = suggestion(for: namespace + written.value, among: origins.keys) { message += "; did you mean '\(close)'?" }
-                        mistakes[index, default: []].append(
-                            TaskOptions.DeferredError(code: TaskfileError.Code.unknownTask.description, message: message, location: written.location)
-                        )
-                        return nil
-                    }
-                    if runsOnce.contains(found) {
-                        let given = variables.map { TaskInstanceName.canonical(.map($0)) } ?? ""
-                        if let first = onceCalls[found], first.variables != given {
-                            mistakes[index, default: []].append(
-                                TaskOptions.DeferredError(
-                                    code: TaskfileError.Code.unsupported.description,
-                                    message: "task '\(found)' has 'run: once' and is called with other variables at \(first.location); go-task runs it once, with the variables of whichever caller comes first, and kiln doesn't pick one: give every call the same 'vars:', or remove 'run: once' (kiln then runs it once per set of variables)",
-                                    location: written.location
-                                )
-                            )
-                            return nil
-                        }
-                        onceCalls[found] = (given, written.location)
-                    }
-                    guard let variables else { return Located(value: found, location: written.location) }
-                    let instance = TaskInstanceName.make(found, variables: variables)
-                    if instances.insert(instance).inserted {
-                        guard instances.count <= TaskfileLoader.maximumInstances else {
-                            if instances.count == TaskfileLoader.maximumInstances + 1 {
-                                fail(
-                                    .invalidValue,
-                                    "more than \(TaskfileLoader.maximumInstances) tasks called with different variables (a task calling itself with new ones?)",
-                                    at: written.location
-                                )
-                            }
-                            return nil
-                        }
-                        if let origin = origins[found] {
-                            requests[origin.context, default: []].append((origin.localName, InstanceRequest(name: instance, variables: variables)))
-                        }
-                    }
-                    return Located(value: instance, location: written.location)
-                }
-                let called = references[name]
-                tasks[index].dependencies = tasks[index].dependencies.enumerated().compactMap { position, dependency in
-                    resolve(dependency, variables: called?.dependencyVariables[position], what: "deps")
-                }
-                if let steps = called?.steps {
-                    references[name]?.steps = steps.compactMap { step in
-                        guard case .call(let reference) = step else { return step }
-                        return resolve(reference.name, variables: reference.variables, what: "calls").map { .call(TaskReference(name: $0, variables: nil)) }
-                    }
-                }
+        aliasMap = aliases
+        var pending = Array(tasks.indices)
+        while true {
+            while !pending.isEmpty {
+                var requests: [Int: [(localName: String, instance: InstanceRequest)]] = [:]
+                for index in pending { resolveTask(at: index, requests: &requests) }
+                let before = tasks.count
+                decodeInstances(requests)
+                pending = Array(before..<tasks.count)
             }
-            decodeInstances(requests)
+            // The tasks this load is for whose own dynamic variables were skipped: decoded again,
+            // running them (their references may name more).
+            let again = lazyTasksNeeded()
+            guard !again.isEmpty else { break }
+            pending = decodeEvaluating(again)
         }
         for (index, found) in mistakes { tasks[index] = tasks[index].addingDeferredErrors(found) }
         forwardRepeatedTasks()
@@ -1463,6 +1441,123 @@ private final class LoadSession {
         }
     }
 
+    /// Resolves the `deps` and calls of the task at `index` (see ``resolveReferences()``); the
+    /// instances they need and nobody asked for yet are added to `requests`.
+    func resolveTask(at index: Int, requests: inout [Int: [(localName: String, instance: InstanceRequest)]]) {
+        let aliases = aliasMap
+        let name = tasks[index].name
+        let namespace = namespaces[name] ?? ""
+        func resolve(_ written: Located<String>, variables: [String: TemplateValue]?, what: String) -> Located<String>? {
+            let candidates = written.value.hasPrefix(":") ? [String(written.value.dropFirst())] : [namespace + written.value, written.value]
+            guard let found = candidates.first(where: { taskIndex[$0] != nil && origins[$0] != nil }) ?? candidates.compactMap({ aliases[$0] }).first else {
+                var message = "unknown task '\(written.value)' in the \(what) of '\(tasks[index].options.partOf ?? name)'"
+                if let close = suggestion(for: namespace + written.value, among: origins.keys) { message += "; did you mean '\(close)'?" }
+                mistakes[index, default: []].append(
+                    TaskOptions.DeferredError(code: TaskfileError.Code.unknownTask.description, message: message, location: written.location)
+                )
+                return nil
+            }
+            if runsOnce.contains(found) {
+                let given = variables.map { TaskInstanceName.canonical(.map($0)) } ?? ""
+                if let first = onceCalls[found], first.variables != given {
+                    mistakes[index, default: []].append(
+                        TaskOptions.DeferredError(
+                            code: TaskfileError.Code.unsupported.description,
+                            message: "task '\(found)' has 'run: once' and is called with other variables at \(first.location); go-task runs it once, with the variables of whichever caller comes first, and kiln doesn't pick one: give every call the same 'vars:', or remove 'run: once' (kiln then runs it once per set of variables)",
+                            location: written.location
+                        )
+                    )
+                    return nil
+                }
+                onceCalls[found] = (given, written.location, name)
+            }
+            guard let variables else { return Located(value: found, location: written.location) }
+            let instance = TaskInstanceName.make(found, variables: variables)
+            if instances.insert(instance).inserted {
+                guard instances.count <= TaskfileLoader.maximumInstances else {
+                    if instances.count == TaskfileLoader.maximumInstances + 1 {
+                        fail(
+                            .invalidValue,
+                            "more than \(TaskfileLoader.maximumInstances) tasks called with different variables (a task calling itself with new ones?)",
+                            at: written.location
+                        )
+                    }
+                    return nil
+                }
+                if let origin = origins[found] {
+                    requests[origin.context, default: []].append((origin.localName, InstanceRequest(name: instance, variables: variables)))
+                }
+            }
+            return Located(value: instance, location: written.location)
+        }
+        let called = references[name]
+        tasks[index].dependencies = tasks[index].dependencies.enumerated().compactMap { position, dependency in
+            resolve(dependency, variables: called?.dependencyVariables[position], what: "deps")
+        }
+        if let steps = called?.steps {
+            references[name]?.steps = steps.compactMap { step in
+                guard case .call(let reference) = step else { return step }
+                return resolve(reference.name, variables: reference.variables, what: "calls").map { .call(TaskReference(name: $0, variables: nil)) }
+            }
+        }
+    }
+
+    /// The tasks the load is for (``TaskfileContext/dynamicScope``), and what they depend on and
+    /// call, whose own dynamic variables weren't run.
+    func lazyTasksNeeded() -> [String] {
+        guard !lazyTasks.isEmpty else { return [] }
+        var roots: [String]
+        switch context.dynamicScope {
+        case .all, .none: return []
+        case .tasks(let names): roots = names.isEmpty ? ["default"] : names
+        case .hook(let name): roots = (hooks[name] ?? []).map(\.value)
+        }
+        roots = roots.map { aliasMap[$0] ?? $0 }
+        var seen = Set<String>()
+        var needed: [String] = []
+        while let name = roots.popLast() {
+            guard seen.insert(name).inserted, let index = taskIndex[name] else { continue }
+            if lazyTasks.contains(name) { needed.append(name) }
+            roots += tasks[index].dependencies.map(\.value)
+            for case .call(let reference) in references[name]?.steps ?? [] { roots.append(reference.name.value) }
+        }
+        return needed
+    }
+
+    /// Decodes `names` again, in place, running their dynamic variables; returns their indices.
+    func decodeEvaluating(_ names: [String]) -> [Int] {
+        var byContext: [Int: [(localName: String, name: String, instance: InstanceRequest?)]] = [:]
+        for name in names {
+            if let made = instanceOrigins[name] {
+                byContext[made.origin.context, default: []].append((made.origin.localName, name, made.request))
+            } else if let origin = origins[name] {
+                byContext[origin.context, default: []].append((origin.localName, name, nil))
+            }
+            lazyTasks.remove(name)
+        }
+        var indices: [Int] = []
+        for (contextIndex, wanted) in byContext.sorted(by: { $0.key < $1.key }) {
+            guard let text = texts[contexts[contextIndex].file] else { continue }
+            let byName = Dictionary(grouping: wanted, by: \.localName)
+            _ = try? YAMLNode.parse(text, mode: .streaming("tasks") { key, value in
+                guard let localName = key.string, let found = byName[localName] else { return }
+                for entry in found {
+                    guard let old = self.taskIndex.removeValue(forKey: entry.name) else { continue }
+                    let count = self.tasks.count
+                    self.decodeTask(name: localName, key: key, body: value, context: contextIndex, instance: entry.instance, evaluating: true)
+                    if self.tasks.count > count {
+                        self.tasks[old] = self.tasks.removeLast()
+                    }
+                    self.taskIndex[entry.name] = old
+                    self.mistakes[old] = nil
+                    self.onceCalls = self.onceCalls.filter { $0.value.caller != entry.name }
+                    indices.append(old)
+                }
+            })
+        }
+        return indices
+    }
+
     /// Decodes each requested instance from its file's text, by the file's context.
     func decodeInstances(_ requests: [Int: [(localName: String, instance: InstanceRequest)]]) {
         for (contextIndex, wanted) in requests.sorted(by: { $0.key < $1.key }) {
@@ -1473,6 +1568,7 @@ private final class LoadSession {
             _ = try? YAMLNode.parse(text, mode: .streaming("tasks") { key, value in
                 guard let name = key.string, let instances = byName[name] else { return }
                 for request in instances {
+                    self.instanceOrigins[request.instance.name] = (TaskOrigin(context: contextIndex, localName: name), request.instance)
                     self.decodeTask(name: name, key: key, body: value, context: contextIndex, instance: request.instance)
                 }
             })
