@@ -707,6 +707,39 @@ import Testing
             task: "main",
             compared: ["log.txt", "ran.txt", "out.txt"]
         ),
+        Case(
+            name: "run: always runs a task again for each task that depends on it or calls it",
+            files: [
+                "Taskfile.yml": """
+                version: '3'
+                tasks:
+                  main:
+                    deps: [a, b]
+                    cmds:
+                      - task: log
+                      - task: log
+                        vars: {X: 1}
+                      - task: log
+                      - task: once
+                      - task: once
+                  a:
+                    deps: [shared]
+                  b:
+                    deps: [shared]
+                  shared:
+                    run: always
+                    cmds: ['echo shared >> shared.txt']
+                  log:
+                    run: always
+                    cmds: ['echo log{{.X | default ""}} >> log.txt']
+                  once:
+                    run: once
+                    cmds: ['echo once >> once.txt']
+                """
+            ],
+            task: "main",
+            compared: ["shared.txt", "log.txt", "once.txt"]
+        ),
     ]
 
     @Test("kiln leaves what go-task leaves", arguments: cases)

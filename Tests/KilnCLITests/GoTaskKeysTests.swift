@@ -135,7 +135,6 @@ import Testing
                 "run: once\ntasks:\n  t:\n    deps:\n      - task: o\n        vars: {A: 1}\n      - task: o\n        vars: {A: 2}\n  o: 'true'\n",
                 8, 15, "task 'o' has 'run: once' and is called with other variables"
             ),
-            ("tasks:\n  t:\n    run: always\n    cmds: ['true']\n", 4, 10, "'run: always'"),
             ("tasks:\n  t:\n    platforms: [linx]\n    cmds: ['true']\n", 4, 17, "'linx' in 'platforms' is not an OS"),
 
         ]

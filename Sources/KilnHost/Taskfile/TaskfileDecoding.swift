@@ -157,8 +157,9 @@ private final class LoadSession {
     var origins: [String: TaskOrigin] = [:]
     /// Dependencies with variables and `- task:` calls, by task, until resolved.
     var references: [String: TaskReferences] = [:]
-    /// Tasks with `run: once`.
+    /// Tasks with `run: once`, and with `run: always`.
     var runsOnce = Set<String>()
+    var runsAlways = Set<String>()
     /// Instances decoded or about to be, and how many.
     var instances = Set<String>()
 
@@ -354,10 +355,9 @@ private final class LoadSession {
                 }
             case "run":
                 switch scalar(value, file: path, what: "'run'") {
-                case "once": fileSettings.runsOnce = true
+                case "once": fileSettings.runPolicy = .once
+                case "always": fileSettings.runPolicy = .always
                 case "when_changed", nil: break
-                case "always":
-                    fail(.unsupported, "'run: always' (a task run again for each task that calls it) isn't supported yet; kiln runs a task once per run", at: location(value, path))
                 case let policy?: fail(.invalidValue, "'run' must be always, once or when_changed, not '\(policy)'", at: location(value, path))
                 }
             case "dotenv":
@@ -631,7 +631,13 @@ private final class LoadSession {
         var options = TaskOptions()
         options.runsEveryTime = fileSettings.runsEveryTime
         options.isInternal = fileSettings.isInternal
-        if fileSettings.runsOnce, instance == nil { runsOnce.insert(baseName) }
+        if instance == nil {
+            switch fileSettings.runPolicy {
+            case .once: runsOnce.insert(baseName)
+            case .always: runsAlways.insert(baseName)
+            case .whenChanged: break
+            }
+        }
         var preconditionNodes: [YAMLNode] = []
         var statusNodes: [YAMLNode] = []
         var requiresNode: YAMLNode?
@@ -681,15 +687,16 @@ private final class LoadSession {
                 case "run":
                     if let policy = scalar(value, file: file, what: "'run'") {
                         switch policy {
-                        case "once": runsOnce.insert(baseName)
+                        case "once":
+                            runsOnce.insert(baseName)
+                            runsAlways.remove(baseName)
                         // Kiln runs a task once per run and set of variables.
-                        case "when_changed": runsOnce.remove(baseName)
+                        case "when_changed":
+                            runsOnce.remove(baseName)
+                            runsAlways.remove(baseName)
                         case "always":
-                            fail(
-                                .invalidValue,
-                                "'run: always' (a task run again for each task that calls it) isn't supported yet; kiln runs a task once per run",
-                                at: location(value, file)
-                            )
+                            runsAlways.insert(baseName)
+                            runsOnce.remove(baseName)
                         default: fail(.invalidValue, "'run' must be always, once or when_changed, not '\(policy)'", at: location(value, file))
                         }
                     }
@@ -1447,7 +1454,7 @@ private final class LoadSession {
         let aliases = aliasMap
         let name = tasks[index].name
         let namespace = namespaces[name] ?? ""
-        func resolve(_ written: Located<String>, variables: [String: TemplateValue]?, what: String) -> Located<String>? {
+        func resolve(_ written: Located<String>, variables: [String: TemplateValue]?, what: String, site: Int) -> Located<String>? {
             let candidates = written.value.hasPrefix(":") ? [String(written.value.dropFirst())] : [namespace + written.value, written.value]
             guard let found = candidates.first(where: { taskIndex[$0] != nil && origins[$0] != nil }) ?? candidates.compactMap({ aliases[$0] }).first else {
                 var message = "unknown task '\(written.value)' in the \(what) of '\(tasks[index].options.partOf ?? name)'"
@@ -1471,14 +1478,18 @@ private final class LoadSession {
                 }
                 onceCalls[found] = (given, written.location, name)
             }
-            guard let variables else { return Located(value: found, location: written.location) }
-            let instance = TaskInstanceName.make(found, variables: variables)
+            // `run: always`: a task of its own for each place that names it.
+            let always = runsAlways.contains(found)
+            guard variables != nil || always else { return Located(value: found, location: written.location) }
+            let variables = variables ?? [:]
+            var instance = variables.isEmpty ? found : TaskInstanceName.make(found, variables: variables)
+            if always { instance += " [\(what == "deps" ? "dep" : "call") \(site + 1) of \(name)]" }
             if instances.insert(instance).inserted {
                 guard instances.count <= TaskfileLoader.maximumInstances else {
                     if instances.count == TaskfileLoader.maximumInstances + 1 {
                         fail(
                             .invalidValue,
-                            "more than \(TaskfileLoader.maximumInstances) tasks called with different variables (a task calling itself with new ones?)",
+                            "more than \(TaskfileLoader.maximumInstances) tasks called with different variables or with 'run: always' (a task calling itself?)",
                             at: written.location
                         )
                     }
@@ -1492,12 +1503,16 @@ private final class LoadSession {
         }
         let called = references[name]
         tasks[index].dependencies = tasks[index].dependencies.enumerated().compactMap { position, dependency in
-            resolve(dependency, variables: called?.dependencyVariables[position], what: "deps")
+            resolve(dependency, variables: called?.dependencyVariables[position], what: "deps", site: position)
         }
         if let steps = called?.steps {
+            var calls = 0
             references[name]?.steps = steps.compactMap { step in
                 guard case .call(let reference) = step else { return step }
-                return resolve(reference.name, variables: reference.variables, what: "calls").map { .call(TaskReference(name: $0, variables: nil)) }
+                calls += 1
+                return resolve(reference.name, variables: reference.variables, what: "calls", site: calls - 1).map {
+                    .call(TaskReference(name: $0, variables: nil))
+                }
             }
         }
     }
@@ -1927,8 +1942,17 @@ private struct PendingInclude {
 private struct FileSettings {
     /// `method: none`.
     var runsEveryTime = false
-    /// `run: once`: the file's tasks run once per run, whatever variables they are called with.
-    var runsOnce = false
+    /// `run:` for the file's tasks that don't say.
+    var runPolicy = RunPolicy.whenChanged
+
+    enum RunPolicy {
+        /// Once per run and set of variables (kiln's default).
+        case whenChanged
+        /// Once per run, whatever the variables.
+        case once
+        /// Again for each task that depends on it or calls it.
+        case always
+    }
     /// The include says `internal: true` (or one that included it did).
     var isInternal = false
     /// The include's `aliases:`: other namespaces (`ns:`) its tasks answer in.
