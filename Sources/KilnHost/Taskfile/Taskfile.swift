@@ -87,6 +87,7 @@ public struct TaskDefinition: Sendable {
     private final class Storage: Sendable {
         let name: String
         let location: SourceLocation
+        let calls: [Located<String>]
         let summary: String?
         let commands: [Located<String>]
         let sources: [Located<String>]
@@ -114,6 +115,7 @@ public struct TaskDefinition: Sendable {
         init(
             name: String,
             location: SourceLocation,
+            calls: [Located<String>],
             summary: String?,
             commands: [Located<String>],
             sources: [Located<String>],
@@ -134,6 +136,7 @@ public struct TaskDefinition: Sendable {
         ) {
             self.name = name
             self.location = location
+            self.calls = calls
             self.summary = summary
             self.commands = commands
             self.sources = sources
@@ -169,8 +172,9 @@ public struct TaskDefinition: Sendable {
     public var dependencies: [Located<String>]
     /// The tasks among ``dependencies`` that this one calls (`- task:` in `cmds`), rather than
     /// depends on: each starts only once the others have succeeded (the commands before the
-    /// call have run), unless something else needs it first. Empty for most tasks.
-    public var calls: [Located<String>] = []
+    /// call have run), unless something else needs it first. Empty for most tasks. (In the
+    /// storage: a copy of a task costs no more for it.)
+    public var calls: [Located<String>] { storage.calls }
 
     /// The full name, with include namespace.
     public var name: String { storage.name }
@@ -262,11 +266,11 @@ public struct TaskDefinition: Sendable {
         options: TaskOptions? = nil
     ) {
         self.dependencies = dependencies
-        self.calls = calls
         self.variables = variables
         storage = Storage(
             name: name,
             location: location,
+            calls: calls,
             summary: summary,
             commands: commands,
             sources: sources,
