@@ -7,9 +7,7 @@ import Testing
 /// kiln doesn't take yet, each refused where it is written.
 @Suite struct GoTaskKeysTests {
     func project(_ taskfile: String) throws -> TemporaryDirectory {
-        let directory = try TemporaryDirectory(prefix: "kiln-gotask-keys")
-        try directory.write("Taskfile.yml", taskfile)
-        return directory
+        try taskfileProject(taskfile, prefix: "kiln-gotask-keys")
     }
 
     static let listed = """

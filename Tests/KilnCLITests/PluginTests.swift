@@ -17,9 +17,7 @@ struct PluginTests {
     }
 
     func project(_ taskfile: String) throws -> TemporaryDirectory {
-        let directory = try TemporaryDirectory(prefix: "kiln-plugins")
-        try directory.write("Taskfile.yml", taskfile)
-        return directory
+        try taskfileProject(taskfile, prefix: "kiln-plugins")
     }
 
     /// `tar tzf` of an archive.

@@ -7,9 +7,7 @@ import Testing
 /// the calls run is compared with go-task in ``GoTaskCompatibilityTests``.)
 @Suite struct TaskCallTests {
     func project(_ taskfile: String) throws -> TemporaryDirectory {
-        let directory = try TemporaryDirectory(prefix: "kiln-calls")
-        try directory.write("Taskfile.yml", taskfile)
-        return directory
+        try taskfileProject(taskfile, prefix: "kiln-calls")
     }
 
     @Test("a called task is checked when called: a command before the call that removes its output reruns it")
@@ -64,7 +62,10 @@ import Testing
         try directory.write("in.txt", "x\n")
         let first = try await KilnProcess.run(["run", "all"], in: directory.path)
         #expect(first.status == 0, "\(first)")
-        #expect(first.standardOutput.contains("copy (TO=a.out)") && first.standardOutput.contains("copy (TO=b.out)"), "\(first)")
+        #expect(
+            first.standardOutput.contains("copy (TO=a.out)") && first.standardOutput.contains("copy (TO=b.out)"),
+            "\(first)"
+        )
         let second = try await KilnProcess.run(["run", "all"], in: directory.path)
         #expect(second.status == 0 && second.standardOutput.contains("0 ran, 2 up to date"), "\(second)")
         try directory.write("in.txt", "y\n")
@@ -148,7 +149,11 @@ import Testing
         defer { directory.remove() }
         let list = try await KilnProcess.run(["list"], in: directory.path)
         #expect(list.status == 0, "\(list)")
-        #expect(list.standardOutput.split(separator: "\n").map { $0.split(separator: ":").first ?? "" } == ["* main", "* other"])
+        #expect(
+            list.standardOutput.split(separator: "\n").map { $0.split(separator: ":").first ?? "" } == [
+                "* main", "* other",
+            ]
+        )
         let piece = try await KilnProcess.run(["run", "main #1"], in: directory.path)
         #expect(piece.status == 2, "\(piece)")
         #expect(piece.standardError.contains("'main #1' is a piece of task 'main'"), "\(piece)")
@@ -170,11 +175,16 @@ import Testing
         let result = try await KilnProcess.run(["run", "count"], in: directory.path)
         #expect(result.status == 2, "\(result)")
         #expect(
-            result.standardError.contains("Taskfile.yml:5:15: error: more than 1000 tasks called with different variables"),
+            result.standardError.contains(
+                "Taskfile.yml:5:15: error: more than 1000 tasks called with different variables"
+            ),
             "\(result)"
         )
         // Without variables, a task calling itself is a cycle.
-        try directory.write("Taskfile.yml", "version: '3'\ntasks:\n  loop:\n    cmds:\n      - echo x\n      - task: loop\n")
+        try directory.write(
+            "Taskfile.yml",
+            "version: '3'\ntasks:\n  loop:\n    cmds:\n      - echo x\n      - task: loop\n"
+        )
         let cycle = try await KilnProcess.run(["run", "loop"], in: directory.path)
         #expect(cycle.status == 2 && cycle.standardError.contains("dependency cycle: loop"), "\(cycle)")
     }
@@ -226,11 +236,16 @@ import Testing
         #expect(result.status == 0, "\(result)")
         #expect(directory.read("icons.txt") == "demo\n", "one task, run once")
         let list = try await KilnProcess.run(["list"], in: directory.path)
-        #expect(list.standardOutput.contains("* windows:common:icons:") && list.standardOutput.contains("Makes the icons"), "\(list)")
+        #expect(
+            list.standardOutput.contains("* windows:common:icons:") && list.standardOutput.contains("Makes the icons"),
+            "\(list)"
+        )
         // `{{.TASK}}` tells the names apart: two tasks.
         let named = try await KilnProcess.run(["run", "common:named", "windows:common:named"], in: directory.path)
         #expect(named.status == 0, "\(named)")
-        #expect(directory.read("names.txt")?.split(separator: "\n").sorted() == ["common:named", "windows:common:named"])
+        #expect(
+            directory.read("names.txt")?.split(separator: "\n").sorted() == ["common:named", "windows:common:named"]
+        )
         // The windows file gives the common one another APP: two tasks writing one file.
         try directory.write(
             "Taskfile.yml",
@@ -293,14 +308,27 @@ import Testing
         #expect(good.status == 0 && directory.read("good.txt") == "good\n", "\(good)")
         let broken = try await KilnProcess.run(["run", "broken"], in: directory.path)
         #expect(broken.status == 2, "\(broken)")
-        #expect(broken.standardError.contains("Taskfile.yml:8:15: error: unknown task 'formt' in the calls of 'broken'"), "\(broken)")
+        #expect(
+            broken.standardError.contains("Taskfile.yml:8:15: error: unknown task 'formt' in the calls of 'broken'"),
+            "\(broken)"
+        )
         let platforms = try await KilnProcess.run(["run", "windows-only"], in: directory.path)
-        #expect(platforms.status == 2 && platforms.standardError.contains("Taskfile.yml:12:9: error: go-task ignores 'platforms:'"), "\(platforms)")
+        #expect(
+            platforms.status == 2
+                && platforms.standardError.contains("Taskfile.yml:12:9: error: go-task ignores 'platforms:'"),
+            "\(platforms)"
+        )
         // run: once with the same variables everywhere is one run of them.
         let same = try await KilnProcess.run(["run", "same"], in: directory.path)
         #expect(same.status == 0 && directory.read("gen.txt") == "1\n", "\(same)")
         let differ = try await KilnProcess.run(["run", "differ"], in: directory.path)
-        #expect(differ.status == 2 && differ.standardError.contains("Taskfile.yml:24:15: error: task 'gen' has 'run: once' and is called with other variables"), "\(differ)")
+        #expect(
+            differ.status == 2
+                && differ.standardError.contains(
+                    "Taskfile.yml:24:15: error: task 'gen' has 'run: once' and is called with other variables"
+                ),
+            "\(differ)"
+        )
     }
 
     @Test("a task's own dynamic variables run only when a run needs the task (go-task's rule); a listing runs none")

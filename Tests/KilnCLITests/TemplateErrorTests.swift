@@ -7,9 +7,7 @@ import Testing
 /// the command doesn't run.
 @Suite struct TemplateErrorTests {
     func project(_ taskfile: String) throws -> TemporaryDirectory {
-        let directory = try TemporaryDirectory(prefix: "kiln-template-errors")
-        try directory.write("Taskfile.yml", taskfile)
-        return directory
+        try taskfileProject(taskfile, prefix: "kiln-template-errors")
     }
 
     @Test("an unknown function, a malformed action or a wrong argument count stops the load at its place")
