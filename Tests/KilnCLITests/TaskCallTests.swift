@@ -370,4 +370,40 @@ import Testing
         #expect(parent.status == 0 && directory.read("called.txt") == "stamp p\n", "\(parent)")
         #expect(ran().suffix(2) == ["file", "called-p"], "the called instance's, with the call's variables: \(ran())")
     }
+
+    @Test("a file included twice whose task has its own dynamic variable is still one task when a run needs one copy")
+    func repeatedIncludesWithDynamicVariables() async throws {
+        let directory = try project(
+            """
+            version: '3'
+            includes:
+              common: ./build/Taskfile.yml
+              windows: ./build/windows/Taskfile.yml
+            tasks:
+              default:
+                deps: ['common:icons']
+            """
+        )
+        defer { directory.remove() }
+        try directory.write(
+            "build/Taskfile.yml",
+            """
+            version: '3'
+            tasks:
+              icons:
+                vars:
+                  STAMP: {sh: 'echo ran >> sh.txt; echo stamp'}
+                generates: [icons.txt]
+                cmds: ['echo {{.STAMP}} > icons.txt']
+            """
+        )
+        try directory.write(
+            "build/windows/Taskfile.yml",
+            "version: '3'\nincludes:\n  common: ../Taskfile.yml\ntasks:\n  build:\n    deps: ['common:icons']\n"
+        )
+        let result = try await KilnProcess.run(["run"], in: directory.path)
+        #expect(result.status == 0, "\(result)")
+        #expect(directory.read("icons.txt") == "stamp\n")
+        #expect(directory.read("sh.txt") == "ran\n", "the same command, run once for both copies")
+    }
 }

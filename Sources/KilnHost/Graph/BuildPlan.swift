@@ -135,6 +135,16 @@ public struct BuildPlanner: Sendable {
             var definition = taskfile.tasks[position]
             if !definition.runsOnThisPlatform { definition.dependencies = [] }
             if definition.hasPlanChecks {
+                if definition.options.dynamicVariablesSkipped {
+                    // The loader runs them for every task a run needs: this is kiln's mistake.
+                    errors.append(
+                        TaskfileError(
+                            .invalidValue,
+                            "task '\(definition.name)' is planned, but its dynamic variables weren't run when the Taskfile loaded (a kiln bug: please report it); name it on the command line",
+                            at: definition.location
+                        )
+                    )
+                }
                 errors += Self.missingVariables(of: definition)
                 errors += definition.options.deferredErrors.map(\.error)
                 errors += Self.undefinedVariables(in: definition)

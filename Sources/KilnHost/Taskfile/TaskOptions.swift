@@ -40,6 +40,10 @@ public struct TaskOptions: Sendable, Hashable {
     /// `status:` — shell tests (templates, rendered like commands): when all of them succeed, the
     /// task is up to date (and, with `sources`/`generates`, only when those say so too).
     public var statusChecks: [Located<String>] = []
+    /// Its own dynamic variables weren't run (the load wasn't for it, see
+    /// ``TaskfileContext/dynamicScope``): its values are placeholders, and planning it is refused.
+    /// Never in the Taskfile cache (such a load isn't cached).
+    public var dynamicVariablesSkipped = false
 
     /// Creates the defaults.
     public init() {}

@@ -884,6 +884,7 @@ private final class LoadSession {
                 )
             }
         }
+        options.dynamicVariablesSkipped = skippedDynamicVariables
         if instance != nil {
             // An instance answers to no name of its own; its task's do.
             options.aliases = []
@@ -1535,6 +1536,19 @@ private final class LoadSession {
             if lazyTasks.contains(name) { needed.append(name) }
             roots += tasks[index].dependencies.map(\.value)
             for case .call(let reference) in references[name]?.steps ?? [] { roots.append(reference.name.value) }
+        }
+        // The same task of a file included twice is run once (forwardRepeatedTasks), which needs
+        // its copies' values: their dynamic variables are the same commands, run once.
+        func place(_ name: String) -> String? {
+            guard let origin = instanceOrigins[name]?.origin ?? origins[name] else { return nil }
+            let called = instanceOrigins[name].map { TaskInstanceName.canonical(.map($0.request.variables)) } ?? ""
+            return contexts[origin.context].file + "\u{0}" + origin.localName + "\u{0}" + called
+        }
+        let places = Set(needed.compactMap(place))
+        if !places.isEmpty {
+            for name in lazyTasks where !seen.contains(name) {
+                if let place = place(name), places.contains(place) { needed.append(name) }
+            }
         }
         return needed
     }
