@@ -40,7 +40,7 @@ import Testing
         #expect(alone.status == 0 && alone.standardOutput.contains("1 up to date"), "\(alone)")
     }
 
-    @Test("an instance with sources is up to date on the next run, and reruns when its variables change")
+    @Test("each instance with sources has its own state: up to date on the next run, rerun when an input changes")
     func instancesAreIncremental() async throws {
         let directory = try project(
             """
