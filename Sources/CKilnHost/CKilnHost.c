@@ -10,8 +10,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-static int spawn_shell(const char *command, const char *directory, char *const envp[], int output_fd, int error_fd,
-                       int own_group, pid_t *pid) {
+static int spawn_shell(const char *shell, const char *command, const char *directory, char *const envp[], int output_fd,
+                       int error_fd, int own_group, pid_t *pid) {
     posix_spawn_file_actions_t actions;
     posix_spawnattr_t attributes;
     int status = posix_spawn_file_actions_init(&actions);
@@ -38,20 +38,22 @@ static int spawn_shell(const char *command, const char *directory, char *const e
         (status = posix_spawnattr_setsigdefault(&attributes, &defaults)) == 0 &&
         (status = posix_spawnattr_setflags(&attributes, (own_group ? POSIX_SPAWN_SETPGROUP : 0) | POSIX_SPAWN_SETSIGMASK |
                                                            POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_USEVFORK)) == 0) {
-        char *const argv[] = {"/bin/sh", "-c", (char *)command, NULL};
-        status = posix_spawn(pid, "/bin/sh", &actions, &attributes, argv, envp);
+        char *const argv[] = {(char *)shell, "-c", (char *)command, NULL};
+        status = posix_spawn(pid, shell, &actions, &attributes, argv, envp);
     }
     posix_spawnattr_destroy(&attributes);
     posix_spawn_file_actions_destroy(&actions);
     return status;
 }
 
-int ckiln_spawn_shell(const char *command, const char *directory, char *const envp[], int output_fd, pid_t *pid) {
-    return spawn_shell(command, directory, envp, output_fd, output_fd, 1, pid);
+int ckiln_spawn_shell(const char *shell, const char *command, const char *directory, char *const envp[], int output_fd,
+                      pid_t *pid) {
+    return spawn_shell(shell, command, directory, envp, output_fd, output_fd, 1, pid);
 }
 
-int ckiln_spawn_shell_capturing(const char *command, const char *directory, char *const envp[], int output_fd, pid_t *pid) {
-    return spawn_shell(command, directory, envp, output_fd, -1, 0, pid);
+int ckiln_spawn_shell_capturing(const char *shell, const char *command, const char *directory, char *const envp[],
+                                int output_fd, pid_t *pid) {
+    return spawn_shell(shell, command, directory, envp, output_fd, -1, 0, pid);
 }
 
 int ckiln_pidfd_open(pid_t pid) { return (int)syscall(SYS_pidfd_open, pid, 0); }

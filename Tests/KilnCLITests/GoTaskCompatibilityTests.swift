@@ -741,6 +741,32 @@ import Testing
             task: "main",
             compared: ["shared.txt", "log.txt", "once.txt"]
         ),
+        Case(
+            name: "commands in bash's syntax, and echo's escapes, mean what go-task's interpreter makes of them",
+            files: [
+                "Taskfile.yml": #"""
+                version: '3'
+                tasks:
+                  t:
+                    cmds:
+                      - if [[ -f Taskfile.yml && 2 -gt 1 ]]; then echo 'double brackets' > out.txt; fi
+                      - if [ "a" == "a" ]; then echo 'double equals' >> out.txt; fi
+                      - echo "tab\there" >> out.txt
+                      - echo 'backslash \n kept' >> out.txt
+                      - echo {a,b}-x {1..3} >> out.txt
+                      - X=hello; echo "${X/l/L} ${X:1:3} ${X^^}" >> out.txt
+                      - A=(one two three); echo "${A[1]} ${#A[@]}" >> out.txt
+                      - echo $'quoted\tc' >> out.txt
+                      - N=3; (( N += 2 )); echo "n=$N $((N * 2))" >> out.txt
+                      - cat <<< 'here string' >> out.txt
+                      - set -o pipefail; false | true || echo 'pipefail seen' >> out.txt
+                      - printf '%s|' posix "$(echo sub)" >> out.txt; echo >> out.txt
+                      - echo "${UNSET:-default} ${#X}" >> out.txt
+                """#
+            ],
+            task: "t",
+            compared: ["out.txt"]
+        ),
     ]
 
     @Test("kiln leaves what go-task leaves", arguments: cases)

@@ -5,16 +5,18 @@
 
 #include <sys/types.h>
 
-/// Spawns `/bin/sh -c command` in `directory`, in a new process group, with standard input from
-/// /dev/null and standard output and error both going to `output_fd`. The child starts with an
-/// empty signal mask and default dispositions for SIGINT, SIGTERM, SIGQUIT, SIGHUP and SIGPIPE.
-/// Returns 0 and sets *pid, or an errno value.
-int ckiln_spawn_shell(const char *command, const char *directory, char *const envp[], int output_fd, pid_t *pid);
+/// Spawns `shell -c command` (`shell` an absolute path: /bin/sh or /bin/bash) in `directory`, in a
+/// new process group, with standard input from /dev/null and standard output and error both going
+/// to `output_fd`. The child starts with an empty signal mask and default dispositions for SIGINT,
+/// SIGTERM, SIGQUIT, SIGHUP and SIGPIPE. Returns 0 and sets *pid, or an errno value.
+int ckiln_spawn_shell(const char *shell, const char *command, const char *directory, char *const envp[], int output_fd,
+                      pid_t *pid);
 
 /// As ckiln_spawn_shell, but only standard output goes to `output_fd` (standard error is kiln's),
 /// and the child stays in kiln's process group: Ctrl-C at the terminal reaches it while kiln,
 /// which blocks the signal until its run starts, waits for it.
-int ckiln_spawn_shell_capturing(const char *command, const char *directory, char *const envp[], int output_fd, pid_t *pid);
+int ckiln_spawn_shell_capturing(const char *shell, const char *command, const char *directory, char *const envp[],
+                                int output_fd, pid_t *pid);
 
 /// pidfd_open(2): a file descriptor that becomes readable when the process exits; -1 and errno on failure.
 int ckiln_pidfd_open(pid_t pid);

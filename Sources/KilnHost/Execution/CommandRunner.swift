@@ -4,7 +4,7 @@ import KilnPluginAPI
 ///
 /// Threading: implementations are safe from any thread.
 public protocol CommandRunner: Sendable {
-    /// Starts `/bin/sh -c command`.
+    /// Starts `SHELL -c command`, the shell chosen by ``CommandShell``.
     ///
     /// - Parameters:
     ///   - command: The command line.

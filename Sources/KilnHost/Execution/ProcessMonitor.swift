@@ -10,10 +10,10 @@ import Glibc
 /// Runs commands with `posix_spawn` and watches all of them from one thread with epoll: each
 /// child's output pipe and its pidfd. A running command therefore holds no pool thread.
 ///
-/// Each command runs as `/bin/sh -c` in a process group of its own, so terminating it reaches
-/// everything it started. Output is read as it arrives; the completion runs when the process has
-/// exited and its output has reached end-of-file (or 200 ms after the exit, if a background
-/// grandchild keeps the pipe open).
+/// Each command runs as `/bin/sh -c` (or bash: ``CommandShell``) in a process group of its own,
+/// so terminating it reaches everything it started. Output is read as it arrives; the completion
+/// runs when the process has exited and its output has reached end-of-file (or 200 ms after the
+/// exit, if a background grandchild keeps the pipe open).
 ///
 /// The monitor can also watch a signalfd (``watchTerminationSignals(descriptor:_:)``), so Ctrl-C is
 /// handled on its thread.
@@ -96,7 +96,7 @@ public final class ProcessMonitor: CommandRunner, @unchecked Sendable {
         let (readEnd, writeEnd) = (pipeEnds[0], pipeEnds[1])
         var pid: pid_t = 0
         let status = withEnvironmentPointers(environment) { envp in
-            ckiln_spawn_shell(command, directory, envp, writeEnd, &pid)
+            ckiln_spawn_shell(CommandShell.path(for: command), command, directory, envp, writeEnd, &pid)
         }
         close(writeEnd)
         guard status == 0 else {

@@ -7,7 +7,7 @@ import Synchronization
 #endif
 
 /// The built-in task kind for tasks with `cmds:`: each job runs its commands one after another
-/// with `/bin/sh -c`, stopping at the first that fails.
+/// with `/bin/sh -c` (or bash, see ``CommandShell``), stopping at the first that fails.
 ///
 /// It registers through ``TaskKindRegistry`` like any plugin's kind; the host has no other path
 /// to it.

@@ -1,0 +1,42 @@
+import Testing
+
+@testable import KilnHost
+
+/// The rule choosing `/bin/sh` or `/bin/bash` for a command. What the commands print, run by kiln
+/// and by go-task, is compared in `GoTaskCompatibilityTests`; here: that plain POSIX commands keep
+/// the faster shell, and each bash form is seen.
+@Suite struct CommandShellTests {
+    @Test(
+        "POSIX commands run with /bin/sh",
+        arguments: [
+            "cc -c src/a.c -o build/a.o", "cp in.txt out.txt && echo done", "test -f x || exit 1",
+            "echo \"$HOME\" ${USER:-nobody} ${#PATH} ${X%.c} ${Y#./}", "for f in *.c; do echo $f; done",
+            "[ \"$a\" = \"b\" ] && echo same", "echo $(date) $((1 + 2))", "go build -ldflags '-s -w' ./...",
+            "find . -name '*.o' -exec rm {} \\;", "printf '%s\\n' a b", "x=$(cat f); echo \"$x\" > out 2>&1",
+            "cat <<EOF\nhello\nEOF", "awk '{print $1}' file",
+        ]
+    )
+    func posix(command: String) {
+        #expect(!CommandShell.needsBash(command), "\(command)")
+    }
+
+    @Test(
+        "bash's syntax, and what dash reads otherwise, run with /bin/bash",
+        arguments: [
+            "[[ -f x ]] && echo y", "[ a == a ]", "(( n++ ))", "echo $'a\\tb'", "cat <<< word", "make &> log",
+            "a |& b", "diff <(ls a) <(ls b)", "A=(x y)", "function f { :; }", "source env.sh", "shopt -s globstar",
+            "pushd dir", "declare -A m", "set -o pipefail; false | true", "echo $RANDOM", "cp x.{c,h} dir",
+            "echo {1..3}", "echo ${X/a/b}", "echo ${X:1:2}", "echo ${!NAME}", "echo ${X^^}", "echo ${A[@]}",
+            "echo \"a\\tb\"", "echo -e 'x\\ny'", "true; let x=1",
+        ]
+    )
+    func bash(command: String) {
+        #expect(CommandShell.needsBash(command), "\(command)")
+    }
+
+    @Test("the chosen shell is bash only where it is needed, and only when the machine has it")
+    func path() {
+        #expect(CommandShell.path(for: "true") == "/bin/sh")
+        #expect(CommandShell.path(for: "[[ 1 ]]") == (CommandShell.bash ?? "/bin/sh"))
+    }
+}
