@@ -38,7 +38,8 @@ static int spawn_shell(const char *shell, const char *command, const char *direc
         (status = posix_spawnattr_setsigdefault(&attributes, &defaults)) == 0 &&
         (status = posix_spawnattr_setflags(&attributes, (own_group ? POSIX_SPAWN_SETPGROUP : 0) | POSIX_SPAWN_SETSIGMASK |
                                                            POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_USEVFORK)) == 0) {
-        char *const argv[] = {(char *)shell, "-c", (char *)command, NULL};
+        // `-e`: a failing statement ends the command, as go-task runs every command (errexit).
+        char *const argv[] = {(char *)shell, "-e", "-c", (char *)command, NULL};
         status = posix_spawn(pid, shell, &actions, &attributes, argv, envp);
     }
     posix_spawnattr_destroy(&attributes);

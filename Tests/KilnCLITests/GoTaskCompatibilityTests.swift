@@ -767,6 +767,60 @@ import Testing
             task: "t",
             compared: ["out.txt"]
         ),
+        Case(
+            name: "every command stops at its first failing statement (go-task's errexit)",
+            files: [
+                "Taskfile.yml": """
+                version: '3'
+                tasks:
+                  t:
+                    cmds:
+                      - echo one > out.txt; false; echo never >> out.txt
+                """
+            ],
+            task: "t",
+            compared: ["out.txt"],
+            succeeds: false
+        ),
+        Case(
+            name: "cd into a missing directory stops the command before it runs elsewhere",
+            files: [
+                "Taskfile.yml": """
+                version: '3'
+                tasks:
+                  t:
+                    cmds:
+                      - cmd: cd missing-dir 2>/dev/null; echo wrong-place > out.txt
+                        ignore_error: true
+                      - echo next > next.txt
+                """
+            ],
+            task: "t",
+            compared: ["next.txt"],
+            absent: ["out.txt"]
+        ),
+        Case(
+            name: "set: and shopt: at the file, task and command level",
+            files: [
+                "Taskfile.yml": """
+                version: '3'
+                set: [pipefail]
+                tasks:
+                  t:
+                    shopt: [globstar]
+                    cmds:
+                      - if false | true; then echo piped-ok > out.txt; else echo pipefail > out.txt; fi
+                      - echo a/**/*.txt >> out.txt
+                      - cmd: if (echo "$NOPE_UNSET") 2>/dev/null; then echo set > u.txt; else echo unset-fails > u.txt; fi
+                        set: [u]
+                      - if (echo "$NOPE_UNSET") 2>/dev/null; then echo plain-ok >> u.txt; fi
+                """,
+                "a/x.txt": "",
+                "a/b/y.txt": "",
+            ],
+            task: "t",
+            compared: ["out.txt", "u.txt"]
+        ),
     ]
 
     @Test("kiln leaves what go-task leaves", arguments: cases)

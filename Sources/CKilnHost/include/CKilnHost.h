@@ -5,10 +5,11 @@
 
 #include <sys/types.h>
 
-/// Spawns `shell -c command` (`shell` an absolute path: /bin/sh or /bin/bash) in `directory`, in a
-/// new process group, with standard input from /dev/null and standard output and error both going
-/// to `output_fd`. The child starts with an empty signal mask and default dispositions for SIGINT,
-/// SIGTERM, SIGQUIT, SIGHUP and SIGPIPE. Returns 0 and sets *pid, or an errno value.
+/// Spawns `shell -e -c command` (`shell` an absolute path: /bin/sh or /bin/bash; `-e` as go-task
+/// runs commands) in `directory`, in a new process group, with standard input from /dev/null and
+/// standard output and error both going to `output_fd`. The child starts with an empty signal mask
+/// and default dispositions for SIGINT, SIGTERM, SIGQUIT, SIGHUP and SIGPIPE. Returns 0 and sets
+/// *pid, or an errno value.
 int ckiln_spawn_shell(const char *shell, const char *command, const char *directory, char *const envp[], int output_fd,
                       pid_t *pid);
 

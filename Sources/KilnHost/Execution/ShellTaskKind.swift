@@ -34,6 +34,9 @@ public struct ShellTaskKind: TaskKind {
             public var loop: ConfigurationValue?
             /// `as:` — the item's variable (`ITEM`).
             public var itemName = "ITEM"
+            /// What goes before the rendered command: `set -e; shopt -s globstar; ` (go-task's
+            /// `set:`/`shopt:`).
+            public var prefix = ""
         }
 
         /// `cmds`.
@@ -44,8 +47,9 @@ public struct ShellTaskKind: TaskKind {
 
     /// `shell`.
     public let name = "shell"
-    /// Bumped when the way commands run changes.
-    public let version = "1"
+    /// Bumped when the way commands run changes (2: `sh -e`, bash for bash's syntax, `set:`/`shopt:`):
+    /// every shell job runs once more after an upgrade.
+    public let version = "2"
 
     private let runner: any CommandRunner
 
@@ -78,6 +82,7 @@ public struct ShellTaskKind: TaskKind {
             command.platforms = try item["platforms"]?.requireStrings("'platforms'")
             command.loop = item["for"]
             command.itemName = try item["as"]?.requireString("'as'") ?? "ITEM"
+            command.prefix = try item["prefix"]?.requireString("'prefix'") ?? ""
             configuration.commands.append(command)
         }
         for item in value["preconditions"]?.list ?? [] {
@@ -108,7 +113,7 @@ public struct ShellTaskKind: TaskKind {
 
     /// The commands that run on this machine, after templating, joined with `&&`.
     public func summary(of configuration: Configuration, request: JobRequest) -> String {
-        configuration.commands.filter { TaskOptions.allows($0.platforms) }.map { request.display($0.text) }.joined(
+        configuration.commands.filter { TaskOptions.allows($0.platforms) }.map { $0.prefix + request.display($0.text) }.joined(
             separator: " && "
         )
     }
@@ -127,7 +132,7 @@ public struct ShellTaskKind: TaskKind {
             guard let loop = command.loop else {
                 steps.append(
                     CommandJob.Step(
-                        command: try request.render(command.text, at: command.location),
+                        command: command.prefix + (try request.render(command.text, at: command.location)),
                         ignoresError: command.ignoresError
                     )
                 )
@@ -138,7 +143,7 @@ public struct ShellTaskKind: TaskKind {
                 var variables = request.variables
                 variables[command.itemName] = item
                 let text = try request.templates.render(command.text, variables: variables, at: command.location)
-                steps.append(CommandJob.Step(command: text, ignoresError: command.ignoresError))
+                steps.append(CommandJob.Step(command: command.prefix + text, ignoresError: command.ignoresError))
             }
         }
         // The host made the environment (sharing its own storage unless the task adds to it).

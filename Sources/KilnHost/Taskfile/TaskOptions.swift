@@ -44,6 +44,8 @@ public struct TaskOptions: Sendable, Hashable {
     /// ``TaskfileContext/dynamicScope``): its values are placeholders, and planning it is refused.
     /// Never in the Taskfile cache (such a load isn't cached).
     public var dynamicVariablesSkipped = false
+    /// `set:` and `shopt:` of the task, with its file's (each command adds its own).
+    public var shellOptions = ShellOptions()
 
     /// Creates the defaults.
     public init() {}
@@ -207,6 +209,8 @@ public struct CommandOptions: Sendable, Hashable {
     public var platforms: [String]?
     /// `for:` — the command runs once per item, with the item in `{{.ITEM}}` (or `as:`'s name).
     public var loop: CommandLoop?
+    /// `set:` and `shopt:` of the command, with its task's and file's: what it runs under.
+    public var shellOptions = ShellOptions()
 
     /// Creates the defaults.
     public init(isSilent: Bool = false, ignoresError: Bool = false, platforms: [String]? = nil) {
@@ -259,5 +263,41 @@ extension CommandLoop {
             }
         }
         return combinations.map(TemplateValue.map)
+    }
+}
+
+/// go-task's `set:` (`[e, u, pipefail]`: `set -e`, `set -u`, `set -o pipefail`) and `shopt:`
+/// (`[globstar]`: `shopt -s globstar`), at the file, task and command level: the options a
+/// command runs under, joined in that order without repeats (go-task's rule).
+///
+/// Threading: a value type; safe to pass between threads.
+public struct ShellOptions: Sendable, Hashable {
+    /// `set:` names.
+    public var posix: [String] = []
+    /// `shopt:` names.
+    public var bash: [String] = []
+
+    /// No options.
+    public init() {}
+
+    /// These options, then `more`'s that aren't among them.
+    func adding(_ more: ShellOptions) -> ShellOptions {
+        var joined = self
+        for name in more.posix where !joined.posix.contains(name) { joined.posix.append(name) }
+        for name in more.bash where !joined.bash.contains(name) { joined.bash.append(name) }
+        return joined
+    }
+
+    /// What goes before a command so it runs under them: `set -e; shopt -s globstar; ` (names
+    /// are checked when the Taskfile loads: letters, digits and `_` only). Empty without options.
+    var prefix: String {
+        var parts = posix.map { $0.count == 1 ? "set -\($0)" : "set -o \($0)" }
+        parts += bash.map { "shopt -s \($0)" }
+        return parts.isEmpty ? "" : parts.joined(separator: "; ") + "; "
+    }
+
+    /// Whether `name` can be an option's name (so it can't smuggle a command into the shell).
+    static func isValidName(_ name: String) -> Bool {
+        !name.isEmpty && name.utf8.allSatisfy { $0 == UInt8(ascii: "_") || ($0 | 0x20) >= 0x61 && ($0 | 0x20) <= 0x7A || $0 >= 0x30 && $0 <= 0x39 }
     }
 }

@@ -307,6 +307,7 @@ public struct TaskDefinition: Sendable {
             stepOptions.label = own.label ?? self.name
             stepOptions.isSilent = own.isSilent
             stepOptions.runsEveryTime = own.runsEveryTime
+            stepOptions.shellOptions = own.shellOptions
         }
         stepOptions.preconditions = isFirst ? own.preconditions : []
         stepOptions.commandOptions = own.commandOptions.isEmpty ? [] : Array(own.commandOptions[range])
@@ -519,11 +520,16 @@ public struct TaskDefinition: Sendable {
         let commandValues = commands.enumerated().map { index, command in
             let text = ConfigurationValue(.scalar(command.value), at: command.location)
             let settings = index < commandOptions.count ? commandOptions[index] : CommandOptions()
-            guard settings != CommandOptions() || options.ignoresError else { return text }
+            // `set:`/`shopt:` of the file, the task and the command: what goes before the command.
+            let prefix = options.shellOptions.adding(settings.shellOptions).prefix
+            guard settings != CommandOptions() || options.ignoresError || !prefix.isEmpty else { return text }
             // A map as go-task writes it: `{cmd: …, ignore_error: true, platforms: [...]}`.
             var entries: [(key: String, keyLocation: SourceLocation, value: ConfigurationValue)] = [
                 ("cmd", command.location, text)
             ]
+            if !prefix.isEmpty {
+                entries.append(("prefix", command.location, ConfigurationValue(.scalar(prefix), at: command.location)))
+            }
             if settings.ignoresError || options.ignoresError {
                 entries.append(
                     ("ignore_error", command.location, ConfigurationValue(.scalar("true"), at: command.location))

@@ -19,7 +19,7 @@ import KilnPluginAPI
 enum TaskfileCache {
     static let magic = Array("KILNTFC\u{2}".utf8)
     /// Bump when the encoding or the meaning of ``Taskfile`` changes.
-    static let formatVersion = 17
+    static let formatVersion = 18
 
     /// The cache file of a project.
     static func path(root: String) -> String { KilnDirectory(root: root).taskfileCache }
@@ -381,6 +381,7 @@ struct BinaryWriter {
         for command in options.commandOptions {
             write(command.isSilent)
             write(command.ignoresError)
+            write(command.shellOptions)
             write(command.platforms != nil)
             if let platforms = command.platforms { write(platforms) }
             write(command.loop != nil)
@@ -408,6 +409,12 @@ struct BinaryWriter {
         }
         write(options.partOf)
         write(options.statusChecks)
+        write(options.shellOptions)
+    }
+
+    mutating func write(_ options: ShellOptions) {
+        write(options.posix)
+        write(options.bash)
     }
 }
 
@@ -581,10 +588,13 @@ struct BinaryReader {
         }
         guard let commandCount = readInteger(), commandCount >= 0, commandCount <= bytes.count else { return nil }
         for _ in 0..<commandCount {
-            guard let isSilent = readBool(), let ignoresError = readBool(), let hasPlatforms = readBool() else {
+            guard let isSilent = readBool(), let ignoresError = readBool(), let shellOptions = readShellOptions(),
+                let hasPlatforms = readBool()
+            else {
                 return nil
             }
             var command = CommandOptions(isSilent: isSilent, ignoresError: ignoresError)
+            command.shellOptions = shellOptions
             if hasPlatforms {
                 guard let platforms = readStrings() else { return nil }
                 command.platforms = platforms
@@ -616,9 +626,20 @@ struct BinaryReader {
             }
             options.commandOptions.append(command)
         }
-        guard let partOf = readOptionalString(), let statusChecks = readLocated() else { return nil }
+        guard let partOf = readOptionalString(), let statusChecks = readLocated(), let shellOptions = readShellOptions() else {
+            return nil
+        }
         options.partOf = partOf
         options.statusChecks = statusChecks
+        options.shellOptions = shellOptions
+        return options
+    }
+
+    mutating func readShellOptions() -> ShellOptions? {
+        guard let posix = readStrings(), let bash = readStrings() else { return nil }
+        var options = ShellOptions()
+        options.posix = posix
+        options.bash = bash
         return options
     }
 

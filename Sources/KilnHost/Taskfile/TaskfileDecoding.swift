@@ -27,7 +27,7 @@ public struct TaskfileLoader: Sendable {
 
     static let topLevelKeys: Set<String> = [
         "version", "vars", "env", "tasks", "includes", "resources", "plugins", "hooks", "silent", "output", "method", "run",
-        "interval", "dotenv",
+        "interval", "dotenv", "set", "shopt",
     ]
 
     /// The git hooks a Taskfile may map to tasks.
@@ -36,14 +36,12 @@ public struct TaskfileLoader: Sendable {
         "desc", "deps", "cmds", "sources", "generates", "vars", "env", "dir", "resources", "each", "batch",
         "plugin", "with", "allow-outside-root", "depfile", "keep-depfile", "summary", "aliases", "internal", "label",
         "silent", "ignore_error", "platforms", "prompt", "preconditions", "method", "run", "cmd", "requires", "dotenv",
-        "status",
+        "status", "set", "shopt",
     ]
 
     /// go-task keys kiln doesn't take yet, and what to do instead. Refused where they are written:
     /// never ignored.
     static let pendingKeys: [String: String] = [
-        "set": "put 'set -o …;' at the start of the command",
-        "shopt": "put 'shopt -s …;' at the start of a bash command",
         "interactive": "run the command outside kiln",
         "prefix": "kiln prints each job's output whole, under its name",
         "requires_vars": "define the variable under 'vars:' for now",
@@ -367,14 +365,11 @@ private final class LoadSession {
                     fail(.invalidValue, "'dotenv' belongs in the main Taskfile, not in an included one (as in go-task)", at: location(key, path))
                 }
             case "set", "shopt":
-                // Reported when a run plans one of the file's tasks (each would run with it).
-                fileSettings.deferredErrors.append(
-                    TaskOptions.DeferredError(
-                        code: TaskfileError.Code.unsupported.description,
-                        message: "go-task's '\(name)' isn't supported by kiln yet; \(TaskfileLoader.pendingKeys[name] ?? "")",
-                        location: location(key, path)
-                    )
-                )
+                // The options every command of the file (and of the files it includes) runs under.
+                var options = ShellOptions()
+                if name == "set" { options.posix = shellOptionNames(value, file: path, what: "'set'") }
+                else { options.bash = shellOptionNames(value, file: path, what: "'shopt'") }
+                fileSettings.shellOptions = fileSettings.shellOptions.adding(options)
             case "hooks":
                 if chain.isEmpty {
                     decodeHooks(value, file: path)
@@ -640,6 +635,7 @@ private final class LoadSession {
         }
         var preconditionNodes: [YAMLNode] = []
         var statusNodes: [YAMLNode] = []
+        var taskShellOptions = ShellOptions()
         var requiresNode: YAMLNode?
         var taskDotenvNode: YAMLNode?
         var environmentYAMLNode: YAMLNode?
@@ -674,6 +670,8 @@ private final class LoadSession {
                 case "prompt": options.prompts = strings(value, file: file, what: "'prompt'").map(\.value)
                 case "preconditions": preconditionNodes = list(value, file: file, what: "'preconditions'")
                 case "status": statusNodes = list(value, file: file, what: "'status'")
+                case "set": taskShellOptions.posix = shellOptionNames(value, file: file, what: "'set'")
+                case "shopt": taskShellOptions.bash = shellOptionNames(value, file: file, what: "'shopt'")
                 case "requires": requiresNode = value
                 case "dotenv": taskDotenvNode = value
                 case "method":
@@ -885,6 +883,7 @@ private final class LoadSession {
             }
         }
         options.dynamicVariablesSkipped = skippedDynamicVariables
+        options.shellOptions = fileSettings.shellOptions.adding(taskShellOptions)
         if instance != nil {
             // An instance answers to no name of its own; its task's do.
             options.aliases = []
@@ -941,11 +940,16 @@ private final class LoadSession {
             case "for":
                 guard let loop = commandLoop(value, file: file) else { return nil }
                 settings.loop = loop
-            case "vars", "set", "shopt", "if":
+            case "set": settings.shellOptions.posix = shellOptionNames(value, file: file, what: "'set'")
+            case "shopt": settings.shellOptions.bash = shellOptionNames(value, file: file, what: "'shopt'")
+            case "vars", "if":
                 failOrDefer(.unsupported, "'\(name):' on a command isn't supported yet; move it to the task, or into the command's text", at: location(key, file))
                 return nil
             default:
-                unknownKey(name, at: location(key, file), allowed: ["cmd", "silent", "ignore_error", "platforms", "task", "defer", "for", "vars"], in: "a command")
+                unknownKey(
+                    name, at: location(key, file), allowed: ["cmd", "silent", "ignore_error", "platforms", "task", "defer", "for", "vars", "set", "shopt"],
+                    in: "a command"
+                )
                 return nil
             }
         }
@@ -1037,6 +1041,18 @@ private final class LoadSession {
             result[name] = sink[name] ?? .null
         }
         return result
+    }
+
+    /// `set: [e, pipefail]` / `shopt: [globstar]`: option names; one that could be more than a name
+    /// (`x; rm -rf /`) is an error, not text for the shell.
+    func shellOptionNames(_ node: YAMLNode, file: String, what: String) -> [String] {
+        strings(node, file: file, what: what).compactMap { name in
+            guard ShellOptions.isValidName(name.value) else {
+                failOrDefer(.invalidValue, "'\(name.value)' in \(what) is not an option name (letters, digits and _)", at: name.location)
+                return nil
+            }
+            return name.value
+        }
     }
 
     /// `dotenv: [PATH, …]`: each path a template, relative to `base`; a file that doesn't exist
@@ -1958,6 +1974,8 @@ private struct FileSettings {
     var runsEveryTime = false
     /// `run:` for the file's tasks that don't say.
     var runPolicy = RunPolicy.whenChanged
+    /// `set:` and `shopt:` of the file and those including it.
+    var shellOptions = ShellOptions()
 
     enum RunPolicy {
         /// Once per run and set of variables (kiln's default).
