@@ -32,11 +32,19 @@ public enum CommandShell {
 
     /// Whether `command` uses something only bash (and go-task's interpreter) reads as meant.
     public static func needsBash(_ command: String) -> Bool {
+        // Most commands (`cc -c a.c -o a.o`) hold none of the bytes the syntax rules look for:
+        // one pass over the bytes, then only the words.
+        guard command.utf8.contains(where: { special[Int($0)] }) else {
+            return command.contains("pipefail") || command.contains("echo -e") || hasWordAtCommandStart(command, bashWords)
+        }
         for marker in markers where command.contains(marker) { return true }
         let bytes = Array(command.utf8)
         return hasArithmeticCommand(bytes) || hasBraceExpansion(bytes) || hasBashParameterExpansion(bytes)
             || echoReadsEscapes(command) || hasWordAtCommandStart(command, bashWords)
     }
+
+    /// The bytes some syntax rule needs: `[ = $ < & | ( { \`.
+    private static let special: [Bool] = (0..<256).map { "[=$<&|({\\".utf8.contains(UInt8($0)) }
 
     /// Texts that are bash's alone (or mean something else to dash).
     private static let markers = ["[[", "]]", "==", "$'", "<<<", "&>", "|&", "<(", ">(", "=(", "pipefail", "RANDOM"]
