@@ -35,7 +35,8 @@ public enum CommandShell {
         // Most commands (`cc -c a.c -o a.o`) hold none of the bytes the syntax rules look for:
         // one pass over the bytes, then only the words.
         guard command.utf8.contains(where: { special[Int($0)] }) else {
-            return command.contains("pipefail") || command.contains("echo -e") || hasWordAtCommandStart(command, bashWords)
+            return command.contains("pipefail") || command.contains("echo -e")
+                || hasWordAtCommandStart(command, bashWords)
         }
         for marker in markers where command.contains(marker) { return true }
         let bytes = Array(command.utf8)
