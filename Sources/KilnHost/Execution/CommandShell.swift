@@ -4,7 +4,7 @@ import KilnPaths
 /// its preconditions and `status:` tests, dynamic variables.
 ///
 /// go-task runs commands with its own interpreter, which reads bash's syntax. Kiln runs them with
-/// `/bin/sh` (dash on Debian: a third of bash's start-up cost, which counts for thousands of small
+/// `/bin/sh` (dash on Debian: half of bash's start-up time, which counts for thousands of small
 /// jobs) unless the command uses something dash reads differently — then with `/bin/bash`, when it
 /// exists:
 ///
@@ -15,7 +15,7 @@ import KilnPaths
 ///   and `echo` with a backslash or `-e` (dash's echo reads `\t`, bash's and go-task's don't).
 ///
 /// A command that only looks like one of these (a `{a,b}` inside quotes, say) runs with bash,
-/// which means the same thing there: a wrong guess costs a millisecond, never a different result.
+/// which means the same thing there: a wrong guess costs half a millisecond, never a different result.
 ///
 /// Threading: stateless; any thread.
 public enum CommandShell {
