@@ -15,7 +15,8 @@ import KilnPaths
 ///   and `echo` with a backslash or `-e` (dash's echo reads `\t`, bash's and go-task's don't).
 ///
 /// A command that only looks like one of these (a `{a,b}` inside quotes, say) runs with bash,
-/// which means the same thing there: a wrong guess costs half a millisecond, never a different result.
+/// which means the same thing there: a wrong guess costs half a millisecond, never a different
+/// result.
 ///
 /// Threading: stateless; any thread.
 public enum CommandShell {
