@@ -223,9 +223,9 @@ public final class IncrementalState: Sendable {
         return result
     }
 
-    /// The first of `checks` (rendered for the job) that doesn't exit 0 when run by `/bin/sh` in
-    /// the job's directory and environment; `nil` when all succeed. Their output is discarded, as
-    /// go-task does.
+    /// The first of `checks` (rendered for the job) that doesn't exit 0 when run by the shell
+    /// (``CommandShell``) in the job's directory and environment; `nil` when all succeed. Their
+    /// output is discarded, as go-task does.
     static func failedStatusCheck(_ checks: [Located<String>], request: JobRequest) -> String? {
         let environment = System.environment.merging(request.environment) { _, task in task }
         for check in checks {
