@@ -81,6 +81,12 @@ public final class BuildRun: @unchecked Sendable {
         case succeeded
         /// It failed or didn't run: dependents are cancelled because of this job.
         case failed(Job)
+
+        /// Whether it finished successfully.
+        var hasSucceeded: Bool {
+            if case .succeeded = self { return true }
+            return false
+        }
     }
 
     private struct State {
@@ -243,10 +249,7 @@ public final class BuildRun: @unchecked Sendable {
                 // A task waiting to be called is checked only once called: the step before the
                 // call may change its inputs.
                 guard task.definition.each == .none, !task.definition.isGroup, !isGated(position) else { break }
-                let settled = plan.dependencyPositions[position].allSatisfy {
-                    if case .succeeded = state.progress[$0] { return true }
-                    return false
-                }
+                let settled = plan.dependencyPositions[position].allSatisfy { state.progress[$0]?.hasSucceeded == true }
                 guard settled else { break }
                 positions.append(position)
                 position += 1
@@ -291,11 +294,7 @@ public final class BuildRun: @unchecked Sendable {
     private func triggerCalls(of position: Int, gating: CallGating) {
         let before = state.withLock { state in gating.staticDependencies[position].compactMap { state.progress[$0] } }
         let called = gating.calls[position]
-        let settled = before.allSatisfy {
-            if case .succeeded = $0 { return true }
-            return false
-        }
-        if settled {
+        if before.allSatisfy(\.hasSucceeded) {
             decideGates(called, open: true)
             return
         }
@@ -435,10 +434,7 @@ public final class BuildRun: @unchecked Sendable {
     private func startGroupTask(_ task: BuildPlan.Task, position: Int, after dependencies: [TaskProgress]) -> Job? {
         let name = task.definition.name
         let names = task.definition.dependencies.map(\.value)
-        let settled = dependencies.allSatisfy {
-            if case .succeeded = $0 { return true }
-            return false
-        }
+        let settled = dependencies.allSatisfy(\.hasSucceeded)
         if settled {
             options.incremental?.publishGroup(name, dependencies: names)
             return nil
@@ -752,9 +748,7 @@ public final class BuildRun: @unchecked Sendable {
         _ task: BuildPlan.Task, source: String?, after dependencies: [TaskProgress], position: Int? = nil
     ) -> IncrementalState.Check? {
         guard let incremental = options.incremental else { return nil }
-        for dependency in dependencies {
-            guard case .succeeded = dependency else { return nil }
-        }
+        guard dependencies.allSatisfy(\.hasSucceeded) else { return nil }
         let key = JobKey(task: task.definition.name, source: source)
         let verdict =
             prechecked(at: position)

@@ -1581,42 +1581,46 @@ private final class LoadSession {
             lazyTasks.remove(name)
         }
         var indices: [Int] = []
-        for (contextIndex, wanted) in byContext.sorted(by: { $0.key < $1.key }) {
-            guard let text = texts[contexts[contextIndex].file] else { continue }
-            let byName = Dictionary(grouping: wanted, by: \.localName)
-            _ = try? YAMLNode.parse(text, mode: .streaming("tasks") { key, value in
-                guard let localName = key.string, let found = byName[localName] else { return }
-                for entry in found {
-                    guard let old = self.taskIndex.removeValue(forKey: entry.name) else { continue }
-                    let count = self.tasks.count
-                    self.decodeTask(name: localName, key: key, body: value, context: contextIndex, instance: entry.instance, evaluating: true)
-                    if self.tasks.count > count {
-                        self.tasks[old] = self.tasks.removeLast()
-                    }
-                    self.taskIndex[entry.name] = old
-                    self.mistakes[old] = nil
-                    self.onceCalls = self.onceCalls.filter { $0.value.caller != entry.name }
-                    indices.append(old)
-                }
-            })
+        forEachTaskNode(byContext, localName: \.localName) { contextIndex, key, value, entry in
+            guard let old = taskIndex.removeValue(forKey: entry.name) else { return }
+            let count = tasks.count
+            decodeTask(name: entry.localName, key: key, body: value, context: contextIndex, instance: entry.instance, evaluating: true)
+            if tasks.count > count {
+                tasks[old] = tasks.removeLast()
+            }
+            taskIndex[entry.name] = old
+            mistakes[old] = nil
+            onceCalls = onceCalls.filter { $0.value.caller != entry.name }
+            indices.append(old)
         }
         return indices
     }
 
     /// Decodes each requested instance from its file's text, by the file's context.
     func decodeInstances(_ requests: [Int: [(localName: String, instance: InstanceRequest)]]) {
-        for (contextIndex, wanted) in requests.sorted(by: { $0.key < $1.key }) {
-            let path = contexts[contextIndex].file
-            guard let text = texts[path] else { continue }
-            let byName = Dictionary(grouping: wanted, by: \.localName)
-            // The file parsed before: it has no syntax error now.
-            _ = try? YAMLNode.parse(text, mode: .streaming("tasks") { key, value in
-                guard let name = key.string, let instances = byName[name] else { return }
-                for request in instances {
-                    self.instanceOrigins[request.instance.name] = (TaskOrigin(context: contextIndex, localName: name), request.instance)
-                    self.decodeTask(name: name, key: key, body: value, context: contextIndex, instance: request.instance)
-                }
-            })
+        forEachTaskNode(requests, localName: \.localName) { contextIndex, key, value, request in
+            instanceOrigins[request.instance.name] = (TaskOrigin(context: contextIndex, localName: request.localName), request.instance)
+            decodeTask(name: request.localName, key: key, body: value, context: contextIndex, instance: request.instance)
+        }
+    }
+
+    /// Streams the tasks of each context's file (in context order) and calls `body` with the
+    /// key and body of each task an entry names, once per entry: how a task is decoded again.
+    func forEachTaskNode<Entry>(
+        _ wanted: [Int: [Entry]], localName: (Entry) -> String,
+        _ body: (_ context: Int, _ key: YAMLNode, _ value: YAMLNode, _ entry: Entry) -> Void
+    ) {
+        for (contextIndex, entries) in wanted.sorted(by: { $0.key < $1.key }) {
+            guard let text = texts[contexts[contextIndex].file] else { continue }
+            let byName = Dictionary(grouping: entries, by: localName)
+            // The file parsed before: it has no syntax error now. (The parser keeps the callback
+            // only while it parses.)
+            withoutActuallyEscaping(body) { body in
+                _ = try? YAMLNode.parse(text, mode: .streaming("tasks") { key, value in
+                    guard let name = key.string, let found = byName[name] else { return }
+                    for entry in found { body(contextIndex, key, value, entry) }
+                })
+            }
         }
     }
 
