@@ -569,7 +569,8 @@ import Testing
             compared: ["items.out", "prep-dep.out", "prep-x.out", "prep-y.out"]
         ),
         Case(
-            name: "with run: when_changed a task called twice with the same variables runs once, and a shared dependency too",
+            name:
+                "with run: when_changed a task called twice with the same variables runs once, and a shared dependency too",
             files: [
                 "Taskfile.yml": """
                 version: '3'
@@ -820,6 +821,201 @@ import Testing
             ],
             task: "t",
             compared: ["out.txt", "u.txt"]
+        ),
+        Case(
+            name: "defer: commands run after the others, the last reached first, with EXIT_CODE after a failure",
+            files: [
+                "Taskfile.yml": """
+                version: '3'
+                tasks:
+                  fails:
+                    cmds:
+                      - defer: echo "first {{.EXIT_CODE}}" >> log.txt
+                      - echo one >> log.txt
+                      - defer: echo "second code={{.EXIT_CODE}}" >> log.txt
+                      - exit 3
+                      - defer: echo never-reached >> log.txt
+                      - echo never >> log.txt
+                """
+            ],
+            task: "fails",
+            compared: ["log.txt"],
+            succeeds: false
+        ),
+        Case(
+            name: "defer: after success EXIT_CODE is empty; a failing deferred command changes nothing",
+            files: [
+                "Taskfile.yml": """
+                version: '3'
+                tasks:
+                  ok:
+                    cmds:
+                      - defer: echo "code=[{{.EXIT_CODE}}]" >> log.txt
+                      - defer: echo failing >> log.txt && exit 2
+                      - cmd: echo "main" >> log.txt
+                      - defer:
+                          echo "silent" >> log.txt
+                        silent: true
+                """
+            ],
+            task: "ok",
+            compared: ["log.txt"]
+        ),
+        Case(
+            name: "defer: on a task with ignore_error, a failure is no failure: EXIT_CODE stays empty",
+            files: [
+                "Taskfile.yml": """
+                version: '3'
+                tasks:
+                  ignoring:
+                    ignore_error: true
+                    cmds:
+                      - defer: echo "code=[{{.EXIT_CODE}}]" >> log.txt
+                      - exit 5
+                      - echo after >> log.txt
+                """
+            ],
+            task: "ignoring",
+            compared: ["log.txt"]
+        ),
+        Case(
+            name: "defer: after a failed precondition, no deferred command runs",
+            files: [
+                "Taskfile.yml": """
+                version: '3'
+                tasks:
+                  guarded:
+                    preconditions: ['false']
+                    cmds:
+                      - defer: echo deferred > guarded.txt
+                      - echo ran > guarded.txt
+                """
+            ],
+            task: "guarded",
+            compared: [],
+            succeeds: false,
+            absent: ["guarded.txt"]
+        ),
+        Case(
+            name: "if: on commands — true, false, templates, shell tests, per item of for:",
+            files: [
+                "Taskfile.yml": """
+                version: '3'
+                vars:
+                  ENV: prod
+                  ON: 'true'
+                  OFF: 'false'
+                tasks:
+                  t:
+                    cmds:
+                      - cmd: echo literal-true >> log.txt
+                        if: 'true'
+                      - cmd: echo literal-false >> log.txt
+                        if: 'false'
+                      - cmd: echo eq-prod >> log.txt
+                        if: '{{eq .ENV "prod"}}'
+                      - cmd: echo eq-dev >> log.txt
+                        if: '{{eq .ENV "dev"}}'
+                      - cmd: echo direct-on >> log.txt
+                        if: '{{.ON}}'
+                      - cmd: echo direct-off >> log.txt
+                        if: '{{.OFF}}'
+                      - cmd: echo shell-test >> log.txt
+                        if: '[ "{{.ENV}}" = prod ] && test -f Taskfile.yml'
+                      - cmd: echo shell-fails >> log.txt
+                        if: 'test -f missing-file'
+                      - for: [a, b, c]
+                        cmd: echo item-{{.ITEM}} >> log.txt
+                        if: '[ "{{.ITEM}}" != b ]'
+                      - cmd: echo and-or >> log.txt
+                        if: '{{and (eq .ENV "prod") (or (eq .ON "true") false)}}'
+                      - cmd: echo platforms-and-if >> log.txt
+                        platforms: [linux, darwin]
+                        if: 'true'
+                """
+            ],
+            task: "t",
+            compared: ["log.txt"]
+        ),
+        Case(
+            name: "if: on tasks skips them with their deps; on calls, per item of for:, in the caller's variables",
+            files: [
+                "Taskfile.yml": """
+                version: '3'
+                vars:
+                  ENV: prod
+                tasks:
+                  main:
+                    deps: [skipped, kept]
+                    cmds:
+                      - task: called
+                        vars: {WHO: never}
+                        if: 'false'
+                      - task: called
+                        vars: {WHO: '{{.ENV}}'}
+                        if: '{{eq .ENV "prod"}}'
+                      - for: [x, y]
+                        task: called
+                        vars: {WHO: '{{.ITEM}}'}
+                        if: '{{ne .ITEM "x"}}'
+                      - echo main >> main.txt
+                  skipped:
+                    if: '{{eq .ENV "dev"}}'
+                    deps: [skipped-dep]
+                    cmds: ['echo skipped > skipped.txt']
+                  skipped-dep:
+                    cmds: ['echo dep > skipped-dep.txt']
+                  kept:
+                    vars:
+                      FLAG:
+                        sh: echo yes
+                    if: '{{eq .FLAG "yes"}}'
+                    cmds: ['echo kept > kept.txt']
+                  called:
+                    cmds: ['echo called {{.WHO}} >> called.txt']
+                """
+            ],
+            task: "main",
+            compared: ["main.txt", "kept.txt", "called.txt"],
+            absent: ["skipped.txt", "skipped-dep.txt"]
+        ),
+        Case(
+            name: "wildcard task names: MATCH on the command line, in deps and calls, through aliases",
+            files: [
+                "Taskfile.yml": """
+                version: '3'
+                tasks:
+                  start-*:
+                    aliases: [s-*]
+                    vars:
+                      SERVICE: '{{index .MATCH 0}}'
+                    cmds: ['echo "start {{.SERVICE}}" >> {{.SERVICE}}.txt']
+                  '*-to-*':
+                    cmds: ['echo "{{index .MATCH 0}} to {{index .MATCH 1}}" > copy.txt']
+                  deploy-*:
+                    cmds: ['echo "deploy {{.MATCH}}" > deploy.txt']
+                  all:
+                    deps: [start-web, {task: s-db, vars: {X: '1'}}]
+                    cmds:
+                      - task: a-b-to-c
+                      - task: deploy-*
+                """
+            ],
+            task: "all",
+            compared: ["web.txt", "db.txt", "copy.txt", "deploy.txt"]
+        ),
+        Case(
+            name: "a wildcard task run by a name it matches",
+            files: [
+                "Taskfile.yml": """
+                version: '3'
+                tasks:
+                  build:*:
+                    cmds: ['echo "building {{index .MATCH 0}} as {{.TASK}}" > out.txt']
+                """
+            ],
+            task: "build:linux-amd64",
+            compared: ["out.txt"]
         ),
     ]
 

@@ -104,7 +104,9 @@ import Testing
         #expect(directory.read("always")?.split(separator: "\n").count == 3, "method: none runs every time")
     }
 
-    @Test("go-task keys kiln doesn't take yet are refused where they are written, saying what to do, when a run plans the task")
+    @Test(
+        "go-task keys kiln doesn't take yet are refused where they are written, saying what to do, when a run plans the task"
+    )
     func pendingKeys() async throws {
         let cases: [(taskfile: String, line: Int, column: Int, says: String)] = [
             (
@@ -112,7 +114,26 @@ import Testing
                 "go-task's 'interactive' isn't supported by kiln yet"
             ),
 
-            ("tasks:\n  t:\n    cmds:\n      - defer: echo bye\n", 5, 9, "'defer:' isn't supported yet"),
+            (
+                "tasks:\n  t:\n    cmds:\n      - defer: {task: o}\n  o: 'true'\n", 5, 9,
+                "a deferred '- task:' call isn't supported yet"
+            ),
+            (
+                "tasks:\n  t:\n    cmds:\n      - defer: echo bye\n        platforms: [windows]\n", 6, 9,
+                "go-task ignores 'platforms:' beside 'defer:'"
+            ),
+            (
+                "tasks:\n  t:\n    cmds:\n      - defer: echo bye\n      - task: o\n  o: 'true'\n", 5, 16,
+                "a 'defer:' before a '- task:' call isn't supported yet"
+            ),
+            (
+                "tasks:\n  t:\n    if: '[ -f x ]'\n    cmds: ['true']\n", 4, 9,
+                "'if:' on a task must render to true or false when kiln plans the run"
+            ),
+            (
+                "tasks:\n  t:\n    cmds:\n      - task: o\n        if: test -f x\n  o: 'true'\n", 6, 13,
+                "'if:' on a '- task:' call must render to true or false"
+            ),
             (
                 "tasks:\n  t:\n    cmds:\n      - task: o\n        ignore_error: true\n  o: 'true'\n", 6, 9,
                 "'ignore_error:' on a '- task:' call isn't supported yet"

@@ -39,6 +39,36 @@ import Testing
         try await expectInterruption(by: SIGINT, tasks: tasks, started: ["stubborn"])
     }
 
+    @Test("Ctrl-C stops a task's command, then its defer: commands run (go-task's clean-up), and kiln exits 130")
+    func deferredCommandsRunAfterAnInterruption() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        try directory.write(
+            "Taskfile.yml",
+            """
+            version: '3'
+            tasks:
+              default:
+                cmds:
+                  - defer: echo "cleaned {{.EXIT_CODE}}" > cleaned.txt
+                  - touch started.txt; sleep 1000
+                  - echo never > never.txt
+            """
+        )
+        let kiln = try KilnProcess.start(["run"], in: directory.path)
+        guard await waitUntil(within: 60, { directory.exists("started.txt") }) else {
+            kiln.send(SIGKILL)
+            Issue.record("the command did not start")
+            return
+        }
+        kiln.send(SIGINT)
+        let result = try await kiln.wait(within: 60)
+        #expect(result.status == 130, "\(result)")
+        // The shell died of SIGTERM: 128 + 15.
+        #expect(directory.read("cleaned.txt") == "cleaned 143\n", "\(result)")
+        #expect(!directory.exists("never.txt"))
+    }
+
     /// Runs `kiln run` on `tasks` (a `default` task depends on every name in `started`), waits
     /// until each of those has written `NAME.started`, sends `signal`, and expects status 130 and
     /// no process left whose command line holds the test's marker.

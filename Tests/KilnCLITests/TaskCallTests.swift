@@ -10,6 +10,28 @@ import Testing
         try taskfileProject(taskfile, prefix: "kiln-calls")
     }
 
+    @Test("a wildcard task runs by any name it matches, after a run that cached the Taskfile without that name")
+    func wildcardAfterCache() async throws {
+        let directory = try project(
+            """
+            version: '3'
+            tasks:
+              plain: 'true'
+              start-*:
+                cmds: ['echo {{index .MATCH 0}} >> started.txt']
+            """
+        )
+        defer { directory.remove() }
+        for target in ["plain", "start-web", "start-db", "plain", "start-web"] {
+            let result = try await KilnProcess.run(["run", target], in: directory.path)
+            #expect(result.status == 0, "\(target): \(result)")
+        }
+        #expect(directory.read("started.txt") == "web\ndb\nweb\n")
+        // A name no task matches is still unknown.
+        let unknown = try await KilnProcess.run(["run", "stop-web"], in: directory.path)
+        #expect(unknown.status == 2 && unknown.standardError.contains("no task named 'stop-web'"), "\(unknown)")
+    }
+
     @Test("a called task is checked when called: a command before the call that removes its output reruns it")
     func checkedWhenCalled() async throws {
         let directory = try project(

@@ -37,6 +37,10 @@ public struct ShellTaskKind: TaskKind {
             /// What goes before the rendered command: `set -e; shopt -s globstar; ` (go-task's
             /// `set:`/`shopt:`).
             public var prefix = ""
+            /// `if:` — a test (a template) run first; the command is skipped when it fails.
+            public var condition: String?
+            /// `defer:` — it runs after the task's other commands, even after a failure.
+            public var isDeferred = false
         }
 
         /// `cmds`.
@@ -83,6 +87,8 @@ public struct ShellTaskKind: TaskKind {
             command.loop = item["for"]
             command.itemName = try item["as"]?.requireString("'as'") ?? "ITEM"
             command.prefix = try item["prefix"]?.requireString("'prefix'") ?? ""
+            command.condition = try item["if"]?.requireString("'if'")
+            command.isDeferred = try item["defer"]?.requireString("'defer'") == "true"
             configuration.commands.append(command)
         }
         for item in value["preconditions"]?.list ?? [] {
@@ -111,11 +117,41 @@ public struct ShellTaskKind: TaskKind {
         return CommandLoop.items(ofVariable: request.variables[name], split: loop["split"]?.string)
     }
 
-    /// The commands that run on this machine, after templating, joined with `&&`.
+    /// The commands that run on this machine, after templating, joined with `&&`; a command
+    /// with `if:` shows its test (`if TEST; then CMD; fi`), a deferred one is marked `defer:`.
     public func summary(of configuration: Configuration, request: JobRequest) -> String {
-        configuration.commands.filter { TaskOptions.allows($0.platforms) }.map { $0.prefix + request.display($0.text) }.joined(
-            separator: " && "
-        )
+        configuration.commands.filter { TaskOptions.allows($0.platforms) }.map { command in
+            if command.isDeferred {
+                var variables = request.variables
+                variables["EXIT_CODE"] = ""
+                let text = (try? request.templates.render(command.text, variables: variables, at: nil)) ?? command.text
+                return "defer: " + command.prefix + text
+            }
+            let text = command.prefix + request.display(command.text)
+            guard let condition = command.condition else { return text }
+            return "if \(request.display(condition)); then \(text); fi"
+        }.joined(separator: " && ")
+    }
+
+    /// A `defer:` command: rendered when it runs, with `EXIT_CODE` the failed command's exit
+    /// status (empty after success, as go-task has it). Rendered once now, so a mistake in it
+    /// fails the job before any command runs.
+    static func deferredStep(_ command: Configuration.Command, request: JobRequest) throws -> CommandJob.Step {
+        var variables = request.variables
+        variables["EXIT_CODE"] = ""
+        let now = try request.templates.render(command.text, variables: variables, at: command.location)
+        let templates = request.templates
+        let base = request.variables
+        let text = command.text
+        let location = command.location
+        let prefix = command.prefix
+        let later: @Sendable (Int32?) throws -> String = { exitCode in
+            guard let exitCode else { return prefix + now }
+            var variables = base
+            variables["EXIT_CODE"] = .string(String(exitCode))
+            return prefix + (try templates.render(text, variables: variables, at: location))
+        }
+        return CommandJob.Step(command: prefix + now, deferred: later)
     }
 
     /// Makes a ``CommandJob``.
@@ -129,21 +165,31 @@ public struct ShellTaskKind: TaskKind {
             steps.append(CommandJob.Step(command: test, precondition: precondition.message ?? test))
         }
         for command in configuration.commands where TaskOptions.allows(command.platforms) {
-            guard let loop = command.loop else {
-                steps.append(
-                    CommandJob.Step(
-                        command: command.prefix + (try request.render(command.text, at: command.location)),
-                        ignoresError: command.ignoresError
-                    )
-                )
+            if command.isDeferred {
+                steps.append(try Self.deferredStep(command, request: request))
                 continue
             }
             // go-task's `for:`: the command once per item, the item in {{.ITEM}} (or `as:`'s name).
-            for item in Self.items(of: loop, request: request) {
+            let items: [TemplateValue?] =
+                command.loop.map { Self.items(of: $0, request: request).map(Optional.some) } ?? [nil]
+            for item in items {
                 var variables = request.variables
-                variables[command.itemName] = item
-                let text = try request.templates.render(command.text, variables: variables, at: command.location)
-                steps.append(CommandJob.Step(command: command.prefix + text, ignoresError: command.ignoresError))
+                if let item { variables[command.itemName] = item }
+                var step = CommandJob.Step(
+                    command: command.prefix
+                        + (try request.templates.render(command.text, variables: variables, at: command.location)),
+                    ignoresError: command.ignoresError
+                )
+                if let condition = command.condition {
+                    let test = try request.templates.render(condition, variables: variables, at: command.location)
+                    // `true`, `false` and nothing need no shell: the same answer, without a process.
+                    switch TaskOptions.constantCondition(test) {
+                    case false?: continue
+                    case true?: break
+                    case nil: step.condition = test
+                    }
+                }
+                steps.append(step)
             }
         }
         // The host made the environment (sharing its own storage unless the task adds to it).
@@ -184,7 +230,13 @@ public struct PreconditionFailure: Error, Sendable, CustomStringConvertible {
 /// An asynchronous job that runs shell commands in sequence. It holds a slot of its queue while
 /// a command runs, but no thread: the process monitor completes it.
 ///
-/// Cancelling it terminates the running command's process group.
+/// Commands with `if:` run their test first and are skipped when it fails. `defer:` commands are
+/// kept as they are reached and run when the others have ended — after the last, after a
+/// failure, or after a cancellation — the last reached first; their own failures don't change
+/// the job's result (go-task's rules).
+///
+/// Cancelling it terminates the running command's process group; deferred commands still run,
+/// and a cancellation doesn't stop them (they are the task's clean-up).
 ///
 /// Threading: as ``Job``. `@unchecked Sendable`: `running` is guarded by its mutex.
 public final class CommandJob: Job, @unchecked Sendable {
@@ -198,19 +250,47 @@ public final class CommandJob: Job, @unchecked Sendable {
         public var ignoresError = false
         /// For a precondition: the message its failure shows.
         public var precondition: String?
+        /// `if:` — a test run first, after templating; the step is skipped when it fails.
+        public var condition: String?
+        /// For a `defer:` command: its command line given the failed command's exit status
+        /// (`nil` when none failed). It runs when the other steps have ended.
+        public var deferred: (@Sendable (Int32?) throws -> String)?
+
+        init(
+            command: String,
+            ignoresError: Bool = false,
+            precondition: String? = nil,
+            deferred: (@Sendable (Int32?) throws -> String)? = nil
+        ) {
+            self.command = command
+            self.ignoresError = ignoresError
+            self.precondition = precondition
+            self.deferred = deferred
+        }
     }
 
     /// The steps: preconditions first, then the commands.
     public let steps: [Step]
-    /// The commands, after templating.
+    /// The commands, after templating (deferred ones as they run when nothing failed).
     public var commands: [String] { steps.filter { $0.precondition == nil }.map(\.command) }
     private let directory: String
     private let environment: [String: String]
     private let output: TaskOutput
     private let runner: any CommandRunner
-    /// The command running now (by index) and its handle; `finished` is the last index that ended,
-    /// so a completion that beats the handle's storing doesn't leave a stale handle behind.
-    private let running = HostMutex<(index: Int, finished: Int, handle: RunningCommand?)>((-1, -1, nil))
+
+    /// What runs now, and what is deferred.
+    private struct Running {
+        /// Each process started gets the next number; `finished` is the last that ended, so a
+        /// completion that beats the handle's storing doesn't leave a stale handle behind.
+        var started = 0
+        var finished = 0
+        var handle: RunningCommand?
+        /// Whether `handle` is a deferred command (a cancellation leaves it running).
+        var handleIsDeferred = false
+        /// The `defer:` steps reached, by index, in order.
+        var deferred: [Int] = []
+    }
+    private let running = HostMutex(Running())
 
     init(steps: [Step], directory: String, environment: [String: String], output: TaskOutput, runner: any CommandRunner)
     {
@@ -258,43 +338,107 @@ public final class CommandJob: Job, @unchecked Sendable {
         var description: String { "can't make its directory \(directory): \(reason)" }
     }
 
-    private func run(_ index: Int) {
-        guard index < steps.count else {
-            try? finish()
-            return
+    /// Runs the steps from `start` on: `defer:`s are set aside, a test runs before its command.
+    private func run(_ start: Int) {
+        var index = start
+        while index < steps.count, steps[index].deferred != nil {
+            running.withLock { $0.deferred.append(index) }
+            index += 1
         }
-        if isCancelled {
-            try? finish()
+        guard index < steps.count, !isCancelled else {
+            runDeferred(failure: nil, exitCode: nil)
             return
         }
         let step = steps[index]
-        let command = step.command
-        running.withLock { $0.index = index }
+        guard let condition = step.condition else {
+            runCommand(index)
+            return
+        }
+        // go-task runs the test without the command's `set:`/`shopt:`, its output unshown.
+        launch(condition, output: TaskOutput(), isDeferred: false) { [self, index] result in
+            if result.succeeded, !isCancelled {
+                runCommand(index)
+            } else {
+                run(index + 1)
+            }
+        }
+    }
+
+    private func runCommand(_ index: Int) {
+        let step = steps[index]
+        launch(step.command, output: output, isDeferred: false) { [self] result in
+            if result.succeeded || step.ignoresError {
+                run(index + 1)
+                return
+            }
+            let failure: any Error =
+                if let message = step.precondition {
+                    PreconditionFailure(message: message, result: result)
+                } else {
+                    CommandFailure(command: step.command, result: result)
+                }
+            // `{{.EXIT_CODE}}` for the deferred commands: the status it exited with.
+            let exitCode: Int32? =
+                switch result {
+                case .exited(let status): status
+                case .signaled(let signal): 128 + signal
+                case .failedToStart: nil
+                }
+            runDeferred(failure: failure, exitCode: exitCode)
+        }
+    }
+
+    /// Runs the deferred commands reached, the last first, then finishes with `failure`.
+    private func runDeferred(failure: (any Error)?, exitCode: Int32?) {
+        guard let index = running.withLock({ $0.deferred.popLast() }) else {
+            if let failure { try? finish(error: failure) } else { try? finish() }
+            return
+        }
+        let command: String
+        do {
+            command = try steps[index].deferred?(exitCode) ?? steps[index].command
+        } catch {
+            output.write(line: "kiln: a deferred command can't be rendered: \(error)")
+            runDeferred(failure: failure, exitCode: exitCode)
+            return
+        }
+        // Its failure is shown by its output, and changes nothing (go-task ignores it too).
+        launch(command, output: output, isDeferred: true) { [self] _ in
+            runDeferred(failure: failure, exitCode: exitCode)
+        }
+    }
+
+    /// Starts `command`, keeping its handle for ``cancel()``.
+    private func launch(
+        _ command: String,
+        output: TaskOutput,
+        isDeferred: Bool,
+        completion: @escaping @Sendable (CommandResult) -> Void
+    ) {
+        let number = running.withLock { running -> Int in
+            running.started += 1
+            return running.started
+        }
         let handle = runner.run(command, directory: directory, environment: environment, output: output) {
             [self] result in
             running.withLock { running in
-                running.finished = index
+                running.finished = number
                 running.handle = nil
             }
-            if result.succeeded || step.ignoresError {
-                run(index + 1)
-            } else if let message = step.precondition {
-                try? finish(error: PreconditionFailure(message: message, result: result))
-            } else {
-                try? finish(error: CommandFailure(command: command, result: result))
-            }
+            completion(result)
         }
         let cancelledMeanwhile = running.withLock { running -> Bool in
-            guard running.index == index, running.finished < index else { return false }
+            guard running.started == number, running.finished < number else { return false }
             running.handle = handle
-            return isCancelled
+            running.handleIsDeferred = isDeferred
+            return isCancelled && !isDeferred
         }
         if cancelledMeanwhile { handle.terminate() }
     }
 
-    /// Cancels the job and terminates its running command.
+    /// Cancels the job and terminates its running command (not a deferred one: the clean-up runs).
     public override func cancel() {
         super.cancel()
-        running.withLock { $0.handle }?.terminate()
+        running.withLock { $0.handleIsDeferred ? nil : $0.handle }?.terminate()
     }
 }

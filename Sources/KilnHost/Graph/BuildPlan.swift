@@ -82,7 +82,7 @@ public struct BuildPlanner: Sendable {
             while let top = stack.last {
                 // A task that doesn't run on this platform skips its dependencies too (go-task's rule).
                 let task = taskfile.tasks[top.position]
-                let dependencies = task.runsOnThisPlatform ? task.dependencies : []
+                let dependencies = task.runsHere ? task.dependencies : []
                 if top.next < dependencies.count {
                     stack[stack.count - 1].next += 1
                     if let next = index[dependencies[top.next].value], visited.insert(next).inserted {
@@ -96,7 +96,10 @@ public struct BuildPlanner: Sendable {
         }
         for name in targets {
             if let position = index[name] ?? taskfile.aliases[name].flatMap({ index[$0] }) {
-                if let whole = taskfile.tasks[position].partOf {
+                // A wildcard task's instance answers to the name that matched it (`start:web`).
+                if let whole = taskfile.tasks[position].partOf,
+                    !(whole.contains("*") && taskfile.tasks[position].name == name)
+                {
                     errors.append(
                         TaskfileError(
                             .unknownTask,
@@ -133,7 +136,7 @@ public struct BuildPlanner: Sendable {
         var escapes = 0
         for position in order {
             var definition = taskfile.tasks[position]
-            if !definition.runsOnThisPlatform { definition.dependencies = [] }
+            if !definition.runsHere { definition.dependencies = [] }
             if definition.hasPlanChecks {
                 if definition.options.dynamicVariablesSkipped {
                     // The loader runs them for every task a run needs: this is kiln's mistake.
@@ -280,10 +283,18 @@ public struct BuildPlanner: Sendable {
                 }
             }
         }
-        // A `for:` command's item variable (`ITEM`, or its `as:` name) is defined for it.
-        var loopNames: [SourceLocation: String] = [:]
+        // A `for:` command's item variable (`ITEM`, or its `as:` name) is defined for it and its
+        // `if:`; `EXIT_CODE` for a `defer:` command.
+        var ownNames: [SourceLocation: Set<String>] = [:]
         for (index, settings) in task.options.commandOptions.enumerated() where index < task.commands.count {
-            if let loop = settings.loop { loopNames[task.commands[index].location] = loop.name }
+            var names: Set<String> = []
+            if let loop = settings.loop { names.insert(loop.name) }
+            if settings.isDeferred { names.insert("EXIT_CODE") }
+            if let condition = settings.condition {
+                templates.append(condition)
+                ownNames[condition.location] = names
+            }
+            ownNames[task.commands[index].location] = names
         }
         let templatesWithActions = templates.filter { TextTemplate.hasActions($0.value) }
         guard !templatesWithActions.isEmpty else { return [] }
@@ -303,7 +314,8 @@ public struct BuildPlanner: Sendable {
             for reference in template.printedVariableReferences {
                 let name = reference.name
                 if known[name] != nil || TaskfileLoader.builtInVariables.contains(name)
-                    || (each && TaskfileLoader.eachVariables.contains(name)) || loopNames[text.location] == name
+                    || (each && TaskfileLoader.eachVariables.contains(name))
+                    || ownNames[text.location]?.contains(name) == true
                 {
                     continue
                 }

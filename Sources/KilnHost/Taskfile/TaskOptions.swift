@@ -46,6 +46,9 @@ public struct TaskOptions: Sendable, Hashable {
     public var dynamicVariablesSkipped = false
     /// `set:` and `shopt:` of the task, with its file's (each command adds its own).
     public var shellOptions = ShellOptions()
+    /// `if:` rendered to `false` when the Taskfile loaded: the task is skipped with its
+    /// dependencies, as on another platform.
+    public var conditionHolds = true
 
     /// Creates the defaults.
     public init() {}
@@ -120,6 +123,20 @@ public struct TaskOptions: Sendable, Hashable {
             let parts = entry.split(separator: "/", maxSplits: 1).map(String.init)
             if parts.count == 2 { return parts[0] == os && parts[1] == architecture }
             return entry == os || entry == architecture
+        }
+    }
+
+    /// The answer of a rendered `if:` that needs no shell: `true` for `true` or nothing, `false`
+    /// for `false` (white space around aside) — what go-task's shell answers for that text; `nil`
+    /// for anything else, a test to run. The one rule for `if:` on tasks, calls and commands.
+    public static func constantCondition(_ rendered: String) -> Bool? {
+        var text = Substring(rendered)
+        while let first = text.first, first.isWhitespace { text.removeFirst() }
+        while let last = text.last, last.isWhitespace { text.removeLast() }
+        switch text {
+        case "", "true": return true
+        case "false": return false
+        default: return nil
         }
     }
 
@@ -211,6 +228,12 @@ public struct CommandOptions: Sendable, Hashable {
     public var loop: CommandLoop?
     /// `set:` and `shopt:` of the command, with its task's and file's: what it runs under.
     public var shellOptions = ShellOptions()
+    /// `if:` — a test (a template) run before the command; the command is skipped when it fails.
+    public var condition: Located<String>?
+    /// `defer:` — the command runs when the task's other commands have ended, even after one
+    /// failed, in the reverse order of the `defer:`s reached; `{{.EXIT_CODE}}` is the failed
+    /// command's exit status.
+    public var isDeferred = false
 
     /// Creates the defaults.
     public init(isSilent: Bool = false, ignoresError: Bool = false, platforms: [String]? = nil) {
@@ -298,6 +321,9 @@ public struct ShellOptions: Sendable, Hashable {
 
     /// Whether `name` can be an option's name (so it can't smuggle a command into the shell).
     static func isValidName(_ name: String) -> Bool {
-        !name.isEmpty && name.utf8.allSatisfy { $0 == UInt8(ascii: "_") || ($0 | 0x20) >= 0x61 && ($0 | 0x20) <= 0x7A || $0 >= 0x30 && $0 <= 0x39 }
+        !name.isEmpty
+            && name.utf8.allSatisfy {
+                $0 == UInt8(ascii: "_") || ($0 | 0x20) >= 0x61 && ($0 | 0x20) <= 0x7A || $0 >= 0x30 && $0 <= 0x39
+            }
     }
 }

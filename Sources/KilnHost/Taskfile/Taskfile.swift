@@ -109,7 +109,7 @@ public struct TaskDefinition: Sendable {
         /// reference, not a dozen fields.
         let options: TaskOptionsBox?
         /// Worked out once: read for every job.
-        let runsOnThisPlatform: Bool
+        let runsHere: Bool
         let hasPlanChecks: Bool
 
         init(
@@ -154,7 +154,7 @@ public struct TaskDefinition: Sendable {
             self.keepsDepfile = keepsDepfile
             self.file = file
             self.options = options.map(TaskOptionsBox.init)
-            runsOnThisPlatform = TaskOptions.allows(options?.platforms)
+            runsHere = TaskOptions.allows(options?.platforms) && options?.conditionHolds != false
             // Something the planner checks: a template in what the task runs, a deferred mistake,
             // a required variable.
             hasPlanChecks =
@@ -225,8 +225,9 @@ public struct TaskDefinition: Sendable {
     public var file: String { storage.file }
     /// go-task's settings: aliases, `internal`, `platforms`, `prompt`, `preconditions`, ….
     public var options: TaskOptions { storage.options?.options ?? TaskOptions.defaults }
-    /// Whether the task runs on this machine (its `platforms:` allow it).
-    public var runsOnThisPlatform: Bool { storage.runsOnThisPlatform }
+    /// Whether the task runs in this run: its `platforms:` allow this machine and its `if:` held.
+    /// When not, it is skipped with its dependencies (go-task's rule).
+    public var runsHere: Bool { storage.runsHere }
     /// `method: none`: the task runs every time.
     public var runsEveryTime: Bool { storage.options?.options.runsEveryTime ?? false }
     /// `internal: true`.
@@ -297,8 +298,12 @@ public struct TaskDefinition: Sendable {
     /// also checks the preconditions; the last (`isLast`, named as the task) keeps everything
     /// else that makes the task what it is — its aliases, description, prompts, requirements.
     func step(
-        named name: String, commands range: Range<Int>, dependencies: [Located<String>], calls: [Located<String>],
-        isFirst: Bool, isLast: Bool
+        named name: String,
+        commands range: Range<Int>,
+        dependencies: [Located<String>],
+        calls: [Located<String>],
+        isFirst: Bool,
+        isLast: Bool
     ) -> TaskDefinition {
         let own = options
         var stepOptions = isLast ? own : TaskOptions()
@@ -312,10 +317,25 @@ public struct TaskDefinition: Sendable {
         stepOptions.preconditions = isFirst ? own.preconditions : []
         stepOptions.commandOptions = own.commandOptions.isEmpty ? [] : Array(own.commandOptions[range])
         return TaskDefinition(
-            name: name, location: location, summary: isLast ? summary : nil, dependencies: dependencies, calls: calls,
-            commands: Array(commands[range]), sources: [], generates: [], variables: variables, environment: environment,
-            directory: directory, resources: resources, each: .none, batchSize: nil, kind: kind, pluginConfiguration: nil,
-            allowsOutsideRoot: allowsOutsideRoot, file: file, options: stepOptions
+            name: name,
+            location: location,
+            summary: isLast ? summary : nil,
+            dependencies: dependencies,
+            calls: calls,
+            commands: Array(commands[range]),
+            sources: [],
+            generates: [],
+            variables: variables,
+            environment: environment,
+            directory: directory,
+            resources: resources,
+            each: .none,
+            batchSize: nil,
+            kind: kind,
+            pluginConfiguration: nil,
+            allowsOutsideRoot: allowsOutsideRoot,
+            file: file,
+            options: stepOptions
         )
     }
 
@@ -325,11 +345,28 @@ public struct TaskDefinition: Sendable {
         var changed = options
         changed.deferredErrors += errors
         var copy = TaskDefinition(
-            name: name, location: location, summary: summary, dependencies: dependencies, calls: calls, commands: commands,
-            sources: sources, generates: generates, variables: variables, renderedSources: renderedSources,
-            environment: environment, directory: directory, resources: resources, each: each, batchSize: batchSize, kind: kind,
-            pluginConfiguration: pluginConfiguration, allowsOutsideRoot: allowsOutsideRoot, depfile: locatedDepfile,
-            keepsDepfile: keepsDepfile, file: file, options: changed
+            name: name,
+            location: location,
+            summary: summary,
+            dependencies: dependencies,
+            calls: calls,
+            commands: commands,
+            sources: sources,
+            generates: generates,
+            variables: variables,
+            renderedSources: renderedSources,
+            environment: environment,
+            directory: directory,
+            resources: resources,
+            each: each,
+            batchSize: batchSize,
+            kind: kind,
+            pluginConfiguration: pluginConfiguration,
+            allowsOutsideRoot: allowsOutsideRoot,
+            depfile: locatedDepfile,
+            keepsDepfile: keepsDepfile,
+            file: file,
+            options: changed
         )
         copy.variables = variables
         return copy
@@ -469,8 +506,9 @@ public struct TaskDefinition: Sendable {
     /// A task with no commands and no plugin: it only gathers its dependencies. It makes no job
     /// (nothing runs, nothing is counted); it is done when they are.
     public var isGroup: Bool {
-        // A task whose `platforms:` exclude this machine is skipped: it is done at once.
-        !runsOnThisPlatform
+        // A task whose `platforms:` exclude this machine, or whose `if:` said no, is skipped: it
+        // is done at once.
+        !runsHere
             || commands.isEmpty && pluginConfiguration == nil && each == .none && kind.value == "shell"
                 && storage.options?.options.preconditions.isEmpty != false
     }
@@ -529,6 +567,14 @@ public struct TaskDefinition: Sendable {
             ]
             if !prefix.isEmpty {
                 entries.append(("prefix", command.location, ConfigurationValue(.scalar(prefix), at: command.location)))
+            }
+            if let condition = settings.condition {
+                entries.append(
+                    ("if", condition.location, ConfigurationValue(.scalar(condition.value), at: condition.location))
+                )
+            }
+            if settings.isDeferred {
+                entries.append(("defer", command.location, ConfigurationValue(.scalar("true"), at: command.location)))
             }
             if settings.ignoresError || options.ignoresError {
                 entries.append(

@@ -19,7 +19,7 @@ import KilnPluginAPI
 enum TaskfileCache {
     static let magic = Array("KILNTFC\u{2}".utf8)
     /// Bump when the encoding or the meaning of ``Taskfile`` changes.
-    static let formatVersion = 18
+    static let formatVersion = 19
 
     /// The cache file of a project.
     static func path(root: String) -> String { KilnDirectory(root: root).taskfileCache }
@@ -382,6 +382,8 @@ struct BinaryWriter {
             write(command.isSilent)
             write(command.ignoresError)
             write(command.shellOptions)
+            write(command.isDeferred)
+            write(command.condition.map { [$0] } ?? [])
             write(command.platforms != nil)
             if let platforms = command.platforms { write(platforms) }
             write(command.loop != nil)
@@ -410,6 +412,7 @@ struct BinaryWriter {
         write(options.partOf)
         write(options.statusChecks)
         write(options.shellOptions)
+        write(options.conditionHolds)
     }
 
     mutating func write(_ options: ShellOptions) {
@@ -589,12 +592,15 @@ struct BinaryReader {
         guard let commandCount = readInteger(), commandCount >= 0, commandCount <= bytes.count else { return nil }
         for _ in 0..<commandCount {
             guard let isSilent = readBool(), let ignoresError = readBool(), let shellOptions = readShellOptions(),
+                let isDeferred = readBool(), let condition = readLocated(), condition.count <= 1,
                 let hasPlatforms = readBool()
             else {
                 return nil
             }
             var command = CommandOptions(isSilent: isSilent, ignoresError: ignoresError)
             command.shellOptions = shellOptions
+            command.isDeferred = isDeferred
+            command.condition = condition.first
             if hasPlatforms {
                 guard let platforms = readStrings() else { return nil }
                 command.platforms = platforms
@@ -626,12 +632,16 @@ struct BinaryReader {
             }
             options.commandOptions.append(command)
         }
-        guard let partOf = readOptionalString(), let statusChecks = readLocated(), let shellOptions = readShellOptions() else {
+        guard let partOf = readOptionalString(), let statusChecks = readLocated(),
+            let shellOptions = readShellOptions(),
+            let conditionHolds = readBool()
+        else {
             return nil
         }
         options.partOf = partOf
         options.statusChecks = statusChecks
         options.shellOptions = shellOptions
+        options.conditionHolds = conditionHolds
         return options
     }
 

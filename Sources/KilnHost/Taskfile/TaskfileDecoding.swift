@@ -36,7 +36,7 @@ public struct TaskfileLoader: Sendable {
         "desc", "deps", "cmds", "sources", "generates", "vars", "env", "dir", "resources", "each", "batch",
         "plugin", "with", "allow-outside-root", "depfile", "keep-depfile", "summary", "aliases", "internal", "label",
         "silent", "ignore_error", "platforms", "prompt", "preconditions", "method", "run", "cmd", "requires", "dotenv",
-        "status", "set", "shopt",
+        "status", "set", "shopt", "if",
     ]
 
     /// go-task keys kiln doesn't take yet, and what to do instead. Refused where they are written:
@@ -46,7 +46,6 @@ public struct TaskfileLoader: Sendable {
         "prefix": "kiln prints each job's output whole, under its name",
         "requires_vars": "define the variable under 'vars:' for now",
         "watch": "kiln has no watch mode; run it again",
-        "if": "put the test in the command: 'test …  && …'",
         "failfast": "kiln stops at the first failure unless --keep-going",
     ]
 
@@ -83,13 +82,25 @@ public struct TaskfileLoader: Sendable {
         TaskfileCache.filesRead(taskfilePath: path, root: Path.directory(of: path), context: context)
     }
 
+    /// Whether a name this load is for is none of `taskfile`'s tasks or aliases, and it has
+    /// wildcard names: the name may need an instance the cached model doesn't hold.
+    static func needsWildcardInstances(_ taskfile: Taskfile, context: TaskfileContext) -> Bool {
+        guard case .tasks(let names) = context.dynamicScope, !names.isEmpty else { return false }
+        return names.contains { taskfile.task(named: $0) == nil && taskfile.aliases[$0] == nil }
+            && taskfile.tasks.contains { $0.name.contains("*") || $0.options.aliases.contains { $0.contains("*") } }
+    }
+
     /// Loads the Taskfile at `path` (absolute, or relative to the current directory).
     ///
     /// - Throws: ``TaskfileErrors`` with every mistake found.
     public func load(path: String) throws(TaskfileErrors) -> Taskfile {
         let absolute = Path.absolute(path, base: Path.currentDirectory)
         let root = Path.directory(of: absolute)
-        if usesCache, let cached = TaskfileCache.load(taskfilePath: absolute, root: root, context: context) { return cached }
+        if usesCache, let cached = TaskfileCache.load(taskfilePath: absolute, root: root, context: context),
+            !Self.needsWildcardInstances(cached, context: context)
+        {
+            return cached
+        }
         let session = LoadSession(root: root, readFile: readFile, context: context)
         let version = session.loadTree(
             PendingInclude(
@@ -612,6 +623,8 @@ private final class LoadSession {
         var sources: [Located<String>] = []
         var generates: [Located<String>] = []
         var variables = fileVariables
+        // A wildcard task run by its own name matched nothing (go-task's empty MATCH).
+        if localName.contains("*"), variables["MATCH"] == nil { variables["MATCH"] = .list([]) }
         var environment = fileEnvironment
         var directoryText: Located<String>?
         var claims: [Located<String>] = []
@@ -639,6 +652,7 @@ private final class LoadSession {
         var requiresNode: YAMLNode?
         var taskDotenvNode: YAMLNode?
         var environmentYAMLNode: YAMLNode?
+        var conditionText: Located<String>?
 
         switch body {
         case .scalar, .sequence:
@@ -674,6 +688,10 @@ private final class LoadSession {
                 case "shopt": taskShellOptions.bash = shellOptionNames(value, file: file, what: "'shopt'")
                 case "requires": requiresNode = value
                 case "dotenv": taskDotenvNode = value
+                case "if":
+                    if let text = scalar(value, file: file, what: "'if'") {
+                        conditionText = Located(value: text, location: location(value, file))
+                    }
                 case "method":
                     if let method = scalar(value, file: file, what: "'method'") {
                         switch method {
@@ -764,6 +782,14 @@ private final class LoadSession {
         let taskDirectory = directoryText.map {
             absolute(renderNow($0, variables: taskVariables) ?? $0.value, base: directory)
         } ?? directory
+        // `if:` — decided now, from the variables, when it renders to true or false (see
+        // staticCondition); a task whose own dynamic variables haven't run is decided when they have.
+        if let conditionText, !skippedDynamicVariables {
+            checkTemplate(conditionText, known: KnownVariables(variables: variables, each: false))
+            if staticCondition(conditionText, variables: taskVariables, on: "a task") == false {
+                options.conditionHolds = false
+            }
+        }
         if let taskDotenvNode {
             // A task's `dotenv:` files, in its directory: over the file's `env:`, under the task's.
             for (name, value) in readDotEnvironment(taskDotenvNode, file: file, base: taskDirectory, variables: variables) {
@@ -781,8 +807,18 @@ private final class LoadSession {
         // The commands and `- task:` calls in order, when there are calls.
         var steps: [TaskStep] = []
         var callsSomething = false
+        // The first `defer:`, until a call comes after it: kiln can't carry it past the call.
+        var deferredBeforeCall: SourceLocation?
         for node in commandYAMLNodes {
             if node["task"] != nil {
+                if let early = deferredBeforeCall {
+                    failOrDefer(
+                        .unsupported,
+                        "a 'defer:' before a '- task:' call isn't supported yet (kiln runs the commands between calls as separate steps); move the 'defer:' after the last call, or the calls into 'deps'",
+                        at: early
+                    )
+                    deferredBeforeCall = nil
+                }
                 for reference in taskReferences(node, file: file, variables: variables, isCall: true) {
                     steps.append(.call(reference))
                     callsSomething = true
@@ -790,7 +826,16 @@ private final class LoadSession {
                 continue
             }
             guard let (located, settings) = command(node, file: file) else { continue }
-            checkTemplate(located, known: known)
+            if settings.isDeferred {
+                // A deferred command may print the failed command's exit status.
+                var deferredKnown = known
+                deferredKnown.variables["EXIT_CODE"] = ""
+                checkTemplate(located, known: deferredKnown)
+                if deferredBeforeCall == nil { deferredBeforeCall = located.location }
+            } else {
+                checkTemplate(located, known: known)
+            }
+            if let condition = settings.condition { checkTemplate(condition, known: known) }
             steps.append(.command(commands.count))
             commands.append(located)
             commandOptions.append(settings)
@@ -895,7 +940,7 @@ private final class LoadSession {
             origins[name] = TaskOrigin(context: contextIndex, localName: localName)
         }
         // A task that doesn't run here calls nothing (go-task skips it whole).
-        if !dependencyVariables.isEmpty || callsSomething && TaskOptions.allows(options.platforms) {
+        if !dependencyVariables.isEmpty || callsSomething && TaskOptions.allows(options.platforms) && options.conditionHolds {
             references[name] = TaskReferences(dependencyVariables: dependencyVariables, steps: callsSomething ? steps : nil)
         }
         if let existing = taskIndex[name] {
@@ -917,8 +962,9 @@ private final class LoadSession {
     }
 
     /// One of `cmds` that runs a command (not a `- task:` call): a string, or go-task's map
-    /// (`cmd:` with `silent:`, `ignore_error:`, `platforms:`, `for:`). What kiln doesn't run yet
-    /// — `defer:`, `if:` — is refused here, where it is written, with what to do instead.
+    /// (`cmd:` with `silent:`, `ignore_error:`, `platforms:`, `for:`, `if:`, `set:`, `shopt:`),
+    /// or `defer: CMD`. What kiln doesn't run yet — a deferred call, `vars:` — is refused here,
+    /// where it is written, with what to do instead.
     func command(_ node: YAMLNode, file: String) -> (Located<String>, CommandOptions)? {
         guard let entries = node.mapping else {
             guard let text = scalar(node, file: file, what: "a command") else { return nil }
@@ -935,20 +981,44 @@ private final class LoadSession {
             case "ignore_error": settings.ignoresError = bool(value, file: file, what: "'ignore_error'") ?? false
             case "platforms": settings.platforms = platforms(value, file: file)
             case "defer":
-                failOrDefer(.unsupported, "'defer:' isn't supported yet; run the clean-up as a separate task", at: location(key, file))
-                return nil
+                // go-task's `- defer: CMD` (a string), or a deferred call `- defer: {task: …}`.
+                guard let deferred = value.string else {
+                    failOrDefer(
+                        .unsupported,
+                        "a deferred '- task:' call isn't supported yet; put the clean-up commands under 'defer:' in this task",
+                        at: location(key, file)
+                    )
+                    return nil
+                }
+                settings.isDeferred = true
+                text = Located(value: deferred, location: location(value, file))
+            case "if":
+                if let condition = scalar(value, file: file, what: "'if'") {
+                    settings.condition = Located(value: condition, location: location(value, file))
+                }
             case "for":
                 guard let loop = commandLoop(value, file: file) else { return nil }
                 settings.loop = loop
             case "set": settings.shellOptions.posix = shellOptionNames(value, file: file, what: "'set'")
             case "shopt": settings.shellOptions.bash = shellOptionNames(value, file: file, what: "'shopt'")
-            case "vars", "if":
-                failOrDefer(.unsupported, "'\(name):' on a command isn't supported yet; move it to the task, or into the command's text", at: location(key, file))
+            case "vars":
+                failOrDefer(.unsupported, "'vars:' on a command isn't supported yet; move it to the task, or into the command's text", at: location(key, file))
                 return nil
             default:
                 unknownKey(
                     name, at: location(key, file), allowed: ["cmd", "silent", "ignore_error", "platforms", "task", "defer", "for", "vars", "set", "shopt"],
                     in: "a command"
+                )
+                return nil
+            }
+        }
+        if settings.isDeferred {
+            // go-task keeps only `silent:` beside `defer:` and drops the rest without a word.
+            for (key, _) in entries {
+                guard let name = key.string, name != "defer", name != "silent" else { continue }
+                failOrDefer(
+                    .unsupported, "go-task ignores '\(name):' beside 'defer:' (only 'silent:' applies); remove it, or put the test in the deferred command",
+                    at: location(key, file)
                 )
                 return nil
             }
@@ -969,6 +1039,7 @@ private final class LoadSession {
         var nameNode: YAMLNode?
         var variablesNode: YAMLNode?
         var loop: CommandLoop?
+        var condition: Located<String>?
         for (key, value) in entries {
             let name = key.string ?? ""
             switch name {
@@ -984,7 +1055,10 @@ private final class LoadSession {
                 guard let items = commandLoop(value, file: file) else { return [] }
                 loop = items
             // Refused when a run plans the task: the rest of the Taskfile works.
-            case "ignore_error" where isCall, "defer" where isCall, "if" where isCall:
+            case "if" where isCall:
+                guard let text = scalar(value, file: file, what: "'if'") else { return [] }
+                condition = Located(value: text, location: location(value, file))
+            case "ignore_error" where isCall, "defer" where isCall:
                 failOrDefer(
                     .unsupported, "'\(name):' on a '- task:' call isn't supported yet; put it on the called task's commands",
                     at: location(key, file)
@@ -1019,9 +1093,14 @@ private final class LoadSession {
             }
             items = listed
         }
-        return items.map { item in
+        return items.compactMap { item in
             var scope = variables
             if let item, let loop { scope[loop.name] = item }
+            // `if:` — per item, in the caller's scope; a call whose test says no isn't made.
+            if let condition {
+                checkTemplate(condition, known: KnownVariables(variables: scope, each: false))
+                guard staticCondition(condition, variables: scope, on: "a '- task:' call") != false else { return nil }
+            }
             checkTemplate(nameText, known: KnownVariables(variables: scope, each: false))
             let name = Located(value: renderNow(nameText, variables: scope) ?? written, location: nameText.location)
             let called = variablesNode.map { callVariables($0, file: file, scope: scope) }
@@ -1402,9 +1481,11 @@ private final class LoadSession {
         }
         aliasMap = aliases
         var pending = Array(tasks.indices)
+        var targetRequests = wildcardTargets()
         while true {
-            while !pending.isEmpty {
-                var requests: [Int: [(localName: String, instance: InstanceRequest)]] = [:]
+            while !pending.isEmpty || !targetRequests.isEmpty {
+                var requests = targetRequests
+                targetRequests = [:]
                 for index in pending { resolveTask(at: index, requests: &requests) }
                 let before = tasks.count
                 decodeInstances(requests)
@@ -1473,7 +1554,16 @@ private final class LoadSession {
         let namespace = namespaces[name] ?? ""
         func resolve(_ written: Located<String>, variables: [String: TemplateValue]?, what: String, site: Int) -> Located<String>? {
             let candidates = written.value.hasPrefix(":") ? [String(written.value.dropFirst())] : [namespace + written.value, written.value]
-            guard let found = candidates.first(where: { taskIndex[$0] != nil && origins[$0] != nil }) ?? candidates.compactMap({ aliases[$0] }).first else {
+            var variables = variables
+            var concreteName: String?
+            var found = candidates.first(where: { taskIndex[$0] != nil && origins[$0] != nil }) ?? candidates.compactMap({ aliases[$0] }).first
+            if found == nil, let (candidate, task, matches) = candidates.lazy.compactMap({ name in self.wildcardMatch(name).map { (name, $0.task, $0.matches) } }).first {
+                // `start:*` named as `start:web`: an instance with `MATCH` set, under the name written.
+                found = task
+                concreteName = candidate
+                variables = (variables ?? [:]).merging(["MATCH": .list(matches.map(TemplateValue.string))]) { _, match in match }
+            }
+            guard let found else {
                 var message = "unknown task '\(written.value)' in the \(what) of '\(tasks[index].options.partOf ?? name)'"
                 if let close = suggestion(for: namespace + written.value, among: origins.keys) { message += "; did you mean '\(close)'?" }
                 mistakes[index, default: []].append(
@@ -1497,9 +1587,15 @@ private final class LoadSession {
             }
             // `run: always`: a task of its own for each place that names it.
             let always = runsAlways.contains(found)
-            guard variables != nil || always else { return Located(value: found, location: written.location) }
-            let variables = variables ?? [:]
-            var instance = variables.isEmpty ? found : TaskInstanceName.make(found, variables: variables)
+            guard let variables = variables ?? (always ? [:] : nil) else { return Located(value: found, location: written.location) }
+            var instance: String
+            if let concreteName {
+                var called = variables
+                called["MATCH"] = nil
+                instance = called.isEmpty ? concreteName : TaskInstanceName.make(concreteName, variables: called)
+            } else {
+                instance = variables.isEmpty ? found : TaskInstanceName.make(found, variables: variables)
+            }
             if always { instance += " [\(what == "deps" ? "dep" : "call") \(site + 1) of \(name)]" }
             if instances.insert(instance).inserted {
                 guard instances.count <= TaskfileLoader.maximumInstances else {
@@ -1532,6 +1628,37 @@ private final class LoadSession {
                 }
             }
         }
+    }
+
+    /// go-task's wildcard names: the first task (in the order the files define them) one of
+    /// whose names or aliases, with each `*` standing for any text, is `name` — and the texts the
+    /// `*`s stand for (`MATCH`), each as long as the rest allows (as go-task's `(.*)`).
+    func wildcardMatch(_ name: String) -> (task: String, matches: [String])? {
+        guard hasWildcardNames else { return nil }
+        for task in tasks where origins[task.name] != nil {
+            for pattern in [task.name] + task.options.aliases where pattern.contains("*") {
+                if let matches = WildcardName.match(pattern, name) { return (task.name, matches) }
+            }
+        }
+        return nil
+    }
+
+    /// Whether any task is named with a `*`.
+    var hasWildcardNames: Bool {
+        origins.keys.contains { $0.contains("*") } || aliasMap.keys.contains { $0.contains("*") }
+    }
+
+    /// The instances that the names this load is for (``TaskfileContext/dynamicScope``) need:
+    /// those no task or alias has, that a wildcard name matches (`kiln run start:web`).
+    func wildcardTargets() -> [Int: [(localName: String, instance: InstanceRequest)]] {
+        guard case .tasks(let names) = context.dynamicScope, hasWildcardNames else { return [:] }
+        var requests: [Int: [(localName: String, instance: InstanceRequest)]] = [:]
+        for name in names where taskIndex[name] == nil && aliasMap[name] == nil {
+            guard let (task, matches) = wildcardMatch(name), let origin = origins[task], instances.insert(name).inserted else { continue }
+            let request = InstanceRequest(name: name, variables: ["MATCH": .list(matches.map(TemplateValue.string))])
+            requests[origin.context, default: []].append((origin.localName, request))
+        }
+        return requests
     }
 
     /// The tasks the load is for (``TaskfileContext/dynamicScope``), and what they depend on and
@@ -1791,6 +1918,23 @@ private final class LoadSession {
             failOrDefer(.invalidTemplate, "template: \(error.message)", at: locate(offset: error.offset, in: text))
             return nil
         }
+    }
+
+    /// go-task's `if:` on a task or a `- task:` call, decided when the Taskfile loads: what it
+    /// renders to, trimmed, is `true` or nothing (it holds) or `false` (it doesn't) — the same
+    /// answer go-task's shell gives when it runs that text. A shell test (`[ -f out ]`) would
+    /// have to run when the task is reached, which kiln doesn't do for tasks and calls yet: it
+    /// is refused when a run plans the task, with what to write instead. `nil` when refused or
+    /// not renderable (already reported).
+    func staticCondition(_ text: Located<String>, variables: [String: TemplateValue], on what: String) -> Bool? {
+        guard let rendered = renderNow(text, variables: variables, lenient: true) else { return nil }
+        if let answer = TaskOptions.constantCondition(rendered) { return answer }
+        failOrDefer(
+            .unsupported,
+            "'if:' on \(what) must render to true or false when kiln plans the run (a template such as '{{eq .ENV \"prod\"}}'); here it is the shell test '\(rendered)', which kiln runs only in a command's 'if:' — move it to the 'if:' of the commands",
+            at: text.location
+        )
+        return nil
     }
 
     /// `options` with the mistakes deferred so far.
@@ -2060,6 +2204,44 @@ private struct TaskReferences {
 private struct InstanceRequest {
     var name: String
     var variables: [String: TemplateValue]
+}
+
+/// go-task's wildcard task names (`start:*`, `*-wildcard-*`).
+enum WildcardName {
+    /// The texts the `*`s of `pattern` stand for in `name`, or `nil` when it doesn't match: each
+    /// `*` takes as much as the rest of the pattern leaves (go-task's greedy `(.*)`).
+    static func match(_ pattern: String, _ name: String) -> [String]? {
+        let pieces = pattern.split(separator: "*", omittingEmptySubsequences: false).map { Array($0.unicodeScalars) }
+        let text = Array(name.unicodeScalars)
+        let count = text.count
+        guard pieces.count > 1, text.starts(with: pieces[0]) else { return nil }
+        func occurs(_ piece: Int, at position: Int) -> Bool {
+            let literal = pieces[piece]
+            return position + literal.count <= count && text[position..<position + literal.count].elementsEqual(literal)
+        }
+        // finishes[k][i]: pieces k… can match text[i…] to its end (each after a `*`). Filled from
+        // the last piece back, so the search below never backtracks: linear in pieces × length.
+        var finishes = [[Bool]](repeating: [Bool](repeating: false, count: count + 2), count: pieces.count + 1)
+        finishes[pieces.count][count] = true
+        for piece in stride(from: pieces.count - 1, through: 1, by: -1) {
+            for position in stride(from: count, through: 0, by: -1) {
+                finishes[piece][position] =
+                    finishes[piece][position + 1]
+                    || occurs(piece, at: position) && finishes[piece + 1][position + pieces[piece].count]
+            }
+        }
+        var start = pieces[0].count
+        guard finishes[1][start] else { return nil }
+        // Each `*` takes the longest text after which the rest still matches (go-task's greedy `(.*)`).
+        var captures: [String] = []
+        for piece in 1..<pieces.count {
+            var end = count - pieces[piece].count
+            while !(occurs(piece, at: end) && finishes[piece + 1][end + pieces[piece].count]) { end -= 1 }
+            captures.append(String(String.UnicodeScalarView(text[start..<end])))
+            start = end + pieces[piece].count
+        }
+        return captures
+    }
 }
 
 /// How an instance of a task is named: the task's name and the call's variables, `build (GOOS=linux)`.
