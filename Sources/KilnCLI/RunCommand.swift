@@ -137,7 +137,17 @@ extension Kiln {
                 }
                 System.write(text, to: 1)
                 phases.print()
+                // A job a run would fail before it starts (a precondition that doesn't hold, two
+                // jobs writing one file) fails the dry run too, as go-task's `--dry` does.
+                var refusals = ""
+                for job in verdicts {
+                    if case .refused(let reason) = job.reason { refusals += "kiln: \(job.label) would fail: \(reason)\n" }
+                }
                 // Like ninja, leave freeing a large graph to the kernel.
+                guard refusals.isEmpty else {
+                    System.writeError(refusals)
+                    Kiln.exit(withError: ExitCode(ExitStatus.jobFailed))
+                }
                 Kiln.exit()
             }
 

@@ -169,6 +169,39 @@ import Testing
         }
     }
 
+    @Test("a dry run fails where go-task's --dry fails: a precondition of a task that would run doesn't hold; nothing runs")
+    func dryRunChecksPreconditions() async throws {
+        let task = try Peers.executable("task")
+        let taskfile = """
+            version: '3'
+            tasks:
+              missing:
+                deps: [dep]
+                preconditions:
+                  - sh: command -v kiln-no-such-tool
+                    msg: kiln-no-such-tool isn't installed
+                cmds: ['echo ran > ran.txt']
+              present:
+                deps: [dep]
+                preconditions: ['test -f Taskfile.yml']
+                cmds: ['echo ran > ran.txt']
+              dep:
+                cmds: ['echo dep > dep.txt']
+            """
+        for (name, holds) in [("missing", false), ("present", true)] {
+            let directory = try project(taskfile)
+            defer { directory.remove() }
+            let goTask = try runProgram(task, ["--dry", name], in: directory.path)
+            #expect((goTask.status == 0) == holds, "go-task: \(goTask.output)")
+            let kiln = try await KilnProcess.run(["run", "--dry-run", name], in: directory.path)
+            #expect((kiln.status == 0) == holds, "\(kiln)")
+            if !holds {
+                #expect(kiln.status == 1 && kiln.standardError.contains("kiln: \(name) would fail: precondition not met: kiln-no-such-tool isn't installed"), "\(kiln)")
+            }
+            #expect(!directory.exists("ran.txt") && !directory.exists("dep.txt"))
+        }
+    }
+
     @Test("status: is asked every run (the snapshot never vouches for it), and with sources both must hold")
     func statusEveryRun() async throws {
         let directory = try project(

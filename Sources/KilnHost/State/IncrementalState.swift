@@ -181,7 +181,8 @@ public final class IncrementalState: Sendable {
     ///
     /// In order: in a dry run, a dependency that would run decides (``RunReason/dependencyRuns(_:)``);
     /// then the snapshot, when it vouches for the job; then a check of the job's signature and
-    /// outputs against its record.
+    /// outputs against its record. Last, in a dry run, a job that would run has its
+    /// `preconditions:` tested: one that fails makes it ``RunReason/refused(_:)``.
     ///
     /// Threading: any thread; each job is asked about once per run.
     ///
@@ -191,6 +192,28 @@ public final class IncrementalState: Sendable {
     public func verdict(of task: BuildPlan.Task, key: JobKey, request: @autoclosure () -> JobRequest, fresh: Bool = false)
         -> Check
     {
+        var result = judge(task, key: key, request: request(), fresh: fresh)
+        // A dry run says what a run would do: a job that would run stops at a precondition that
+        // doesn't hold now (go-task's `--dry` checks them too).
+        let preconditions = task.definition.options.preconditions
+        if dryRun, !preconditions.isEmpty, result.reason != .upToDate,
+            let failed = Self.failedPrecondition(preconditions, request: request())
+        {
+            result.reason = .refused("precondition not met: \(failed)")
+        }
+        return result
+    }
+
+    /// The message of the first of `preconditions` (rendered for the job) that doesn't hold now.
+    static func failedPrecondition(_ preconditions: [TaskOptions.Precondition], request: JobRequest) -> String? {
+        for precondition in preconditions {
+            if let command = failedStatusCheck([precondition.test], request: request) { return precondition.message ?? command }
+        }
+        return nil
+    }
+
+    /// ``verdict(of:key:request:fresh:)`` before a dry run's preconditions.
+    private func judge(_ task: BuildPlan.Task, key: JobKey, request: @autoclosure () -> JobRequest, fresh: Bool) -> Check {
         let dependencies = task.definition.dependencies.map(\.value)
         if dryRun, let running = wouldRun.withLock({ set in dependencies.first(where: set.contains) }) {
             return Check(
