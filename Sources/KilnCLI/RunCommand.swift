@@ -1,12 +1,12 @@
 import ArgumentParser
+import Dispatch
 import KilnGit
 import KilnHookPlan
 import KilnHost
-import Dispatch
 import Synchronization
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 extension Kiln {
@@ -26,7 +26,10 @@ extension Kiln {
 
         @OptionGroup var options: TaskfileOptions
 
-        @Argument(help: "The tasks to run, NAME=value variables for the Taskfile, and after -- the arguments {{.CLI_ARGS}} holds (go-task's).")
+        @Argument(
+            help:
+                "The tasks to run, NAME=value variables for the Taskfile, and after -- the arguments {{.CLI_ARGS}} holds (go-task's)."
+        )
         var tasks: [String] = []
 
         /// The arguments after `--` (the parser hands them over with the tasks; kiln's own argv says
@@ -39,7 +42,10 @@ extension Kiln {
         /// The tasks and variables, before `--`.
         var taskArguments: [String] { Array(tasks.dropLast(min(tasks.count, cliArguments.count))) }
 
-        @Option(name: [.customShort("j", allowingJoined: true), .long], help: "Width of the cpu queue: how many cpu-bound jobs run at once (default: cores).")
+        @Option(
+            name: [.customShort("j", allowingJoined: true), .long],
+            help: "Width of the cpu queue: how many cpu-bound jobs run at once (default: cores)."
+        )
         var jobs: Int?
 
         @Flag(name: .shortAndLong, help: "Print the jobs a run would make, and run nothing.")
@@ -69,7 +75,9 @@ extension Kiln {
         @Option(name: .customLong("wait-limit"), help: "With --wait, give up (exit 3) after this many seconds.")
         var waitLimit: Double?
 
-        @Flag(help: "Run only the tasks that files changed in git affect, and what depends on them (see 'kiln affected').")
+        @Flag(
+            help: "Run only the tasks that files changed in git affect, and what depends on them (see 'kiln affected')."
+        )
         var affected = false
 
         @OptionGroup var changes: ChangeOptions
@@ -83,7 +91,10 @@ extension Kiln {
         @Flag(name: .shortAndLong, help: "go-task's --silent: kiln never echoes commands, so it changes nothing.")
         var silent = false
 
-        @Option(help: "go-task's output style (interleaved, group, prefixed): kiln always prints each job's output whole, under its name.")
+        @Option(
+            help:
+                "go-task's output style (interleaved, group, prefixed): kiln always prints each job's output whole, under its name."
+        )
         var output: String?
 
         func validate() throws {
@@ -115,8 +126,12 @@ extension Kiln {
             // Only the tasks this run is for run their own dynamic variables (go-task's rule).
             context.dynamicScope = .tasks(taskArguments.filter { !$0.contains("=") })
             var request = BuildSession.Request(
-                taskfile: options.taskfile, currentDirectory: options.workingDirectory, plugins: options.plugins,
-                targets: taskArguments.filter { !$0.contains("=") }, runner: monitor, tracked: { trackedContent(root: $0) }
+                taskfile: options.taskfile,
+                currentDirectory: options.workingDirectory,
+                plugins: options.plugins,
+                targets: taskArguments.filter { !$0.contains("=") },
+                runner: monitor,
+                tracked: { trackedContent(root: $0) }
             )
             request.context = context
             request.exitsAfterwards = true
@@ -128,7 +143,12 @@ extension Kiln {
                 // The run's own scheduler, running nothing: the jobs a real run would start now (and
                 // those waiting on them).
                 let verdicts = try session { () throws(BuildSession.Failure) in
-                    try BuildSession.inspect(request, onlyOutOfDate: true, note: { System.writeError($0 + "\n") }, phase: phases.mark)
+                    try BuildSession.inspect(
+                        request,
+                        onlyOutOfDate: true,
+                        note: { System.writeError($0 + "\n") },
+                        phase: phases.mark
+                    )
                 }
                 var text = ""
                 for job in verdicts where job.reason != .upToDate {
@@ -141,7 +161,9 @@ extension Kiln {
                 // jobs writing one file) fails the dry run too, as go-task's `--dry` does.
                 var refusals = ""
                 for job in verdicts {
-                    if case .refused(let reason) = job.reason { refusals += "kiln: \(job.label) would fail: \(reason)\n" }
+                    if case .refused(let reason) = job.reason {
+                        refusals += "kiln: \(job.label) would fail: \(reason)\n"
+                    }
                 }
                 // Like ninja, leave freeing a large graph to the kernel.
                 guard refusals.isEmpty else {
@@ -156,7 +178,10 @@ extension Kiln {
             let traceWriter = trace.map { _ in ChromeTraceWriter() }
             var settings = BuildSession.RunSettings { [verbose, explain] queues in
                 let reporter = ConsoleReporter(
-                    interactive: ConsoleReporter.standardOutputIsInteractive, verbose: verbose, explain: explain, queues: queues
+                    interactive: ConsoleReporter.standardOutputIsInteractive,
+                    verbose: verbose,
+                    explain: explain,
+                    queues: queues
                 )
                 console.reporter = reporter
                 var observers: [any RunObserver] = [jsonWriter ?? reporter]
@@ -164,7 +189,8 @@ extension Kiln {
                 return RunObservers(observers)
             }
             settings.forcesEveryJob = force
-            settings.confirm = { [yes] task, question in Self.confirm(task: task, question: question, assumingYes: yes) }
+            settings.confirm = { [yes] task, question in Self.confirm(task: task, question: question, assumingYes: yes)
+            }
             settings.options.keepGoing = keepGoing
             settings.options.batchSize = batchSize
             settings.cpuWidth = jobs
@@ -198,16 +224,22 @@ extension Kiln {
                 }
             }
 
-            let outcome = try session { () throws(BuildSession.Failure) in try BuildSession.run(request, settings, phase: phases.mark) }
+            let outcome = try session { () throws(BuildSession.Failure) in
+                try BuildSession.run(request, settings, phase: phases.mark)
+            }
             switch outcome {
             case .upToDate(let count):
                 var summary = RunSummary()
                 summary.upToDate = count
-                ConsoleReporter.printSummary(summary, seconds: Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9)
+                ConsoleReporter.printSummary(
+                    summary,
+                    seconds: Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
+                )
                 phases.print()
                 Kiln.exit()
             case .ran(let summary, let seconds, let warnings, let hashing):
-                let observer: any RunObserver = jsonWriter ?? console.reporter.map { $0 as any RunObserver } ?? RunObservers([])
+                let observer: any RunObserver =
+                    jsonWriter ?? console.reporter.map { $0 as any RunObserver } ?? RunObservers([])
                 for warning in warnings { observer.warning(warning) }
                 if let trace, let traceWriter {
                     do {
@@ -216,7 +248,11 @@ extension Kiln {
                         System.writeError("kiln: can't write trace \(trace): \(error)\n")
                     }
                 }
-                if let jsonWriter { jsonWriter.runFinished(summary, seconds: seconds) } else { console.reporter?.runFinished(summary, seconds: seconds) }
+                if let jsonWriter {
+                    jsonWriter.runFinished(summary, seconds: seconds)
+                } else {
+                    console.reporter?.runFinished(summary, seconds: seconds)
+                }
                 phases.mark("report")
                 phases.print()
                 if debugging("hashes") { System.writeError("kiln: hashes: \(hashing)\n") }

@@ -823,6 +823,33 @@ import Testing
             compared: ["out.txt", "u.txt"]
         ),
         Case(
+            name: "fromYaml, mustFromYaml, toYaml, sha1sum, sha256sum; a map variable's null entries are dropped",
+            files: [
+                "Taskfile.yml": """
+                version: '3'
+                vars:
+                  DOC: "name: kiln\\nports: [80, 443]\\nnested: {on: true, off: ~}\\nlist: [1, ~, x]"
+                  BAD: "a: [unclosed"
+                  M:
+                    map: {a: 1, gone: ~, deep: {also: ~, kept: [1, ~]}}
+                tasks:
+                  t:
+                    cmds:
+                      - |
+                        cat > out.txt <<'KILNEOF'
+                        {{fromYaml .DOC}}
+                        {{(fromYaml .DOC).name}} {{index (fromYaml .DOC).ports 1}} {{(fromYaml .DOC).nested}}
+                        {{fromYaml "- a\\n- 2"}}|{{fromYaml "plain"}}|{{fromYaml ""}}|{{fromYaml .BAD}}
+                        {{mustFromYaml .DOC | toYaml}}
+                        {{sha1sum "hello"}} {{sha256sum "hello"}} {{sha1sum ""}} {{sha256sum .DOC}}
+                        {{.M}} {{len .M}} {{toYaml .M}}
+                        KILNEOF
+                """
+            ],
+            task: "t",
+            compared: ["out.txt"]
+        ),
+        Case(
             name: "defer: commands run after the others, the last reached first, with EXIT_CODE after a failure",
             files: [
                 "Taskfile.yml": """

@@ -169,7 +169,9 @@ import Testing
         }
     }
 
-    @Test("a dry run fails where go-task's --dry fails: a precondition of a task that would run doesn't hold; nothing runs")
+    @Test(
+        "a dry run fails where go-task's --dry fails: a precondition of a task that would run doesn't hold; nothing runs"
+    )
     func dryRunChecksPreconditions() async throws {
         let task = try Peers.executable("task")
         let taskfile = """
@@ -196,7 +198,13 @@ import Testing
             let kiln = try await KilnProcess.run(["run", "--dry-run", name], in: directory.path)
             #expect((kiln.status == 0) == holds, "\(kiln)")
             if !holds {
-                #expect(kiln.status == 1 && kiln.standardError.contains("kiln: \(name) would fail: precondition not met: kiln-no-such-tool isn't installed"), "\(kiln)")
+                #expect(
+                    kiln.status == 1
+                        && kiln.standardError.contains(
+                            "kiln: \(name) would fail: precondition not met: kiln-no-such-tool isn't installed"
+                        ),
+                    "\(kiln)"
+                )
             }
             #expect(!directory.exists("ran.txt") && !directory.exists("dep.txt"))
         }

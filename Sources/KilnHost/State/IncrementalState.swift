@@ -3,7 +3,7 @@ import KilnPluginAPI
 import Synchronization
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Why a job runs (or doesn't) — what `--explain` prints.
@@ -109,8 +109,12 @@ public final class IncrementalState: Sendable {
     ///   - dryRun: For `--dry-run`, `kiln status` and `kiln explain`: the run's scheduler reaches
     ///     the same verdicts, but nothing is recorded (see ``willRun(_:)``).
     public init(
-        state: BuildState?, root: String, previous: UpToDateSnapshot.Scan? = nil, tracked: (any TrackedContent)? = nil,
-        dryRun: Bool = false, forcing: Bool = false
+        state: BuildState?,
+        root: String,
+        previous: UpToDateSnapshot.Scan? = nil,
+        tracked: (any TrackedContent)? = nil,
+        dryRun: Bool = false,
+        forcing: Bool = false
     ) {
         self.state = state
         self.dryRun = dryRun
@@ -169,9 +173,12 @@ public final class IncrementalState: Sendable {
         }
         guard unchanged else { return nil }
         return Check(
-            signature: ContentHash(high: 0, low: 0), reason: .upToDate,
+            signature: ContentHash(high: 0, low: 0),
+            reason: .upToDate,
             parts: Parts(definition: ContentHash(high: 0, low: 0), inputs: [:], dependencies: [:]),
-            outputSignature: signature, watched: nil, snapshotJob: position
+            outputSignature: signature,
+            watched: nil,
+            snapshotJob: position
         )
     }
 
@@ -189,7 +196,12 @@ public final class IncrementalState: Sendable {
     /// - Parameter fresh: Whether to look at the files now even when the snapshot vouches for
     ///   them: for a job that the run may have changed the inputs of by the time it is checked
     ///   (a task called after commands that ran in this run).
-    public func verdict(of task: BuildPlan.Task, key: JobKey, request: @autoclosure () -> JobRequest, fresh: Bool = false)
+    public func verdict(
+        of task: BuildPlan.Task,
+        key: JobKey,
+        request: @autoclosure () -> JobRequest,
+        fresh: Bool = false
+    )
         -> Check
     {
         var result = judge(task, key: key, request: request(), fresh: fresh)
@@ -207,18 +219,24 @@ public final class IncrementalState: Sendable {
     /// The message of the first of `preconditions` (rendered for the job) that doesn't hold now.
     static func failedPrecondition(_ preconditions: [TaskOptions.Precondition], request: JobRequest) -> String? {
         for precondition in preconditions {
-            if let command = failedStatusCheck([precondition.test], request: request) { return precondition.message ?? command }
+            if let command = failedStatusCheck([precondition.test], request: request) {
+                return precondition.message ?? command
+            }
         }
         return nil
     }
 
     /// ``verdict(of:key:request:fresh:)`` before a dry run's preconditions.
-    private func judge(_ task: BuildPlan.Task, key: JobKey, request: @autoclosure () -> JobRequest, fresh: Bool) -> Check {
+    private func judge(_ task: BuildPlan.Task, key: JobKey, request: @autoclosure () -> JobRequest, fresh: Bool)
+        -> Check
+    {
         let dependencies = task.definition.dependencies.map(\.value)
         if dryRun, let running = wouldRun.withLock({ set in dependencies.first(where: set.contains) }) {
             return Check(
-                signature: ContentHash(high: 0, low: 0), reason: .dependencyRuns(running),
-                parts: Parts(definition: ContentHash(high: 0, low: 0), inputs: [:], dependencies: [:]), watched: nil
+                signature: ContentHash(high: 0, low: 0),
+                reason: .dependencyRuns(running),
+                parts: Parts(definition: ContentHash(high: 0, low: 0), inputs: [:], dependencies: [:]),
+                watched: nil
             )
         }
         if forcing {
@@ -236,12 +254,16 @@ public final class IncrementalState: Sendable {
         // go-task's `status:`: up to date when every test succeeds — and, with sources or outputs,
         // when they say so too. A task with only `status:` is up to date on its tests alone.
         result.hasStatus = true
-        guard result.reason == .upToDate || result.reason == .alwaysRuns, !task.definition.runsEveryTime else { return result }
+        guard result.reason == .upToDate || result.reason == .alwaysRuns, !task.definition.runsEveryTime else {
+            return result
+        }
         if let failed = Self.failedStatusCheck(statusChecks, request: made) {
             result.reason = .statusFailed(failed)
         } else {
             result.reason = .upToDate
-            if result.outputSignature == nil, let record = record(key.stored) { result.outputSignature = outputSignature(of: record) }
+            if result.outputSignature == nil, let record = record(key.stored) {
+                result.outputSignature = outputSignature(of: record)
+            }
         }
         return result
     }
@@ -281,8 +303,10 @@ public final class IncrementalState: Sendable {
         // A job whose request couldn't be made fails: it is never up to date.
         if let failure = request.renderFailure {
             return Check(
-                signature: ContentHash(high: 0, low: 0), reason: .refused(failure.description),
-                parts: Parts(definition: ContentHash(high: 0, low: 0), inputs: [:], dependencies: [:]), watched: nil
+                signature: ContentHash(high: 0, low: 0),
+                reason: .refused(failure.description),
+                parts: Parts(definition: ContentHash(high: 0, low: 0), inputs: [:], dependencies: [:]),
+                watched: nil
             )
         }
         // A plain task's inputs are its `sources:` patterns: one matching nothing is a warning.
@@ -290,10 +314,12 @@ public final class IncrementalState: Sendable {
         let unmatched: ((Int) -> Void)? = sources.map { sources in
             { [self] position in
                 guard position < sources.count else { return }
-                warn(RunWarning(
-                    "'\(request.inputs[position])' in 'sources' of task '\(task.definition.name)' matches no file, so no change there reruns it; check the pattern (see docs/taskfile.md#globs)",
-                    at: sources[position].location
-                ))
+                warn(
+                    RunWarning(
+                        "'\(request.inputs[position])' in 'sources' of task '\(task.definition.name)' matches no file, so no change there reruns it; check the pattern (see docs/taskfile.md#globs)",
+                        at: sources[position].location
+                    )
+                )
             }
         }
         var hasher = ContentHasher()
@@ -313,13 +339,17 @@ public final class IncrementalState: Sendable {
         // Declared inputs, and those the job's depfile named last time (headers a compile read).
         let recorded = record(key.stored)
         var inputs = expand(request.inputs, in: request.directory, watched: &watched, unmatched: unmatched)
-        for path in (recorded?.discovered.keys).map(Array.init) ?? [] where !inputs.contains(path) { inputs.append(path) }
+        for path in (recorded?.discovered.keys).map(Array.init) ?? [] where !inputs.contains(path) {
+            inputs.append(path)
+        }
         for input in inputs {
             // Hashed the way the record's hash was (a blob id from git, or XXH3), so a file that was
             // committed or edited since isn't taken for a changed one. A missing or unreadable input
             // counts as the zero hash: it changes when the file appears.
             let algorithm = (recorded?.inputs[input] ?? recorded?.discovered[input])?.algorithm
-            inputHashes[input] = watched.hash(projectPath(input, in: request.directory), as: algorithm, with: self.hasher)?.digest ?? .absent
+            inputHashes[input] =
+                watched.hash(projectPath(input, in: request.directory), as: algorithm, with: self.hasher)?.digest
+                ?? .absent
         }
         // A plain path among the sources matches nothing when its file is absent (its hash says
         // so: no second look at the disk).
@@ -335,7 +365,9 @@ public final class IncrementalState: Sendable {
         }
         let parts = Parts(definition: definition, inputs: inputHashes, dependencies: dependencyHashes)
         let signature = Self.signature(of: parts)
-        let check = { (reason: RunReason) in Check(signature: signature, reason: reason, parts: parts, watched: watched.paths) }
+        let check = { (reason: RunReason) in
+            Check(signature: signature, reason: reason, parts: parts, watched: watched.paths)
+        }
 
         if Self.alwaysRuns(task) { return check(.alwaysRuns) }
         guard let record = recorded else { return check(.noRecord) }
@@ -345,16 +377,19 @@ public final class IncrementalState: Sendable {
                 return check(.inputChanged(path))
             }
             for path in record.inputs.keys.sorted() where inputHashes[path] == nil { return check(.inputChanged(path)) }
-            for (name, hash) in dependencyHashes.sorted(by: { $0.key < $1.key }) where record.dependencies[name] != hash {
+            for (name, hash) in dependencyHashes.sorted(by: { $0.key < $1.key }) where record.dependencies[name] != hash
+            {
                 return check(.dependencyChanged(name))
             }
             return check(.definitionChanged)
         }
-        for output in expand(request.outputs, in: request.directory, watched: &watched) where record.outputs[output] == nil {
+        for output in expand(request.outputs, in: request.directory, watched: &watched)
+        where record.outputs[output] == nil {
             return check(.outputMissing(output))
         }
         for (output, recordedHash) in record.outputs.sorted(by: { $0.key < $1.key }) {
-            guard let current = watched.hash(projectPath(output, in: request.directory), as: .xxh3, with: self.hasher) else {
+            guard let current = watched.hash(projectPath(output, in: request.directory), as: .xxh3, with: self.hasher)
+            else {
                 return check(.outputMissing(output))
             }
             if current.hash != recordedHash { return check(.outputModified(output)) }
@@ -385,11 +420,17 @@ public final class IncrementalState: Sendable {
 
         /// Hashes a file through the hasher (in `algorithm`, when the hash is compared with a
         /// recorded one) and notes what the hash rests on.
-        mutating func hash(_ path: String, as algorithm: HashAlgorithm? = nil, with hasher: FileHasher) -> FileHasher.Found? {
+        mutating func hash(_ path: String, as algorithm: HashAlgorithm? = nil, with hasher: FileHasher) -> FileHasher
+            .Found?
+        {
             let found = (try? hasher.hash(path, as: algorithm)) ?? nil
             guard paths != nil else { return found }
             if let found {
-                if let record = found.record { paths!.append(WatchedPath(path: path, file: record)) } else { paths = nil }
+                if let record = found.record {
+                    paths!.append(WatchedPath(path: path, file: record))
+                } else {
+                    paths = nil
+                }
             } else {
                 paths!.append(WatchedPath(absent: path, seenAt: FileHasher.realTime()))
             }
@@ -401,7 +442,15 @@ public final class IncrementalState: Sendable {
             for directory in directories {
                 let path = relative(directory.path)
                 if let stat = directory.stat {
-                    paths!.append(WatchedPath(path: path, kind: .directory, stat: stat, hash: WatchedPath.zeroHash, seenAt: directory.seenAt))
+                    paths!.append(
+                        WatchedPath(
+                            path: path,
+                            kind: .directory,
+                            stat: stat,
+                            hash: WatchedPath.zeroHash,
+                            seenAt: directory.seenAt
+                        )
+                    )
                 } else {
                     paths!.append(WatchedPath(absent: path, seenAt: directory.seenAt))
                 }
@@ -432,7 +481,11 @@ public final class IncrementalState: Sendable {
     /// With `definition` (the job's task), what the job left that may be a mistake is a warning:
     /// an output glob that matched nothing, a declared depfile it didn't write.
     public func succeeded(
-        key: JobKey, check: Check, request: JobRequest, depfile: String? = nil, keepDepfile: Bool = false,
+        key: JobKey,
+        check: Check,
+        request: JobRequest,
+        depfile: String? = nil,
+        keepDepfile: Bool = false,
         definition: TaskDefinition? = nil
     ) {
         precondition(!dryRun, "a dry run records nothing")
@@ -441,16 +494,22 @@ public final class IncrementalState: Sendable {
         let unmatchedOutput: ((Int) -> Void)? = definition.map { definition in
             { [self] position in
                 // A literal output it didn't write failed the job already; a glob is a warning.
-                guard position < definition.generates.count, GlobPattern.isMagic(request.outputs[position]) else { return }
-                warn(RunWarning(
-                    "'\(request.outputs[position])' in 'generates' of task '\(definition.name)' matched no file after '\(request.label)' ran",
-                    at: definition.generates[position].location
-                ))
+                guard position < definition.generates.count, GlobPattern.isMagic(request.outputs[position]) else {
+                    return
+                }
+                warn(
+                    RunWarning(
+                        "'\(request.outputs[position])' in 'generates' of task '\(definition.name)' matched no file after '\(request.label)' ran",
+                        at: definition.generates[position].location
+                    )
+                )
             }
         }
         // Outputs are read (XXH3): the job just wrote them, so the index can't vouch for them.
         for output in expand(request.outputs, in: request.directory, watched: &watched, unmatched: unmatchedOutput) {
-            if let found = watched.hash(projectPath(output, in: request.directory), as: .xxh3, with: hasher) { outputs[output] = found.hash }
+            if let found = watched.hash(projectPath(output, in: request.directory), as: .xxh3, with: hasher) {
+                outputs[output] = found.hash
+            }
         }
         var parts = check.parts
         var discovered: [String: FileDigest] = [:]
@@ -464,21 +523,32 @@ public final class IncrementalState: Sendable {
                 }
                 if !keepDepfile { _ = unlink(path) }
             } else if let definition {
-                warn(RunWarning(
-                    "task '\(definition.name)' declares the depfile '\(depfile)', which '\(request.label)' didn't write: the files it reads aren't known, so editing them (a header) reruns nothing; make the command write it (cc -MMD -MF \(depfile))",
-                    at: definition.location
-                ))
+                warn(
+                    RunWarning(
+                        "task '\(definition.name)' declares the depfile '\(depfile)', which '\(request.label)' didn't write: the files it reads aren't known, so editing them (a header) reruns nothing; make the command write it (cc -MMD -MF \(depfile))",
+                        at: definition.location
+                    )
+                )
             }
             // What the next check will hash: the declared inputs and these.
             for (path, hash) in discovered where parts.inputs[path] == nil { parts.inputs[path] = hash }
         }
         let record = JobRecord(
-            signature: Self.signature(of: parts), outputs: outputs, finishedAt: FileHasher.realTime(),
-            definition: parts.definition, inputs: parts.inputs, dependencies: parts.dependencies, discovered: discovered
+            signature: Self.signature(of: parts),
+            outputs: outputs,
+            finishedAt: FileHasher.realTime(),
+            definition: parts.definition,
+            inputs: parts.inputs,
+            dependencies: parts.dependencies,
+            discovered: discovered
         )
         state?.save(record, for: key.stored)
         state?.save(changedFiles: hasher.takeChangedRecords())
-        recorder.record(key: key.stored, alwaysRuns: check.reason == .alwaysRuns || check.hasStatus, paths: watched.paths)
+        recorder.record(
+            key: key.stored,
+            alwaysRuns: check.reason == .alwaysRuns || check.hasStatus,
+            paths: watched.paths
+        )
         publish(outputSignature(of: record), under: key)
     }
 
@@ -587,12 +657,20 @@ public final class IncrementalState: Sendable {
     /// that settled. Without a Taskfile identity (no valid Taskfile cache: the Taskfile changed
     /// during the run) there is none.
     public func saveSnapshot(
-        taskfilePath: String, targets: [String], jobs: Int, complete: Bool, context: TaskfileContext = .process
+        taskfilePath: String,
+        targets: [String],
+        jobs: Int,
+        complete: Bool,
+        context: TaskfileContext = .process
     ) {
-        guard state != nil, !dryRun, let identity = TaskfileCache.identity(taskfilePath: taskfilePath, root: root, context: context)
+        guard state != nil, !dryRun,
+            let identity = TaskfileCache.identity(taskfilePath: taskfilePath, root: root, context: context)
         else { return }
         var snapshot = recorder.snapshot(
-            taskfileIdentity: identity, targets: targets, published: published.withLock { $0 }, expectedJobs: jobs
+            taskfileIdentity: identity,
+            targets: targets,
+            published: published.withLock { $0 },
+            expectedJobs: jobs
         )
         snapshot.complete = snapshot.complete && complete
         snapshot.write(root: root)
@@ -631,13 +709,20 @@ public final class IncrementalState: Sendable {
     /// Paths and glob patterns → the files they name, relative to `directory`, sorted; the
     /// directories the globs read go into `watched`.
     private func expand(
-        _ patterns: [String], in directory: String, watched: inout Watched, unmatched: ((Int) -> Void)? = nil
+        _ patterns: [String],
+        in directory: String,
+        watched: inout Watched,
+        unmatched: ((Int) -> Void)? = nil
     ) -> [String] {
         // Plain paths need no walk (a missing one is noticed by its hash, in `check`).
         if patterns.allSatisfy(GlobList.isPlainPath) { return patterns }
         var visited: [VisitedDirectory] = []
         let files = Glob.files(
-            matching: patterns, in: directory, visited: &visited, keepingMissingLiterals: true, unmatched: unmatched
+            matching: patterns,
+            in: directory,
+            visited: &visited,
+            keepingMissingLiterals: true,
+            unmatched: unmatched
         )
         watched.add(visited, relativeTo: relative)
         return files

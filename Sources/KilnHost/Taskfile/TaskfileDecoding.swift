@@ -1326,7 +1326,9 @@ private final class LoadSession {
                 return
             }
         }
-        variables[name] = renderValue(TaskfileTemplates.value(of: valueNode), node: valueNode, file: file, name: name, variables: variables)
+        // go-task drops a map's null entries, at any depth (a list keeps its nulls).
+        let typed = TaskfileTemplates.value(of: valueNode).droppingNullEntries
+        variables[name] = renderValue(typed, node: valueNode, file: file, name: name, variables: variables)
     }
 
     /// A dynamic variable's value: its command (a template) run by the shell in `directory`, with

@@ -7,7 +7,7 @@ import KilnPluginAPI
 /// Threading: stateless apart from the library's parse memo, which is thread-safe.
 public enum TaskfileTemplates {
     /// The library kiln's runs render with.
-    public static let library = TemplateLibrary(functions: .standard) { scalar, text, offset in
+    public static let library = TemplateLibrary(functions: .standard.adding(hostFunctions)) { scalar, text, offset in
         locate(offset: offset, in: text, writtenAt: scalar)
     }
 
@@ -114,6 +114,21 @@ public enum TaskfileTemplates {
             return .float(negative ? -value : value)
         }
         return .string(text)
+    }
+}
+
+extension TemplateValue {
+    /// The value with its maps' null entries removed, at any depth: what go-task keeps of a
+    /// variable's value (`map: {a: 1, b: ~}` is `map[a:1]`; lists keep their nulls).
+    var droppingNullEntries: TemplateValue {
+        switch self {
+        case .map(let entries):
+            var kept: [String: TemplateValue] = [:]
+            for (key, value) in entries where value != .null { kept[key] = value.droppingNullEntries }
+            return .map(kept)
+        case .list(let items): return .list(items.map(\.droppingNullEntries))
+        default: return self
+        }
     }
 }
 

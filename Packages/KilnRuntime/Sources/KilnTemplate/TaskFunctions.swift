@@ -4,7 +4,8 @@
 
 /// go-task's own template functions (`internal/templater/funcs.go` in go-task).
 ///
-/// `fromYaml`, `toYaml` and their `must` forms need a YAML library; the host adds them.
+/// `fromYaml` and `mustFromYaml` need a YAML parser; the host adds them. `toYaml` writes YAML
+/// here (``TemplateYAML``).
 ///
 /// Threading: stateless.
 enum TaskFunctions {
@@ -25,6 +26,8 @@ enum TaskFunctions {
                 )
             )
         }
+        table["toYaml"] = TemplateFunction(arguments: 1) { .string(TemplateYAML.encode($0[0])) }
+        table["mustToYaml"] = table["toYaml"]
         table["fromSlash"] = SprigFunctions.string { .string($0) }
         table["toSlash"] = table["fromSlash"]
         table["FromSlash"] = table["fromSlash"]
