@@ -850,6 +850,23 @@ import Testing
             compared: ["out.txt"]
         ),
         Case(
+            name: "TIMESTAMP (method: timestamp) is when the newest source was modified, a time with Go's methods",
+            files: [
+                "Taskfile.yml": """
+                version: '3'
+                tasks:
+                  t:
+                    method: timestamp
+                    sources: ['*.txt']
+                    cmds:
+                      - echo '{{.TIMESTAMP.Year}} {{if gt .TIMESTAMP.Unix 1000000000}}recent{{end}}' > ts.out
+                """,
+                "a.txt": "a",
+            ],
+            task: "t",
+            compared: ["ts.out"]
+        ),
+        Case(
             name: "defer: commands run after the others, the last reached first, with EXIT_CODE after a failure",
             files: [
                 "Taskfile.yml": """

@@ -210,6 +210,35 @@ import Testing
         }
     }
 
+    @Test("CHECKSUM is a digest of the task's sources: the same until one changes, so a status test can keep it")
+    func checksumVariable() async throws {
+        let directory = try project(
+            """
+            version: '3'
+            tasks:
+              t:
+                sources: ['src/*.c']
+                status: ['test "{{.CHECKSUM}}" = "$(cat seen.txt)"']
+                cmds: ['echo {{.CHECKSUM}} > seen.txt', 'echo ran >> runs.txt']
+            """
+        )
+        defer { directory.remove() }
+        try directory.write("src/a.c", "int a;\n")
+        for _ in 0..<2 {
+            let result = try await KilnProcess.run(["run", "t"], in: directory.path)
+            #expect(result.status == 0, "\(result)")
+        }
+        let first = directory.read("seen.txt")
+        #expect(first?.count == 33, "\(first ?? "")")
+        // Up to date by its status test the second time.
+        #expect(directory.read("runs.txt") == "ran\n")
+        try directory.write("src/a.c", "int b;\n")
+        let changed = try await KilnProcess.run(["run", "t"], in: directory.path)
+        #expect(changed.status == 0, "\(changed)")
+        #expect(directory.read("runs.txt") == "ran\nran\n")
+        #expect(directory.read("seen.txt") != first)
+    }
+
     @Test("status: is asked every run (the snapshot never vouches for it), and with sources both must hold")
     func statusEveryRun() async throws {
         let directory = try project(

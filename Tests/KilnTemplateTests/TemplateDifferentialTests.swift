@@ -129,6 +129,8 @@ import Testing
         "{{base \"\"}}|{{dir \"file\"}}|{{clean \"\"}}|{{base \"/a/b/\"}}|{{osBase \"x/y\"}}|{{osDir \"x/y\"}}",
         "{{b64enc \"hello world!\"}}|{{b64dec \"aGk=\"}}|{{b32enc \"hi\"}}|{{b32dec \"NBUQ====\"}}",
         "{{adler32sum \"hello\"}}",
+        // Go's time.Time methods without arguments (go-task's TIMESTAMP is a time).
+        "{{$t := toDate \"2006-01-02 15:04:05\" \"2021-03-04 05:06:07\"}}{{$t.Unix}} {{$t.Year}} {{$t.Month}} {{$t.Day}} {{$t.Hour}} {{$t.Minute}} {{$t.Second}} {{$t.Weekday}} {{$t.UnixMilli}} {{$t.Nanosecond}} {{$t.UTC}}",
         // go-task's toYaml (yaml.v3): block style, key order, quoting and literal blocks.
         "{{toYaml .M}}", "{{toYaml .L}}|{{toYaml .MIXED}}|{{toYaml .NUMS}}", "{{toYaml .S}}|{{toYaml .N}}|{{toYaml .F}}|{{toYaml .B}}",
         "{{toYaml .MULTI}}|{{toYaml .W}}|{{toYaml .E}}|{{toYaml .UNSET}}|{{toYaml list}}|{{toYaml dict}}",

@@ -298,7 +298,8 @@ public struct BuildPlanner: Sendable {
         }
         let templatesWithActions = templates.filter { TextTemplate.hasActions($0.value) }
         guard !templatesWithActions.isEmpty else { return [] }
-        let known = task.templateVariables
+        var known = task.templateVariables
+        if let fingerprint = task.options.fingerprint { known[fingerprint.variable] = "" }
         let each = task.each == .sources
         var errors: [TaskfileError] = []
         // Each file is read once to place the errors in it (only when there are some).

@@ -1,6 +1,7 @@
 import KilnPaths
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// POSIX path arithmetic on strings: no file system access, no Foundation.
@@ -132,9 +133,14 @@ public enum Files {
         guard descriptor >= 0 else { throw ReadError(path: path, reason: String(cString: strerror(errno))) }
         defer { close(descriptor) }
         var info = stat()
-        guard fstat(descriptor, &info) == 0 else { throw ReadError(path: path, reason: String(cString: strerror(errno))) }
+        guard fstat(descriptor, &info) == 0 else {
+            throw ReadError(path: path, reason: String(cString: strerror(errno)))
+        }
         guard info.st_mode & S_IFMT == S_IFREG else {
-            throw ReadError(path: path, reason: "not a regular file (a FIFO, a device or a directory); kiln reads only regular files")
+            throw ReadError(
+                path: path,
+                reason: "not a regular file (a FIFO, a device or a directory); kiln reads only regular files"
+            )
         }
         guard info.st_size <= limit else {
             throw ReadError(path: path, reason: "\(info.st_size) bytes, over kiln's limit of \(limit) for this file")
@@ -145,7 +151,9 @@ public enum Files {
         var filled = 0
         while true {
             if filled == bytes.count {
-                guard filled < limit else { throw ReadError(path: path, reason: "grew past kiln's limit of \(limit) bytes while read") }
+                guard filled < limit else {
+                    throw ReadError(path: path, reason: "grew past kiln's limit of \(limit) bytes while read")
+                }
                 bytes += [UInt8](repeating: 0, count: max(4096, bytes.count))
             }
             let count = bytes.withUnsafeMutableBytes { read(descriptor, $0.baseAddress! + filled, $0.count - filled) }
@@ -193,7 +201,16 @@ public enum Files {
     /// Says that one of kiln's own files couldn't be written: only an accelerator is lost (the
     /// next run does more work), but a full disk or a read-only `.kiln` is worth knowing.
     private static func noteUnwritten(_ path: String, _ error: Int32) {
-        System.writeError("kiln: warning: can't write \(path): \(String(cString: strerror(error))); the next run does the work it would have saved\n")
+        System.writeError(
+            "kiln: warning: can't write \(path): \(String(cString: strerror(error))); the next run does the work it would have saved\n"
+        )
+    }
+
+    /// When the file at `path` (links followed) was last modified; `nil` when it can't be read.
+    static func modificationTime(_ path: String) -> (seconds: Int, nanoseconds: Int)? {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        return (Int(info.st_mtim.tv_sec), Int(info.st_mtim.tv_nsec))
     }
 
     /// Whether something exists at `path`.

@@ -49,6 +49,23 @@ public struct TaskOptions: Sendable, Hashable {
     /// `if:` rendered to `false` when the Taskfile loaded: the task is skipped with its
     /// dependencies, as on another platform.
     public var conditionHolds = true
+    /// go-task's fingerprint variable that the task's commands, status or preconditions name:
+    /// worked out for each job from its sources (`nil`: none is named).
+    public var fingerprint: Fingerprint?
+
+    /// go-task's `{{.CHECKSUM}}` and `{{.TIMESTAMP}}`.
+    ///
+    /// Threading: a value type; safe to pass between threads.
+    public enum Fingerprint: UInt8, Sendable, Hashable {
+        /// `CHECKSUM`: a digest of the sources' paths and contents (kiln's XXH3-128, in hex; go-task's
+        /// value is its own and differs).
+        case checksum = 1
+        /// `TIMESTAMP` (`method: timestamp`): when the newest source was last modified.
+        case timestamp = 2
+
+        /// The variable's name.
+        public var variable: String { self == .checksum ? "CHECKSUM" : "TIMESTAMP" }
+    }
 
     /// Creates the defaults.
     public init() {}

@@ -471,7 +471,10 @@ public struct TaskDefinition: Sendable {
     /// `each: sources` task. A `generates:` or `depfile:` template that can't be rendered is
     /// the request's ``JobRequest/renderFailure``: the job fails with it.
     func jobRequest(source: String?) -> JobRequest {
-        let variables = source.map(templateVariables(forSource:)) ?? templateVariables
+        var variables = source.map(templateVariables(forSource:)) ?? templateVariables
+        if let fingerprint = storage.options?.options.fingerprint {
+            variables[fingerprint.variable] = fingerprintValue(fingerprint, source: source)
+        }
         var failure: TemplateRenderError?
         var outputs: [String] = []
         switch renderedOutputs(variables: variables) {
@@ -501,6 +504,33 @@ public struct TaskDefinition: Sendable {
             templates: TaskfileTemplates.library,
             renderFailure: failure
         )
+    }
+
+    /// go-task's `CHECKSUM` — a digest of the job's source files' paths (relative to the task's
+    /// directory) and contents — or `TIMESTAMP`, when the newest of them was last modified (the
+    /// epoch when there are none).
+    func fingerprintValue(_ fingerprint: TaskOptions.Fingerprint, source: String?) -> TemplateValue {
+        let files = source.map { [$0] } ?? sourceFiles()
+        switch fingerprint {
+        case .checksum:
+            var text = ""
+            for file in files.sorted() {
+                let content = (try? FileContent.hash(Path.join(directory, file)))?.description ?? "missing"
+                text += file + "\u{0}" + content + "\n"
+            }
+            return .string(ContentHash.of(text).description)
+        case .timestamp:
+            var newest = (seconds: 0, nanoseconds: 0)
+            for file in files {
+                guard let modified = Files.modificationTime(Path.join(directory, file)) else { continue }
+                if modified.seconds > newest.seconds
+                    || modified.seconds == newest.seconds && modified.nanoseconds > newest.nanoseconds
+                {
+                    newest = modified
+                }
+            }
+            return .time(TemplateTime.local(seconds: newest.seconds, nanoseconds: newest.nanoseconds))
+        }
     }
 
     /// A task with no commands and no plugin: it only gathers its dependencies. It makes no job

@@ -19,7 +19,7 @@ import KilnPluginAPI
 enum TaskfileCache {
     static let magic = Array("KILNTFC\u{2}".utf8)
     /// Bump when the encoding or the meaning of ``Taskfile`` changes.
-    static let formatVersion = 19
+    static let formatVersion = 20
 
     /// The cache file of a project.
     static func path(root: String) -> String { KilnDirectory(root: root).taskfileCache }
@@ -413,6 +413,7 @@ struct BinaryWriter {
         write(options.statusChecks)
         write(options.shellOptions)
         write(options.conditionHolds)
+        write(byte: options.fingerprint?.rawValue ?? 0)
     }
 
     mutating func write(_ options: ShellOptions) {
@@ -634,10 +635,11 @@ struct BinaryReader {
         }
         guard let partOf = readOptionalString(), let statusChecks = readLocated(),
             let shellOptions = readShellOptions(),
-            let conditionHolds = readBool()
+            let conditionHolds = readBool(), let fingerprint = readByte()
         else {
             return nil
         }
+        options.fingerprint = TaskOptions.Fingerprint(rawValue: fingerprint)
         options.partOf = partOf
         options.statusChecks = statusChecks
         options.shellOptions = shellOptions

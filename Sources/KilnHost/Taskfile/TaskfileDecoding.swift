@@ -359,7 +359,8 @@ private final class LoadSession {
             case "method":
                 switch scalar(value, file: path, what: "'method'") {
                 case "none": fileSettings.runsEveryTime = true
-                case "checksum", "timestamp", nil: break
+                case "timestamp": fileSettings.usesTimestamps = true
+                case "checksum", nil: break
                 case let method?: fail(.invalidValue, "'method' must be checksum, timestamp or none, not '\(method)'", at: location(value, path))
                 }
             case "run":
@@ -653,6 +654,7 @@ private final class LoadSession {
         var taskDotenvNode: YAMLNode?
         var environmentYAMLNode: YAMLNode?
         var conditionText: Located<String>?
+        var usesTimestamps = fileSettings.usesTimestamps
 
         switch body {
         case .scalar, .sequence:
@@ -696,7 +698,10 @@ private final class LoadSession {
                     if let method = scalar(value, file: file, what: "'method'") {
                         switch method {
                         case "none": options.runsEveryTime = true
-                        case "checksum", "timestamp": options.runsEveryTime = false  // kiln's content signatures serve both.
+                        // kiln's content signatures serve both; the method names the variable.
+                        case "checksum", "timestamp":
+                            options.runsEveryTime = false
+                            usesTimestamps = method == "timestamp"
                         default: fail(.invalidValue, "'method' must be checksum, timestamp or none, not '\(method)'", at: location(value, file))
                         }
                     }
@@ -883,6 +888,13 @@ private final class LoadSession {
             let located = Located(value: text, location: location(node, file))
             checkTemplate(located, known: known)
             options.statusChecks.append(located)
+        }
+        // go-task's CHECKSUM (or TIMESTAMP, with `method: timestamp`) of a task with sources: worked
+        // out for a job only when one of the templates that run names it.
+        if !sources.isEmpty, !options.runsEveryTime {
+            let variable = usesTimestamps ? "TIMESTAMP" : "CHECKSUM"
+            let named = (commands + options.statusChecks + options.preconditions.map(\.test)).contains { $0.value.contains(variable) }
+            if named { options.fingerprint = usesTimestamps ? .timestamp : .checksum }
         }
         for pattern in sources { checkTemplate(pattern, known: sourceKnown) }
         for output in generates { checkTemplate(output, known: known) }
@@ -2122,6 +2134,8 @@ private struct PendingInclude {
 private struct FileSettings {
     /// `method: none`.
     var runsEveryTime = false
+    /// `method: timestamp`: its tasks' templates see `{{.TIMESTAMP}}`, not `{{.CHECKSUM}}`.
+    var usesTimestamps = false
     /// `run:` for the file's tasks that don't say.
     var runPolicy = RunPolicy.whenChanged
     /// `set:` and `shopt:` of the file and those including it.

@@ -263,6 +263,8 @@ struct TemplateEvaluator {
             switch current {
             case .map(let entries): current = entries[name] ?? .missing
             case .missing, .null: current = .missing
+            case .time(let time) where Self.timeMethod(name, of: time) != nil:
+                current = Self.timeMethod(name, of: time) ?? .missing
             default:
                 throw TemplateError(
                     "can't read field \(name) of \(current.goTypeName) \(current.printed.debugQuoted)",
@@ -271,6 +273,31 @@ struct TemplateEvaluator {
             }
         }
         return current
+    }
+}
+
+extension TemplateEvaluator {
+    /// Go's `time.Time` methods that take no argument, as `{{.TIMESTAMP.Unix}}` calls them.
+    static func timeMethod(_ name: String, of time: TemplateTime) -> TemplateValue? {
+        func number(_ layout: String) -> TemplateValue { .int(Int(time.format(layout)) ?? 0) }
+        switch name {
+        case "Unix": return .int(time.seconds)
+        case "UnixMilli": return .int(time.seconds * 1000 + time.nanoseconds / 1_000_000)
+        case "UnixMicro": return .int(time.seconds * 1_000_000 + time.nanoseconds / 1000)
+        case "UnixNano": return .int(time.seconds * 1_000_000_000 + time.nanoseconds)
+        case "Nanosecond": return .int(time.nanoseconds)
+        case "Year": return number("2006")
+        case "Day": return number("2")
+        case "Hour": return number("15")
+        case "Minute": return number("4")
+        case "Second": return number("5")
+        case "Month": return .string(time.format("January"))
+        case "Weekday": return .string(time.format("Monday"))
+        case "String": return .string(time.description)
+        case "UTC": return .time(TemplateTime(seconds: time.seconds, nanoseconds: time.nanoseconds))
+        case "Local": return .time(TemplateTime.local(seconds: time.seconds, nanoseconds: time.nanoseconds))
+        default: return nil
+        }
     }
 }
 
