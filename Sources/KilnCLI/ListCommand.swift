@@ -34,21 +34,29 @@ extension Kiln {
                 throw taskfileFailure(error)
             }
             // Internal tasks run only as dependencies: not listed (go-task hides them too).
-            let tasks = project.taskfile.tasks.filter { !$0.isInternal && $0.partOf == nil && (!described || $0.summary != nil) }
+            let tasks = project.taskfile.tasks.filter {
+                !$0.isInternal && $0.partOf == nil && (!described || $0.summary != nil)
+            }
             if let summary {
                 guard let task = project.taskfile.task(named: summary) else {
                     System.writeError("kiln: no task named '\(summary)' in \(project.taskfile.path)\n")
                     throw ExitCode(ExitStatus.invalidTaskfile)
                 }
-                print(Kiln.summaryText(of: task))
+                print(Kiln.summaryText(of: task, written: project.taskfile.written(task)))
                 return
             }
             if json {
                 let objects: [JSONValue] = tasks.map { task in
+                    let written = project.taskfile.written(task)
                     var object: [(String, JSONValue)] = [
-                        ("name", .string(task.name)), ("deps", .array(task.dependencies.map { .string($0.value) })),
+                        ("name", .string(task.name)), ("deps", .array(written.dependencies.map { .string($0) })),
                         ("kind", .string(task.kind.value)),
                     ]
+                    let calls = written.commands.compactMap { item -> JSONValue? in
+                        if case .call(let name) = item { return .string(name) }
+                        return nil
+                    }
+                    if !calls.isEmpty { object.append(("calls", .array(calls))) }
                     if let summary = task.summary { object.append(("desc", .string(summary))) }
                     if !task.aliases.isEmpty { object.append(("aliases", .array(task.aliases.map { .string($0) }))) }
                     return .object(object)
@@ -67,18 +75,24 @@ extension Kiln {
 
     /// go-task's `--summary` text: the name, the summary (else the description), dependencies,
     /// aliases and commands.
-    static func summaryText(of task: TaskDefinition) -> String {
+    static func summaryText(of task: TaskDefinition, written: WrittenTask) -> String {
         var text = "task: \(task.name)\n\n"
         text += (task.options.longSummary ?? task.summary ?? "(task does not have description or summary)")
         if !text.hasSuffix("\n") { text += "\n" }
-        if !task.dependencies.isEmpty {
-            text += "\ndependencies:\n" + task.dependencies.map { " - \($0.value)\n" }.joined()
+        if !written.dependencies.isEmpty {
+            text += "\ndependencies:\n" + written.dependencies.map { " - \($0)\n" }.joined()
         }
         if !task.aliases.isEmpty {
             text += "\naliases:\n" + task.aliases.map { " - \($0)\n" }.joined()
         }
-        if !task.commands.isEmpty {
-            text += "\ncommands:\n" + task.commands.map { " - \($0.value)\n" }.joined()
+        if !written.commands.isEmpty {
+            text += "\ncommands:\n"
+            for item in written.commands {
+                switch item {
+                case .command(let command): text += " - \(command)\n"
+                case .call(let name): text += " - Task: \(name)\n"
+                }
+            }
         }
         return String(text.dropLast())
     }

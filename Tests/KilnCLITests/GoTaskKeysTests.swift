@@ -49,6 +49,40 @@ import Testing
         #expect(names(described.standardOutput) == names(goTaskList.output), "\(described) vs \(goTaskList.output)")
     }
 
+    @Test(
+        "a task with calls, loops and deps with vars is listed as written: --summary as go-task's, --json deps and calls"
+    )
+    func listingCalls() async throws {
+        let directory = try project(
+            """
+            version: '3'
+            tasks:
+              main:
+                deps: [{task: a, vars: {X: '1'}}, b]
+                cmds:
+                  - echo hello {{OS}}
+                  - task: b
+                    vars: {V: '1'}
+                  - for: [p, q]
+                    cmd: echo {{.ITEM}}
+                  - task: a
+                  - defer: echo bye
+              a: echo a
+              b: echo b {{.V | default ""}}
+            """
+        )
+        defer { directory.remove() }
+        let goTask = try runProgram(try Peers.executable("task"), ["--summary", "main"], in: directory.path)
+        let kiln = try await KilnProcess.run(["list", "--summary", "main"], in: directory.path)
+        #expect(kiln.status == 0)
+        #expect(kiln.standardOutput == goTask.output, "\(kiln)")
+        let json = try await KilnProcess.run(["list", "--json"], in: directory.path)
+        let object = try JSONSerialization.jsonObject(with: Data(json.standardOutput.utf8)) as? [String: Any]
+        let main = (object?["tasks"] as? [[String: Any]])?.first { $0["name"] as? String == "main" }
+        #expect(main?["deps"] as? [String] == ["a", "b"], "\(json)")
+        #expect(main?["calls"] as? [String] == ["b", "a"], "\(json)")
+    }
+
     @Test("an internal task runs as a dependency, never from the command line")
     func internalTasks() async throws {
         let directory = try project(Self.listed + "\n  uses:\n    deps: [hidden]\n    cmds: ['echo u']\n")
