@@ -867,6 +867,30 @@ import Testing
             compared: ["ts.out"]
         ),
         Case(
+            name: "top-level output, interval, silent, method and run; an optional include that is missing; a prompt answered by --yes",
+            files: [
+                "Taskfile.yml": """
+                version: '3'
+                output: group
+                interval: 500ms
+                silent: true
+                method: checksum
+                run: when_changed
+                includes:
+                  extra:
+                    taskfile: ./missing/Taskfile.yml
+                    optional: true
+                tasks:
+                  t:
+                    prompt: Really write out.txt?
+                    cmds: ['echo asked > out.txt']
+                """
+            ],
+            task: "t",
+            compared: ["out.txt"],
+            arguments: ["--yes"]
+        ),
+        Case(
             name: "defer: commands run after the others, the last reached first, with EXIT_CODE after a failure",
             files: [
                 "Taskfile.yml": """
