@@ -26,14 +26,20 @@ struct Kiln: ParsableCommand {
             130 interrupted (Ctrl-C or SIGTERM).
             """,
         version: "kiln \(version)",
-        subcommands: [Run.self, Status.self, Explain.self, Affected.self, Hooks.self, Hook.self, List.self, Graph.self, Clean.self, Plugins.self],
+        subcommands: [
+            Run.self, Status.self, Explain.self, Affected.self, Hooks.self, Hook.self, List.self, Graph.self,
+            Clean.self, Plugins.self,
+        ],
         defaultSubcommand: Run.self
     )
 }
 
 /// Options every command that reads a Taskfile shares.
 struct TaskfileOptions: ParsableArguments {
-    @Option(name: [.customShort("t"), .long], help: "The Taskfile to use (default: Taskfile.yml here or in a parent directory).")
+    @Option(
+        name: [.customShort("t"), .long],
+        help: "The Taskfile to use (default: Taskfile.yml here or in a parent directory)."
+    )
     var taskfile: String?
 
     @Option(help: "A directory to look for plugins in, before KILN_PLUGIN_PATH and kiln's own directory (repeatable).")
@@ -63,23 +69,48 @@ enum ExitStatus {
     static let interrupted: Int32 = 130
 }
 
+/// The words after `kiln run`/`status`/`explain`: task names, and `NAME=value` variables for the
+/// Taskfile (go-task's rule: a word with `=` is a variable).
+struct TaskArguments {
+    var targets: [String] = []
+    var variables: [(name: String, value: String)] = []
+
+    init(_ words: [String]) {
+        for word in words {
+            guard let equals = word.firstIndex(of: "=") else {
+                targets.append(word)
+                continue
+            }
+            variables.append((String(word[..<equals]), String(word[word.index(after: equals)...])))
+        }
+    }
+}
+
 /// Loads the project and plans `targets` — every task when `targets` is empty and
 /// `everyTaskWhenEmpty`, the `default` task otherwise.
 ///
 /// - Throws: The exit status 2, once the Taskfile's located errors are printed.
 func loadAndPlan(
-    _ options: TaskfileOptions, targets: [String], everyTaskWhenEmpty: Bool, runner: any CommandRunner
+    _ options: TaskfileOptions,
+    targets: [String],
+    everyTaskWhenEmpty: Bool,
+    runner: any CommandRunner
 ) throws(ExitCode) -> (Project, BuildPlan) {
     do {
         var context = TaskfileContext.process
         context.workingDirectory = ""
         context.dynamicScope = targets.isEmpty && everyTaskWhenEmpty ? .all : .tasks(targets)
         let project = try Project(
-            taskfilePath: options.taskfile, currentDirectory: options.workingDirectory, runner: runner, plugins: options.plugins,
+            taskfilePath: options.taskfile,
+            currentDirectory: options.workingDirectory,
+            runner: runner,
+            plugins: options.plugins,
             context: context
         )
         // The tasks the Taskfile defines, not the pieces kiln makes of them.
-        let names = targets.isEmpty && everyTaskWhenEmpty ? project.taskfile.tasks.filter { $0.partOf == nil }.map(\.name) : targets
+        let names =
+            targets.isEmpty && everyTaskWhenEmpty
+            ? project.taskfile.tasks.filter { $0.partOf == nil }.map(\.name) : targets
         return (project, try BuildPlanner(taskfile: project.taskfile, registry: project.registry).plan(targets: names))
     } catch {
         throw taskfileFailure(error)

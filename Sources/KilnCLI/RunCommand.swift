@@ -112,24 +112,21 @@ extension Kiln {
             let signals = SignalWatcher(descriptor: ProcessMonitor.blockTerminationSignals())
             let monitor = ProcessMonitor()
             // `NAME=value` arguments are variables (go-task's); the rest name tasks.
-            let variables = taskArguments.filter { $0.contains("=") }.map { argument in
-                let parts = argument.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-                return (name: String(parts[0]), value: parts.count > 1 ? String(parts[1]) : "")
-            }
+            let words = TaskArguments(taskArguments)
             var context = TaskfileContext(workingDirectory: System.currentDirectory, environment: System.environment)
-            context.variables = variables
+            context.variables = words.variables
             context.arguments = cliArguments
             context.force = force
             context.silent = silent
             context.verbose = verbose
             context.assumeYes = yes
             // Only the tasks this run is for run their own dynamic variables (go-task's rule).
-            context.dynamicScope = .tasks(taskArguments.filter { !$0.contains("=") })
+            context.dynamicScope = .tasks(words.targets)
             var request = BuildSession.Request(
                 taskfile: options.taskfile,
                 currentDirectory: options.workingDirectory,
                 plugins: options.plugins,
-                targets: taskArguments.filter { !$0.contains("=") },
+                targets: words.targets,
                 runner: monitor,
                 tracked: { trackedContent(root: $0) }
             )

@@ -15,7 +15,7 @@ extension Kiln {
 
         @OptionGroup var options: TaskfileOptions
 
-        @Argument(help: "The tasks a run would be given.")
+        @Argument(help: "The tasks a run would be given, and NAME=value variables for the Taskfile.")
         var tasks: [String] = []
 
         @Flag(help: "Print a JSON object instead of text.")
@@ -36,7 +36,8 @@ extension Kiln {
             } else if stale.isEmpty {
                 System.write("kiln: up to date (\(verdicts.count) job\(verdicts.count == 1 ? "" : "s"))\n", to: 1)
             } else {
-                var text = "kiln: \(stale.count) of \(verdicts.count) job\(verdicts.count == 1 ? "" : "s") out of date\n"
+                var text =
+                    "kiln: \(stale.count) of \(verdicts.count) job\(verdicts.count == 1 ? "" : "s") out of date\n"
                 for job in stale { text += "  \(job.label): \(job.reason)\n" }
                 System.write(text, to: 1)
             }
@@ -56,13 +57,16 @@ extension Kiln {
 
         @OptionGroup var options: TaskfileOptions
 
-        @Argument(help: "The tasks a run would be given.")
+        @Argument(help: "The tasks a run would be given, and NAME=value variables for the Taskfile.")
         var tasks: [String] = []
 
         @Flag(help: "Print one JSON object per job instead of text.")
         var json = false
 
-        @Flag(help: "Also print each job's remote-cache keys: its action digest and its outputs' digests (SHA-256/size, as REAPI wants them).")
+        @Flag(
+            help:
+                "Also print each job's remote-cache keys: its action digest and its outputs' digests (SHA-256/size, as REAPI wants them)."
+        )
         var remoteKeys = false
 
         func run() throws {
@@ -75,7 +79,9 @@ extension Kiln {
                 text += "\(job.label): \(job.reason)\n"
                 if let keys = job.remoteKeys {
                     text += "    action \(keys.action)\n"
-                    for (path, digest) in keys.outputs { text += "    output \(path) \(digest?.description ?? "(missing)")\n" }
+                    for (path, digest) in keys.outputs {
+                        text += "    output \(path) \(digest?.description ?? "(missing)")\n"
+                    }
                 }
             }
             System.write(text, to: 1)
@@ -85,11 +91,22 @@ extension Kiln {
 }
 
 /// Every job's verdict for a run of `targets`, as the run would reach it: the session's dry run.
-private func evaluate(_ options: TaskfileOptions, targets: [String], remoteKeys: Bool = false) throws(ExitCode) -> [JobVerdict] {
+private func evaluate(_ options: TaskfileOptions, targets words: [String], remoteKeys: Bool = false) throws(ExitCode)
+    -> [JobVerdict]
+{
+    // As `kiln run` reads them: `NAME=value` words are variables, and only the named tasks run
+    // their own dynamic variables.
+    let arguments = TaskArguments(words)
     var request = BuildSession.Request(
-        taskfile: options.taskfile, currentDirectory: options.workingDirectory, plugins: options.plugins, targets: targets,
-        runner: ProcessMonitor(), tracked: { trackedContent(root: $0) }
+        taskfile: options.taskfile,
+        currentDirectory: options.workingDirectory,
+        plugins: options.plugins,
+        targets: arguments.targets,
+        runner: ProcessMonitor(),
+        tracked: { trackedContent(root: $0) }
     )
+    request.context.variables = arguments.variables
+    request.context.dynamicScope = .tasks(arguments.targets)
     request.exitsAfterwards = true
     return try session { () throws(BuildSession.Failure) in
         try BuildSession.inspect(request, remoteKeys: remoteKeys, note: { System.writeError($0 + "\n") })
@@ -105,9 +122,19 @@ extension JobVerdict {
         ]
         if let keys = remoteKeys {
             fields.append(("action", .string(keys.action.description)))
-            fields.append(("outputs", .array(keys.outputs.map { output in
-                .object([("path", .string(output.path)), ("digest", output.digest.map { .string($0.description) } ?? .null)])
-            })))
+            fields.append(
+                (
+                    "outputs",
+                    .array(
+                        keys.outputs.map { output in
+                            .object([
+                                ("path", .string(output.path)),
+                                ("digest", output.digest.map { .string($0.description) } ?? .null),
+                            ])
+                        }
+                    )
+                )
+            )
         }
         return .object(fields)
     }

@@ -273,6 +273,30 @@ import Testing
         #expect(directory.read("seen.txt") != first)
     }
 
+    @Test("kiln status and explain take NAME=value variables as kiln run does")
+    func statusWithVariables() async throws {
+        let directory = try project(
+            """
+            version: '3'
+            tasks:
+              t:
+                sources: [in.txt]
+                generates: [out.txt]
+                cmds: ['echo {{.MODE}} > out.txt']
+            """
+        )
+        defer { directory.remove() }
+        try directory.write("in.txt", "x\n")
+        let run = try await KilnProcess.run(["run", "t", "MODE=fast"], in: directory.path)
+        #expect(run.status == 0, "\(run)")
+        let same = try await KilnProcess.run(["status", "t", "MODE=fast"], in: directory.path)
+        #expect(same.status == 0 && same.standardOutput.contains("up to date"), "\(same)")
+        let other = try await KilnProcess.run(["status", "--exit-code", "t", "MODE=slow"], in: directory.path)
+        #expect(other.status == 1 && other.standardOutput.contains("1 of 1 job out of date"), "\(other)")
+        let explained = try await KilnProcess.run(["explain", "t", "MODE=slow"], in: directory.path)
+        #expect(explained.status == 0 && explained.standardOutput.contains("changed"), "\(explained)")
+    }
+
     @Test("status: is asked every run (the snapshot never vouches for it), and with sources both must hold")
     func statusEveryRun() async throws {
         let directory = try project(
