@@ -867,7 +867,8 @@ import Testing
             compared: ["ts.out"]
         ),
         Case(
-            name: "top-level output, interval, silent, method and run; an optional include that is missing; a prompt answered by --yes",
+            name:
+                "top-level output, interval, silent, method and run; an optional include that is missing; a prompt answered by --yes",
             files: [
                 "Taskfile.yml": """
                 version: '3'
@@ -889,6 +890,26 @@ import Testing
             task: "t",
             compared: ["out.txt"],
             arguments: ["--yes"]
+        ),
+        Case(
+            name: "failfast: a failing dependency fails the task, whose commands never run; prefix: is accepted",
+            files: [
+                "Taskfile.yml": """
+                version: '3'
+                tasks:
+                  default:
+                    deps: [ok, broken]
+                    failfast: true
+                    prefix: main
+                    cmds: ['echo ran > main.txt']
+                  ok: 'echo ok > ok.txt'
+                  broken: 'exit 1'
+                """
+            ],
+            task: "default",
+            compared: [],
+            succeeds: false,
+            absent: ["main.txt"]
         ),
         Case(
             name: "defer: commands run after the others, the last reached first, with EXIT_CODE after a failure",

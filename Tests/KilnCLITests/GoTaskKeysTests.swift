@@ -273,6 +273,33 @@ import Testing
         #expect(directory.read("seen.txt") != first)
     }
 
+    @Test("prefix: names the job's output, as label: does (label: wins)")
+    func prefixNamesOutput() async throws {
+        let directory = try project(
+            """
+            version: '3'
+            tasks:
+              default:
+                deps: [a, b]
+              a:
+                prefix: front-{{.TASK}}
+                cmds: ['echo a']
+              b:
+                prefix: ignored
+                label: labelled
+                cmds: ['echo b']
+            """
+        )
+        defer { directory.remove() }
+        let result = try await KilnProcess.run(["run"], in: directory.path)
+        #expect(result.status == 0, "\(result)")
+        #expect(result.standardOutput.contains("] front-a\n"), "\(result)")
+        #expect(
+            result.standardOutput.contains("] labelled\n") && !result.standardOutput.contains("ignored"),
+            "\(result)"
+        )
+    }
+
     @Test("kiln status and explain take NAME=value variables as kiln run does")
     func statusWithVariables() async throws {
         let directory = try project(

@@ -128,9 +128,10 @@ public final class BuildRun: @unchecked Sendable {
         self.queues = queues
         self.options = options
         self.observer = observer
-        calledTasks = plan.gating.map { gating in
-            Set(plan.tasks.indices.filter { gating.isGated[$0] }.map { plan.tasks[$0].definition.name })
-        } ?? []
+        calledTasks =
+            plan.gating.map { gating in
+                Set(plan.tasks.indices.filter { gating.isGated[$0] }.map { plan.tasks[$0].definition.name })
+            } ?? []
     }
 
     /// Seconds since the run was created.
@@ -183,7 +184,9 @@ public final class BuildRun: @unchecked Sendable {
             }
             if let (position, dependencies) = next {
                 let task = plan.tasks[position]
-                if let gating = plan.gating, !gating.calls[position].isEmpty { triggerCalls(of: position, gating: gating) }
+                if let gating = plan.gating, !gating.calls[position].isEmpty {
+                    triggerCalls(of: position, gating: gating)
+                }
                 let doneJob =
                     task.definition.each == .sources
                     ? startEachTask(task, position: position, after: dependencies)
@@ -220,7 +223,9 @@ public final class BuildRun: @unchecked Sendable {
     private func settlePrecheckedUpToDate() {
         let settled = state.withLock { state -> [JobInfo] in
             var infos: [JobInfo] = []
-            while state.nextTask < plan.tasks.count, let verdict = state.prechecked[state.nextTask], verdict.reason == .upToDate {
+            while state.nextTask < plan.tasks.count, let verdict = state.prechecked[state.nextTask],
+                verdict.reason == .upToDate
+            {
                 let position = state.nextTask
                 state.prechecked[position] = nil
                 state.progress[position] = .succeeded
@@ -416,7 +421,8 @@ public final class BuildRun: @unchecked Sendable {
         let verdict = inlineCheck(task, source: nil, after: dependencies, position: position)
         if verdict?.reason == .upToDate { return nil }
         let request = task.definition.jobRequest(source: nil)
-        let (entry, entryQueue, realJob, target) = makeUnit(task, source: nil, request: request, verdict: verdict) { [self] _, job in
+        let (entry, entryQueue, realJob, target) = makeUnit(task, source: nil, request: request, verdict: verdict) {
+            [self] _, job in
             taskFinished(position, doneJob: job)
         }
         wire(entry, after: dependencies)
@@ -493,8 +499,10 @@ public final class BuildRun: @unchecked Sendable {
                 }
                 observer.jobsPlanned(1)
                 observer.jobFinished(
-                    JobInfo(id: id, key: JobKey(task: name), summary: "", resources: []), outcome: .failed(clash),
-                    output: TaskOutput(), at: now
+                    JobInfo(id: id, key: JobKey(task: name), summary: "", resources: []),
+                    outcome: .failed(clash),
+                    output: TaskOutput(),
+                    at: now
                 )
                 if !options.keepGoing { stopScheduling() }
                 done.complete(failures: 1)
@@ -502,7 +510,11 @@ public final class BuildRun: @unchecked Sendable {
             }
             observer.jobsPlanned(sources.count)
             sourcesOfTask.withLock { $0 = sources }
-            let batches = EachTaskBatches(task: task, sources: sources, batchSize: task.definition.batchSize ?? options.batchSize)
+            let batches = EachTaskBatches(
+                task: task,
+                sources: sources,
+                batchSize: task.definition.batchSize ?? options.batchSize
+            )
             for _ in 0..<options.batchesInFlight { launchBatch(batches, done: done) }
             if sources.isEmpty { done.complete(failures: 0) }
         }
@@ -531,7 +543,8 @@ public final class BuildRun: @unchecked Sendable {
             let verdict = inlineCheck(batches.task, source: source, after: [])
             if verdict?.reason == .upToDate { continue }
             let request = batches.task.definition.jobRequest(source: source)
-            let (entry, queue, _, target) = makeUnit(batches.task, source: source, request: request, verdict: verdict) { [self] failed, _ in
+            let (entry, queue, _, target) = makeUnit(batches.task, source: source, request: request, verdict: verdict) {
+                [self] failed, _ in
                 if failed { batches.recordFailure() }
                 state.withLock { $0.liveEachJobs -= 1 }
             }
@@ -566,7 +579,10 @@ public final class BuildRun: @unchecked Sendable {
     /// date, cancels the real job before it ever runs; the done job records what a run left and
     /// succeeds for an up-to-date job, so dependents go on.
     private func makeUnit(
-        _ task: BuildPlan.Task, source: String?, request: JobRequest, verdict precomputed: IncrementalState.Check? = nil,
+        _ task: BuildPlan.Task,
+        source: String?,
+        request: JobRequest,
+        verdict precomputed: IncrementalState.Check? = nil,
         onFinish: @escaping @Sendable (_ failed: Bool, _ job: Job) -> Void
     ) -> (entry: Job, queue: JobQueue, realJob: Job, target: Job) {
         // Past a MiB, a job's output goes to an anonymous file under .kiln/, not into memory.
@@ -574,7 +590,9 @@ public final class BuildRun: @unchecked Sendable {
         // The host's environment plus the task's (shared storage when the task adds nothing); the
         // task's values win, and they are what its signature hashes. (go-task lets the host's win;
         // doing so needs the snapshot to watch those variables too: issue 13.)
-        let environment = request.environment.isEmpty ? baseEnvironment : baseEnvironment.merging(request.environment) { _, task in task }
+        let environment =
+            request.environment.isEmpty
+            ? baseEnvironment : baseEnvironment.merging(request.environment) { _, task in task }
         let context = TaskContext(output: output, projectRoot: plan.taskfile.root, environment: environment)
         let incremental = options.incremental
         let fresh = calledTasks.contains(task.definition.name)
@@ -598,7 +616,10 @@ public final class BuildRun: @unchecked Sendable {
         let claims = request.resources.isEmpty ? task.prepared.defaultResources(for: request) : request.resources
         let resources = queues.resources(for: claims, outputs: outputs, directory: request.directory)
         let key = JobKey(task: task.definition.name, source: source)
-        let info = JobInfo(id: id, key: key, summary: task.prepared.summary(for: request), resources: resources)
+        var described = JobInfo(id: id, key: key, summary: task.prepared.summary(for: request), resources: resources)
+        // A task's own `label:` names its jobs for people; a step or an instance keeps its name.
+        if task.definition.options.label != nil, task.definition.partOf == nil { described.shownAs = request.label }
+        let info = described
         realJob.name = realJob.name ?? request.label
         realJob.requiresSuccessfulDependencies = true
 
@@ -632,29 +653,32 @@ public final class BuildRun: @unchecked Sendable {
         let verdict = LockedValue<IncrementalState.Check?>(precomputed)
         if let precomputed { observer.jobChecked(info, reason: precomputed.reason) }
         // Checked already (its dependencies had settled): no check job, the job runs directly.
-        let check = precomputed != nil ? nil : incremental.map { incremental in
-            let entry = next
-            let entryQueue = nextQueue
-            let check = BlockJob {
-                let result = incremental.verdict(of: task, key: key, request: request, fresh: fresh)
-                verdict.withLock { $0 = result }
-            }
-            check.name = "\(request.label) (up-to-date check)"
-            check.requiresSuccessfulDependencies = true
-            check.completionBlock = { [self] in
-                guard !check.isCancelled, check.error == nil, let result = verdict.value else {
-                    realJob.cancel()
-                    return
+        let check =
+            precomputed != nil
+            ? nil
+            : incremental.map { incremental in
+                let entry = next
+                let entryQueue = nextQueue
+                let check = BlockJob {
+                    let result = incremental.verdict(of: task, key: key, request: request, fresh: fresh)
+                    verdict.withLock { $0 = result }
                 }
-                observer.jobChecked(info, reason: result.reason)
-                if result.reason == .upToDate || isStopping {
-                    realJob.cancel()
-                } else {
-                    add(entry, to: entryQueue)
+                check.name = "\(request.label) (up-to-date check)"
+                check.requiresSuccessfulDependencies = true
+                check.completionBlock = { [self] in
+                    guard !check.isCancelled, check.error == nil, let result = verdict.value else {
+                        realJob.cancel()
+                        return
+                    }
+                    observer.jobChecked(info, reason: result.reason)
+                    if result.reason == .upToDate || isStopping {
+                        realJob.cancel()
+                    } else {
+                        add(entry, to: entryQueue)
+                    }
                 }
+                return check
             }
-            return check
-        }
 
         realJob.completionBlock = { [self] in
             observation.invalidate()
@@ -684,13 +708,22 @@ public final class BuildRun: @unchecked Sendable {
                     let depfile = task.definition.renderedDepfile(variables: request.variables)
                     // Removed only inside the project, links resolved now: a link planted since
                     // the plan was checked can't make kiln delete a file elsewhere.
-                    let removable = depfile.map { depfile in
-                        task.definition.allowsOutsideRoot
-                            || plan.boundary.contains(Path.join(request.directory, depfile), followingLastLink: false, fresh: true)
-                    } ?? false
+                    let removable =
+                        depfile.map { depfile in
+                            task.definition.allowsOutsideRoot
+                                || plan.boundary.contains(
+                                    Path.join(request.directory, depfile),
+                                    followingLastLink: false,
+                                    fresh: true
+                                )
+                        } ?? false
                     incremental.succeeded(
-                        key: key, check: result, request: request,
-                        depfile: depfile, keepDepfile: task.definition.keepsDepfile || !removable, definition: task.definition
+                        key: key,
+                        check: result,
+                        request: request,
+                        depfile: depfile,
+                        keepDepfile: task.definition.keepsDepfile || !removable,
+                        definition: task.definition
                     )
                 case .upToDate:
                     incremental.upToDate(key: key, check: result)
@@ -745,7 +778,10 @@ public final class BuildRun: @unchecked Sendable {
     /// job at all — a no-op run creates none. Returns `nil` when the check has to wait for running
     /// dependencies (a check job does it then).
     private func inlineCheck(
-        _ task: BuildPlan.Task, source: String?, after dependencies: [TaskProgress], position: Int? = nil
+        _ task: BuildPlan.Task,
+        source: String?,
+        after dependencies: [TaskProgress],
+        position: Int? = nil
     ) -> IncrementalState.Check? {
         guard let incremental = options.incremental else { return nil }
         guard dependencies.allSatisfy(\.hasSucceeded) else { return nil }
@@ -753,7 +789,9 @@ public final class BuildRun: @unchecked Sendable {
         let verdict =
             prechecked(at: position)
             ?? incremental.verdict(
-                of: task, key: key, request: task.definition.jobRequest(source: source),
+                of: task,
+                key: key,
+                request: task.definition.jobRequest(source: source),
                 fresh: calledTasks.contains(task.definition.name)
             )
         guard verdict.reason == .upToDate else { return verdict }
@@ -789,7 +827,8 @@ public final class BuildRun: @unchecked Sendable {
         if job.isCancelled {
             switch job.cancellationReason {
             case .dependencyFailed(let dependency): return .cancelled("dependency \(dependency.description) failed")
-            case .dependencyCancelled(let dependency): return .cancelled("dependency \(dependency.description) did not run")
+            case .dependencyCancelled(let dependency):
+                return .cancelled("dependency \(dependency.description) did not run")
             case .dependencyCycle(let names): return .cancelled("dependency cycle: \(names.joined(separator: " → "))")
             default: return .cancelled(job.error.map { "stopped: \($0)" } ?? "stopped")
             }

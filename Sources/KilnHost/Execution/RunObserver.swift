@@ -25,6 +25,11 @@ public struct JobInfo: Sendable {
     public var task: String { key.task }
     /// The task name, plus the source file for `each:` jobs (see ``JobKey/label``).
     public var label: String { key.label }
+    /// What the task's `label:` (or `prefix:`) makes of the job's name, when it has one: how
+    /// people see it (its identity stays ``label``).
+    public var shownAs: String?
+    /// ``shownAs``, else ``label``.
+    public var shownLabel: String { shownAs ?? key.label }
 }
 
 /// How a job ended.
@@ -112,7 +117,9 @@ public struct RunObservers: RunObserver {
     /// Forwards.
     public func jobsPlanned(_ count: Int) { for observer in observers { observer.jobsPlanned(count) } }
     /// Forwards.
-    public func jobStarted(_ job: JobInfo, at time: Double) { for observer in observers { observer.jobStarted(job, at: time) } }
+    public func jobStarted(_ job: JobInfo, at time: Double) {
+        for observer in observers { observer.jobStarted(job, at: time) }
+    }
     /// Forwards.
     public func jobFinished(_ job: JobInfo, outcome: JobOutcome, output: TaskOutput, at time: Double) {
         for observer in observers { observer.jobFinished(job, outcome: outcome, output: output, at: time) }

@@ -2,7 +2,7 @@ import KilnPluginAPI
 import Synchronization
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Prints a run for people. On a terminal: a live status line like ninja's —
@@ -38,7 +38,10 @@ public final class ConsoleReporter: RunObserver {
     ///   - queues: Read for the occupancy shown in the status line.
     ///   - write: Where text goes (standard output by default).
     public init(
-        interactive: Bool, verbose: Bool, explain: Bool = false, queues: ResourceQueues,
+        interactive: Bool,
+        verbose: Bool,
+        explain: Bool = false,
+        queues: ResourceQueues,
         write: @escaping @Sendable (String) -> Void = ConsoleReporter.standardOutput
     ) {
         self.interactive = interactive
@@ -83,7 +86,7 @@ public final class ConsoleReporter: RunObserver {
             case .succeeded:
                 if output.isSpilled {
                     // Streamed from its file, a piece at a time: never whole in memory.
-                    emit(&state, "\(progress) \(job.label)\n")
+                    emit(&state, "\(progress) \(job.shownLabel)\n")
                     var last = ""
                     output.forEachChunk { chunk in
                         write(chunk)
@@ -93,19 +96,23 @@ public final class ConsoleReporter: RunObserver {
                 } else {
                     let text = output.text
                     if !interactive || !text.isEmpty {
-                        emit(&state, "\(progress) \(job.label)\n" + text + (text.isEmpty || text.hasSuffix("\n") ? "" : "\n"))
+                        emit(
+                            &state,
+                            "\(progress) \(job.shownLabel)\n" + text
+                                + (text.isEmpty || text.hasSuffix("\n") ? "" : "\n")
+                        )
                     }
                 }
             case .failed(let reason):
-                var block = "\(progress) FAILED: \(job.label)\n  \(job.summary)\n"
+                var block = "\(progress) FAILED: \(job.shownLabel)\n  \(job.summary)\n"
                 let tail = output.tail(lines: failureTailLines)
                 if !tail.isEmpty { block += tail + "\n" }
                 block += "  \(reason)\n"
                 emit(&state, block)
             case .cancelled(let reason):
-                if verbose { emit(&state, "\(progress) skipped \(job.label): \(reason)\n") }
+                if verbose { emit(&state, "\(progress) skipped \(job.shownLabel): \(reason)\n") }
             case .upToDate:
-                if verbose { emit(&state, "\(progress) up to date: \(job.label)\n") }
+                if verbose { emit(&state, "\(progress) up to date: \(job.shownLabel)\n") }
             }
             if interactive { drawStatus(&state) }
         }
@@ -119,8 +126,11 @@ public final class ConsoleReporter: RunObserver {
                 var text = ""
                 for job in jobs {
                     state.finished += 1
-                    if explain { text += "kiln explain: \(job.label): \(RunReason.upToDate)\n" }
-                    if verbose { text += "[\(state.finished)/\(max(state.total, state.finished))] up to date: \(job.label)\n" }
+                    if explain { text += "kiln explain: \(job.shownLabel): \(RunReason.upToDate)\n" }
+                    if verbose {
+                        text +=
+                            "[\(state.finished)/\(max(state.total, state.finished))] up to date: \(job.shownLabel)\n"
+                    }
                 }
                 emit(&state, text)
             } else {
@@ -133,7 +143,7 @@ public final class ConsoleReporter: RunObserver {
     /// With `explain`, prints why the job runs, or that it is up to date.
     public func jobChecked(_ job: JobInfo, reason: RunReason) {
         guard explain else { return }
-        state.withLock { state in emit(&state, "kiln explain: \(job.label): \(reason)\n") }
+        state.withLock { state in emit(&state, "kiln explain: \(job.shownLabel): \(reason)\n") }
     }
 
     /// Prints the closing line and clears the status line.
@@ -179,7 +189,7 @@ public final class ConsoleReporter: RunObserver {
         for (name, queue) in queues.all where name != "control" {
             parts.append("\(name) \(queue.runningJobCount)/\(queue.maxConcurrentJobCount)")
         }
-        let current = state.running.values.max { $0.id < $1.id }.map(\.label) ?? ""
+        let current = state.running.values.max { $0.id < $1.id }.map(\.shownLabel) ?? ""
         var line = "[\(state.finished)/\(max(state.total, state.finished))] \(parts.joined(separator: " · "))"
         if !current.isEmpty { line += " · \(current)" }
         let width = Int(terminalWidth())

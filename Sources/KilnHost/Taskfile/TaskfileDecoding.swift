@@ -36,17 +36,15 @@ public struct TaskfileLoader: Sendable {
         "desc", "deps", "cmds", "sources", "generates", "vars", "env", "dir", "resources", "each", "batch",
         "plugin", "with", "allow-outside-root", "depfile", "keep-depfile", "summary", "aliases", "internal", "label",
         "silent", "ignore_error", "platforms", "prompt", "preconditions", "method", "run", "cmd", "requires", "dotenv",
-        "status", "set", "shopt", "if",
+        "status", "set", "shopt", "if", "prefix", "failfast",
     ]
 
     /// go-task keys kiln doesn't take yet, and what to do instead. Refused where they are written:
     /// never ignored.
     static let pendingKeys: [String: String] = [
         "interactive": "run the command outside kiln",
-        "prefix": "kiln prints each job's output whole, under its name",
         "requires_vars": "define the variable under 'vars:' for now",
         "watch": "kiln has no watch mode; run it again",
-        "failfast": "kiln stops at the first failure unless --keep-going",
     ]
 
     private let readFile: @Sendable (String) throws -> String
@@ -654,6 +652,7 @@ private final class LoadSession {
         var taskDotenvNode: YAMLNode?
         var environmentYAMLNode: YAMLNode?
         var conditionText: Located<String>?
+        var prefix: String?
         var usesTimestamps = fileSettings.usesTimestamps
 
         switch body {
@@ -681,6 +680,17 @@ private final class LoadSession {
                         checkTemplate(Located(value: text, location: location(value, file)), known: KnownVariables(variables: fileVariables, each: false))
                     }
                 case "silent": options.isSilent = bool(value, file: file, what: "'silent'") ?? false
+                case "prefix":
+                    // go-task's name for the task's lines in `output: prefixed`; kiln prints each
+                    // job's output whole under one name: this one, unless `label:` gives another.
+                    if let text = scalar(value, file: file, what: "'prefix'") {
+                        prefix = text
+                        checkTemplate(Located(value: text, location: location(value, file)), known: KnownVariables(variables: fileVariables, each: false))
+                    }
+                case "failfast":
+                    // go-task's: the first failing dependency stops the others. Kiln always stops
+                    // at the first failure (unless --keep-going).
+                    _ = bool(value, file: file, what: "'failfast'")
                 case "ignore_error": options.ignoresError = bool(value, file: file, what: "'ignore_error'") ?? false
                 case "platforms": options.platforms = platforms(value, file: file)
                 case "prompt": options.prompts = strings(value, file: file, what: "'prompt'").map(\.value)
@@ -939,6 +949,7 @@ private final class LoadSession {
                 )
             }
         }
+        if options.label == nil { options.label = prefix }
         options.dynamicVariablesSkipped = skippedDynamicVariables
         options.shellOptions = fileSettings.shellOptions.adding(taskShellOptions)
         if instance != nil {
