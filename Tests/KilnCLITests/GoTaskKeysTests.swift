@@ -300,6 +300,43 @@ import Testing
         )
     }
 
+    @Test("output: group's begin and end lines wrap each job's output as go-task's do; error_only shows only failures")
+    func outputGroup() async throws {
+        for errorOnly in [false, true] {
+            let directory = try project(
+                """
+                version: '3'
+                output:
+                  group:
+                    begin: '::group::{{.TASK}}'
+                    end: '::endgroup::'
+                    error_only: \(errorOnly)
+                tasks:
+                  hello: echo 'Hello!'
+                  quiet: 'true'
+                  bye:
+                    deps: [hello]
+                    cmds:
+                      - task: quiet
+                      - echo 'Bye!'
+                  bad:
+                    deps: [bye]
+                    cmds: ['echo broken; exit 3']
+                """
+            )
+            defer { directory.remove() }
+            let goTask = try runProgram(try Peers.executable("task"), ["--silent", "bad"], in: directory.path)
+            let kiln = try await KilnProcess.run(["run", "bad"], in: directory.path)
+            #expect(kiln.status != 0 && goTask.status != 0)
+            // kiln's own lines aside (progress, the failed command, the summary), the same lines.
+            let shown = kiln.standardOutput.split(separator: "\n").filter {
+                !$0.hasPrefix("[") && !$0.hasPrefix("kiln:") && !$0.hasPrefix("  ")
+            }
+            let expected = goTask.output.split(separator: "\n").filter { !$0.hasPrefix("task:") }
+            #expect(shown == expected, "\(kiln) vs \(goTask.output)")
+        }
+    }
+
     @Test("kiln status and explain take NAME=value variables as kiln run does")
     func statusWithVariables() async throws {
         let directory = try project(

@@ -619,6 +619,12 @@ public final class BuildRun: @unchecked Sendable {
         var described = JobInfo(id: id, key: key, summary: task.prepared.summary(for: request), resources: resources)
         // A task's own `label:` names its jobs for people; a step or an instance keeps its name.
         if task.definition.options.label != nil, task.definition.partOf == nil { described.shownAs = request.label }
+        if var group = plan.taskfile.outputGroup {
+            // Rendered with the job's variables (as written when that fails: it is only shown).
+            group.begin = group.begin.map(request.display)
+            group.end = group.end.map(request.display)
+            described.outputGroup = group
+        }
         let info = described
         realJob.name = realJob.name ?? request.label
         realJob.requiresSuccessfulDependencies = true

@@ -30,6 +30,9 @@ public struct JobInfo: Sendable {
     public var shownAs: String?
     /// ``shownAs``, else ``label``.
     public var shownLabel: String { shownAs ?? key.label }
+    /// The Taskfile's `output: {group: …}`, its lines rendered for this job: what goes before
+    /// and after the job's output, and whether it is shown only when the job fails.
+    public var outputGroup: OutputGroup?
 }
 
 /// How a job ended.

@@ -84,28 +84,35 @@ public final class ConsoleReporter: RunObserver {
             let progress = "[\(state.finished)/\(max(state.total, state.finished))]"
             switch outcome {
             case .succeeded:
-                if output.isSpilled {
+                let group = job.outputGroup
+                if group?.showsOnlyFailures == true {
+                    // `error_only:` a job that succeeded shows no output.
+                    if !interactive { emit(&state, "\(progress) \(job.shownLabel)\n") }
+                } else if output.isSpilled {
                     // Streamed from its file, a piece at a time: never whole in memory.
-                    emit(&state, "\(progress) \(job.shownLabel)\n")
+                    emit(&state, "\(progress) \(job.shownLabel)\n" + (group?.begin.map { $0 + "\n" } ?? ""))
                     var last = ""
                     output.forEachChunk { chunk in
                         write(chunk)
                         if !chunk.isEmpty { last = chunk }
                     }
                     if !last.hasSuffix("\n") { write("\n") }
+                    if let end = group?.end { write(end + "\n") }
                 } else {
-                    let text = output.text
-                    if !interactive || !text.isEmpty {
-                        emit(
-                            &state,
-                            "\(progress) \(job.shownLabel)\n" + text
-                                + (text.isEmpty || text.hasSuffix("\n") ? "" : "\n")
-                        )
+                    var text = output.text
+                    if !text.isEmpty, !text.hasSuffix("\n") { text += "\n" }
+                    // go-task's group lines wrap output, and nothing when there is none.
+                    if !text.isEmpty, let group {
+                        text = (group.begin.map { $0 + "\n" } ?? "") + text + (group.end.map { $0 + "\n" } ?? "")
                     }
+                    if !interactive || !text.isEmpty { emit(&state, "\(progress) \(job.shownLabel)\n" + text) }
                 }
             case .failed(let reason):
                 var block = "\(progress) FAILED: \(job.shownLabel)\n  \(job.summary)\n"
-                let tail = output.tail(lines: failureTailLines)
+                var tail = output.tail(lines: failureTailLines)
+                if !tail.isEmpty, let group = job.outputGroup {
+                    tail = (group.begin.map { $0 + "\n" } ?? "") + tail + (group.end.map { "\n" + $0 } ?? "")
+                }
                 if !tail.isEmpty { block += tail + "\n" }
                 block += "  \(reason)\n"
                 emit(&state, block)

@@ -29,6 +29,8 @@ public struct Taskfile: Sendable {
     public var contentIdentity: UInt64?
     /// `hooks:` — git hook names (`pre-commit`, …) and the tasks each runs, from the main file.
     public var hooks: [String: [Located<String>]] = [:]
+    /// `output: {group: {begin, end, error_only}}` of the main file.
+    public var outputGroup: OutputGroup?
 
     /// The task called `name`, or answering to it as an alias.
     public func task(named name: String) -> TaskDefinition? {
@@ -681,4 +683,21 @@ public struct TaskDefinition: Sendable {
         }
         return ConfigurationValue(.map(entries), at: location)
     }
+}
+
+/// go-task's `output: {group: {begin, end, error_only}}`: lines printed before and after each
+/// job's output (templates, rendered with the job's variables), and whether a job's output is
+/// shown only when it fails.
+///
+/// Threading: a value type; safe to pass between threads.
+public struct OutputGroup: Sendable, Hashable {
+    /// The line before (`::group::{{.TASK}}`); `nil`: none.
+    public var begin: String?
+    /// The line after; `nil`: none.
+    public var end: String?
+    /// `error_only: true`.
+    public var showsOnlyFailures = false
+
+    /// No lines; every output shown.
+    public init() {}
 }

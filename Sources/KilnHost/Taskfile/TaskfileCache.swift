@@ -19,7 +19,7 @@ import KilnPluginAPI
 enum TaskfileCache {
     static let magic = Array("KILNTFC\u{2}".utf8)
     /// Bump when the encoding or the meaning of ``Taskfile`` changes.
-    static let formatVersion = 20
+    static let formatVersion = 21
 
     /// The cache file of a project.
     static func path(root: String) -> String { KilnDirectory(root: root).taskfileCache }
@@ -281,6 +281,12 @@ struct BinaryWriter {
         for (name, tasks) in taskfile.hooks.sorted(by: { $0.key < $1.key }) {
             write(name)
             write(tasks)
+        }
+        write(taskfile.outputGroup != nil)
+        if let group = taskfile.outputGroup {
+            write(group.begin)
+            write(group.end)
+            write(group.showsOnlyFailures)
         }
         // Tasks of one file share their variables dictionary: write each distinct one once.
         var variableTables: [[String: TemplateValue]: Int] = [:]
@@ -743,6 +749,17 @@ struct BinaryReader {
             guard let name = readString(), let tasks = readLocated() else { return nil }
             hooks[name] = tasks
         }
+        guard let hasOutputGroup = readBool() else { return nil }
+        var outputGroup: OutputGroup?
+        if hasOutputGroup {
+            guard let begin = readOptionalString(), let end = readOptionalString(), let onlyFailures = readBool() else {
+                return nil
+            }
+            outputGroup = OutputGroup()
+            outputGroup?.begin = begin
+            outputGroup?.end = end
+            outputGroup?.showsOnlyFailures = onlyFailures
+        }
         guard let variableTableCount = readInteger(), variableTableCount >= 0, variableTableCount <= bytes.count else {
             return nil
         }
@@ -824,7 +841,7 @@ struct BinaryReader {
             )
         }
         guard offset == bytes.count else { return nil }
-        return Taskfile(
+        var taskfile = Taskfile(
             path: path,
             root: root,
             version: version,
@@ -834,5 +851,7 @@ struct BinaryReader {
             plugins: plugins,
             hooks: hooks
         )
+        taskfile.outputGroup = outputGroup
+        return taskfile
     }
 }

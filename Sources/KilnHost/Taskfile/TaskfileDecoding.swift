@@ -125,6 +125,7 @@ public struct TaskfileLoader: Sendable {
             path: absolute, root: session.root, version: version ?? "3", resources: session.resources,
             tasks: session.tasks, files: session.files, plugins: session.plugins, hooks: session.hooks
         )
+        taskfile.outputGroup = session.outputGroup
         // A Taskfile with dynamic variables is loaded afresh each run: its values may change.
         if usesCache {
             if session.isVolatile {
@@ -156,6 +157,8 @@ private final class LoadSession {
     var resources: [ResourceDefinition] = []
     var plugins: [Located<String>] = []
     var hooks: [String: [Located<String>]] = [:]
+    /// The main file's `output: {group: …}`.
+    var outputGroup: OutputGroup?
     /// The namespace each task's `deps` are resolved in.
     var namespaces: [String: String] = [:]
     /// What each file's tasks were decoded with, and where each task was: to decode a task again
@@ -348,11 +351,9 @@ private final class LoadSession {
                     if !["interleaved", "group", "prefixed"].contains(style) {
                         fail(.invalidValue, "'output' must be interleaved, group or prefixed, not '\(style)'", at: location(value, path))
                     }
-                } else {
-                    fail(
-                        .unsupported, "'output: {group: …}' with begin and end lines isn't supported yet; kiln prints each job's output whole, under its name",
-                        at: location(value, path)
-                    )
+                } else if let group = outputGroup(value, file: path), chain.isEmpty {
+                    // go-task reads the main file's only.
+                    outputGroup = group
                 }
             case "method":
                 switch scalar(value, file: path, what: "'method'") {
@@ -1472,6 +1473,33 @@ private final class LoadSession {
             let rendered = renderNow(located, variables: variables, lenient: true) ?? text
             environment[name] = context.environment[name] ?? rendered
         }
+    }
+
+    /// `output: {group: {begin: TEMPLATE, end: TEMPLATE, error_only: BOOL}}`.
+    func outputGroup(_ node: YAMLNode, file: String) -> OutputGroup? {
+        guard let entries = mapping(node, file: file, what: "'output'") else { return nil }
+        var group = OutputGroup()
+        for (key, value) in entries {
+            guard key.string == "group" else {
+                unknownKey(key.string ?? "", at: location(key, file), allowed: ["group"], in: "'output'")
+                return nil
+            }
+            guard !value.isNull else { continue }
+            guard let fields = mapping(value, file: file, what: "'output: group'") else { return nil }
+            for (field, setting) in fields {
+                switch field.string ?? "" {
+                case "begin", "end":
+                    guard let text = scalar(setting, file: file, what: "'\(field.string ?? "")'") else { return nil }
+                    checkTemplate(Located(value: text, location: location(setting, file)), known: KnownVariables(variables: [:], each: false))
+                    if field.string == "begin" { group.begin = text } else { group.end = text }
+                case "error_only": group.showsOnlyFailures = bool(setting, file: file, what: "'error_only'") ?? false
+                default:
+                    unknownKey(field.string ?? "", at: location(field, file), allowed: ["begin", "end", "error_only"], in: "'output: group'")
+                    return nil
+                }
+            }
+        }
+        return group
     }
 
     func decodeResources(_ node: YAMLNode, file: String) {
