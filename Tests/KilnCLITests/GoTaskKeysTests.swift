@@ -337,6 +337,43 @@ import Testing
         }
     }
 
+    @Test(
+        "a variable an included file redefines with another value is refused: go-task would give the main file's tasks the included value"
+    )
+    func sharedVariableNames() async throws {
+        let directory = try project(
+            """
+            version: '3'
+            vars:
+              X: main
+              SAME: one
+            includes:
+              lib: ./lib
+            tasks:
+              root: echo root X={{.X}} > root.txt
+            """
+        )
+        defer { directory.remove() }
+        try directory.write(
+            "lib/Taskfile.yml",
+            "version: '3'\nvars:\n  SAME: one\n  X: '{{.X | default \"lib\"}}'\ntasks:\n  t: echo lib X={{.X}}\n"
+        )
+        // What kiln refuses to guess: go-task's root task reads the included file's X.
+        let goTask = try runProgram(try Peers.executable("task"), ["--silent", "root"], in: directory.path)
+        #expect(goTask.status == 0 && directory.read("root.txt") == "root X=lib\n", "\(goTask.output)")
+        let kiln = try await KilnProcess.run(["run", "root"], in: directory.path)
+        #expect(kiln.status == 2, "\(kiln)")
+        #expect(
+            kiln.standardError.contains(
+                "lib/Taskfile.yml:4:3: error: variable 'X' is also defined by the main Taskfile"
+            ),
+            "\(kiln)"
+        )
+        #expect(kiln.standardError.contains("Taskfile.yml:3:3: note: the main Taskfile's 'X'"), "\(kiln)")
+        // The same value in both (SAME) is no conflict.
+        #expect(!kiln.standardError.contains("'SAME'"), "\(kiln)")
+    }
+
     @Test("kiln status and explain take NAME=value variables as kiln run does")
     func statusWithVariables() async throws {
         let directory = try project(

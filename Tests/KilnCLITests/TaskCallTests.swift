@@ -179,6 +179,9 @@ import Testing
         let piece = try await KilnProcess.run(["run", "main #1"], in: directory.path)
         #expect(piece.status == 2, "\(piece)")
         #expect(piece.standardError.contains("'main #1' is a piece of task 'main'"), "\(piece)")
+        // Nor named when there is no default task to run.
+        let nothing = try await KilnProcess.run(["run"], in: directory.path)
+        #expect(nothing.status == 2 && nothing.standardError.contains("name one of: main, other\n"), "\(nothing)")
     }
 
     @Test("a task that calls itself with new variables each time stops at kiln's limit, at the call")

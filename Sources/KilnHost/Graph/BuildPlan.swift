@@ -61,7 +61,10 @@ public struct BuildPlanner: Sendable {
         var targets = requested
         if targets.isEmpty {
             guard taskfile.task(named: "default") != nil else {
-                let names = taskfile.tasks.map(\.name).joined(separator: ", ")
+                // The Taskfile's tasks, not the pieces kiln makes of them (instances, steps).
+                let names = taskfile.tasks.filter { $0.partOf == nil && !$0.isInternal }.map(\.name).joined(
+                    separator: ", "
+                )
                 throw TaskfileErrors(errors: [
                     TaskfileError(.unknownTask, "no task given and no 'default' task; name one of: \(names)", at: nil)
                 ])

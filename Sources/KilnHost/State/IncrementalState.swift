@@ -218,6 +218,8 @@ public final class IncrementalState: Sendable {
 
     /// The message of the first of `preconditions` (rendered for the job) that doesn't hold now.
     static func failedPrecondition(_ preconditions: [TaskOptions.Precondition], request: JobRequest) -> String? {
+        // A run makes a missing directory before the tests: until then they can't be asked.
+        guard Files.isDirectory(request.directory) else { return nil }
         for precondition in preconditions {
             if let command = failedStatusCheck([precondition.test], request: request) {
                 return precondition.message ?? command
@@ -272,6 +274,8 @@ public final class IncrementalState: Sendable {
     /// (``CommandShell``) in the job's directory and environment; `nil` when all succeed. Their
     /// output is discarded, as go-task does.
     static func failedStatusCheck(_ checks: [Located<String>], request: JobRequest) -> String? {
+        // A task whose directory isn't there yet has never run: not up to date.
+        guard Files.isDirectory(request.directory) else { return checks.first.map { request.display($0.value) } }
         let environment = System.environment.merging(request.environment) { _, task in task }
         for check in checks {
             guard let command = try? request.render(check.value, at: check.location) else { return check.value }

@@ -159,6 +159,8 @@ private final class LoadSession {
     var hooks: [String: [Located<String>]] = [:]
     /// The main file's `output: {group: …}`.
     var outputGroup: OutputGroup?
+    /// The main file's `vars:` as written, by name (see checkSharedVariableNames).
+    var mainVariables: [String: (value: TemplateValue, location: SourceLocation)] = [:]
     /// The namespace each task's `deps` are resolved in.
     var namespaces: [String: String] = [:]
     /// What each file's tasks were decoded with, and where each task was: to decode a task again
@@ -412,6 +414,7 @@ private final class LoadSession {
         let overrides = chain.isEmpty ? context.variables : []
         // With or without them: a run that adds some must not reuse this model.
         if chain.isEmpty { require("cli:variables") }
+        if let variablesYAMLNode { checkSharedVariableNames(variablesYAMLNode, file: path, isMain: chain.isEmpty) }
         if let variablesYAMLNode {
             // A listing runs none, not even the file's own.
             runsDynamicVariables = context.dynamicScope != .none
@@ -1472,6 +1475,35 @@ private final class LoadSession {
             checkTemplate(located, known: KnownVariables(variables: variables, each: false, task: false))
             let rendered = renderNow(located, variables: variables, lenient: true) ?? text
             environment[name] = context.environment[name] ?? rendered
+        }
+    }
+
+    /// A variable an included file defines under the name of one of the main file's, with another
+    /// value, is refused. go-task merges every file's `vars:` into one table where the included
+    /// file's value wins — for the main file's tasks too, and even `X: '{{.X | default "d"}}'`
+    /// loses the main file's `X` — while kiln gives each file's tasks their own file's value:
+    /// the two would run different commands, silently.
+    func checkSharedVariableNames(_ node: YAMLNode, file: String, isMain: Bool) {
+        guard let entries = node.mapping else { return }
+        if isMain {
+            for (key, value) in entries {
+                guard let name = key.string else { continue }
+                mainVariables[name] = (TaskfileTemplates.value(of: value), location(key, file))
+            }
+            return
+        }
+        for (key, value) in entries {
+            guard let name = key.string, let main = mainVariables[name], main.value != TaskfileTemplates.value(of: value) else {
+                continue
+            }
+            errors.append(
+                TaskfileError(
+                    .unsupported,
+                    "variable '\(name)' is also defined by the main Taskfile, with another value: go-task gives every task this file's value (an included file's vars override the main file's), kiln gives each file's tasks their own file's; rename one, or pass the value with the include's 'vars:'",
+                    at: location(key, file),
+                    notes: [("the main Taskfile's '\(name)'", main.location)]
+                )
+            )
         }
     }
 
