@@ -912,6 +912,23 @@ import Testing
             absent: ["main.txt"]
         ),
         Case(
+            name: "preconditions run before a missing dir: is made, and a command can't run there",
+            files: [
+                "Taskfile.yml": """
+                version: '3'
+                tasks:
+                  t:
+                    dir: not-yet
+                    preconditions: ['ls']
+                    cmds: ['echo ran > ../ran.txt']
+                """
+            ],
+            task: "t",
+            compared: [],
+            succeeds: false,
+            absent: ["ran.txt", "not-yet"]
+        ),
+        Case(
             name: "defer: commands run after the others, the last reached first, with EXIT_CODE after a failure",
             files: [
                 "Taskfile.yml": """

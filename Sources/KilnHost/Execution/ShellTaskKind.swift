@@ -223,8 +223,11 @@ public struct PreconditionFailure: Error, Sendable, CustomStringConvertible {
     public var message: String
     /// How the test ended.
     public var result: CommandResult
-    /// `precondition not met: MESSAGE`.
-    public var description: String { "precondition not met: \(message)" }
+    /// `precondition not met: MESSAGE`, and why the test couldn't run when it couldn't.
+    public var description: String {
+        if case .failedToStart(let reason) = result { return "precondition not met: \(message) (\(reason))" }
+        return "precondition not met: \(message)"
+    }
 }
 
 /// An asynchronous job that runs shell commands in sequence. It holds a slot of its queue while
@@ -308,13 +311,16 @@ public final class CommandJob: Job, @unchecked Sendable {
     /// Starts the first command.
     public override func start() throws(JobError) {
         guard try beginExecution() else { return }
-        // A `dir:` that doesn't exist yet is made first, as go-task does (the plan checked that
-        // it is inside the project, or that the task allows outside).
-        if !Files.isDirectory(directory), let failure = Self.makeDirectories(directory) {
-            try? finish(error: failure)
-            return
-        }
         run(0)
+    }
+
+    /// A `dir:` that doesn't exist yet is made before the first command — after the
+    /// preconditions, as go-task does (the plan checked that it is inside the project, or that
+    /// the task allows outside). `false` when it can't be made: the job has failed.
+    private func makeDirectoryIfNeeded() -> Bool {
+        guard !Files.isDirectory(directory), let failure = Self.makeDirectories(directory) else { return true }
+        runDeferred(failure: failure, exitCode: nil)
+        return false
     }
 
     /// Makes `path` and its missing parents (`mkdir -p`); the failure, naming the directory.
@@ -330,6 +336,9 @@ public final class CommandJob: Job, @unchecked Sendable {
         }
         return nil
     }
+
+    /// Why a test can't run in `directory`.
+    static func missing(_ directory: String) -> String { "its directory \(directory) doesn't exist yet" }
 
     /// The task's directory couldn't be made.
     struct DirectoryFailure: Error, CustomStringConvertible {
@@ -354,7 +363,9 @@ public final class CommandJob: Job, @unchecked Sendable {
             runCommand(index)
             return
         }
-        // go-task runs the test without the command's `set:`/`shopt:`, its output unshown.
+        // go-task runs the test without the command's `set:`/`shopt:`, its output unshown, in
+        // the directory made for the commands.
+        guard makeDirectoryIfNeeded() else { return }
         launch(condition, output: TaskOutput(), isDeferred: false) { [self, index] result in
             if result.succeeded, !isCancelled {
                 runCommand(index)
@@ -366,6 +377,13 @@ public final class CommandJob: Job, @unchecked Sendable {
 
     private func runCommand(_ index: Int) {
         let step = steps[index]
+        if let message = step.precondition, !Files.isDirectory(directory) {
+            // go-task tests preconditions before it makes the directory: in one that isn't there
+            // they fail.
+            try? finish(error: PreconditionFailure(message: message, result: .failedToStart(Self.missing(directory))))
+            return
+        }
+        if step.precondition == nil, !makeDirectoryIfNeeded() { return }
         launch(step.command, output: output, isDeferred: false) { [self] result in
             if result.succeeded || step.ignoresError {
                 run(index + 1)

@@ -218,8 +218,12 @@ public final class IncrementalState: Sendable {
 
     /// The message of the first of `preconditions` (rendered for the job) that doesn't hold now.
     static func failedPrecondition(_ preconditions: [TaskOptions.Precondition], request: JobRequest) -> String? {
-        // A run makes a missing directory before the tests: until then they can't be asked.
-        guard Files.isDirectory(request.directory) else { return nil }
+        // Tested before the directory is made (go-task's order): in one that isn't there they fail.
+        guard Files.isDirectory(request.directory) else {
+            return preconditions.first.map {
+                ($0.message ?? request.display($0.test.value)) + " (\(CommandJob.missing(request.directory)))"
+            }
+        }
         for precondition in preconditions {
             if let command = failedStatusCheck([precondition.test], request: request) {
                 return precondition.message ?? command
