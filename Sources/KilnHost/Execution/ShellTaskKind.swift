@@ -121,16 +121,22 @@ public struct ShellTaskKind: TaskKind {
     /// with `if:` shows its test (`if TEST; then CMD; fi`), a deferred one is marked `defer:`.
     public func summary(of configuration: Configuration, request: JobRequest) -> String {
         configuration.commands.filter { TaskOptions.allows($0.platforms) }.map { command in
-            if command.isDeferred {
-                var variables = request.variables
-                variables["EXIT_CODE"] = ""
-                let text = (try? request.templates.render(command.text, variables: variables, at: nil)) ?? command.text
-                return "defer: " + command.prefix + text
-            }
-            let text = command.prefix + request.display(command.text)
-            guard let condition = command.condition else { return text }
-            return "if \(request.display(condition)); then \(text); fi"
+            guard !command.isDeferred, command.condition == nil else { return Self.shown(command, request: request) }
+            return command.prefix + request.display(command.text)
         }.joined(separator: " && ")
+    }
+
+    /// A command with `defer:` or `if:` as ``summary(of:request:)`` shows it.
+    private static func shown(_ command: Configuration.Command, request: JobRequest) -> String {
+        if command.isDeferred {
+            var variables = request.variables
+            variables["EXIT_CODE"] = ""
+            let text = (try? request.templates.render(command.text, variables: variables, at: nil)) ?? command.text
+            return "defer: " + command.prefix + text
+        }
+        let text = command.prefix + request.display(command.text)
+        guard let condition = command.condition else { return text }
+        return "if \(request.display(condition)); then \(text); fi"
     }
 
     /// A `defer:` command: rendered when it runs, with `EXIT_CODE` the failed command's exit

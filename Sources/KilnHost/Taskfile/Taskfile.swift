@@ -473,10 +473,7 @@ public struct TaskDefinition: Sendable {
     /// `each: sources` task. A `generates:` or `depfile:` template that can't be rendered is
     /// the request's ``JobRequest/renderFailure``: the job fails with it.
     func jobRequest(source: String?) -> JobRequest {
-        var variables = source.map(templateVariables(forSource:)) ?? templateVariables
-        if let fingerprint = storage.options?.options.fingerprint {
-            variables[fingerprint.variable] = fingerprintValue(fingerprint, source: source)
-        }
+        let variables = withFingerprint(source.map(templateVariables(forSource:)) ?? templateVariables, source: source)
         var failure: TemplateRenderError?
         var outputs: [String] = []
         switch renderedOutputs(variables: variables) {
@@ -506,6 +503,14 @@ public struct TaskDefinition: Sendable {
             templates: TaskfileTemplates.library,
             renderFailure: failure
         )
+    }
+
+    /// `variables` with go-task's `CHECKSUM` or `TIMESTAMP` when the task's templates name one.
+    private func withFingerprint(_ variables: [String: TemplateValue], source: String?) -> [String: TemplateValue] {
+        guard let fingerprint = storage.options?.options.fingerprint else { return variables }
+        var result = variables
+        result[fingerprint.variable] = fingerprintValue(fingerprint, source: source)
+        return result
     }
 
     /// go-task's `CHECKSUM` — a digest of the job's source files' paths (relative to the task's
