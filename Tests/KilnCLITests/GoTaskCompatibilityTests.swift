@@ -929,6 +929,52 @@ import Testing
             absent: ["ran.txt", "not-yet"]
         ),
         Case(
+            name: "for: sources and generates on deps, and a matrix whose rows are refs to list variables",
+            files: [
+                "Taskfile.yml": """
+                version: '3'
+                vars:
+                  OSES: [linux, darwin]
+                  ARCHES: [amd64]
+                tasks:
+                  main:
+                    deps: [inputs, outputs]
+                    cmds:
+                      - for:
+                          matrix:
+                            OS: {ref: .OSES}
+                            ARCH: {ref: .ARCHES}
+                        task: note
+                        vars: {FILE: '{{.ITEM.OS}}-{{.ITEM.ARCH}}'}
+                  inputs:
+                    sources: ['src/*.txt', {exclude: src/skip.txt}]
+                    deps:
+                      - for: sources
+                        task: copy
+                        vars: {FILE: '{{.ITEM}}'}
+                    cmds: ['true']
+                  outputs:
+                    generates: ['gen/*.out']
+                    deps:
+                      - for: generates
+                        task: note
+                        vars: {FILE: '{{.ITEM}}'}
+                    cmds: ['true']
+                  copy:
+                    cmds: ['cat {{.FILE}} > copied-{{base .FILE}}']
+                  note:
+                    cmds: ['echo {{.FILE}} >> notes.txt']
+                """,
+                "src/a.txt": "a\n",
+                "src/b.txt": "b\n",
+                "src/skip.txt": "skip\n",
+                "gen/x.out": "",
+            ],
+            task: "main",
+            compared: ["notes.txt", "copied-a.txt", "copied-b.txt"],
+            absent: ["copied-skip.txt"]
+        ),
+        Case(
             name: "defer: commands run after the others, the last reached first, with EXIT_CODE after a failure",
             files: [
                 "Taskfile.yml": """

@@ -177,10 +177,6 @@ import Testing
                 "go-task ignores 'platforms:' on a '- task:' call"
             ),
             (
-                "tasks:\n  t:\n    cmds:\n      - task: o\n        for: sources\n  o: 'true'\n", 5, 9,
-                "'for: sources' and 'for: generates' on a '- task:' call aren't supported yet"
-            ),
-            (
                 "tasks:\n  t:\n    sources: [a]\n    cmds:\n      - task: o\n  o: 'true'\n", 3, 3,
                 "task 't' has '- task:' calls in 'cmds' and 'sources', which kiln doesn't combine yet"
             ),

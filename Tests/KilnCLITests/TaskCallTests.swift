@@ -32,6 +32,35 @@ import Testing
         #expect(unknown.status == 2 && unknown.standardError.contains("no task named 'stop-web'"), "\(unknown)")
     }
 
+    @Test("for: sources on a dependency finds the files as they are at each run (such a Taskfile isn't cached)")
+    func loopOverSourcesEachRun() async throws {
+        let directory = try project(
+            """
+            version: '3'
+            tasks:
+              main:
+                sources: ['*.in']
+                deps:
+                  - for: sources
+                    task: show
+                    vars: {FILE: '{{.ITEM}}'}
+                cmds: ['true']
+              show:
+                cmds: ['echo {{.FILE}} >> seen.txt']
+            """
+        )
+        defer { directory.remove() }
+        try directory.write("a.in", "")
+        let first = try await KilnProcess.run(["run", "main"], in: directory.path)
+        #expect(first.status == 0, "\(first)")
+        try directory.write("b.in", "")
+        let second = try await KilnProcess.run(["run", "main"], in: directory.path)
+        #expect(second.status == 0, "\(second)")
+        // The second run's two calls run side by side: their lines in either order.
+        let lines = (directory.read("seen.txt") ?? "").split(separator: "\n")
+        #expect(lines.first == "a.in" && lines.dropFirst().sorted() == ["a.in", "b.in"], "\(lines)")
+    }
+
     @Test("a called task is checked when called: a command before the call that removes its output reruns it")
     func checkedWhenCalled() async throws {
         let directory = try project(

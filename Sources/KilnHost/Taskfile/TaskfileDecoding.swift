@@ -818,6 +818,21 @@ private final class LoadSession {
         }
         if let environmentYAMLNode { decodeEnvironment(environmentYAMLNode, file: file, variables: variables, into: &environment) }
 
+        // `sources:`/`generates:` patterns as the task's jobs see them (an exclusion keeps its `!`).
+        func renderedPatterns(_ patterns: [Located<String>]) -> [String] {
+            patterns.map { pattern in
+                GlobList.isExclusion(pattern.value)
+                    ? "!" + (renderNow(Located(value: String(pattern.value.dropFirst()), location: pattern.location), variables: taskVariables) ?? "")
+                    : renderNow(pattern, variables: taskVariables) ?? pattern.value
+            }
+        }
+        // `for: sources`/`for: generates` on a call or a dependency: the files the task's patterns
+        // match now, in its directory. They change between runs: this load isn't cached.
+        let loopFiles: (CommandLoop.Items) -> [TemplateValue] = { items in
+            self.isVolatile = true
+            let patterns = renderedPatterns(items == .sources ? sources : generates)
+            return Glob.files(matching: patterns, in: taskDirectory).map(TemplateValue.string)
+        }
         // Templates may use the Taskfile's variables, the built-ins, and per-source ones for `each:`.
         let known = KnownVariables(variables: variables, each: each == .sources)
         let sourceKnown = KnownVariables(variables: variables, each: false)
@@ -838,13 +853,13 @@ private final class LoadSession {
                     )
                     deferredBeforeCall = nil
                 }
-                for reference in taskReferences(node, file: file, variables: variables, isCall: true) {
+                for reference in taskReferences(node, file: file, variables: variables, isCall: true, files: loopFiles) {
                     steps.append(.call(reference))
                     callsSomething = true
                 }
                 continue
             }
-            guard let (located, settings) = command(node, file: file) else { continue }
+            guard let (located, settings) = command(node, file: file, variables: variables) else { continue }
             if settings.isDeferred {
                 // A deferred command may print the failed command's exit status.
                 var deferredKnown = known
@@ -869,7 +884,7 @@ private final class LoadSession {
                 checkTemplate(located, known: KnownVariables(variables: variables, each: false))
                 dependencies.append(Located(value: renderNow(located, variables: taskVariables) ?? written, location: located.location))
             } else if item.mapping != nil, item["task"] != nil {
-                for reference in taskReferences(item, file: file, variables: variables, isCall: false) {
+                for reference in taskReferences(item, file: file, variables: variables, isCall: false, files: loopFiles) {
                     if let called = reference.variables { dependencyVariables[dependencies.count] = called }
                     dependencies.append(reference.name)
                 }
@@ -917,11 +932,7 @@ private final class LoadSession {
         if each == .sources, sources.isEmpty {
             fail(.invalidValue, "task '\(name)' has 'each: sources' but no 'sources'", at: taskLocation)
         }
-        let renderedSources = sources.map { pattern in
-            GlobList.isExclusion(pattern.value)
-                ? "!" + (renderNow(Located(value: String(pattern.value.dropFirst()), location: pattern.location), variables: taskVariables) ?? "")
-                : renderNow(pattern, variables: taskVariables) ?? pattern.value
-        }
+        let renderedSources = renderedPatterns(sources)
 
         var kind = Located(value: "shell", location: taskLocation)
         var configuration: ConfigurationValue?
@@ -992,7 +1003,7 @@ private final class LoadSession {
     /// (`cmd:` with `silent:`, `ignore_error:`, `platforms:`, `for:`, `if:`, `set:`, `shopt:`),
     /// or `defer: CMD`. What kiln doesn't run yet — a deferred call, `vars:` — is refused here,
     /// where it is written, with what to do instead.
-    func command(_ node: YAMLNode, file: String) -> (Located<String>, CommandOptions)? {
+    func command(_ node: YAMLNode, file: String, variables: [String: TemplateValue]) -> (Located<String>, CommandOptions)? {
         guard let entries = node.mapping else {
             guard let text = scalar(node, file: file, what: "a command") else { return nil }
             return (Located(value: text, location: location(node, file)), CommandOptions())
@@ -1024,7 +1035,7 @@ private final class LoadSession {
                     settings.condition = Located(value: condition, location: location(value, file))
                 }
             case "for":
-                guard let loop = commandLoop(value, file: file) else { return nil }
+                guard let loop = commandLoop(value, file: file, variables: variables) else { return nil }
                 settings.loop = loop
             case "set": settings.shellOptions.posix = shellOptionNames(value, file: file, what: "'set'")
             case "shopt": settings.shellOptions.bash = shellOptionNames(value, file: file, what: "'shopt'")
@@ -1060,7 +1071,9 @@ private final class LoadSession {
     /// A `{task: NAME, vars: {…}, for: …, silent: …}` of `deps` or `cmds`: the tasks it names (one
     /// per item of its `for:`), each with its variables rendered in the naming task's scope, as
     /// go-task renders them before the call.
-    func taskReferences(_ node: YAMLNode, file: String, variables: [String: TemplateValue], isCall: Bool) -> [TaskReference] {
+    func taskReferences(
+        _ node: YAMLNode, file: String, variables: [String: TemplateValue], isCall: Bool, files: (CommandLoop.Items) -> [TemplateValue]
+    ) -> [TaskReference] {
         guard let entries = node.mapping else { return [] }
         let what = isCall ? "a '- task:' call" : "a dependency"
         var nameNode: YAMLNode?
@@ -1079,7 +1092,7 @@ private final class LoadSession {
                 variablesNode = value.isNull ? nil : value
             case "silent": _ = bool(value, file: file, what: "'silent'")
             case "for":
-                guard let items = commandLoop(value, file: file) else { return [] }
+                guard let items = commandLoop(value, file: file, variables: variables) else { return [] }
                 loop = items
             // Refused when a run plans the task: the rest of the Taskfile works.
             case "if" where isCall:
@@ -1109,17 +1122,7 @@ private final class LoadSession {
         guard let nameNode, let written = scalar(nameNode, file: file, what: "'task'") else { return [] }
         let nameText = Located(value: written, location: location(nameNode, file))
         var items: [TemplateValue?] = [nil]
-        if let loop {
-            guard let listed = loop.staticItems(variables: layered(variables)) else {
-                fail(
-                    .unsupported,
-                    "'for: sources' and 'for: generates' on \(what) aren't supported yet; list the items, or loop over a variable",
-                    at: location(node, file)
-                )
-                return []
-            }
-            items = listed
-        }
+        if let loop { items = loop.staticItems(variables: layered(variables)) ?? files(loop.items) }
         return items.compactMap { item in
             var scope = variables
             if let item, let loop { scope[loop.name] = item }
@@ -1234,8 +1237,8 @@ private final class LoadSession {
     }
 
     /// `for:` on a command: a list, `sources`, `generates`, `{var: NAME, split: SEP, as: NAME}` or
-    /// `{matrix: {KEY: [values]}}`.
-    func commandLoop(_ node: YAMLNode, file: String) -> CommandLoop? {
+    /// `{matrix: {KEY: [values]}}` (each row a list, or `{ref: .VAR}` naming a list variable).
+    func commandLoop(_ node: YAMLNode, file: String, variables: [String: TemplateValue]) -> CommandLoop? {
         if let items = node.sequence {
             return CommandLoop(items: .list(items.compactMap { scalar($0, file: file, what: "an item of 'for'") }))
         }
@@ -1262,6 +1265,9 @@ private final class LoadSession {
                 guard let rows = mapping(value, file: file, what: "'matrix'") else { return nil }
                 matrix = rows.compactMap { row in
                     guard let key = row.0.string else { return nil }
+                    if let reference = row.1["ref"]?.string {
+                        return (key, matrixReference(reference, at: location(row.1, file), variables: variables, row: key))
+                    }
                     return (key, strings(row.1, file: file, what: "'matrix: \(key)'").map(\.value))
                 }
             default:
@@ -1275,6 +1281,22 @@ private final class LoadSession {
             return nil
         }
         return CommandLoop(items: .variable(variable, split: split), name: name)
+    }
+
+    /// A matrix row's `{ref: .VAR}`: the items of the list it names (go-task refuses anything
+    /// else, and so does kiln: when a run plans the task).
+    func matrixReference(_ reference: String, at place: SourceLocation, variables: [String: TemplateValue], row: String) -> [String] {
+        let located = Located(value: "{{" + reference + "}}", location: place)
+        checkTemplate(located, known: KnownVariables(variables: variables, each: false))
+        let value = try? TaskfileTemplates.library.template(located.value).value(.map(layered(variables)))
+        guard case .list(let items)? = value else {
+            failOrDefer(.wrongType, "'matrix: \(row)' refers to \(reference), which isn't a list", at: place)
+            return []
+        }
+        return items.map { item in
+            if case .string(let text) = item { return text }
+            return item.printed
+        }
     }
 
     /// `platforms: [linux, darwin/arm64]`: each entry an OS, an architecture or `OS/ARCH` that
