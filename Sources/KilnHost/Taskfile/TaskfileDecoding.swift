@@ -627,7 +627,7 @@ private final class LoadSession {
         var generates: [Located<String>] = []
         var variables = fileVariables
         // A wildcard task run by its own name matched nothing (go-task's empty MATCH).
-        if localName.contains("*"), variables["MATCH"] == nil { variables["MATCH"] = .list([]) }
+        if localName.utf8.contains(UInt8(ascii: "*")), variables["MATCH"] == nil { variables["MATCH"] = .list([]) }
         var environment = fileEnvironment
         var directoryText: Located<String>?
         var claims: [Located<String>] = []
@@ -684,17 +684,6 @@ private final class LoadSession {
                         checkTemplate(Located(value: text, location: location(value, file)), known: KnownVariables(variables: fileVariables, each: false))
                     }
                 case "silent": options.isSilent = bool(value, file: file, what: "'silent'") ?? false
-                case "prefix":
-                    // go-task's name for the task's lines in `output: prefixed`; kiln prints each
-                    // job's output whole under one name: this one, unless `label:` gives another.
-                    if let text = scalar(value, file: file, what: "'prefix'") {
-                        prefix = text
-                        checkTemplate(Located(value: text, location: location(value, file)), known: KnownVariables(variables: fileVariables, each: false))
-                    }
-                case "failfast":
-                    // go-task's: the first failing dependency stops the others. Kiln always stops
-                    // at the first failure (unless --keep-going).
-                    _ = bool(value, file: file, what: "'failfast'")
                 case "ignore_error": options.ignoresError = bool(value, file: file, what: "'ignore_error'") ?? false
                 case "platforms": options.platforms = platforms(value, file: file)
                 case "prompt": options.prompts = strings(value, file: file, what: "'prompt'").map(\.value)
@@ -704,10 +693,6 @@ private final class LoadSession {
                 case "shopt": taskShellOptions.bash = shellOptionNames(value, file: file, what: "'shopt'")
                 case "requires": requiresNode = value
                 case "dotenv": taskDotenvNode = value
-                case "if":
-                    if let text = scalar(value, file: file, what: "'if'") {
-                        conditionText = Located(value: text, location: location(value, file))
-                    }
                 case "method":
                     if let method = scalar(value, file: file, what: "'method'") {
                         switch method {
@@ -776,6 +761,22 @@ private final class LoadSession {
                         depfile = Located(value: text, location: location(value, file))
                     }
                 case "keep-depfile": keepsDepfile = bool(value, file: file, what: "'keep-depfile'") ?? false
+                // Rare keys last: a switch over strings compares in order.
+                case "if":
+                    if let text = scalar(value, file: file, what: "'if'") {
+                        conditionText = Located(value: text, location: location(value, file))
+                    }
+                case "prefix":
+                    // go-task's name for the task's lines in `output: prefixed`; kiln prints each
+                    // job's output whole under one name: this one, unless `label:` gives another.
+                    if let text = scalar(value, file: file, what: "'prefix'") {
+                        prefix = text
+                        checkTemplate(Located(value: text, location: location(value, file)), known: KnownVariables(variables: fileVariables, each: false))
+                    }
+                case "failfast":
+                    // go-task's: the first failing dependency stops the others. Kiln always stops
+                    // at the first failure (unless --keep-going).
+                    _ = bool(value, file: file, what: "'failfast'")
                 default:
                     if let instead = TaskfileLoader.pendingKeys[keyName] {
                         failOrDefer(.unsupported, "go-task's '\(keyName)' isn't supported by kiln yet; \(instead)", at: location(keyYAMLNode, file))
@@ -828,8 +829,8 @@ private final class LoadSession {
         }
         // `for: sources`/`for: generates` on a call or a dependency: the files the task's patterns
         // match now, in its directory. They change between runs: this load isn't cached.
-        let loopFiles: (CommandLoop.Items) -> [TemplateValue] = { items in
-            self.isVolatile = true
+        func loopFiles(_ items: CommandLoop.Items) -> [TemplateValue] {
+            isVolatile = true
             let patterns = renderedPatterns(items == .sources ? sources : generates)
             return Glob.files(matching: patterns, in: taskDirectory).map(TemplateValue.string)
         }
@@ -922,8 +923,13 @@ private final class LoadSession {
         // out for a job only when one of the templates that run names it.
         if !sources.isEmpty, !options.runsEveryTime {
             let variable = usesTimestamps ? "TIMESTAMP" : "CHECKSUM"
-            let named = (commands + options.statusChecks + options.preconditions.map(\.test)).contains { $0.value.contains(variable) }
-            if named { options.fingerprint = usesTimestamps ? .timestamp : .checksum }
+            // Most commands have no template at all: a byte scan answers for them.
+            func names(_ text: Located<String>) -> Bool { TextTemplate.hasActions(text.value) && text.value.contains(variable) }
+            if commands.contains(where: names) || options.statusChecks.contains(where: names)
+                || options.preconditions.contains(where: { names($0.test) })
+            {
+                options.fingerprint = usesTimestamps ? .timestamp : .checksum
+            }
         }
         for pattern in sources { checkTemplate(pattern, known: sourceKnown) }
         for output in generates { checkTemplate(output, known: known) }
