@@ -1,4 +1,5 @@
 import Dispatch
+import Foundation
 import KilnHost
 import KilnJobs
 import KilnPluginAPI
@@ -105,7 +106,9 @@ final class ProbeJob: Job, @unchecked Sendable {
     override func start() throws(JobError) {
         guard try beginExecution() else { return }
         let gate = lab.enter(label, resources: resources)
-        DispatchQueue.global().async { [self] in
+        // A thread of its own while it waits, not a Dispatch worker: held probes blocking workers
+        // for up to a minute starved the pool the engine and the other tests run on.
+        let thread = Thread { [self] in
             if let gate, !gate.wait(seconds: 60) {
                 lab.leave(resources: resources)
                 try? finish(error: ProbeFailure())
@@ -114,5 +117,7 @@ final class ProbeJob: Job, @unchecked Sendable {
             lab.leave(resources: resources)
             try? finish(error: fails ? ProbeFailure() : nil)
         }
+        thread.stackSize = 1 << 20
+        thread.start()
     }
 }
