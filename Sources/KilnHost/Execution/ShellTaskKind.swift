@@ -129,35 +129,40 @@ public struct ShellTaskKind: TaskKind {
     /// A command with `defer:` or `if:` as ``summary(of:request:)`` shows it.
     private static func shown(_ command: Configuration.Command, request: JobRequest) -> String {
         if command.isDeferred {
-            var variables = request.variables
-            variables["EXIT_CODE"] = ""
-            let text = (try? request.templates.render(command.text, variables: variables, at: nil)) ?? command.text
-            return "defer: " + command.prefix + text
+            let text =
+                (try? deferredText(command, variables: request.variables, exitCode: nil, templates: request.templates))
+                ?? command.prefix + command.text
+            return "defer: " + text
         }
         let text = command.prefix + request.display(command.text)
         guard let condition = command.condition else { return text }
         return "if \(request.display(condition)); then \(text); fi"
     }
 
-    /// A `defer:` command: rendered when it runs, with `EXIT_CODE` the failed command's exit
-    /// status (empty after success, as go-task has it). Rendered once now, so a mistake in it
-    /// fails the job before any command runs.
+    /// A `defer:` command's line: `EXIT_CODE` is the failed command's exit status, empty when
+    /// none failed (go-task's rule).
+    static func deferredText(
+        _ command: Configuration.Command,
+        variables: [String: TemplateValue],
+        exitCode: Int32?,
+        templates: TemplateLibrary
+    ) throws(TemplateRenderError) -> String {
+        var variables = variables
+        variables["EXIT_CODE"] = .string(exitCode.map { String($0) } ?? "")
+        return command.prefix + (try templates.render(command.text, variables: variables, at: command.location))
+    }
+
+    /// A `defer:` command: rendered when it runs (``deferredText(_:variables:exitCode:templates:)``).
+    /// Rendered once now, so a mistake in it fails the job before any command runs.
     static func deferredStep(_ command: Configuration.Command, request: JobRequest) throws -> CommandJob.Step {
-        var variables = request.variables
-        variables["EXIT_CODE"] = ""
-        let now = try request.templates.render(command.text, variables: variables, at: command.location)
+        let now = try deferredText(command, variables: request.variables, exitCode: nil, templates: request.templates)
         let templates = request.templates
-        let base = request.variables
-        let text = command.text
-        let location = command.location
-        let prefix = command.prefix
+        let variables = request.variables
         let later: @Sendable (Int32?) throws -> String = { exitCode in
-            guard let exitCode else { return prefix + now }
-            var variables = base
-            variables["EXIT_CODE"] = .string(String(exitCode))
-            return prefix + (try templates.render(text, variables: variables, at: location))
+            guard let exitCode else { return now }
+            return try deferredText(command, variables: variables, exitCode: exitCode, templates: templates)
         }
-        return CommandJob.Step(command: prefix + now, deferred: later)
+        return CommandJob.Step(command: now, deferred: later)
     }
 
     /// Makes a ``CommandJob``.
@@ -231,8 +236,14 @@ public struct PreconditionFailure: Error, Sendable, CustomStringConvertible {
     public var result: CommandResult
     /// `precondition not met: MESSAGE`, and why the test couldn't run when it couldn't.
     public var description: String {
-        if case .failedToStart(let reason) = result { return "precondition not met: \(message) (\(reason))" }
-        return "precondition not met: \(message)"
+        if case .failedToStart(let reason) = result { return Self.describe(message, unrunnable: reason) }
+        return Self.describe(message, unrunnable: nil)
+    }
+
+    /// `precondition not met: MESSAGE`, with why the test couldn't run when it couldn't (a run's
+    /// failure and a dry run's verdict say it alike).
+    static func describe(_ message: String, unrunnable reason: String?) -> String {
+        "precondition not met: \(message)" + (reason.map { " (\($0))" } ?? "")
     }
 }
 

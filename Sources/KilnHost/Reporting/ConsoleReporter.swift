@@ -90,30 +90,28 @@ public final class ConsoleReporter: RunObserver {
                     if !interactive { emit(&state, "\(progress) \(job.shownLabel)\n") }
                 } else if output.isSpilled {
                     // Streamed from its file, a piece at a time: never whole in memory.
-                    emit(&state, "\(progress) \(job.shownLabel)\n" + (group?.begin.map { $0 + "\n" } ?? ""))
+                    emit(&state, "\(progress) \(job.shownLabel)\n" + (group?.header ?? ""))
                     var last = ""
                     output.forEachChunk { chunk in
                         write(chunk)
                         if !chunk.isEmpty { last = chunk }
                     }
                     if !last.hasSuffix("\n") { write("\n") }
-                    if let end = group?.end { write(end + "\n") }
+                    if let footer = group?.footer { write(footer) }
                 } else {
                     var text = output.text
                     if !text.isEmpty, !text.hasSuffix("\n") { text += "\n" }
                     // go-task's group lines wrap output, and nothing when there is none.
-                    if !text.isEmpty, let group {
-                        text = (group.begin.map { $0 + "\n" } ?? "") + text + (group.end.map { $0 + "\n" } ?? "")
-                    }
+                    if !text.isEmpty, let group { text = group.header + text + group.footer }
                     if !interactive || !text.isEmpty { emit(&state, "\(progress) \(job.shownLabel)\n" + text) }
                 }
             case .failed(let reason):
                 var block = "\(progress) FAILED: \(job.shownLabel)\n  \(job.summary)\n"
-                var tail = output.tail(lines: failureTailLines)
-                if !tail.isEmpty, let group = job.outputGroup {
-                    tail = (group.begin.map { $0 + "\n" } ?? "") + tail + (group.end.map { "\n" + $0 } ?? "")
+                let tail = output.tail(lines: failureTailLines)
+                if !tail.isEmpty {
+                    let group = job.outputGroup
+                    block += (group?.header ?? "") + tail + "\n" + (group?.footer ?? "")
                 }
-                if !tail.isEmpty { block += tail + "\n" }
                 block += "  \(reason)\n"
                 emit(&state, block)
             case .cancelled(let reason):

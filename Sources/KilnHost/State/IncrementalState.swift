@@ -209,24 +209,28 @@ public final class IncrementalState: Sendable {
         // doesn't hold now (go-task's `--dry` checks them too).
         let preconditions = task.definition.options.preconditions
         if dryRun, !preconditions.isEmpty, result.reason != .upToDate,
-            let failed = Self.failedPrecondition(preconditions, request: request())
+            let failure = Self.failedPrecondition(preconditions, request: request())
         {
-            result.reason = .refused("precondition not met: \(failed)")
+            result.reason = .refused(failure)
         }
         return result
     }
 
-    /// The message of the first of `preconditions` (rendered for the job) that doesn't hold now.
+    /// The first of `preconditions` (rendered for the job) that doesn't hold now, said as the job
+    /// would fail with it (``PreconditionFailure``).
     static func failedPrecondition(_ preconditions: [TaskOptions.Precondition], request: JobRequest) -> String? {
         // Tested before the directory is made (go-task's order): in one that isn't there they fail.
         guard Files.isDirectory(request.directory) else {
             return preconditions.first.map {
-                ($0.message ?? request.display($0.test.value)) + " (\(CommandJob.missing(request.directory)))"
+                PreconditionFailure.describe(
+                    $0.message ?? request.display($0.test.value),
+                    unrunnable: CommandJob.missing(request.directory)
+                )
             }
         }
         for precondition in preconditions {
             if let command = failedStatusCheck([precondition.test], request: request) {
-                return precondition.message ?? command
+                return PreconditionFailure.describe(precondition.message ?? command, unrunnable: nil)
             }
         }
         return nil

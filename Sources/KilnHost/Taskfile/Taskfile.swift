@@ -530,11 +530,7 @@ public struct TaskDefinition: Sendable {
             var newest = (seconds: 0, nanoseconds: 0)
             for file in files {
                 guard let modified = Files.modificationTime(Path.join(directory, file)) else { continue }
-                if modified.seconds > newest.seconds
-                    || modified.seconds == newest.seconds && modified.nanoseconds > newest.nanoseconds
-                {
-                    newest = modified
-                }
+                if (modified.seconds, modified.nanoseconds) > (newest.seconds, newest.nanoseconds) { newest = modified }
             }
             return .time(TemplateTime.local(seconds: newest.seconds, nanoseconds: newest.nanoseconds))
         }
@@ -705,4 +701,9 @@ public struct OutputGroup: Sendable, Hashable {
 
     /// No lines; every output shown.
     public init() {}
+
+    /// What goes before an output: the begin line, or nothing.
+    public var header: String { begin.map { $0 + "\n" } ?? "" }
+    /// What goes after an output (one that ends with a line break): the end line, or nothing.
+    public var footer: String { end.map { $0 + "\n" } ?? "" }
 }
