@@ -114,6 +114,7 @@ public struct TaskfileLoader: Sendable {
         session.checkCycles()
         session.checkOutputs()
         session.texts = [:]
+        session.outlines = [:]
         session.lineIndex = [:]
         if !session.errors.isEmpty {
             // Every mistake at once: those waiting for a run to plan their task too.
@@ -148,6 +149,9 @@ private final class LoadSession {
     var missingOptional: [String] = []
     /// Each file's text while loading, to point errors at the exact character.
     var texts: [String: String] = [:]
+    /// Each file's first-pass parse (all but its tasks) while loading: a file included under
+    /// several names is parsed once.
+    var outlines: [String: Result<YAMLNode?, YAMLSyntaxError>] = [:]
     /// Each file's bytes and where its lines start, made on the first error located in it.
     var lineIndex: [String: TaskfileLocator] = [:]
     /// Files loaded through includes so far, counting each time a file is included.
@@ -311,7 +315,9 @@ private final class LoadSession {
         do {
             // First pass: everything but the tasks, whose decoding needs the file's vars and env
             // (which may come after them). The tasks stream in the second pass, one at a time.
-            node = try YAMLNode.parse(text, mode: .skipping("tasks"))
+            let outline = outlines[path] ?? Result { () throws(YAMLSyntaxError) in try YAMLNode.parse(text, mode: .skipping("tasks")) }
+            outlines[path] = outline
+            node = try outline.get()
         } catch {
             fail(.syntax, "YAML syntax: \(error.message)", at: SourceLocation(file: path, line: Int(error.mark.line), column: Int(error.mark.column)))
             return nil

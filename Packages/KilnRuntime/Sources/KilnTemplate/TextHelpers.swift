@@ -10,20 +10,22 @@ public enum TextHelpers {
     public static func closest(to name: String, among candidates: some Sequence<String>, ignoringCase: Bool = false)
         -> String?
     {
-        let target = ignoringCase ? name.lowercased() : name
+        let target = Array(ignoringCase ? name.lowercased() : name)
         var best: (String, Int)?
         for candidate in candidates {
-            let compared = ignoringCase ? candidate.lowercased() : candidate
+            let compared = Array(ignoringCase ? candidate.lowercased() : candidate)
             if ignoringCase, compared == target { return candidate }
+            // The lengths' difference is a lower bound of the distance: most candidates end here.
+            let bound = min(max(1, target.count / 3), (best?.1 ?? .max) - 1)
+            guard abs(compared.count - target.count) <= bound else { continue }
             let distance = editDistance(target, compared)
-            if distance <= max(1, name.count / 3), distance < best?.1 ?? .max { best = (candidate, distance) }
+            if distance <= bound { best = (candidate, distance) }
         }
         return best?.0
     }
 
     /// Optimal string alignment distance.
-    static func editDistance(_ a: String, _ b: String) -> Int {
-        let a = Array(a), b = Array(b)
+    static func editDistance(_ a: [Character], _ b: [Character]) -> Int {
         guard !a.isEmpty else { return b.count }
         guard !b.isEmpty else { return a.count }
         var beforePrevious = [Int](repeating: 0, count: b.count + 1)
