@@ -1169,6 +1169,114 @@ import Testing
             task: "build:linux-amd64",
             compared: ["out.txt"]
         ),
+        Case(
+            name:
+                "names in included files: each include level prefixes its namespace or takes off one ':', flattened levels do neither",
+            files: [
+                "Taskfile.yml": """
+                version: '3'
+                includes:
+                  a: ./A.yml
+                  c: ./C.yml
+                tasks:
+                  u: echo root > root-{{.BY}}.txt
+                  all:
+                    cmds: [{task: 'a:b:call'}, {task: 'a:b:dep'}, {task: 'a:b:local'}, {task: 'a:up'}, {task: 'c:flat'}, {task: 'c:flat-up'}]
+                """,
+                "A.yml": """
+                version: '3'
+                includes:
+                  b: ./B.yml
+                tasks:
+                  u: echo a > a-{{.BY}}.txt
+                  up: {cmds: [{task: ':u', vars: {BY: aup}}]}
+                """,
+                "B.yml": """
+                version: '3'
+                tasks:
+                  call: {cmds: [{task: ':u', vars: {BY: bcall}}]}
+                  dep: {deps: [{task: ':u', vars: {BY: bdep}}], cmds: ['echo b > b-dep.txt']}
+                  local: {cmds: [{task: x}]}
+                  x: echo b > b-x.txt
+                """,
+                "C.yml": """
+                version: '3'
+                includes:
+                  d: {taskfile: ./D.yml, flatten: true}
+                tasks:
+                  u: echo c > c-{{.BY}}.txt
+                """,
+                "D.yml": """
+                version: '3'
+                tasks:
+                  flat: {cmds: [{task: u, vars: {BY: dflat}}]}
+                  flat-up: {cmds: [{task: ':u', vars: {BY: dflatup}}]}
+                """,
+            ],
+            task: "all",
+            compared: [
+                "a-bcall.txt", "a-bdep.txt", "root-aup.txt", "c-dflat.txt", "root-dflatup.txt", "b-dep.txt", "b-x.txt",
+            ],
+            absent: ["root-bcall.txt", "root-bdep.txt", "a-aup.txt", "root-dflat.txt", "c-dflatup.txt"]
+        ),
+        Case(
+            name: "a call in an included file to a name only the main file has fails",
+            files: [
+                "Taskfile.yml": "version: '3'\nincludes:\n  a: ./A.yml\ntasks:\n  f: echo root-f > wrong.txt\n",
+                "A.yml": "version: '3'\ntasks:\n  g: {cmds: [{task: f}]}\n",
+            ],
+            task: "a:g",
+            compared: [],
+            succeeds: false,
+            absent: ["wrong.txt"]
+        ),
+        Case(
+            name: "platforms: on calls, where go-task's ignoring them changes nothing",
+            files: [
+                "Taskfile.yml": """
+                version: '3'
+                tasks:
+                  all:
+                    cmds:
+                      - task: mac
+                        platforms: [darwin]
+                      - task: here
+                        platforms: [linux, darwin]
+                      - for: [a, b]
+                        task: here
+                        vars: {ITEM_NAME: '{{.ITEM}}'}
+                        platforms: [linux]
+                      - echo all >> log.txt
+                  mac:
+                    platforms: [darwin]
+                    cmds: ['echo mac > mac.txt']
+                  here:
+                    cmds: ['echo here {{.ITEM_NAME | default "-"}} >> log.txt']
+                """
+            ],
+            task: "all",
+            compared: ["log.txt"],
+            absent: ["mac.txt"]
+        ),
+        Case(
+            name: "calls made by a called task wait for that task's turn",
+            files: [
+                "Taskfile.yml": """
+                version: '3'
+                tasks:
+                  all:
+                    cmds: [{task: one}, {task: two}, {task: three}]
+                  one: {cmds: ['sleep 0.3; echo one >> log.txt']}
+                  two: {cmds: [{task: inner}, {task: deeper}]}
+                  inner: {cmds: ['echo inner >> log.txt']}
+                  deeper: {cmds: [{task: deepest}]}
+                  deepest: {cmds: ['echo deepest >> log.txt']}
+                  three: {cmds: ['echo three >> log.txt']}
+                """
+            ],
+            task: "all",
+            compared: ["log.txt"]
+        ),
     ]
 
     @Test("kiln leaves what go-task leaves", arguments: cases)

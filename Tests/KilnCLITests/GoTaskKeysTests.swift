@@ -173,8 +173,8 @@ import Testing
                 "'ignore_error:' on a '- task:' call isn't supported yet"
             ),
             (
-                "tasks:\n  t:\n    cmds:\n      - task: o\n        platforms: [linux]\n  o: 'true'\n", 6, 9,
-                "go-task ignores 'platforms:' on a '- task:' call"
+                "tasks:\n  t:\n    cmds:\n      - task: o\n        platforms: [windows]\n  o: 'true'\n", 6, 9,
+                "go-task ignores 'platforms:' on a '- task:' call and runs 'o' here all the same"
             ),
             (
                 "tasks:\n  t:\n    sources: [a]\n    cmds:\n      - task: o\n  o: 'true'\n", 3, 3,

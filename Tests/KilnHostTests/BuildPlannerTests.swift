@@ -105,15 +105,19 @@ struct ArchiveTaskKind: TaskKind {
                   all:
                     deps: ['lib:build']
                     cmds: [echo all]
+                  other:
+                    deps: ['lib:fallback']
                 """,
                 "lib.yml": """
                 version: '3'
                 tasks:
                   build:
-                    deps: [helper, ':helper', setup]
+                    deps: [helper, ':helper', ':setup']
                     cmds: [echo build]
                   helper: echo lib helper
                   unused: echo unused
+                  fallback:
+                    deps: [setup]
                 """,
             ]
         )
@@ -123,6 +127,13 @@ struct ArchiveTaskKind: TaskKind {
         let plan = try planner.plan(targets: ["all"])
         #expect(Set(plan.tasks.map(\.definition.name)) == ["lib:helper", "helper", "setup", "lib:build", "all"])
         try expectDependenciesFirst(plan)
+        // A name the file's namespace lacks is not looked up in the main file (go-task's rule).
+        let error = #expect(throws: TaskfileErrors.self) { try planner.plan(targets: ["other"]) }
+        #expect(
+            error?.errors.map(\.message) == [
+                "unknown task 'setup' in the deps of 'lib:fallback' ('lib:setup', as go-task reads it there); did you mean ':setup' ('setup')?"
+            ]
+        )
     }
 
     /// Every task of `plan` comes after the tasks it depends on.
@@ -163,7 +174,11 @@ struct ArchiveTaskKind: TaskKind {
         let error = try #require(errors.only)
         #expect(error.code == .unknownTaskKind)
         #expect(error.location == at(directory.path("Taskfile.yml"), 4, 13))
-        #expect(error.message.contains("task kind 'archiver', which no plugin provides (no libkiln-archiver.so on the plugin path: see --plugin-path); known kinds: archive, shell"))
+        #expect(
+            error.message.contains(
+                "task kind 'archiver', which no plugin provides (no libkiln-archiver.so on the plugin path: see --plugin-path); known kinds: archive, shell"
+            )
+        )
     }
 
     @Test func aConfigurationItsKindRejectsIsReportedAtTheValueTheKindNamed() throws {

@@ -180,7 +180,8 @@ import Testing
                 """,
             line: 4,
             column: 26,
-            message: "'!src/gen.c' in 'sources' is a file name starting with '!', not an exclusion; to exclude files write '- exclude: src/gen.c'"
+            message:
+                "'!src/gen.c' in 'sources' is a file name starting with '!', not an exclusion; to exclude files write '- exclude: src/gen.c'"
         ),
         InvalidValueCase(
             name: "an environment variable in generates",
@@ -404,7 +405,40 @@ import Testing
             ]
         )
         #expect(errors.count == 1, "\(errors)")
-        #expect(errors.first?.message.contains("no value to print") == true, "\(errors)")
+        // As the planner says it of a command, at the action.
+        #expect(
+            errors.first?.message.hasPrefix("undefined variable 'NOT_SET_ANYWHERE'; define it under 'vars:'") == true,
+            "\(errors)"
+        )
+        #expect(errors.first?.location == at(directory.path("Taskfile.yml"), 6, 11), "\(errors)")
+    }
+
+    @Test func aTaskThatDoesNotRunHereIsNotChecked() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        // go-task skips it whole on this machine: nothing of it is rendered.
+        let taskfile = try loadTaskfile(
+            in: directory,
+            [
+                "Taskfile.yml": """
+                version: '3'
+                tasks:
+                  build:
+                    deps: [mac, windows]
+                  mac:
+                    platforms: [darwin]
+                    dir: 'examples/{{.DIR}}'
+                    cmds: ['echo {{.DIR}}', {task: missing}]
+                  windows:
+                    if: '{{eq OS "windows"}}'
+                    requires: {vars: [DIR]}
+                    cmds: ['echo {{.DIR}}']
+                """
+            ]
+        )
+        let plan = try BuildPlanner(taskfile: taskfile, registry: try makeRegistry()).plan(targets: ["build"])
+        #expect(plan.tasks.map(\.definition.name) == ["mac", "windows", "build"])
+        #expect(plan.tasks.filter(\.definition.runsHere).map(\.definition.name) == ["build"])
     }
 
     @Test func perSourceVariablesOutsideAnEachTaskAreUndefinedWithAHint() throws {

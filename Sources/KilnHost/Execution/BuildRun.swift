@@ -294,10 +294,13 @@ public final class BuildRun: @unchecked Sendable {
     private func isGated(_ position: Int) -> Bool { plan.gating?.isGated[position] ?? false }
 
     /// The task at `position` calls others: once its other dependencies (the step before the
-    /// call) have succeeded, the called tasks' gates open; if one failed or didn't run, this
-    /// caller says no to them.
+    /// call) have succeeded — and its own gate has opened, when it is itself called — the called
+    /// tasks' gates open; if one failed or didn't run, this caller says no to them.
     private func triggerCalls(of position: Int, gating: CallGating) {
-        let before = state.withLock { state in gating.staticDependencies[position].compactMap { state.progress[$0] } }
+        let before = state.withLock { state in
+            gating.staticDependencies[position].compactMap { state.progress[$0] }
+                + (state.gates[position].map { [.live($0)] } ?? [])
+        }
         let called = gating.calls[position]
         if before.allSatisfy(\.hasSucceeded) {
             decideGates(called, open: true)

@@ -139,8 +139,10 @@ public struct BuildPlanner: Sendable {
         var escapes = 0
         for position in order {
             var definition = taskfile.tasks[position]
+            // A task that doesn't run here (`platforms:`, `if:`) is skipped whole, as in go-task:
+            // nothing of it is rendered, so nothing of it is checked.
             if !definition.runsHere { definition.dependencies = [] }
-            if definition.hasPlanChecks {
+            if definition.hasPlanChecks, definition.runsHere {
                 if definition.options.dynamicVariablesSkipped {
                     // The loader runs them for every task a run needs: this is kiln's mistake.
                     errors.append(
@@ -323,27 +325,17 @@ public struct BuildPlanner: Sendable {
                 {
                     continue
                 }
-                var message = "undefined variable '\(name)'"
-                if let close = suggestion(for: name, among: Array(known.keys) + TaskfileLoader.builtInVariables) {
-                    message += "; did you mean '\(close)'?"
-                } else if TaskfileLoader.eachVariables.contains(name) {
-                    message += "; it exists only in tasks with 'each: sources'"
-                } else {
-                    message +=
-                        "; define it under 'vars:', give it on the command line (kiln run \(task.name) \(name)=…), or write {{.\(name) | default \"\"}} if it may be unset"
-                }
-                // At the action holding it, `{{` included, as an editor would select it.
-                let bytes = Array(text.value.utf8)
-                var start = reference.offset
-                while start >= 2, !(bytes[start - 1] == UInt8(ascii: "{") && bytes[start - 2] == UInt8(ascii: "{")) {
-                    start -= 1
-                }
+                let message = TaskfileError.undefinedVariableMessage(
+                    name,
+                    task: task.name,
+                    known: Array(known.keys) + TaskfileLoader.builtInVariables
+                )
                 errors.append(
                     TaskfileError(
                         .undefinedVariable,
                         message,
                         at: TaskfileTemplates.locate(
-                            offset: max(0, start - 2),
+                            offset: TaskfileTemplates.actionStart(before: reference.offset, in: text.value),
                             in: text.value,
                             writtenAt: text.location,
                             file: locator

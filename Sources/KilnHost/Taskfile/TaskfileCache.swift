@@ -19,7 +19,7 @@ import KilnPluginAPI
 enum TaskfileCache {
     static let magic = Array("KILNTFC\u{2}".utf8)
     /// Bump when the encoding or the meaning of ``Taskfile`` changes.
-    static let formatVersion = 21
+    static let formatVersion = 22
 
     /// The cache file of a project.
     static func path(root: String) -> String { KilnDirectory(root: root).taskfileCache }

@@ -167,6 +167,9 @@ private final class LoadSession {
     var mainVariables: [String: (value: TemplateValue, location: SourceLocation)] = [:]
     /// The namespace each task's `deps` are resolved in.
     var namespaces: [String: String] = [:]
+    /// The include names a namespace is made of, outermost first (`a:b:` → `[a, b]`); a flattened
+    /// include adds none.
+    var namespaceLevels: [String: [String]] = [:]
     /// What each file's tasks were decoded with, and where each task was: to decode a task again
     /// as an instance (called with variables).
     var contexts: [FileContext] = []
@@ -589,6 +592,7 @@ private final class LoadSession {
             missingOptional.append(path)
             return nil
         }
+        if !flatten { namespaceLevels[namespace + name + ":"] = (namespaceLevels[namespace] ?? []) + [name] }
         return PendingInclude(
             path: path, namespace: flatten ? namespace : namespace + name + ":", directory: includeDirectory, inherited: includeVariables,
             chain: chain, includedAt: location(value, file), settings: included
@@ -806,7 +810,7 @@ private final class LoadSession {
         taskVariables["TASK"] = .string(baseName)
         taskVariables["staged_files"] = .string(TaskDefinition.hookFiles)
         let taskDirectory = directoryText.map {
-            absolute(renderNow($0, variables: taskVariables) ?? $0.value, base: directory)
+            absolute(renderNow($0, variables: taskVariables, task: baseName) ?? $0.value, base: directory)
         } ?? directory
         // `if:` — decided now, from the variables, when it renders to true or false (see
         // staticCondition); a task whose own dynamic variables haven't run is decided when they have.
@@ -829,8 +833,12 @@ private final class LoadSession {
         func renderedPatterns(_ patterns: [Located<String>]) -> [String] {
             patterns.map { pattern in
                 GlobList.isExclusion(pattern.value)
-                    ? "!" + (renderNow(Located(value: String(pattern.value.dropFirst()), location: pattern.location), variables: taskVariables) ?? "")
-                    : renderNow(pattern, variables: taskVariables) ?? pattern.value
+                    ? "!"
+                        + (renderNow(
+                            Located(value: String(pattern.value.dropFirst()), location: pattern.location), variables: taskVariables,
+                            task: baseName
+                        ) ?? "")
+                    : renderNow(pattern, variables: taskVariables, task: baseName) ?? pattern.value
             }
         }
         // `for: sources`/`for: generates` on a call or a dependency: the files the task's patterns
@@ -889,7 +897,9 @@ private final class LoadSession {
             if let written = item.string {
                 let located = Located(value: written, location: location(item, file))
                 checkTemplate(located, known: KnownVariables(variables: variables, each: false))
-                dependencies.append(Located(value: renderNow(located, variables: taskVariables) ?? written, location: located.location))
+                dependencies.append(
+                    Located(value: renderNow(located, variables: taskVariables, task: baseName) ?? written, location: located.location)
+                )
             } else if item.mapping != nil, item["task"] != nil {
                 for reference in taskReferences(item, file: file, variables: variables, isCall: false, files: loopFiles) {
                     if let called = reference.variables { dependencyVariables[dependencies.count] = called }
@@ -1092,6 +1102,7 @@ private final class LoadSession {
         var variablesNode: YAMLNode?
         var loop: CommandLoop?
         var condition: Located<String>?
+        var excludedHere: SourceLocation?
         for (key, value) in entries {
             let name = key.string ?? ""
             switch name {
@@ -1117,13 +1128,9 @@ private final class LoadSession {
                 )
                 return []
             case "platforms" where isCall:
-                // go-task doesn't apply a call's `platforms:` (only a command's): refused, not ignored.
-                failOrDefer(
-                    .unsupported,
-                    "go-task ignores 'platforms:' on a '- task:' call (the task is called everywhere); put 'platforms:' on the called task, or remove it here",
-                    at: location(key, file)
-                )
-                return []
+                // go-task doesn't apply a call's `platforms:` (only a command's). Where they leave
+                // this machine out, resolveTask checks that the called task doesn't run here either.
+                if !TaskOptions.allows(platforms(value, file: file)) { excludedHere = location(key, file) }
             default:
                 let allowed: Set<String> = isCall
                     ? ["task", "vars", "silent", "for", "ignore_error", "platforms", "defer", "if"] : ["task", "vars", "silent", "for"]
@@ -1146,7 +1153,7 @@ private final class LoadSession {
             checkTemplate(nameText, known: KnownVariables(variables: scope, each: false))
             let name = Located(value: renderNow(nameText, variables: scope) ?? written, location: nameText.location)
             let called = variablesNode.map { callVariables($0, file: file, scope: scope) }
-            return TaskReference(name: name, variables: called)
+            return TaskReference(name: name, variables: called, excludedHere: excludedHere)
         }
     }
 
@@ -1665,28 +1672,67 @@ private final class LoadSession {
         }
     }
 
+    /// The task a `deps` item or a `- task:` call written in a file under `namespace` names, as
+    /// go-task merges included files into their includers: from the innermost include out, each
+    /// level puts its name in front (`b` in `a:`'s file is `a:b`) — or, instead, takes off a
+    /// leading `:`, so `:u` written two includes deep is `a:u`, one level up. A `:` still left at
+    /// the top names the main file's task, as go-task's guide says (go-task itself finds no task
+    /// `:u` there). A flattened include is no level. Only what the file says is followed: a name
+    /// its namespace lacks is never looked up in the main file instead.
+    func calledName(_ written: String, namespace: String) -> String {
+        var name = Substring(written)
+        for level in (namespaceLevels[namespace] ?? []).reversed() {
+            if name.hasPrefix(":") { name = name.dropFirst() } else { name = Substring(level + ":" + name) }
+        }
+        return String(name.hasPrefix(":") ? name.dropFirst() : name)
+    }
+
     /// Resolves the `deps` and calls of the task at `index` (see ``resolveReferences()``); the
     /// instances they need and nobody asked for yet are added to `requests`.
     func resolveTask(at index: Int, requests: inout [Int: [(localName: String, instance: InstanceRequest)]]) {
         let aliases = aliasMap
         let name = tasks[index].name
         let namespace = namespaces[name] ?? ""
-        func resolve(_ written: Located<String>, variables: [String: TemplateValue]?, what: String, site: Int) -> Located<String>? {
-            let candidates = written.value.hasPrefix(":") ? [String(written.value.dropFirst())] : [namespace + written.value, written.value]
+        func resolve(
+            _ written: Located<String>, variables: [String: TemplateValue]?, what: String, site: Int, excludedHere: SourceLocation? = nil
+        ) -> Located<String>? {
+            let target = calledName(written.value, namespace: namespace)
             var variables = variables
             var concreteName: String?
-            var found = candidates.first(where: { taskIndex[$0] != nil && origins[$0] != nil }) ?? candidates.compactMap({ aliases[$0] }).first
-            if found == nil, let (candidate, task, matches) = candidates.lazy.compactMap({ name in self.wildcardMatch(name).map { (name, $0.task, $0.matches) } }).first {
+            var found = taskIndex[target] != nil && origins[target] != nil ? target : aliases[target]
+            if found == nil, let (task, matches) = wildcardMatch(target) {
                 // `start:*` named as `start:web`: an instance with `MATCH` set, under the name written.
                 found = task
-                concreteName = candidate
+                concreteName = target
                 variables = (variables ?? [:]).merging(["MATCH": .list(matches.map(TemplateValue.string))]) { _, match in match }
             }
             guard let found else {
                 var message = "unknown task '\(written.value)' in the \(what) of '\(tasks[index].options.partOf ?? name)'"
-                if let close = suggestion(for: namespace + written.value, among: origins.keys) { message += "; did you mean '\(close)'?" }
+                if target != written.value { message += " ('\(target)', as go-task reads it there)" }
+                // The same name in an outer file is reached with a `:` for each level up.
+                let levels = namespaceLevels[namespace]?.count ?? 0
+                if let up = (1...max(1, levels)).lazy.map({ String(repeating: ":", count: $0) + written.value })
+                    .first(where: { self.calledName($0, namespace: namespace) != target && self.origins[self.calledName($0, namespace: namespace)] != nil })
+                {
+                    message += "; did you mean '\(up)' ('\(calledName(up, namespace: namespace))')?"
+                } else if let close = suggestion(for: target, among: origins.keys) {
+                    message += "; did you mean '\(close)'?"
+                }
                 mistakes[index, default: []].append(
                     TaskOptions.DeferredError(code: TaskfileError.Code.unknownTask.description, message: message, location: written.location)
+                )
+                return nil
+            }
+            // A call whose `platforms:` leave this machine out: go-task calls the task anyway.
+            // Where the task's own `platforms:` leave it out too, both skip it; otherwise kiln
+            // would have to pick between the Taskfile's words and go-task's deeds.
+            if let excludedHere, let called = taskIndex[found].map({ tasks[$0] }), TaskOptions.allows(called.options.platforms) {
+                mistakes[index, default: []].append(
+                    TaskOptions.DeferredError(
+                        code: TaskfileError.Code.unsupported.description,
+                        message: "this call's 'platforms:' leave this machine out, but go-task ignores 'platforms:' on a '- task:' call and runs '\(found)' here all the same; put 'platforms:' on task '\(found)', or remove them from the call",
+                        location: excludedHere
+                    )
                 )
                 return nil
             }
@@ -1742,9 +1788,9 @@ private final class LoadSession {
             references[name]?.steps = steps.compactMap { step in
                 guard case .call(let reference) = step else { return step }
                 calls += 1
-                return resolve(reference.name, variables: reference.variables, what: "calls", site: calls - 1).map {
-                    .call(TaskReference(name: $0, variables: nil))
-                }
+                return resolve(
+                    reference.name, variables: reference.variables, what: "calls", site: calls - 1, excludedHere: reference.excludedHere
+                ).map { .call(TaskReference(name: $0, variables: nil)) }
             }
         }
     }
@@ -2026,15 +2072,27 @@ private final class LoadSession {
 
     /// `text` rendered now, with `variables` (what a `dir:`, a `sources:` pattern, a variable's
     /// value or an `env:` value becomes); `nil` after reporting why it can't be. A value
-    /// (`lenient`) prints nothing for a variable that isn't set, as go-task does; a path doesn't.
-    func renderNow(_ text: Located<String>, variables: [String: TemplateValue], lenient: Bool = false) -> String? {
+    /// (`lenient`) prints nothing for a variable that isn't set, as go-task does; a path doesn't,
+    /// and one that isn't set is reported as the planner reports it in a command (`task` is
+    /// the task whose path it is).
+    func renderNow(_ text: Located<String>, variables: [String: TemplateValue], lenient: Bool = false, task: String? = nil)
+        -> String?
+    {
         guard TextTemplate.hasActions(text.value) else { return text.value }
         guard let template = try? TaskfileTemplates.library.template(text.value) else { return nil }
+        let scope = layered(variables)
         do {
-            let rendered = try template.render(.map(layered(variables)), missing: lenient ? .printNothing : .fail)
-            return rendered
+            return try template.render(.map(scope), missing: lenient ? .printNothing : .fail)
         } catch {
-            failOrDefer(.invalidTemplate, "template: \(error.message)", at: locate(offset: error.offset, in: text))
+            if let unset = template.printedVariableReferences.first(where: { scope[$0.name] == nil }) {
+                failOrDefer(
+                    .undefinedVariable,
+                    TaskfileError.undefinedVariableMessage(unset.name, task: task, known: scope.keys),
+                    at: locate(offset: TaskfileTemplates.actionStart(before: unset.offset, in: text.value), in: text)
+                )
+            } else {
+                failOrDefer(.invalidTemplate, "template: \(error.message)", at: locate(offset: error.offset, in: text))
+            }
             return nil
         }
     }
@@ -2305,6 +2363,8 @@ private struct TaskOrigin {
 private struct TaskReference {
     var name: Located<String>
     var variables: [String: TemplateValue]?
+    /// Where a call's `platforms:` leave this machine out.
+    var excludedHere: SourceLocation?
 }
 
 /// One of a task's `cmds`, when some are `- task:` calls: a command (its index among the task's

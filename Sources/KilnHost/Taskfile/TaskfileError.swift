@@ -55,7 +55,9 @@ public struct TaskfileError: Error, Sendable, CustomStringConvertible {
         /// The codes a mistake reported when a task is planned may have
         /// (``TaskOptions/DeferredError``), by their stable names.
         static let deferrable: [String: Code] = Dictionary(
-            uniqueKeysWithValues: [invalidTemplate, invalidValue, unknownTask, unsupported, unknownKey, wrongType].map { ($0.name, $0) }
+            uniqueKeysWithValues: [invalidTemplate, invalidValue, unknownTask, unsupported, unknownKey, wrongType].map {
+                ($0.name, $0)
+            }
         )
     }
 
@@ -119,4 +121,22 @@ extension TaskfileErrors {
 /// The closest candidate to `name`, if it is close enough to be a likely typo.
 func suggestion(for name: String, among candidates: some Sequence<String>) -> String? {
     TextHelpers.closest(to: name, among: candidates)
+}
+
+extension TaskfileError {
+    /// What kiln says of a variable a template prints that nothing sets, wherever it is found
+    /// (when the Taskfile loads, or when a run plans the task): a likely typo among `known`, or
+    /// the ways to set it. `task` is the task the command-line example names.
+    static func undefinedVariableMessage(_ name: String, task: String?, known: some Sequence<String>) -> String {
+        var message = "undefined variable '\(name)'"
+        if let close = suggestion(for: name, among: known) {
+            message += "; did you mean '\(close)'?"
+        } else if TaskfileLoader.eachVariables.contains(name) {
+            message += "; it exists only in tasks with 'each: sources'"
+        } else {
+            message +=
+                "; define it under 'vars:', give it on the command line (kiln run \(task ?? "TASK") \(name)=…), or write {{.\(name) | default \"\"}} if it may be unset"
+        }
+        return message
+    }
 }

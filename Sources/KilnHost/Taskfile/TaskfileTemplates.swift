@@ -19,6 +19,17 @@ public enum TaskfileTemplates {
         try library.render(text, variables: variables, at: location)
     }
 
+    /// Where the action holding the byte at `offset` of `text` starts, its `{{` included, as an
+    /// editor would select it.
+    static func actionStart(before offset: Int, in text: String) -> Int {
+        let bytes = Array(text.utf8)
+        var start = min(offset, bytes.count)
+        while start >= 2, !(bytes[start - 1] == UInt8(ascii: "{") && bytes[start - 2] == UInt8(ascii: "{")) {
+            start -= 1
+        }
+        return max(0, start - 2)
+    }
+
     /// Where the byte at `offset` of the template `text` is, when the scalar holding it starts at
     /// `scalar`: the action around that byte found in the file (quotes, escapes and folded lines
     /// make the scalar's text differ from the file's), or the scalar's start.
