@@ -73,12 +73,35 @@ extension Kiln {
         }
     }
 
-    /// go-task's `--summary` text: the name, the summary (else the description), dependencies,
-    /// aliases and commands.
+    /// go-task's `--summary` text: the name, the summary (else the description), variables,
+    /// environment, required variables, dependencies, aliases and commands.
     static func summaryText(of task: TaskDefinition, written: WrittenTask) -> String {
         var text = "task: \(task.name)\n\n"
         text += (task.options.longSummary ?? task.summary ?? "(task does not have description or summary)")
         if !text.hasSuffix("\n") { text += "\n" }
+        // As go-task: not the variables the environment or kiln itself sets.
+        let environment = System.environment
+        func isShown(_ name: String) -> Bool {
+            environment[name] == nil && !["TASK_", "CLI_", "ROOT_"].contains(where: name.hasPrefix)
+                && ![
+                    "TASK", "TASKFILE", "TASKFILE_DIR", "USER_WORKING_DIR", "ALIAS", "MATCH", "PATH_LIST_SEPARATOR",
+                    "FILE_PATH_SEPARATOR",
+                ].contains(name)
+        }
+        let variables = written.variables.filter { isShown($0.name) }
+        if !variables.isEmpty { text += "\nvars:\n" + variables.map { "  \($0.name): \($0.shown)\n" }.joined() }
+        let exported = written.environment.filter { isShown($0.name) }
+        if !exported.isEmpty { text += "\nenv:\n" + exported.map { "  \($0.name): \($0.shown)\n" }.joined() }
+        if !task.options.requiredVariables.isEmpty {
+            text += "\nrequires:\n  vars:\n"
+            for required in task.options.requiredVariables {
+                guard let allowed = required.allowed, !allowed.isEmpty else {
+                    text += "    - \(required.name)\n"
+                    continue
+                }
+                text += "    - \(required.name):\n        enum:\n" + allowed.map { "          - \($0)\n" }.joined()
+            }
+        }
         if !written.dependencies.isEmpty {
             text += "\ndependencies:\n" + written.dependencies.map { " - \($0)\n" }.joined()
         }

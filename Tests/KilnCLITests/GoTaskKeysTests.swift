@@ -83,6 +83,51 @@ import Testing
         #expect(main?["calls"] as? [String] == ["b", "a"], "\(json)")
     }
 
+    @Test("list --summary shows the vars, env and requires sections go-task's --summary shows, in its order and forms")
+    func summarySections() async throws {
+        let directory = try project(
+            """
+            version: '3'
+            vars:
+              GLOBAL: g
+              ONE_KEY: {map: {k: v}}
+              EMPTY: ''
+              LIST: [a, b]
+              SHADOW: file
+              FROM_FILE: '{{.GLOBAL}}-f'
+            env:
+              FILE_ENV: fe
+              HOME: not-shown
+              TASK_LIKE: hidden-by-prefix
+            tasks:
+              t:
+                desc: with everything
+                vars:
+                  SHADOW: task
+                  FILE_ENV: hidden-as-env
+                  DYNAMIC: {sh: 'echo {{.GLOBAL}}'}
+                  FLAG: true
+                  N: 3
+                  REF: {ref: .LIST}
+                env:
+                  OWN: 'o-{{.GLOBAL}}'
+                  TASK_OWN: hidden-by-prefix
+                requires:
+                  vars: [GLOBAL, {name: LEVEL, enum: [low, high]}]
+                deps: [plain]
+                cmds: ['echo {{.SHADOW}}']
+              plain: echo plain
+            """
+        )
+        defer { directory.remove() }
+        for task in ["t", "plain"] {
+            let goTask = try runProgram(try Peers.executable("task"), ["--summary", task], in: directory.path)
+            let kiln = try await KilnProcess.run(["list", "--summary", task], in: directory.path)
+            #expect(kiln.status == 0)
+            #expect(kiln.standardOutput == goTask.output, "\(kiln)")
+        }
+    }
+
     @Test("an internal task runs as a dependency, never from the command line")
     func internalTasks() async throws {
         let directory = try project(Self.listed + "\n  uses:\n    deps: [hidden]\n    cmds: ['echo u']\n")

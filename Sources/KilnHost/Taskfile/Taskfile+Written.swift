@@ -20,6 +20,13 @@ public struct WrittenTask: Sendable {
     public var dependencies: [String]
     /// `cmds`, in order; a `for:` command once per item, as go-task's `--summary` shows it.
     public var commands: [Item]
+    /// The variables the task sees, in go-task's order — the files' `vars:` (the main file's
+    /// first), then the task's — each as go-task's `--summary` shows it: `"value"` (a list as
+    /// `"[a b]"`, a map as indented `key: value` lines), or `sh: COMMAND` for a dynamic one,
+    /// which a listing doesn't run. Names the task's `env:` also sets are left out.
+    public var variables: [(name: String, shown: String)] = []
+    /// The files' `env:`, then the task's, shown the same way.
+    public var environment: [(name: String, shown: String)] = []
 }
 
 extension Taskfile {
@@ -68,6 +75,55 @@ extension Taskfile {
                 }
             }
         }
+        (written.variables, written.environment) = writtenVariables(of: task)
         return written
+    }
+
+    /// The `vars:` and `env:` entries `task` sees, in the order its files write them (see
+    /// ``WrittenTask/variables``). The files are read again: only a summary needs this.
+    func writtenVariables(of task: TaskDefinition) -> (variables: [(String, String)], environment: [(String, String)]) {
+        var variableNodes: [(String, YAMLNode)] = []
+        var environmentNodes: [(String, YAMLNode)] = []
+        func add(_ node: YAMLNode?, to list: inout [(String, YAMLNode)], keeping: (String) -> Bool = { _ in true }) {
+            for (key, value) in node?.mapping ?? [] {
+                guard let name = key.string, keeping(name) else { continue }
+                if let index = list.firstIndex(where: { $0.0 == name }) {
+                    list[index].1 = value
+                } else {
+                    list.append((name, value))
+                }
+            }
+        }
+        let visible = task.variables
+        for file in files {
+            guard let text = try? Files.readText(file), let top = try? YAMLNode.parse(text) else { continue }
+            // Another file's variables count only when the task sees them with that value.
+            add(top["vars"], to: &variableNodes) { visible[$0] != nil }
+            if file == self.path || file == task.file { add(top["env"], to: &environmentNodes) }
+            guard file == task.file else { continue }
+            let own = top["tasks"]?.mapping?.first { entry in
+                Int(entry.key.mark.line) == task.location.line && Int(entry.key.mark.column) == task.location.column
+            }?.value
+            add(own?["vars"], to: &variableNodes)
+            add(own?["env"], to: &environmentNodes)
+        }
+        func shown(_ node: YAMLNode, value: TemplateValue?) -> String {
+            if let command = node["sh"]?.string, node.mapping?.count == 1 {
+                // Rendered, as go-task shows it; a listing doesn't run it.
+                return "sh: "
+                    + ((try? TaskfileTemplates.render(command, variables: task.templateVariables, at: nil)) ?? command)
+            }
+            switch value ?? .string(node.string ?? "") {
+            case .map(let entries):
+                guard !entries.isEmpty else { return "{}" }
+                return "\n" + entries.keys.sorted().map { "    \($0): \(entries[$0]?.printed ?? "")\n" }.joined()
+            case let other: return "\"\(other.printed)\""
+            }
+        }
+        let environmentNames = Set(environmentNodes.map(\.0))
+        return (
+            variableNodes.filter { !environmentNames.contains($0.0) }.map { ($0.0, shown($0.1, value: visible[$0.0])) },
+            environmentNodes.map { ($0.0, shown($0.1, value: task.environment[$0.0].map(TemplateValue.string))) }
+        )
     }
 }
