@@ -109,7 +109,10 @@ final class ProbeJob: Job, @unchecked Sendable {
         // A thread of its own while it waits, not a Dispatch worker: held probes blocking workers
         // for up to a minute starved the pool the engine and the other tests run on.
         let thread = Thread { [self] in
-            if let gate, !gate.wait(seconds: 60) {
+            // Only a safety net for a gate a test never opens: longer than all of a test's own
+            // waits together (a loaded CI machine once took 90 s to reach the open, and the
+            // probe's earlier 60 s turned a slow run into a failed job).
+            if let gate, !gate.wait(seconds: 300) {
                 lab.leave(resources: resources)
                 try? finish(error: ProbeFailure())
                 return
