@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/epoll.h>
@@ -10,8 +11,10 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+/// `output_fd` -1: the child keeps kiln's standard input, output and error (an interactive
+/// command); `terminal_fd` >= 0: its new process group becomes that terminal's foreground group.
 static int spawn_shell(const char *shell, const char *command, const char *directory, char *const envp[], int output_fd,
-                       int error_fd, int own_group, pid_t *pid) {
+                       int error_fd, int own_group, int terminal_fd, pid_t *pid) {
     posix_spawn_file_actions_t actions;
     posix_spawnattr_t attributes;
     int status = posix_spawn_file_actions_init(&actions);
@@ -29,8 +32,16 @@ static int spawn_shell(const char *shell, const char *command, const char *direc
     sigaddset(&defaults, SIGQUIT);
     sigaddset(&defaults, SIGHUP);
     sigaddset(&defaults, SIGPIPE);
-    if ((status = posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)) == 0 &&
-        (status = posix_spawn_file_actions_adddup2(&actions, output_fd, 1)) == 0 &&
+    // An interactive command gets the terminal's job-control signals' defaults too (kiln's may be
+    // inherited from a shell that ignores them).
+    if (output_fd < 0) {
+        sigaddset(&defaults, SIGTSTP);
+        sigaddset(&defaults, SIGTTIN);
+        sigaddset(&defaults, SIGTTOU);
+    }
+    if ((output_fd < 0 || (status = posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)) == 0) &&
+        (output_fd < 0 || (status = posix_spawn_file_actions_adddup2(&actions, output_fd, 1)) == 0) &&
+        (terminal_fd < 0 || (status = posix_spawn_file_actions_addtcsetpgrp_np(&actions, terminal_fd)) == 0) &&
         (error_fd < 0 || (status = posix_spawn_file_actions_adddup2(&actions, error_fd, 2)) == 0) &&
         (status = posix_spawn_file_actions_addchdir_np(&actions, directory)) == 0 &&
         (status = posix_spawnattr_setpgroup(&attributes, 0)) == 0 &&
@@ -49,12 +60,34 @@ static int spawn_shell(const char *shell, const char *command, const char *direc
 
 int ckiln_spawn_shell(const char *shell, const char *command, const char *directory, char *const envp[], int output_fd,
                       pid_t *pid) {
-    return spawn_shell(shell, command, directory, envp, output_fd, output_fd, 1, pid);
+    return spawn_shell(shell, command, directory, envp, output_fd, output_fd, 1, -1, pid);
+}
+
+int ckiln_spawn_shell_interactive(const char *shell, const char *command, const char *directory, char *const envp[],
+                                  int terminal_fd, pid_t *pid) {
+    return spawn_shell(shell, command, directory, envp, -1, -1, 1, terminal_fd, pid);
+}
+
+int ckiln_owned_terminal(void) {
+    if (!isatty(0)) return -1;
+    pid_t foreground = tcgetpgrp(0);
+    return foreground >= 0 && foreground == getpgrp() ? 0 : -1;
+}
+
+int ckiln_take_terminal(int terminal_fd) {
+    // kiln is in the background now: SIGTTOU, blocked here, would otherwise stop it.
+    sigset_t block, previous;
+    sigemptyset(&block);
+    sigaddset(&block, SIGTTOU);
+    pthread_sigmask(SIG_BLOCK, &block, &previous);
+    int status = tcsetpgrp(terminal_fd, getpgrp());
+    pthread_sigmask(SIG_SETMASK, &previous, NULL);
+    return status;
 }
 
 int ckiln_spawn_shell_capturing(const char *shell, const char *command, const char *directory, char *const envp[],
                                 int output_fd, pid_t *pid) {
-    return spawn_shell(shell, command, directory, envp, output_fd, -1, 0, pid);
+    return spawn_shell(shell, command, directory, envp, output_fd, -1, 0, -1, pid);
 }
 
 int ckiln_pidfd_open(pid_t pid) { return (int)syscall(SYS_pidfd_open, pid, 0); }

@@ -189,10 +189,9 @@ import Testing
     func pendingKeys() async throws {
         let cases: [(taskfile: String, line: Int, column: Int, says: String)] = [
             (
-                "tasks:\n  t:\n    interactive: true\n    cmds: ['true']\n", 4, 5,
-                "go-task's 'interactive' isn't supported by kiln yet"
+                "tasks:\n  t:\n    watch: true\n    cmds: ['true']\n", 4, 5,
+                "go-task's 'watch' isn't supported by kiln yet; kiln has no watch mode"
             ),
-
             (
                 "tasks:\n  t:\n    cmds:\n      - defer: {task: o}\n  o: 'true'\n", 5, 9,
                 "a deferred '- task:' call isn't supported yet"

@@ -19,6 +19,19 @@ int ckiln_spawn_shell(const char *shell, const char *command, const char *direct
 int ckiln_spawn_shell_capturing(const char *shell, const char *command, const char *directory, char *const envp[],
                                 int output_fd, pid_t *pid);
 
+/// As ckiln_spawn_shell, for go-task's `interactive: true`: the child keeps kiln's standard input,
+/// output and error. With `terminal_fd` >= 0 (a terminal whose foreground process group is kiln's),
+/// the child's new process group becomes its foreground group, so the command reads the terminal
+/// and Ctrl-C reaches the command, as in a shell; ckiln_take_terminal gives it back.
+int ckiln_spawn_shell_interactive(const char *shell, const char *command, const char *directory, char *const envp[],
+                                  int terminal_fd, pid_t *pid);
+
+/// 0 when standard input is a terminal whose foreground process group is kiln's, else -1.
+int ckiln_owned_terminal(void);
+
+/// Makes kiln's process group the foreground group of `terminal_fd` again; 0 or -1 and errno.
+int ckiln_take_terminal(int terminal_fd);
+
 /// pidfd_open(2): a file descriptor that becomes readable when the process exits; -1 and errno on failure.
 int ckiln_pidfd_open(pid_t pid);
 

@@ -616,10 +616,14 @@ public final class BuildRun: @unchecked Sendable {
         }
         let outputs = request.outputs.map { $0.hasPrefix("/") ? $0 : request.directory + "/" + $0 }
         // The Taskfile's claims, or what the task's kind asks for (a download: its host's queue).
-        let claims = request.resources.isEmpty ? task.prepared.defaultResources(for: request) : request.resources
+        var claims = request.resources.isEmpty ? task.prepared.defaultResources(for: request) : request.resources
+        // One job at a time has the terminal (a resource of width 1 no Taskfile can name).
+        let interactive = task.definition.options.isInteractive
+        if interactive { claims.append(ResourceQueues.terminal) }
         let resources = queues.resources(for: claims, outputs: outputs, directory: request.directory)
         let key = JobKey(task: task.definition.name, source: source)
         var described = JobInfo(id: id, key: key, summary: task.prepared.summary(for: request), resources: resources)
+        described.isInteractive = interactive && !dryRun
         // A task's own `label:` names its jobs for people; a step or an instance keeps its name.
         if task.definition.options.label != nil, task.definition.partOf == nil { described.shownAs = request.label }
         if var group = plan.taskfile.outputGroup {

@@ -14,9 +14,37 @@ public protocol CommandRunner: Sendable {
     ///   - completion: Called once, on any thread, after the process exited and its output was read.
     /// - Returns: A handle to stop it.
     func run(
-        _ command: String, directory: String, environment: [String: String], output: TaskOutput,
+        _ command: String,
+        directory: String,
+        environment: [String: String],
+        output: TaskOutput,
         completion: @escaping @Sendable (CommandResult) -> Void
     ) -> RunningCommand
+
+    /// Starts `SHELL -c command` for go-task's `interactive: true`: it keeps kiln's standard
+    /// input, output and error — and, when kiln has the terminal, gets it (its own process group
+    /// in the foreground) until it exits. Its output isn't captured.
+    ///
+    /// - Parameters: As ``run(_:directory:environment:output:completion:)``, without `output`.
+    /// - Returns: A handle to stop it.
+    func runInteractive(
+        _ command: String,
+        directory: String,
+        environment: [String: String],
+        completion: @escaping @Sendable (CommandResult) -> Void
+    ) -> RunningCommand
+}
+
+extension CommandRunner {
+    /// A runner without a terminal to give runs the command as any other, its output dropped.
+    public func runInteractive(
+        _ command: String,
+        directory: String,
+        environment: [String: String],
+        completion: @escaping @Sendable (CommandResult) -> Void
+    ) -> RunningCommand {
+        run(command, directory: directory, environment: environment, output: TaskOutput(), completion: completion)
+    }
 }
 
 /// How a command ended.

@@ -4,7 +4,7 @@ import KilnPluginAPI
 import Synchronization
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Runs commands with `posix_spawn` and watches all of them from one thread with epoll: each
@@ -85,7 +85,56 @@ public final class ProcessMonitor: CommandRunner, @unchecked Sendable {
 
     /// Starts a command; see ``CommandRunner/run(_:directory:environment:output:completion:)``.
     public func run(
-        _ command: String, directory: String, environment: [String: String], output: TaskOutput,
+        _ command: String,
+        directory: String,
+        environment: [String: String],
+        output: TaskOutput,
+        completion: @escaping @Sendable (CommandResult) -> Void
+    ) -> RunningCommand {
+        start(
+            command,
+            directory: directory,
+            environment: environment,
+            output: output,
+            terminal: nil,
+            completion: completion
+        )
+    }
+
+    /// Starts an interactive command; see
+    /// ``CommandRunner/runInteractive(_:directory:environment:completion:)``. Its output pipe
+    /// stays kiln's (already at end-of-file): the process's exit ends it.
+    public func runInteractive(
+        _ command: String,
+        directory: String,
+        environment: [String: String],
+        completion: @escaping @Sendable (CommandResult) -> Void
+    ) -> RunningCommand {
+        // The terminal is handed over only when it is kiln's to give: standard input is one,
+        // and kiln's process group is in its foreground (not `kiln run … &`).
+        let terminal: Int32 = ckiln_owned_terminal()
+        let finish: @Sendable (CommandResult) -> Void = { result in
+            if terminal >= 0 { _ = ckiln_take_terminal(terminal) }
+            completion(result)
+        }
+        return start(
+            command,
+            directory: directory,
+            environment: environment,
+            output: TaskOutput(),
+            terminal: terminal,
+            completion: finish
+        )
+    }
+
+    /// Starts `command`: its output into `output` — or, with `terminal` set (-1: no terminal to
+    /// give), kiln's own standard streams.
+    private func start(
+        _ command: String,
+        directory: String,
+        environment: [String: String],
+        output: TaskOutput,
+        terminal: Int32?,
         completion: @escaping @Sendable (CommandResult) -> Void
     ) -> RunningCommand {
         var pipeEnds: [Int32] = [0, 0]
@@ -96,7 +145,17 @@ public final class ProcessMonitor: CommandRunner, @unchecked Sendable {
         let (readEnd, writeEnd) = (pipeEnds[0], pipeEnds[1])
         var pid: pid_t = 0
         let status = withEnvironmentPointers(environment) { envp in
-            ckiln_spawn_shell(CommandShell.path(for: command), command, directory, envp, writeEnd, &pid)
+            if let terminal {
+                return ckiln_spawn_shell_interactive(
+                    CommandShell.path(for: command),
+                    command,
+                    directory,
+                    envp,
+                    terminal,
+                    &pid
+                )
+            }
+            return ckiln_spawn_shell(CommandShell.path(for: command), command, directory, envp, writeEnd, &pid)
         }
         close(writeEnd)
         guard status == 0 else {
@@ -115,7 +174,10 @@ public final class ProcessMonitor: CommandRunner, @unchecked Sendable {
             let token = children.next
             children.next += 1
             children.byToken[token] = Child(
-                pid: pid, pidDescriptor: pidDescriptor, outputDescriptor: readEnd, output: output,
+                pid: pid,
+                pidDescriptor: pidDescriptor,
+                outputDescriptor: readEnd,
+                output: output,
                 completion: completion
             )
             return token
@@ -179,7 +241,9 @@ public final class ProcessMonitor: CommandRunner, @unchecked Sendable {
         var tokens = [UInt64](repeating: 0, count: 64)
         var buffer = [UInt8](repeating: 0, count: 65536)
         while true {
-            let count = tokens.withUnsafeMutableBufferPointer { ckiln_epoll_wait(epoll, $0.baseAddress, 64, nextTimeout()) }
+            let count = tokens.withUnsafeMutableBufferPointer {
+                ckiln_epoll_wait(epoll, $0.baseAddress, 64, nextTimeout())
+            }
             for index in 0..<max(0, Int(count)) {
                 let token = tokens[index]
                 if token == Self.signalToken {
@@ -201,9 +265,11 @@ public final class ProcessMonitor: CommandRunner, @unchecked Sendable {
     }
 
     private func readOutput(token: UInt64, buffer: inout [UInt8]) {
-        guard let (descriptor, output) = children.withLock({ children in
-            children.byToken[token].map { ($0.outputDescriptor, $0.output) }
-        }) else { return }
+        guard
+            let (descriptor, output) = children.withLock({ children in
+                children.byToken[token].map { ($0.outputDescriptor, $0.output) }
+            })
+        else { return }
         while true {
             let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
             if count > 0 {
@@ -235,7 +301,8 @@ public final class ProcessMonitor: CommandRunner, @unchecked Sendable {
             if terminated {
                 // Noticed without reaping it (`WNOWAIT`): a terminated shell stays a zombie.
                 var info = siginfo_t()
-                guard waitid(P_PID, id_t(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0, info._sifields._sigchld.si_pid == pid
+                guard waitid(P_PID, id_t(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0,
+                    info._sifields._sigchld.si_pid == pid
                 else { continue }
             }
             reap(token: token)
@@ -246,18 +313,20 @@ public final class ProcessMonitor: CommandRunner, @unchecked Sendable {
     private static let pollInterval: Int32 = 10
 
     private func reap(token: UInt64) {
-        guard let (pid, pidDescriptor, terminated) = children.withLock({ children -> (pid_t, Int32, Bool)? in
-            guard var child = children.byToken[token] else { return nil }
-            // Decided under the lock: either `terminate` already ran, or it never will.
-            if child.terminated {
-                child.exitedAfterTermination = true
-                child.exitedAt = Self.now()
-            } else {
-                child.reaping = true
-            }
-            children.byToken[token] = child
-            return (child.pid, child.pidDescriptor, child.terminated)
-        }) else { return }
+        guard
+            let (pid, pidDescriptor, terminated) = children.withLock({ children -> (pid_t, Int32, Bool)? in
+                guard var child = children.byToken[token] else { return nil }
+                // Decided under the lock: either `terminate` already ran, or it never will.
+                if child.terminated {
+                    child.exitedAfterTermination = true
+                    child.exitedAt = Self.now()
+                } else {
+                    child.reaping = true
+                }
+                children.byToken[token] = child
+                return (child.pid, child.pidDescriptor, child.terminated)
+            })
+        else { return }
         if terminated {
             // Reaped in `completeFinished`, after the rest of the group is killed.
             if pidDescriptor >= 0 {
@@ -334,8 +403,12 @@ public final class ProcessMonitor: CommandRunner, @unchecked Sendable {
         children.withLock { children in
             for child in children.byToken.values {
                 if child.pidDescriptor < 0, child.result == nil, !child.exitedAfterTermination { polling = true }
-                if child.exitedAfterTermination, !child.outputClosed { soonest = min(soonest ?? .max, child.killAt ?? 0) }
-                if child.result != nil, !child.outputClosed { soonest = min(soonest ?? .max, child.exitedAt + 200_000_000) }
+                if child.exitedAfterTermination, !child.outputClosed {
+                    soonest = min(soonest ?? .max, child.killAt ?? 0)
+                }
+                if child.result != nil, !child.outputClosed {
+                    soonest = min(soonest ?? .max, child.exitedAt + 200_000_000)
+                }
                 if let killAt = child.killAt { soonest = min(soonest ?? .max, killAt) }
             }
         }
@@ -349,7 +422,8 @@ public final class ProcessMonitor: CommandRunner, @unchecked Sendable {
 
 /// Calls `body` with a NULL-terminated `KEY=VALUE` array.
 func withEnvironmentPointers<Result>(
-    _ environment: [String: String], _ body: (UnsafePointer<UnsafeMutablePointer<CChar>?>) -> Result
+    _ environment: [String: String],
+    _ body: (UnsafePointer<UnsafeMutablePointer<CChar>?>) -> Result
 ) -> Result {
     var pointers: [UnsafeMutablePointer<CChar>?] = environment.map { strdup("\($0.key)=\($0.value)") }
     pointers.append(nil)

@@ -33,6 +33,9 @@ public struct JobInfo: Sendable {
     /// The Taskfile's `output: {group: …}`, its lines rendered for this job: what goes before
     /// and after the job's output, and whether it is shown only when the job fails.
     public var outputGroup: OutputGroup?
+    /// go-task's `interactive: true`: its commands have kiln's terminal while it runs, and
+    /// print nothing a reporter receives.
+    public var isInteractive = false
 }
 
 /// How a job ended.

@@ -47,6 +47,9 @@ public struct ShellTaskKind: TaskKind {
         public var commands: [Command]
         /// `preconditions`: a test and the message its failure shows.
         public var preconditions: [(test: String, location: SourceLocation, message: String?)]
+        /// go-task's `interactive: true`: the commands get kiln's terminal (see
+        /// ``CommandRunner/runInteractive(_:directory:environment:completion:)``).
+        public var isInteractive = false
     }
 
     /// `shell`.
@@ -70,6 +73,7 @@ public struct ShellTaskKind: TaskKind {
         -> Configuration
     {
         var configuration = Configuration(commands: [], preconditions: [])
+        configuration.isInteractive = try value["interactive"]?.requireString("'interactive'") == "true"
         for item in value["cmds"]?.list ?? [] {
             // A string, or go-task's map: `{cmd: …, ignore_error: true, platforms: [linux]}`.
             guard item.map != nil else {
@@ -209,7 +213,8 @@ public struct ShellTaskKind: TaskKind {
             directory: request.directory,
             environment: context.environment,
             output: context.output,
-            runner: runner
+            runner: runner,
+            isInteractive: configuration.isInteractive
         )
     }
 }
@@ -297,6 +302,8 @@ public final class CommandJob: Job, @unchecked Sendable {
     private let environment: [String: String]
     private let output: TaskOutput
     private let runner: any CommandRunner
+    /// go-task's `interactive: true`: the commands (not the tests) run on kiln's terminal.
+    private let isInteractive: Bool
 
     /// What runs now, and what is deferred.
     private struct Running {
@@ -312,13 +319,20 @@ public final class CommandJob: Job, @unchecked Sendable {
     }
     private let running = HostMutex(Running())
 
-    init(steps: [Step], directory: String, environment: [String: String], output: TaskOutput, runner: any CommandRunner)
-    {
+    init(
+        steps: [Step],
+        directory: String,
+        environment: [String: String],
+        output: TaskOutput,
+        runner: any CommandRunner,
+        isInteractive: Bool = false
+    ) {
         self.steps = steps
         self.directory = directory
         self.environment = environment
         self.output = output
         self.runner = runner
+        self.isInteractive = isInteractive
         super.init()
     }
 
@@ -401,7 +415,8 @@ public final class CommandJob: Job, @unchecked Sendable {
             return
         }
         if step.precondition == nil, !makeDirectoryIfNeeded() { return }
-        launch(step.command, output: output, isDeferred: false) { [self] result in
+        launch(step.command, output: output, isDeferred: false, interactive: step.precondition == nil) {
+            [self] result in
             if result.succeeded || step.ignoresError {
                 run(index + 1)
                 return
@@ -438,30 +453,35 @@ public final class CommandJob: Job, @unchecked Sendable {
             return
         }
         // Its failure is shown by its output, and changes nothing (go-task ignores it too).
-        launch(command, output: output, isDeferred: true) { [self] _ in
+        launch(command, output: output, isDeferred: true, interactive: true) { [self] _ in
             runDeferred(failure: failure, exitCode: exitCode)
         }
     }
 
-    /// Starts `command`, keeping its handle for ``cancel()``.
+    /// Starts `command`, keeping its handle for ``cancel()``. In an interactive task, a command
+    /// (`interactive`; not a test) gets the terminal.
     private func launch(
         _ command: String,
         output: TaskOutput,
         isDeferred: Bool,
+        interactive: Bool = false,
         completion: @escaping @Sendable (CommandResult) -> Void
     ) {
         let number = running.withLock { running -> Int in
             running.started += 1
             return running.started
         }
-        let handle = runner.run(command, directory: directory, environment: environment, output: output) {
-            [self] result in
+        let ended: @Sendable (CommandResult) -> Void = { [self] result in
             running.withLock { running in
                 running.finished = number
                 running.handle = nil
             }
             completion(result)
         }
+        let handle =
+            interactive && isInteractive
+            ? runner.runInteractive(command, directory: directory, environment: environment, completion: ended)
+            : runner.run(command, directory: directory, environment: environment, output: output, completion: ended)
         let cancelledMeanwhile = running.withLock { running -> Bool in
             guard running.started == number, running.finished < number else { return false }
             running.handle = handle

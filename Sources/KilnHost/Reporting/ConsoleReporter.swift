@@ -18,6 +18,9 @@ public final class ConsoleReporter: RunObserver {
         var running: [Int: JobInfo] = [:]
         var lastDraw: Double = -1
         var statusShown = false
+        /// An interactive job has the terminal: what would be printed waits in `held`.
+        var interactiveJobs = 0
+        var held: [String] = []
     }
 
     private let interactive: Bool
@@ -69,6 +72,12 @@ public final class ConsoleReporter: RunObserver {
         state.withLock { state in
             state.running[job.id] = job
             if verbose { emit(&state, "  \(job.summary)\n") }
+            if job.isInteractive {
+                // Its commands have the terminal: one line now, the rest when it ends.
+                emit(&state, "kiln: \(job.shownLabel) has the terminal\n")
+                state.interactiveJobs += 1
+                return
+            }
             if interactive, time - state.lastDraw > 0.033 {
                 state.lastDraw = time
                 drawStatus(&state)
@@ -79,6 +88,14 @@ public final class ConsoleReporter: RunObserver {
     /// Prints the job's line and output.
     public func jobFinished(_ job: JobInfo, outcome: JobOutcome, output: TaskOutput, at time: Double) {
         state.withLock { state in
+            if job.isInteractive, state.running[job.id] != nil {
+                state.interactiveJobs -= 1
+                if state.interactiveJobs == 0 {
+                    let held = state.held
+                    state.held = []
+                    for text in held { emit(&state, text) }
+                }
+            }
             state.running[job.id] = nil
             state.finished += 1
             let progress = "[\(state.finished)/\(max(state.total, state.finished))]"
@@ -93,11 +110,11 @@ public final class ConsoleReporter: RunObserver {
                     emit(&state, "\(progress) \(job.shownLabel)\n" + (group?.header ?? ""))
                     var last = ""
                     output.forEachChunk { chunk in
-                        write(chunk)
+                        emit(&state, chunk)
                         if !chunk.isEmpty { last = chunk }
                     }
-                    if !last.hasSuffix("\n") { write("\n") }
-                    if let footer = group?.footer { write(footer) }
+                    if !last.hasSuffix("\n") { emit(&state, "\n") }
+                    if let footer = group?.footer { emit(&state, footer) }
                 } else {
                     var text = output.text
                     if !text.isEmpty, !text.hasSuffix("\n") { text += "\n" }
@@ -180,8 +197,13 @@ public final class ConsoleReporter: RunObserver {
         }
     }
 
-    /// Writes text above the status line.
+    /// Writes text above the status line — or, while an interactive job has the terminal, keeps
+    /// it for when that job ends.
     private func emit(_ state: inout State, _ text: String) {
+        guard state.interactiveJobs == 0 else {
+            state.held.append(text)
+            return
+        }
         if state.statusShown {
             write("\r\u{1B}[K")
             state.statusShown = false
@@ -190,6 +212,7 @@ public final class ConsoleReporter: RunObserver {
     }
 
     private func drawStatus(_ state: inout State) {
+        guard state.interactiveJobs == 0 else { return }
         var parts: [String] = []
         for (name, queue) in queues.all where name != "control" {
             parts.append("\(name) \(queue.runningJobCount)/\(queue.maxConcurrentJobCount)")

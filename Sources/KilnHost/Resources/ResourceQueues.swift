@@ -2,7 +2,7 @@ import KilnJobs
 import Synchronization
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// One ``JobQueue`` per resource, as the Concurrency Programming Guide suggests: `cpu` (width =
@@ -42,6 +42,10 @@ public final class ResourceQueues: Sendable {
             return queue
         }
     }
+
+    /// The resource an interactive job (go-task's `interactive: true`) holds: one at a time
+    /// has the terminal. Taskfiles can't claim it (a name with a space).
+    public static let terminal = "the terminal"
 
     /// The concrete resources a task's claims stand for, sorted — the global order in which a job
     /// acquires them, which is what makes overlapping multi-resource claims deadlock-free.

@@ -17,6 +17,10 @@ public struct TaskOptions: Sendable, Hashable {
     public var isSilent = false
     /// `ignore_error: true` — a failing command doesn't fail the task; the next one runs.
     public var ignoresError = false
+    /// `interactive: true` — the commands get kiln's terminal: its standard input, output and
+    /// error (not captured), and the foreground when kiln has it. One such job runs at a time,
+    /// and the console holds the other jobs' reports until it ends.
+    public var isInteractive = false
     /// `platforms:` — the operating systems and architectures (`linux`, `amd64`, `linux/arm64`) the
     /// task runs on; elsewhere it is skipped with its dependencies. `nil`: everywhere.
     public var platforms: [String]?

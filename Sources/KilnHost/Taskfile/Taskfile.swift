@@ -660,6 +660,9 @@ public struct TaskDefinition: Sendable {
         var entries: [(key: String, keyLocation: SourceLocation, value: ConfigurationValue)] = [
             (key: "cmds", keyLocation: location, value: ConfigurationValue(.list(commandValues), at: location))
         ]
+        if options.isInteractive {
+            entries.append(("interactive", location, ConfigurationValue(.scalar("true"), at: location)))
+        }
         if !options.preconditions.isEmpty {
             let items = options.preconditions.map { precondition in
                 var fields: [(key: String, keyLocation: SourceLocation, value: ConfigurationValue)] = [

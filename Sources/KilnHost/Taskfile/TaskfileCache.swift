@@ -19,7 +19,7 @@ import KilnPluginAPI
 enum TaskfileCache {
     static let magic = Array("KILNTFC\u{2}".utf8)
     /// Bump when the encoding or the meaning of ``Taskfile`` changes.
-    static let formatVersion = 22
+    static let formatVersion = 23
 
     /// The cache file of a project.
     static func path(root: String) -> String { KilnDirectory(root: root).taskfileCache }
@@ -420,6 +420,7 @@ struct BinaryWriter {
         write(options.shellOptions)
         write(options.conditionHolds)
         write(byte: options.fingerprint?.rawValue ?? 0)
+        write(options.isInteractive)
     }
 
     mutating func write(_ options: ShellOptions) {
@@ -641,10 +642,11 @@ struct BinaryReader {
         }
         guard let partOf = readOptionalString(), let statusChecks = readLocated(),
             let shellOptions = readShellOptions(),
-            let conditionHolds = readBool(), let fingerprint = readByte()
+            let conditionHolds = readBool(), let fingerprint = readByte(), let isInteractive = readBool()
         else {
             return nil
         }
+        options.isInteractive = isInteractive
         options.fingerprint = TaskOptions.Fingerprint(rawValue: fingerprint)
         options.partOf = partOf
         options.statusChecks = statusChecks

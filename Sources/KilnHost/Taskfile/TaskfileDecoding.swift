@@ -42,7 +42,6 @@ public struct TaskfileLoader: Sendable {
     /// go-task keys kiln doesn't take yet, and what to do instead. Refused where they are written:
     /// never ignored.
     static let pendingKeys: [String: String] = [
-        "interactive": "run the command outside kiln",
         "requires_vars": "define the variable under 'vars:' for now",
         "watch": "kiln has no watch mode; run it again",
     ]
@@ -787,6 +786,7 @@ private final class LoadSession {
                     // go-task's: the first failing dependency stops the others. Kiln always stops
                     // at the first failure (unless --keep-going).
                     _ = bool(value, file: file, what: "'failfast'")
+                case "interactive": options.isInteractive = bool(value, file: file, what: "'interactive'") ?? false
                 default:
                     if let instead = TaskfileLoader.pendingKeys[keyName] {
                         failOrDefer(.unsupported, "go-task's '\(keyName)' isn't supported by kiln yet; \(instead)", at: location(keyYAMLNode, file))
