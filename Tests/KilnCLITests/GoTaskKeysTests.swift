@@ -284,6 +284,35 @@ import Testing
         }
     }
 
+    @Test("a dry run fails where go-task's --dry fails: a command's template fails when rendered; nothing runs")
+    func dryRunRendersCommands() async throws {
+        let task = try Peers.executable("task")
+        let directory = try project(
+            """
+            version: '3'
+            tasks:
+              t:
+                deps: [dep]
+                cmds: ['echo "{{.NAME | lower}}" > ran.txt']
+              dep:
+                cmds: ['echo dep > dep.txt']
+            """
+        )
+        defer { directory.remove() }
+        let goTask = try runProgram(task, ["--dry", "t"], in: directory.path)
+        #expect(goTask.status != 0, "go-task: \(goTask.output)")
+        let kiln = try await KilnProcess.run(["run", "--dry-run", "t"], in: directory.path)
+        #expect(
+            kiln.status == 1 && kiln.standardError.contains("kiln: t would fail: ")
+                && kiln.standardError.contains("error calling lower: invalid value; expected string"),
+            "\(kiln)"
+        )
+        #expect(!directory.exists("ran.txt") && !directory.exists("dep.txt"))
+        // Given a value, both pass.
+        let given = try await KilnProcess.run(["run", "--dry-run", "t", "NAME=X"], in: directory.path)
+        #expect(given.status == 0, "\(given)")
+    }
+
     @Test("CHECKSUM is a digest of the task's sources: the same until one changes, so a status test can keep it")
     func checksumVariable() async throws {
         let directory = try project(

@@ -606,7 +606,19 @@ public final class BuildRun: @unchecked Sendable {
         do {
             // A template of the task's own that failed (its `generates:`) fails the job, naming why.
             if let failure = request.renderFailure { throw failure }
-            realJob = dryRun ? BlockJob {} : try task.prepared.makeJob(request, context: context)
+            if dryRun {
+                // Made too, and never run: a command whose template fails when rendered
+                // (`{{.UNSET | lower}}`) fails the dry run as it would fail the run. Other
+                // refusals may rest on files the tasks before it would have made: not those.
+                do {
+                    _ = try task.prepared.makeJob(request, context: context)
+                } catch let error as TemplateRenderError {
+                    throw error
+                } catch {}
+                realJob = BlockJob {}
+            } else {
+                realJob = try task.prepared.makeJob(request, context: context)
+            }
         } catch {
             realJob = FailingJob(error)
         }
