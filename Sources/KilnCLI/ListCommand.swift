@@ -42,7 +42,7 @@ extension Kiln {
                     System.writeError("kiln: no task named '\(summary)' in \(project.taskfile.path)\n")
                     throw ExitCode(ExitStatus.invalidTaskfile)
                 }
-                print(Kiln.summaryText(of: task, written: project.taskfile.written(task)))
+                print(Kiln.summaryText(of: task, written: project.taskfile.written(task, includingVariables: true)))
                 return
             }
             if json {

@@ -20,12 +20,12 @@ public struct WrittenTask: Sendable {
     public var dependencies: [String]
     /// `cmds`, in order; a `for:` command once per item, as go-task's `--summary` shows it.
     public var commands: [Item]
-    /// The variables the task sees, in go-task's order — the files' `vars:` (the main file's
+    /// With `includingVariables`: the variables the task sees, in go-task's order — the files' `vars:` (the main file's
     /// first), then the task's — each as go-task's `--summary` shows it: `"value"` (a list as
     /// `"[a b]"`, a map as indented `key: value` lines), or `sh: COMMAND` for a dynamic one,
     /// which a listing doesn't run. Names the task's `env:` also sets are left out.
     public var variables: [(name: String, shown: String)] = []
-    /// The files' `env:`, then the task's, shown the same way.
+    /// With `includingVariables`: the files' `env:`, then the task's, shown the same way.
     public var environment: [(name: String, shown: String)] = []
 }
 
@@ -33,7 +33,9 @@ extension Taskfile {
     /// `task` as its Taskfile writes it.
     ///
     /// Threading: any thread.
-    public func written(_ task: TaskDefinition) -> WrittenTask {
+    /// - Parameter includingVariables: Also ``WrittenTask/variables`` and
+    ///   ``WrittenTask/environment``, for `--summary`: the Taskfiles are read again for them.
+    public func written(_ task: TaskDefinition, includingVariables: Bool = false) -> WrittenTask {
         // The steps are named `T #1`, `T #2`, … and the last is `T` itself (splitSteps).
         let whole = task.partOf ?? task.name
         var pieces: [TaskDefinition] = []
@@ -75,7 +77,7 @@ extension Taskfile {
                 }
             }
         }
-        (written.variables, written.environment) = writtenVariables(of: task)
+        if includingVariables { (written.variables, written.environment) = writtenVariables(of: task) }
         return written
     }
 
@@ -97,7 +99,7 @@ extension Taskfile {
         let visible = task.variables
         for file in files {
             guard let text = try? Files.readText(file), let top = try? YAMLNode.parse(text) else { continue }
-            // Another file's variables count only when the task sees them with that value.
+            // Another file's variables count only when the task sees a variable of that name.
             add(top["vars"], to: &variableNodes) { visible[$0] != nil }
             if file == self.path || file == task.file { add(top["env"], to: &environmentNodes) }
             guard file == task.file else { continue }
