@@ -46,8 +46,9 @@ extension Kiln {
                 return
             }
             if json {
+                let lookup = project.taskfile.lookup()
                 let objects: [JSONValue] = tasks.map { task in
-                    let written = project.taskfile.written(task)
+                    let written = project.taskfile.written(task, lookup: lookup)
                     var object: [(String, JSONValue)] = [
                         ("name", .string(task.name)), ("deps", .array(written.dependencies.map { .string($0) })),
                         ("kind", .string(task.kind.value)),

@@ -29,21 +29,53 @@ public struct WrittenTask: Sendable {
     public var environment: [(name: String, shown: String)] = []
 }
 
+/// A Taskfile's tasks by name and alias, for many lookups (``Taskfile/task(named:)`` looks
+/// through every task each time).
+///
+/// Threading: a value type; safe to pass between threads.
+public struct TaskLookup: Sendable {
+    private let tasks: [TaskDefinition]
+    private let positions: [String: Int]
+    private let aliases: [String: String]
+
+    init(_ taskfile: Taskfile) {
+        tasks = taskfile.tasks
+        positions = Dictionary(taskfile.tasks.enumerated().map { ($1.name, $0) }) { first, _ in first }
+        aliases = taskfile.aliases
+    }
+
+    /// The task called `name`, or answering to it as an alias.
+    public func task(named name: String) -> TaskDefinition? {
+        positions[aliases[name] ?? name].map { tasks[$0] }
+    }
+}
+
 extension Taskfile {
+    /// The tasks by name, for many lookups.
+    ///
+    /// Threading: any thread.
+    public func lookup() -> TaskLookup { TaskLookup(self) }
+
     /// `task` as its Taskfile writes it.
     ///
     /// Threading: any thread.
-    /// - Parameter includingVariables: Also ``WrittenTask/variables`` and
-    ///   ``WrittenTask/environment``, for `--summary`: the Taskfiles are read again for them.
-    public func written(_ task: TaskDefinition, includingVariables: Bool = false) -> WrittenTask {
+    /// - Parameters:
+    ///   - includingVariables: Also ``WrittenTask/variables`` and ``WrittenTask/environment``,
+    ///     for `--summary`: the Taskfiles are read again for them.
+    ///   - lookup: The tasks by name (``lookup()``): made once for many tasks, it keeps listing
+    ///     them all linear.
+    public func written(_ task: TaskDefinition, includingVariables: Bool = false, lookup: TaskLookup? = nil)
+        -> WrittenTask
+    {
+        let lookup = lookup ?? self.lookup()
         // The steps are named `T #1`, `T #2`, … and the last is `T` itself (splitSteps).
         let whole = task.partOf ?? task.name
         var pieces: [TaskDefinition] = []
-        while let step = self.task(named: "\(task.name) #\(pieces.count + 1)"), step.partOf == whole {
+        while let step = lookup.task(named: "\(task.name) #\(pieces.count + 1)"), step.partOf == whole {
             pieces.append(step)
         }
         pieces.append(task)
-        func shown(_ name: String) -> String { self.task(named: name)?.partOf ?? name }
+        func shown(_ name: String) -> String { lookup.task(named: name)?.partOf ?? name }
         let first = pieces[0]
         var written = WrittenTask(
             dependencies: first.dependencies.dropLast(first.calls.count).map { shown($0.value) },
