@@ -1277,6 +1277,54 @@ import Testing
             task: "all",
             compared: ["log.txt"]
         ),
+        Case(
+            name: "ignore_error on calls: the caller goes on after the called task fails, per call and per item",
+            files: [
+                "Taskfile.yml": """
+                version: '3'
+                tasks:
+                  main:
+                    cmds:
+                      - echo before >> log.txt
+                      - task: flaky
+                        ignore_error: true
+                      - for: [x, y]
+                        task: flaky
+                        vars: {WHY: '{{.ITEM}}'}
+                        ignore_error: true
+                      - task: fine
+                        ignore_error: true
+                      - echo after >> log.txt
+                  flaky:
+                    cmds: ['echo flaky-{{.WHY | default "first"}} >> log.txt', 'exit 3', 'echo never >> log.txt']
+                  fine:
+                    cmds: ['echo fine >> log.txt']
+                """
+            ],
+            task: "main",
+            compared: ["log.txt"]
+        ),
+        Case(
+            name: "ignore_error on a call doesn't excuse the same task where it is a plain dependency",
+            files: [
+                "Taskfile.yml": """
+                version: '3'
+                tasks:
+                  main:
+                    deps: [flaky]
+                    cmds:
+                      - task: flaky
+                        ignore_error: true
+                      - echo after > after.txt
+                  flaky:
+                    cmds: ['echo flaky > flaky.txt', 'exit 3']
+                """
+            ],
+            task: "main",
+            compared: ["flaky.txt"],
+            succeeds: false,
+            absent: ["after.txt"]
+        ),
     ]
 
     @Test("kiln leaves what go-task leaves", arguments: cases)

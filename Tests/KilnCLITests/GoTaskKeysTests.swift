@@ -213,8 +213,8 @@ import Testing
                 "'if:' on a '- task:' call must render to true or false"
             ),
             (
-                "tasks:\n  t:\n    cmds:\n      - task: o\n        ignore_error: true\n  o: 'true'\n", 6, 9,
-                "'ignore_error:' on a '- task:' call isn't supported yet"
+                "tasks:\n  t:\n    cmds:\n      - task: o\n        ignore_error: true\n  o:\n    sources: [a]\n    each: sources\n    cmds: ['true']\n",
+                5, 15, "'ignore_error:' on a call to task 'o', which has 'each:', isn't supported yet"
             ),
             (
                 "tasks:\n  t:\n    cmds:\n      - task: o\n        platforms: [windows]\n  o: 'true'\n", 6, 9,

@@ -33,6 +33,9 @@ public struct RunSummary: Sendable {
     public var succeeded = 0
     /// Jobs that ran and failed.
     public var failed = 0
+    /// Jobs that ran and failed, of tasks called with `ignore_error: true`: reported, not
+    /// failing the run.
+    public var ignoredFailures = 0
     /// Jobs that didn't run (a dependency failed, the run stopped) or were stopped.
     public var cancelled = 0
     /// Jobs skipped because nothing they depend on changed.
@@ -666,8 +669,11 @@ public final class BuildRun: @unchecked Sendable {
         let promised = request.outputs.filter(GlobList.isPlainPath)
             .map { Path.join(request.directory, $0) }
         let unproduced = LockedValue<[String]>([])
-        // Dependents wait for a job of their own when the unit checks first or checks outputs.
-        let hasDone = incremental != nil && precomputed == nil || !promised.isEmpty
+        // Made for a call with `ignore_error: true`: its failure is reported, and its caller goes on.
+        let ignoresFailure = task.definition.options.failureIgnored
+        // Dependents wait for a job of their own when the unit checks first or checks outputs,
+        // or when the job's failure is to be ignored (they must not see it).
+        let hasDone = incremental != nil && precomputed == nil || !promised.isEmpty || ignoresFailure
         let observation = realJob.observe(.isExecuting) { [self] change in
             if change.kind == .didChange, change.value { observer.jobStarted(info, at: now) }
         }
@@ -725,7 +731,12 @@ public final class BuildRun: @unchecked Sendable {
                     )
                 }
             }
-            let failed = outcome != .succeeded && outcome != .upToDate
+            var ignored = false
+            if ignoresFailure, case .failed(let reason) = outcome {
+                outcome = .failed(reason + " (ignored: the call says ignore_error)")
+                ignored = true
+            }
+            let failed = outcome != .succeeded && outcome != .upToDate && !ignored
             if let incremental, let result = verdict.value {
                 switch outcome {
                 case .succeeded where dryRun: incremental.willRun(key)
@@ -760,6 +771,7 @@ public final class BuildRun: @unchecked Sendable {
                 state.live[id] = nil
                 switch outcome {
                 case .succeeded: state.summary.succeeded += 1
+                case .failed where ignored: state.summary.ignoredFailures += 1
                 case .failed: state.summary.failed += 1
                 case .cancelled: state.summary.cancelled += 1
                 case .upToDate: state.summary.upToDate += 1
@@ -767,7 +779,7 @@ public final class BuildRun: @unchecked Sendable {
             }
             observer.jobFinished(info, outcome: outcome, output: output, at: now)
             if !hasDone { onFinish(failed, realJob) }
-            if case .failed = outcome, !options.keepGoing { stopScheduling() }
+            if case .failed = outcome, !ignored, !options.keepGoing { stopScheduling() }
             // Only now may a waiting job take the slots: after the observers heard this job end
             // (a trace never shows more jobs on a queue than its width) and after a failure
             // stopped the run (a job waiting for one of these slots must not start).
@@ -785,6 +797,8 @@ public final class BuildRun: @unchecked Sendable {
         let done = BlockJob {
             let outcome = Self.outcome(of: realJob)
             if let check, verdict.value?.reason == .upToDate, !check.isCancelled { return }
+            // It ran and failed, and the call ignores that (not a job that didn't run).
+            if ignoresFailure, !realJob.isCancelled { return }
             if outcome != .succeeded || !unproduced.value.isEmpty { throw UnitFailure(label: request.label) }
         }
         done.name = request.label

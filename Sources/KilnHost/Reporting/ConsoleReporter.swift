@@ -184,6 +184,9 @@ public final class ConsoleReporter: RunObserver {
         var parts = ["\(summary.succeeded) ran"]
         if summary.upToDate > 0 { parts.append("\(summary.upToDate) up to date") }
         if summary.failed > 0 { parts.append("\(summary.failed) failed") }
+        if summary.ignoredFailures > 0 {
+            parts.append("\(summary.ignoredFailures) failed with ignore_error")
+        }
         if summary.cancelled > 0 { parts.append("\(summary.cancelled) did not run") }
         let verdict = summary.interrupted ? "interrupted" : summary.succeededOverall ? "done" : "FAILED"
         return "kiln: \(verdict): \(parts.joined(separator: ", ")) in \(formatDecimal(seconds, digits: 2)) s\n"

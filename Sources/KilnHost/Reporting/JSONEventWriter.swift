@@ -63,7 +63,10 @@ public final class JSONEventWriter: RunObserver {
     public func warning(_ warning: RunWarning) {
         var event: [(String, JSONValue)] = [("event", "warning"), ("message", .string(warning.message))]
         if let location = warning.location {
-            event += [("file", .string(location.file)), ("line", .integer(location.line)), ("column", .integer(location.column))]
+            event += [
+                ("file", .string(location.file)), ("line", .integer(location.line)),
+                ("column", .integer(location.column)),
+            ]
         }
         emit(event)
     }
@@ -72,7 +75,7 @@ public final class JSONEventWriter: RunObserver {
     public func runFinished(_ summary: RunSummary, seconds: Double) {
         emit([
             ("event", "run-finished"), ("succeeded", .integer(summary.succeeded)), ("failed", .integer(summary.failed)),
-            ("upToDate", .integer(summary.upToDate)),
+            ("upToDate", .integer(summary.upToDate)), ("ignoredFailures", .integer(summary.ignoredFailures)),
             ("cancelled", .integer(summary.cancelled)), ("interrupted", .bool(summary.interrupted)),
             ("seconds", .number(seconds)), ("peakLiveEachJobs", .integer(summary.peakLiveEachJobs)),
         ])

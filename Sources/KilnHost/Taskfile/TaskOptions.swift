@@ -21,6 +21,10 @@ public struct TaskOptions: Sendable, Hashable {
     /// error (not captured), and the foreground when kiln has it. One such job runs at a time,
     /// and the console holds the other jobs' reports until it ends.
     public var isInteractive = false
+    /// Made for a `- task:` call with `ignore_error: true`: a job of it that fails is reported,
+    /// and its caller goes on as if it had succeeded (go-task's rule); the run doesn't stop or
+    /// fail for it. A failure of what it depends on still does.
+    public var failureIgnored = false
     /// `platforms:` — the operating systems and architectures (`linux`, `amd64`, `linux/arm64`) the
     /// task runs on; elsewhere it is skipped with its dependencies. `nil`: everywhere.
     public var platforms: [String]?

@@ -19,7 +19,7 @@ import KilnPluginAPI
 enum TaskfileCache {
     static let magic = Array("KILNTFC\u{2}".utf8)
     /// Bump when the encoding or the meaning of ``Taskfile`` changes.
-    static let formatVersion = 23
+    static let formatVersion = 24
 
     /// The cache file of a project.
     static func path(root: String) -> String { KilnDirectory(root: root).taskfileCache }
@@ -421,6 +421,7 @@ struct BinaryWriter {
         write(options.conditionHolds)
         write(byte: options.fingerprint?.rawValue ?? 0)
         write(options.isInteractive)
+        write(options.failureIgnored)
     }
 
     mutating func write(_ options: ShellOptions) {
@@ -642,11 +643,13 @@ struct BinaryReader {
         }
         guard let partOf = readOptionalString(), let statusChecks = readLocated(),
             let shellOptions = readShellOptions(),
-            let conditionHolds = readBool(), let fingerprint = readByte(), let isInteractive = readBool()
+            let conditionHolds = readBool(), let fingerprint = readByte(), let isInteractive = readBool(),
+            let failureIgnored = readBool()
         else {
             return nil
         }
         options.isInteractive = isInteractive
+        options.failureIgnored = failureIgnored
         options.fingerprint = TaskOptions.Fingerprint(rawValue: fingerprint)
         options.partOf = partOf
         options.statusChecks = statusChecks

@@ -989,10 +989,11 @@ private final class LoadSession {
         if options.label == nil { options.label = prefix }
         options.dynamicVariablesSkipped = skippedDynamicVariables
         options.shellOptions = fileSettings.shellOptions.adding(taskShellOptions)
-        if instance != nil {
+        if let instance {
             // An instance answers to no name of its own; its task's do.
             options.aliases = []
             options.partOf = baseName
+            options.failureIgnored = instance.ignoresFailure
         } else {
             // Under an include's other namespaces too (`aliases:` of the include).
             options.aliases += fileSettings.namespaceAliases.map { $0 + localName }
@@ -1103,6 +1104,7 @@ private final class LoadSession {
         var loop: CommandLoop?
         var condition: Located<String>?
         var excludedHere: SourceLocation?
+        var ignoresFailure = false
         for (key, value) in entries {
             let name = key.string ?? ""
             switch name {
@@ -1121,7 +1123,9 @@ private final class LoadSession {
             case "if" where isCall:
                 guard let text = scalar(value, file: file, what: "'if'") else { return [] }
                 condition = Located(value: text, location: location(value, file))
-            case "ignore_error" where isCall, "defer" where isCall:
+            case "ignore_error" where isCall:
+                ignoresFailure = bool(value, file: file, what: "'ignore_error'") ?? false
+            case "defer" where isCall:
                 failOrDefer(
                     .unsupported, "'\(name):' on a '- task:' call isn't supported yet; put it on the called task's commands",
                     at: location(key, file)
@@ -1153,7 +1157,7 @@ private final class LoadSession {
             checkTemplate(nameText, known: KnownVariables(variables: scope, each: false))
             let name = Located(value: renderNow(nameText, variables: scope) ?? written, location: nameText.location)
             let called = variablesNode.map { callVariables($0, file: file, scope: scope) }
-            return TaskReference(name: name, variables: called, excludedHere: excludedHere)
+            return TaskReference(name: name, variables: called, excludedHere: excludedHere, ignoresFailure: ignoresFailure)
         }
     }
 
@@ -1694,7 +1698,8 @@ private final class LoadSession {
         let name = tasks[index].name
         let namespace = namespaces[name] ?? ""
         func resolve(
-            _ written: Located<String>, variables: [String: TemplateValue]?, what: String, site: Int, excludedHere: SourceLocation? = nil
+            _ written: Located<String>, variables: [String: TemplateValue]?, what: String, site: Int, excludedHere: SourceLocation? = nil,
+            ignoresFailure: Bool = false
         ) -> Located<String>? {
             let target = calledName(written.value, namespace: namespace)
             var variables = variables
@@ -1751,8 +1756,22 @@ private final class LoadSession {
                 onceCalls[found] = (given, written.location, name)
             }
             // `run: always`: a task of its own for each place that names it.
+            if ignoresFailure, let called = taskIndex[found].map({ tasks[$0] }), called.each != .none {
+                mistakes[index, default: []].append(
+                    TaskOptions.DeferredError(
+                        code: TaskfileError.Code.unsupported.description,
+                        message: "'ignore_error:' on a call to task '\(found)', which has 'each:', isn't supported yet; put 'ignore_error: true' on its commands",
+                        location: written.location
+                    )
+                )
+                return nil
+            }
             let always = runsAlways.contains(found)
-            guard let variables = variables ?? (always ? [:] : nil) else { return Located(value: found, location: written.location) }
+            // A call with `ignore_error:` gets an instance of its own: the same task needed
+            // elsewhere fails the run there.
+            guard let variables = variables ?? (always || ignoresFailure ? [:] : nil) else {
+                return Located(value: found, location: written.location)
+            }
             var instance: String
             if let concreteName {
                 var called = variables
@@ -1761,7 +1780,9 @@ private final class LoadSession {
             } else {
                 instance = variables.isEmpty ? found : TaskInstanceName.make(found, variables: variables)
             }
-            if always { instance += " [\(what == "deps" ? "dep" : "call") \(site + 1) of \(name)]" }
+            if always || ignoresFailure {
+                instance += " [\(what == "deps" ? "dep" : "call") \(site + 1) of \(name)\(ignoresFailure ? ", failure ignored" : "")]"
+            }
             if instances.insert(instance).inserted {
                 guard instances.count <= TaskfileLoader.maximumInstances else {
                     if instances.count == TaskfileLoader.maximumInstances + 1 {
@@ -1774,7 +1795,9 @@ private final class LoadSession {
                     return nil
                 }
                 if let origin = origins[found] {
-                    requests[origin.context, default: []].append((origin.localName, InstanceRequest(name: instance, variables: variables)))
+                    requests[origin.context, default: []].append(
+                        (origin.localName, InstanceRequest(name: instance, variables: variables, ignoresFailure: ignoresFailure))
+                    )
                 }
             }
             return Located(value: instance, location: written.location)
@@ -1789,7 +1812,8 @@ private final class LoadSession {
                 guard case .call(let reference) = step else { return step }
                 calls += 1
                 return resolve(
-                    reference.name, variables: reference.variables, what: "calls", site: calls - 1, excludedHere: reference.excludedHere
+                    reference.name, variables: reference.variables, what: "calls", site: calls - 1, excludedHere: reference.excludedHere,
+                    ignoresFailure: reference.ignoresFailure
                 ).map { .call(TaskReference(name: $0, variables: nil)) }
             }
         }
@@ -2365,6 +2389,8 @@ private struct TaskReference {
     var variables: [String: TemplateValue]?
     /// Where a call's `platforms:` leave this machine out.
     var excludedHere: SourceLocation?
+    /// `ignore_error: true` on a call.
+    var ignoresFailure = false
 }
 
 /// One of a task's `cmds`, when some are `- task:` calls: a command (its index among the task's
@@ -2385,6 +2411,8 @@ private struct TaskReferences {
 private struct InstanceRequest {
     var name: String
     var variables: [String: TemplateValue]
+    /// Made for a call with `ignore_error: true` (see ``TaskOptions/failureIgnored``).
+    var ignoresFailure = false
 }
 
 /// go-task's wildcard task names (`start:*`, `*-wildcard-*`).
