@@ -413,6 +413,28 @@ import Testing
         #expect(errors.first?.location == at(directory.path("Taskfile.yml"), 6, 11), "\(errors)")
     }
 
+    @Test func anUndefinedVariableInACalledInstanceNamesTheTaskTheCommandLineKnows() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let taskfile = try loadTaskfile(
+            in: directory,
+            [
+                "Taskfile.yml": """
+                version: '3'
+                tasks:
+                  main:
+                    cmds: [{task: b, vars: {X: '1'}}]
+                  b:
+                    cmds: ['echo {{.X | default ""}} {{.NOT_GIVEN}}']
+                """
+            ]
+        )
+        let errors = try planErrors(taskfile, targets: ["main"])
+        #expect(errors.count == 1, "\(errors)")
+        // Not `kiln run b (X=1) NOT_GIVEN=…`: an instance can't be run by name.
+        #expect(errors.first?.message.contains("(kiln run b NOT_GIVEN=…)") == true, "\(errors)")
+    }
+
     @Test func aTaskThatDoesNotRunHereIsNotChecked() throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }

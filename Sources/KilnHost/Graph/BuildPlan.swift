@@ -327,7 +327,8 @@ public struct BuildPlanner: Sendable {
                 }
                 let message = TaskfileError.undefinedVariableMessage(
                     name,
-                    task: task.name,
+                    // The task as the command line names it (a step or an instance can't be).
+                    task: task.partOf ?? task.name,
                     known: Array(known.keys) + TaskfileLoader.builtInVariables
                 )
                 errors.append(
