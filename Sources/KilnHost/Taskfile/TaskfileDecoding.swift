@@ -1697,6 +1697,10 @@ private final class LoadSession {
         let aliases = aliasMap
         let name = tasks[index].name
         let namespace = namespaces[name] ?? ""
+        // A mistake in a name the task gives: reported when a run plans the task.
+        func refuse(_ code: TaskfileError.Code, _ message: String, at location: SourceLocation) {
+            mistakes[index, default: []].append(TaskOptions.DeferredError(code: code.description, message: message, location: location))
+        }
         func resolve(
             _ written: Located<String>, variables: [String: TemplateValue]?, what: String, site: Int, excludedHere: SourceLocation? = nil,
             ignoresFailure: Bool = false
@@ -1723,52 +1727,43 @@ private final class LoadSession {
                 } else if let close = suggestion(for: target, among: origins.keys) {
                     message += "; did you mean '\(close)'?"
                 }
-                mistakes[index, default: []].append(
-                    TaskOptions.DeferredError(code: TaskfileError.Code.unknownTask.description, message: message, location: written.location)
-                )
+                refuse(.unknownTask, message, at: written.location)
                 return nil
             }
             // A call whose `platforms:` leave this machine out: go-task calls the task anyway.
             // Where the task's own `platforms:` leave it out too, both skip it; otherwise kiln
             // would have to pick between the Taskfile's words and go-task's deeds.
             if let excludedHere, let called = taskIndex[found].map({ tasks[$0] }), TaskOptions.allows(called.options.platforms) {
-                mistakes[index, default: []].append(
-                    TaskOptions.DeferredError(
-                        code: TaskfileError.Code.unsupported.description,
-                        message: "this call's 'platforms:' leave this machine out, but go-task ignores 'platforms:' on a '- task:' call and runs '\(found)' here all the same; put 'platforms:' on task '\(found)', or remove them from the call",
-                        location: excludedHere
-                    )
+                refuse(
+                    .unsupported,
+                    "this call's 'platforms:' leave this machine out, but go-task ignores 'platforms:' on a '- task:' call and runs '\(found)' here all the same; put 'platforms:' on task '\(found)', or remove them from the call",
+                    at: excludedHere
                 )
                 return nil
             }
             if runsOnce.contains(found) {
                 let given = variables.map { TaskInstanceName.canonical(.map($0)) } ?? ""
                 if let first = onceCalls[found], first.variables != given {
-                    mistakes[index, default: []].append(
-                        TaskOptions.DeferredError(
-                            code: TaskfileError.Code.unsupported.description,
-                            message: "task '\(found)' has 'run: once' and is called with other variables at \(first.location); go-task runs it once, with the variables of whichever caller comes first, and kiln doesn't pick one: give every call the same 'vars:', or remove 'run: once' (kiln then runs it once per set of variables)",
-                            location: written.location
-                        )
+                    refuse(
+                        .unsupported,
+                        "task '\(found)' has 'run: once' and is called with other variables at \(first.location); go-task runs it once, with the variables of whichever caller comes first, and kiln doesn't pick one: give every call the same 'vars:', or remove 'run: once' (kiln then runs it once per set of variables)",
+                        at: written.location
                     )
                     return nil
                 }
                 onceCalls[found] = (given, written.location, name)
             }
-            // `run: always`: a task of its own for each place that names it.
             if ignoresFailure, let called = taskIndex[found].map({ tasks[$0] }), called.each != .none {
-                mistakes[index, default: []].append(
-                    TaskOptions.DeferredError(
-                        code: TaskfileError.Code.unsupported.description,
-                        message: "'ignore_error:' on a call to task '\(found)', which has 'each:', isn't supported yet; put 'ignore_error: true' on its commands",
-                        location: written.location
-                    )
+                refuse(
+                    .unsupported,
+                    "'ignore_error:' on a call to task '\(found)', which has 'each:', isn't supported yet; put 'ignore_error: true' on its commands",
+                    at: written.location
                 )
                 return nil
             }
+            // `run: always`: a task of its own for each place that names it. A call with
+            // `ignore_error:` gets one too: the same task needed elsewhere fails the run there.
             let always = runsAlways.contains(found)
-            // A call with `ignore_error:` gets an instance of its own: the same task needed
-            // elsewhere fails the run there.
             guard let variables = variables ?? (always || ignoresFailure ? [:] : nil) else {
                 return Located(value: found, location: written.location)
             }
