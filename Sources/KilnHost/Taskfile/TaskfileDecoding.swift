@@ -36,7 +36,7 @@ public struct TaskfileLoader: Sendable {
         "desc", "deps", "cmds", "sources", "generates", "vars", "env", "dir", "resources", "each", "batch",
         "plugin", "with", "allow-outside-root", "depfile", "keep-depfile", "summary", "aliases", "internal", "label",
         "silent", "ignore_error", "platforms", "prompt", "preconditions", "method", "run", "cmd", "requires", "dotenv",
-        "status", "set", "shopt", "if", "prefix", "failfast",
+        "status", "set", "shopt", "if", "prefix", "failfast", "interactive",
     ]
 
     /// go-task keys kiln doesn't take yet, and what to do instead. Refused where they are written:
@@ -1720,10 +1720,11 @@ private final class LoadSession {
                 if target != written.value { message += " ('\(target)', as go-task reads it there)" }
                 // The same name in an outer file is reached with a `:` for each level up.
                 let levels = namespaceLevels[namespace]?.count ?? 0
-                if let up = (1...max(1, levels)).lazy.map({ String(repeating: ":", count: $0) + written.value })
-                    .first(where: { self.calledName($0, namespace: namespace) != target && self.origins[self.calledName($0, namespace: namespace)] != nil })
-                {
-                    message += "; did you mean '\(up)' ('\(calledName(up, namespace: namespace))')?"
+                let outer = (1...max(1, levels)).lazy.map { String(repeating: ":", count: $0) + written.value }
+                    .map { (written: $0, name: self.calledName($0, namespace: namespace)) }
+                    .first { $0.name != target && self.origins[$0.name] != nil }
+                if let outer {
+                    message += "; did you mean '\(outer.written)' ('\(outer.name)')?"
                 } else if let close = suggestion(for: target, among: origins.keys) {
                     message += "; did you mean '\(close)'?"
                 }
