@@ -1325,6 +1325,109 @@ import Testing
             succeeds: false,
             absent: ["after.txt"]
         ),
+        Case(
+            name: "timeout: stops a command; ignore_error covers that, not a test (if:) that ran out; EXIT_CODE is 124",
+            files: [
+                "Taskfile.yml": """
+                version: '3'
+                tasks:
+                  t:
+                    cmds:
+                      - defer: echo "code=[{{.EXIT_CODE}}]" >> log.txt
+                      - cmd: sleep 5; echo late > late.txt
+                        timeout: 300ms
+                        ignore_error: true
+                      - echo after >> log.txt
+                      - cmd: sleep 5
+                        timeout: 200ms
+                      - echo never >> log.txt
+                  test:
+                    cmds:
+                      - defer: echo "code=[{{.EXIT_CODE}}]" >> test.txt
+                      - cmd: echo tested > tested.txt
+                        if: sleep 5
+                        timeout: 0.3s
+                        ignore_error: true
+                      - echo never >> test.txt
+                  both:
+                    deps: [t, test]
+                """
+            ],
+            task: "both",
+            compared: ["log.txt", "test.txt"],
+            succeeds: false,
+            absent: ["late.txt", "tested.txt"]
+        ),
+        Case(
+            name: "timeout: beside defer: stops the deferred command, and its failure changes nothing",
+            files: [
+                "Taskfile.yml": """
+                version: '3'
+                tasks:
+                  t:
+                    cmds:
+                      - defer: sleep 5; echo late > late.txt
+                        timeout: 200ms
+                      - defer: echo "code=[{{.EXIT_CODE}}]" >> log.txt
+                      - echo main >> log.txt
+                """
+            ],
+            task: "t",
+            compared: ["log.txt"],
+            absent: ["late.txt"]
+        ),
+        Case(
+            name: "timeout: on a dependency and on a call bounds the called task; ignore_error on the call covers it",
+            files: [
+                "Taskfile.yml": """
+                version: '3'
+                tasks:
+                  t:
+                    deps:
+                      - task: quick
+                        timeout: 1m
+                    cmds:
+                      - task: slow
+                        vars: {WHO: first}
+                        timeout: 300ms
+                        ignore_error: true
+                      - echo after >> log.txt
+                      - task: slow
+                        vars: {WHO: second}
+                        timeout: 1h30m
+                  quick: echo quick >> log.txt
+                  slow:
+                    cmds:
+                      - '{{if eq .WHO "first"}}sleep 5{{end}}'
+                      - echo "slow {{.WHO}}" >> log.txt
+                """
+            ],
+            task: "t",
+            compared: ["log.txt"]
+        ),
+        Case(
+            name: "timeout: on a dependency that runs out fails the task that needs it",
+            files: [
+                "Taskfile.yml": """
+                version: '3'
+                tasks:
+                  t:
+                    deps:
+                      - task: slow
+                        timeout: 200ms
+                    cmds:
+                      - echo t > t.txt
+                  slow:
+                    cmds:
+                      - sleep 5
+                      - echo slow > slow.txt
+                """
+            ],
+            task: "t",
+            compared: [],
+            succeeds: false,
+            absent: ["t.txt", "slow.txt"]
+        ),
     ]
 
     @Test("kiln leaves what go-task leaves", arguments: cases)

@@ -229,6 +229,14 @@ import Testing
                 8, 15, "task 'o' has 'run: once' and is called with other variables"
             ),
             ("tasks:\n  t:\n    platforms: [linx]\n    cmds: ['true']\n", 4, 17, "'linx' in 'platforms' is not an OS"),
+            (
+                "tasks:\n  t:\n    cmds:\n      - task: o\n        timeout: 1s\n  o:\n    sources: [a]\n    each: sources\n    cmds: ['true']\n",
+                5, 15, "'timeout:' on a call to task 'o', which has 'each:', isn't supported yet; put 'timeout:' on its commands"
+            ),
+            (
+                "tasks:\n  t:\n    deps:\n      - task: o\n        timeout: 1s\n  o:\n    cmds:\n      - task: p\n  p: 'true'\n",
+                5, 15, "'timeout:' on a call to task 'o', which has '- task:' calls, isn't supported yet"
+            ),
 
         ]
         for example in cases {
@@ -504,5 +512,27 @@ import Testing
         #expect(directory.read("log.txt") == "setup\nsetup\ncopy\ncopy\ncopy\n")
         let explain = try await KilnProcess.run(["run", "--dry-run", "copy"], in: directory.path)
         #expect(explain.status == 0, "\(explain)")
+    }
+}
+
+extension GoTaskKeysTests {
+    @Test("timeout: takes the durations go-task takes (Go's syntax) and refuses the ones it refuses")
+    func timeoutSyntax() async throws {
+        let task = try Peers.executable("task")
+        let written = [
+            "1s", "1.5s", ".5s", "5.", "1h30m", "2us", "2\u{00B5}s", "300ms", "+1s", "-1s", "0", "0s", "1", "s", "1S",
+            "1m1", "1 s", "1e3s", "1..2s", "3d", "2562047h", "2562048h",
+        ]
+        for duration in written {
+            let directory = try project(
+                "version: '3'\ntasks:\n  a:\n    cmds:\n      - cmd: 'true'\n        timeout: '\(duration)'\n"
+            )
+            defer { directory.remove() }
+            // go-task exits 102 for a Taskfile it can't read, kiln 2.
+            let goTask = try runProgram(task, ["--dry", "a"], in: directory.path)
+            let kiln = try await KilnProcess.run(["run", "--dry-run", "a"], in: directory.path)
+            #expect([0, 102].contains(goTask.status), "\(duration): go-task \(goTask.output)")
+            #expect((goTask.status == 102) == (kiln.status == 2), "\(duration): go-task \(goTask.output), kiln \(kiln)")
+        }
     }
 }

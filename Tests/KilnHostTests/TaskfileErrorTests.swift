@@ -196,6 +196,64 @@ import Testing
             column: 17,
             message: "go-task expands '$VARIABLE' and '~' here and kiln does not"
         ),
+        InvalidValueCase(
+            name: "timeout: 0s on a command",
+            text: """
+                version: '3'
+                tasks:
+                  build:
+                    cmds:
+                      - cmd: make
+                        timeout: 0s
+                """,
+            line: 6,
+            column: 18,
+            message: "'timeout' must be greater than zero"
+        ),
+        InvalidValueCase(
+            name: "timeout: -5m beside defer",
+            text: """
+                version: '3'
+                tasks:
+                  build:
+                    cmds:
+                      - defer: make clean
+                        timeout: -5m
+                """,
+            line: 6,
+            column: 18,
+            message: "'timeout' must be greater than zero"
+        ),
+        InvalidValueCase(
+            name: "timeout: in words on a call",
+            text: """
+                version: '3'
+                tasks:
+                  build:
+                    cmds:
+                      - task: other
+                        timeout: five minutes
+                  other: make
+                """,
+            line: 6,
+            column: 18,
+            message: "'timeout' must be a duration as Go writes one (500ms, 30s, 5m, 1h30m), not 'five minutes'"
+        ),
+        InvalidValueCase(
+            name: "timeout: without a unit on a dependency",
+            text: """
+                version: '3'
+                tasks:
+                  build:
+                    deps:
+                      - task: other
+                        timeout: 30
+                  other: make
+                """,
+            line: 6,
+            column: 18,
+            message: "not '30'"
+        ),
     ]
 
     @Test(arguments: invalidValueCases)

@@ -1,3 +1,4 @@
+import Dispatch
 import KilnJobs
 import KilnPluginAPI
 import Synchronization
@@ -41,6 +42,8 @@ public struct ShellTaskKind: TaskKind {
             public var condition: String?
             /// `defer:` — it runs after the task's other commands, even after a failure.
             public var isDeferred = false
+            /// `timeout:` — how long it (with its `if:` test) may run.
+            public var timeout: GoDuration?
         }
 
         /// `cmds`.
@@ -50,6 +53,8 @@ public struct ShellTaskKind: TaskKind {
         /// go-task's `interactive: true`: the commands get kiln's terminal (see
         /// ``CommandRunner/runInteractive(_:directory:environment:completion:)``).
         public var isInteractive = false
+        /// How long the commands may run all together (a call's or a dependency's `timeout:`).
+        public var timeout: GoDuration?
     }
 
     /// `shell`.
@@ -74,6 +79,7 @@ public struct ShellTaskKind: TaskKind {
     {
         var configuration = Configuration(commands: [], preconditions: [])
         configuration.isInteractive = try value["interactive"]?.requireString("'interactive'") == "true"
+        configuration.timeout = try Self.duration(value["timeout"])
         for item in value["cmds"]?.list ?? [] {
             // A string, or go-task's map: `{cmd: …, ignore_error: true, platforms: [linux]}`.
             guard item.map != nil else {
@@ -93,6 +99,7 @@ public struct ShellTaskKind: TaskKind {
             command.prefix = try item["prefix"]?.requireString("'prefix'") ?? ""
             command.condition = try item["if"]?.requireString("'if'")
             command.isDeferred = try item["defer"]?.requireString("'defer'") == "true"
+            command.timeout = try Self.duration(item["timeout"])
             configuration.commands.append(command)
         }
         for item in value["preconditions"]?.list ?? [] {
@@ -102,6 +109,16 @@ public struct ShellTaskKind: TaskKind {
             )
         }
         return configuration
+    }
+
+    /// A `timeout:` as the configuration holds it (a Go duration above zero).
+    private static func duration(_ value: ConfigurationValue?) throws(TaskConfigurationError) -> GoDuration? {
+        guard let value else { return nil }
+        let text = try value.requireString("'timeout'")
+        guard let duration = GoDuration(text), duration.seconds > 0 else {
+            throw TaskConfigurationError("'timeout' must be a duration above zero (500ms, 30s, 5m), not '\(text)'", at: value.location)
+        }
+        return duration
     }
 
     /// The items of a `for:` (as the configuration holds it): a list; `sources` or `generates`
@@ -166,7 +183,9 @@ public struct ShellTaskKind: TaskKind {
             guard let exitCode else { return now }
             return try deferredText(command, variables: variables, exitCode: exitCode, templates: templates)
         }
-        return CommandJob.Step(command: now, deferred: later)
+        var step = CommandJob.Step(command: now, deferred: later)
+        step.timeout = command.timeout
+        return step
     }
 
     /// Makes a ``CommandJob``.
@@ -195,6 +214,7 @@ public struct ShellTaskKind: TaskKind {
                         + (try request.templates.render(command.text, variables: variables, at: command.location)),
                     ignoresError: command.ignoresError
                 )
+                step.timeout = command.timeout
                 if let condition = command.condition {
                     let test = try request.templates.render(condition, variables: variables, at: command.location)
                     // `true`, `false` and nothing need no shell: the same answer, without a process.
@@ -214,7 +234,8 @@ public struct ShellTaskKind: TaskKind {
             environment: context.environment,
             output: context.output,
             runner: runner,
-            isInteractive: configuration.isInteractive
+            isInteractive: configuration.isInteractive,
+            timeout: configuration.timeout
         )
     }
 }
@@ -223,12 +244,39 @@ public struct ShellTaskKind: TaskKind {
 ///
 /// Threading: a value type; safe to pass between threads.
 public struct CommandFailure: Error, Sendable, CustomStringConvertible {
+    /// What stopped a command that ran out of time.
+    ///
+    /// Threading: a value type; safe to pass between threads.
+    public enum Timeout: Sendable {
+        /// The command's own `timeout:`.
+        case command(GoDuration)
+        /// The `timeout:` of the call or dependency that runs the task: all its commands ran
+        /// that long.
+        case task(GoDuration)
+    }
+
     /// The command line.
     public var command: String
     /// How it ended.
     public var result: CommandResult
-    /// `command: exit status 2`.
-    public var description: String { "\(result.description): \(command)" }
+    /// Set when it was stopped for running out of time (its exit code is then 124).
+    public var timeout: Timeout?
+    /// `exit status 2: command`, `command timeout exceeded (5m): command`.
+    public var description: String {
+        switch timeout {
+        case .command(let limit)?: "command timeout exceeded (\(limit)): \(command)"
+        case .task(let limit)?: "timeout exceeded (\(limit), set by the task's caller): \(command)"
+        case nil: "\(result.description): \(command)"
+        }
+    }
+}
+
+extension CommandFailure.Timeout {
+    /// Whether it is the task's (its call's) timeout, not the command's own.
+    var isTask: Bool {
+        if case .task = self { return true }
+        return false
+    }
 }
 
 /// A precondition that didn't hold: its message (go-task's `msg:`), or its test.
@@ -280,6 +328,9 @@ public final class CommandJob: Job, @unchecked Sendable {
         /// For a `defer:` command: its command line given the failed command's exit status
         /// (`nil` when none failed). It runs when the other steps have ended.
         public var deferred: (@Sendable (Int32?) throws -> String)?
+        /// `timeout:` — how long it (with its test) may run: then it is stopped and fails with
+        /// exit code 124 (a deferred command's is stopped and ignored).
+        public var timeout: GoDuration?
 
         init(
             command: String,
@@ -304,6 +355,8 @@ public final class CommandJob: Job, @unchecked Sendable {
     private let runner: any CommandRunner
     /// go-task's `interactive: true`: the commands (not the tests) run on kiln's terminal.
     private let isInteractive: Bool
+    /// How long the commands may run all together (the `timeout:` of the task's call).
+    private let timeout: GoDuration?
 
     /// What runs now, and what is deferred.
     private struct Running {
@@ -316,6 +369,13 @@ public final class CommandJob: Job, @unchecked Sendable {
         var handleIsDeferred = false
         /// The `defer:` steps reached, by index, in order.
         var deferred: [Int] = []
+        /// Steps begun so far; the number of the one whose `timeout:` runs now, if it has one, and
+        /// whether that ran out.
+        var stepsBegun = 0
+        var boundedStep: Int?
+        var stepTimedOut = false
+        /// Whether the job's own ``CommandJob/timeout`` ran out.
+        var jobTimedOut = false
     }
     private let running = HostMutex(Running())
 
@@ -325,7 +385,8 @@ public final class CommandJob: Job, @unchecked Sendable {
         environment: [String: String],
         output: TaskOutput,
         runner: any CommandRunner,
-        isInteractive: Bool = false
+        isInteractive: Bool = false,
+        timeout: GoDuration? = nil
     ) {
         self.steps = steps
         self.directory = directory
@@ -333,6 +394,7 @@ public final class CommandJob: Job, @unchecked Sendable {
         self.output = output
         self.runner = runner
         self.isInteractive = isInteractive
+        self.timeout = timeout
         super.init()
     }
 
@@ -342,8 +404,61 @@ public final class CommandJob: Job, @unchecked Sendable {
     /// Starts the first command.
     public override func start() throws(JobError) {
         guard try beginExecution() else { return }
+        if let timeout {
+            Self.after(timeout) { [weak self] in
+                guard let self else { return }
+                // The commands stop; the deferred ones still run, as after a failure.
+                running.withLock { running -> RunningCommand? in
+                    running.jobTimedOut = true
+                    return running.handleIsDeferred ? nil : running.handle
+                }?.terminate()
+            }
+        }
         run(0)
     }
+
+    /// Runs `body` once `duration` has passed.
+    private static func after(_ duration: GoDuration, _ body: @escaping @Sendable () -> Void) {
+        let nanoseconds = Int(min(duration.seconds, 9_223_372_036) * 1e9)
+        DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(nanoseconds), execute: body)
+    }
+
+    /// Begins the step at `index` (a test and its command, or a deferred command): when it has a
+    /// `timeout:`, the clock starts, and whatever of it runs then is stopped.
+    private func beginStep(_ index: Int) {
+        let number = running.withLock { running -> Int in
+            running.stepsBegun += 1
+            running.boundedStep = steps[index].timeout == nil ? nil : running.stepsBegun
+            running.stepTimedOut = false
+            return running.stepsBegun
+        }
+        guard let timeout = steps[index].timeout else { return }
+        Self.after(timeout) { [weak self] in
+            guard let self else { return }
+            running.withLock { running -> RunningCommand? in
+                guard running.boundedStep == number else { return nil }
+                running.stepTimedOut = true
+                return running.handle
+            }?.terminate()
+        }
+    }
+
+    /// Ends the step begun last: which timeout, if any, stopped it.
+    private func endStep(_ index: Int) -> CommandFailure.Timeout? {
+        let (stepTimedOut, jobTimedOut) = running.withLock { running -> (Bool, Bool) in
+            defer {
+                running.boundedStep = nil
+                running.stepTimedOut = false
+            }
+            return (running.boundedStep != nil && running.stepTimedOut, running.jobTimedOut)
+        }
+        if stepTimedOut, let limit = steps[index].timeout { return .command(limit) }
+        if jobTimedOut, steps[index].deferred == nil, let timeout { return .task(timeout) }
+        return nil
+    }
+
+    /// The job's own timeout ran out: nothing more starts.
+    private var hasTimedOut: Bool { running.withLock { $0.jobTimedOut } }
 
     /// A `dir:` that doesn't exist yet is made before the first command — after the
     /// preconditions, as go-task does (the plan checked that it is inside the project, or that
@@ -389,18 +504,28 @@ public final class CommandJob: Job, @unchecked Sendable {
             runDeferred(failure: nil, exitCode: nil)
             return
         }
+        if hasTimedOut, let timeout {
+            // Between two commands: the next one would be stopped at once.
+            let failure = CommandFailure(command: steps[index].command, result: .signaled(SIGTERM), timeout: .task(timeout))
+            runDeferred(failure: failure, exitCode: 124)
+            return
+        }
         let step = steps[index]
+        beginStep(index)
         guard let condition = step.condition else {
             runCommand(index)
             return
         }
         // go-task runs the test without the command's `set:`/`shopt:`, its output unshown, in
-        // the directory made for the commands.
+        // the directory made for the commands. A timeout bounds the test and the command together.
         guard makeDirectoryIfNeeded() else { return }
         launch(condition, output: TaskOutput(), isDeferred: false) { [self, index] result in
-            if result.succeeded, !isCancelled {
+            if running.withLock({ ($0.boundedStep != nil && $0.stepTimedOut) || $0.jobTimedOut }) {
+                commandEnded(index, result: result, testTimedOut: true)
+            } else if result.succeeded, !isCancelled {
                 runCommand(index)
             } else {
+                _ = endStep(index)
                 run(index + 1)
             }
         }
@@ -417,25 +542,38 @@ public final class CommandJob: Job, @unchecked Sendable {
         if step.precondition == nil, !makeDirectoryIfNeeded() { return }
         launch(step.command, output: output, isDeferred: false, interactive: step.precondition == nil) {
             [self] result in
-            if result.succeeded || step.ignoresError {
-                run(index + 1)
-                return
-            }
-            let failure: any Error =
-                if let message = step.precondition {
-                    PreconditionFailure(message: message, result: result)
-                } else {
-                    CommandFailure(command: step.command, result: result)
-                }
-            // `{{.EXIT_CODE}}` for the deferred commands: the status it exited with.
-            let exitCode: Int32? =
-                switch result {
-                case .exited(let status): status
-                case .signaled(let signal): 128 + signal
-                case .failedToStart: nil
-                }
-            runDeferred(failure: failure, exitCode: exitCode)
+            commandEnded(index, result: result)
         }
+    }
+
+    /// The step at `index` ended with `result` (its test's, when a timeout stopped the test): on
+    /// to the next step, or to the deferred commands after a failure.
+    private func commandEnded(_ index: Int, result: CommandResult, testTimedOut: Bool = false) {
+        let step = steps[index]
+        let timeout = endStep(index)
+        // A command's `ignore_error:` covers its own timeout (go-task's rule), not its task's,
+        // nor its test's (go-task fails the task for a test that ran out of time).
+        let ignored = step.ignoresError && !testTimedOut && !(timeout.map(\.isTask) ?? false)
+        if timeout == nil && result.succeeded || ignored {
+            run(index + 1)
+            return
+        }
+        let failure: any Error =
+            if let message = step.precondition, timeout == nil {
+                PreconditionFailure(message: message, result: result)
+            } else {
+                CommandFailure(command: step.command, result: result, timeout: timeout)
+            }
+        // `{{.EXIT_CODE}}` for the deferred commands: the status it exited with; 124 when it ran
+        // out of time (timeout(1)'s convention, as go-task).
+        let exitCode: Int32? =
+            switch result {
+            case _ where timeout != nil: 124
+            case .exited(let status): status
+            case .signaled(let signal): 128 + signal
+            case .failedToStart: nil
+            }
+        runDeferred(failure: failure, exitCode: exitCode)
     }
 
     /// Runs the deferred commands reached, the last first, then finishes with `failure`.
@@ -453,7 +591,11 @@ public final class CommandJob: Job, @unchecked Sendable {
             return
         }
         // Its failure is shown by its output, and changes nothing (go-task ignores it too).
+        beginStep(index)
         launch(command, output: output, isDeferred: true, interactive: true) { [self] _ in
+            if case .command(let limit)? = endStep(index) {
+                output.write(line: "kiln: a deferred command ran out of time (\(limit)) and was stopped: \(command)")
+            }
             runDeferred(failure: failure, exitCode: exitCode)
         }
     }
@@ -486,7 +628,8 @@ public final class CommandJob: Job, @unchecked Sendable {
             guard running.started == number, running.finished < number else { return false }
             running.handle = handle
             running.handleIsDeferred = isDeferred
-            return isCancelled && !isDeferred
+            // A timeout may have run out while it was starting.
+            return (isCancelled || running.jobTimedOut) && !isDeferred || running.boundedStep != nil && running.stepTimedOut
         }
         if cancelledMeanwhile { handle.terminate() }
     }

@@ -25,6 +25,10 @@ public struct TaskOptions: Sendable, Hashable {
     /// and its caller goes on as if it had succeeded (go-task's rule); the run doesn't stop or
     /// fail for it. A failure of what it depends on still does.
     public var failureIgnored = false
+    /// Made for a `- task:` call or a dependency with `timeout:`: how long the task's commands
+    /// may run, all together, before the one running is stopped and the task fails (exit code
+    /// 124). Its own dependencies aren't bounded by it: kiln shares them between callers.
+    public var timeout: GoDuration?
     /// `platforms:` — the operating systems and architectures (`linux`, `amd64`, `linux/arm64`) the
     /// task runs on; elsewhere it is skipped with its dependencies. `nil`: everywhere.
     public var platforms: [String]?
@@ -259,6 +263,9 @@ public struct CommandOptions: Sendable, Hashable {
     /// failed, in the reverse order of the `defer:`s reached; `{{.EXIT_CODE}}` is the failed
     /// command's exit status.
     public var isDeferred = false
+    /// `timeout:` — how long the command (with its `if:` test) may run before it is stopped and
+    /// fails with exit code 124 (a deferred command's is stopped and ignored).
+    public var timeout: GoDuration?
 
     /// Creates the defaults.
     public init(isSilent: Bool = false, ignoresError: Bool = false, platforms: [String]? = nil) {

@@ -609,6 +609,11 @@ public struct TaskDefinition: Sendable {
             if settings.isDeferred {
                 entries.append(("defer", command.location, ConfigurationValue(.scalar("true"), at: command.location)))
             }
+            if let timeout = settings.timeout {
+                entries.append(
+                    ("timeout", command.location, ConfigurationValue(.scalar(timeout.description), at: command.location))
+                )
+            }
             if settings.ignoresError || options.ignoresError {
                 entries.append(
                     ("ignore_error", command.location, ConfigurationValue(.scalar("true"), at: command.location))
@@ -662,6 +667,9 @@ public struct TaskDefinition: Sendable {
         ]
         if options.isInteractive {
             entries.append(("interactive", location, ConfigurationValue(.scalar("true"), at: location)))
+        }
+        if let timeout = options.timeout {
+            entries.append(("timeout", location, ConfigurationValue(.scalar(timeout.description), at: location)))
         }
         if !options.preconditions.isEmpty {
             let items = options.preconditions.map { precondition in

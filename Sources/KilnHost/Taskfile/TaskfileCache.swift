@@ -19,7 +19,7 @@ import KilnPluginAPI
 enum TaskfileCache {
     static let magic = Array("KILNTFC\u{2}".utf8)
     /// Bump when the encoding or the meaning of ``Taskfile`` changes.
-    static let formatVersion = 24
+    static let formatVersion = 25
 
     /// The cache file of a project.
     static func path(root: String) -> String { KilnDirectory(root: root).taskfileCache }
@@ -392,6 +392,7 @@ struct BinaryWriter {
             write(command.condition.map { [$0] } ?? [])
             write(command.platforms != nil)
             if let platforms = command.platforms { write(platforms) }
+            write(command.timeout.map { [$0.description] } ?? [])
             write(command.loop != nil)
             if let loop = command.loop {
                 write(loop.name)
@@ -422,6 +423,7 @@ struct BinaryWriter {
         write(byte: options.fingerprint?.rawValue ?? 0)
         write(options.isInteractive)
         write(options.failureIgnored)
+        write(options.timeout.map { [$0.description] } ?? [])
     }
 
     mutating func write(_ options: ShellOptions) {
@@ -614,6 +616,11 @@ struct BinaryReader {
                 guard let platforms = readStrings() else { return nil }
                 command.platforms = platforms
             }
+            guard let timeout = readStrings(), timeout.count <= 1 else { return nil }
+            if let text = timeout.first {
+                guard let duration = GoDuration(text) else { return nil }
+                command.timeout = duration
+            }
             guard let hasLoop = readBool() else { return nil }
             if hasLoop {
                 guard let name = readString(), let kind = readByte() else { return nil }
@@ -644,9 +651,13 @@ struct BinaryReader {
         guard let partOf = readOptionalString(), let statusChecks = readLocated(),
             let shellOptions = readShellOptions(),
             let conditionHolds = readBool(), let fingerprint = readByte(), let isInteractive = readBool(),
-            let failureIgnored = readBool()
+            let failureIgnored = readBool(), let timeout = readStrings(), timeout.count <= 1
         else {
             return nil
+        }
+        if let text = timeout.first {
+            guard let duration = GoDuration(text) else { return nil }
+            options.timeout = duration
         }
         options.isInteractive = isInteractive
         options.failureIgnored = failureIgnored

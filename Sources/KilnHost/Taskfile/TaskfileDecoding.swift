@@ -890,7 +890,8 @@ private final class LoadSession {
             commandOptions.append(settings)
         }
         // `deps:`: names (templates, as in go-task), `{task: NAME}`, with `vars:` and `for:`.
-        var dependencyVariables: [Int: [String: TemplateValue]] = [:]
+        // The dependencies written `{task: NAME}` with `vars:` or `timeout:`, by index in `deps`.
+        var dependencyCalls: [Int: TaskReference] = [:]
         for item in dependencyNodes {
             // A null item (`~`, `null`, nothing) names no task: go-task skips it.
             if item.isNull { continue }
@@ -902,7 +903,7 @@ private final class LoadSession {
                 )
             } else if item.mapping != nil, item["task"] != nil {
                 for reference in taskReferences(item, file: file, variables: variables, isCall: false, files: loopFiles) {
-                    if let called = reference.variables { dependencyVariables[dependencies.count] = called }
+                    if reference.variables != nil || reference.timeout != nil { dependencyCalls[dependencies.count] = reference }
                     dependencies.append(reference.name)
                 }
             } else {
@@ -994,6 +995,7 @@ private final class LoadSession {
             options.aliases = []
             options.partOf = baseName
             options.failureIgnored = instance.ignoresFailure
+            options.timeout = instance.timeout
         } else {
             // Under an include's other namespaces too (`aliases:` of the include).
             options.aliases += fileSettings.namespaceAliases.map { $0 + localName }
@@ -1001,8 +1003,8 @@ private final class LoadSession {
             origins[name] = TaskOrigin(context: contextIndex, localName: localName)
         }
         // A task that doesn't run here calls nothing (go-task skips it whole).
-        if !dependencyVariables.isEmpty || callsSomething && TaskOptions.allows(options.platforms) && options.conditionHolds {
-            references[name] = TaskReferences(dependencyVariables: dependencyVariables, steps: callsSomething ? steps : nil)
+        if !dependencyCalls.isEmpty || callsSomething && TaskOptions.allows(options.platforms) && options.conditionHolds {
+            references[name] = TaskReferences(dependencyCalls: dependencyCalls, steps: callsSomething ? steps : nil)
         }
         if let existing = taskIndex[name] {
             errors.append(TaskfileError(
@@ -1041,6 +1043,7 @@ private final class LoadSession {
             case "silent": settings.isSilent = bool(value, file: file, what: "'silent'") ?? false
             case "ignore_error": settings.ignoresError = bool(value, file: file, what: "'ignore_error'") ?? false
             case "platforms": settings.platforms = platforms(value, file: file)
+            case "timeout": settings.timeout = timeout(value, file: file)
             case "defer":
                 // go-task's `- defer: CMD` (a string), or a deferred call `- defer: {task: …}`.
                 guard let deferred = value.string else {
@@ -1067,18 +1070,21 @@ private final class LoadSession {
                 return nil
             default:
                 unknownKey(
-                    name, at: location(key, file), allowed: ["cmd", "silent", "ignore_error", "platforms", "task", "defer", "for", "vars", "set", "shopt"],
+                    name, at: location(key, file),
+                    allowed: ["cmd", "silent", "ignore_error", "platforms", "task", "defer", "for", "vars", "set", "shopt", "if", "timeout"],
                     in: "a command"
                 )
                 return nil
             }
         }
         if settings.isDeferred {
-            // go-task keeps only `silent:` beside `defer:` and drops the rest without a word.
+            // go-task keeps only `silent:` and `timeout:` beside `defer:` and drops the rest
+            // without a word.
             for (key, _) in entries {
-                guard let name = key.string, name != "defer", name != "silent" else { continue }
+                guard let name = key.string, name != "defer", name != "silent", name != "timeout" else { continue }
                 failOrDefer(
-                    .unsupported, "go-task ignores '\(name):' beside 'defer:' (only 'silent:' applies); remove it, or put the test in the deferred command",
+                    .unsupported,
+                    "go-task ignores '\(name):' beside 'defer:' (only 'silent:' and 'timeout:' apply); remove it, or put the test in the deferred command",
                     at: location(key, file)
                 )
                 return nil
@@ -1105,6 +1111,7 @@ private final class LoadSession {
         var condition: Located<String>?
         var excludedHere: SourceLocation?
         var ignoresFailure = false
+        var callTimeout: GoDuration?
         for (key, value) in entries {
             let name = key.string ?? ""
             switch name {
@@ -1116,6 +1123,9 @@ private final class LoadSession {
                 }
                 variablesNode = value.isNull ? nil : value
             case "silent": _ = bool(value, file: file, what: "'silent'")
+            case "timeout":
+                guard let duration = timeout(value, file: file) else { return [] }
+                callTimeout = duration
             case "for":
                 guard let items = commandLoop(value, file: file, variables: variables) else { return [] }
                 loop = items
@@ -1137,7 +1147,8 @@ private final class LoadSession {
                 if !TaskOptions.allows(platforms(value, file: file)) { excludedHere = location(key, file) }
             default:
                 let allowed: Set<String> = isCall
-                    ? ["task", "vars", "silent", "for", "ignore_error", "platforms", "defer", "if"] : ["task", "vars", "silent", "for"]
+                    ? ["task", "vars", "silent", "for", "ignore_error", "platforms", "defer", "if", "timeout"]
+                    : ["task", "vars", "silent", "for", "timeout"]
                 unknownKey(name, at: location(key, file), allowed: allowed, in: what)
                 return []
             }
@@ -1157,7 +1168,9 @@ private final class LoadSession {
             checkTemplate(nameText, known: KnownVariables(variables: scope, each: false))
             let name = Located(value: renderNow(nameText, variables: scope) ?? written, location: nameText.location)
             let called = variablesNode.map { callVariables($0, file: file, scope: scope) }
-            return TaskReference(name: name, variables: called, excludedHere: excludedHere, ignoresFailure: ignoresFailure)
+            return TaskReference(
+                name: name, variables: called, excludedHere: excludedHere, ignoresFailure: ignoresFailure, timeout: callTimeout
+            )
         }
     }
 
@@ -1324,6 +1337,20 @@ private final class LoadSession {
 
     /// `platforms: [linux, darwin/arm64]`: each entry an OS, an architecture or `OS/ARCH` that
     /// go-task knows; a misspelled one is an error, not a platform that never matches.
+    /// go-task's `timeout:` — a duration as Go writes one (`500ms`, `5m`, `1h30m`), above zero.
+    func timeout(_ node: YAMLNode, file: String) -> GoDuration? {
+        guard let text = scalar(node, file: file, what: "'timeout'") else { return nil }
+        guard let duration = GoDuration(text) else {
+            fail(.invalidValue, "'timeout' must be a duration as Go writes one (500ms, 30s, 5m, 1h30m), not '\(text)'", at: location(node, file))
+            return nil
+        }
+        guard duration.seconds > 0 else {
+            fail(.invalidValue, "'timeout' must be greater than zero", at: location(node, file))
+            return nil
+        }
+        return duration
+    }
+
     func platforms(_ node: YAMLNode, file: String) -> [String] {
         strings(node, file: file, what: "'platforms'").compactMap { entry in
             let parts = entry.value.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
@@ -1703,7 +1730,7 @@ private final class LoadSession {
         }
         func resolve(
             _ written: Located<String>, variables: [String: TemplateValue]?, what: String, site: Int, excludedHere: SourceLocation? = nil,
-            ignoresFailure: Bool = false
+            ignoresFailure: Bool = false, timeout: GoDuration? = nil
         ) -> Located<String>? {
             let target = calledName(written.value, namespace: namespace)
             var variables = variables
@@ -1754,18 +1781,31 @@ private final class LoadSession {
                 }
                 onceCalls[found] = (given, written.location, name)
             }
-            if ignoresFailure, let called = taskIndex[found].map({ tasks[$0] }), called.each != .none {
-                refuse(
-                    .unsupported,
-                    "'ignore_error:' on a call to task '\(found)', which has 'each:', isn't supported yet; put 'ignore_error: true' on its commands",
-                    at: written.location
-                )
-                return nil
+            // What the call asks of the called task's jobs, which kiln applies to a task whose
+            // commands are one job: `ignore_error:` to anything but `each:`, `timeout:` to
+            // commands without calls.
+            if ignoresFailure || timeout != nil, let called = taskIndex[found].map({ tasks[$0] }) {
+                let key = ignoresFailure ? "ignore_error" : "timeout"
+                let kept = ignoresFailure ? "put 'ignore_error: true' on its commands" : "put 'timeout:' on its commands"
+                let unsupported =
+                    called.each != .none ? "'each:'"
+                    : timeout == nil ? nil
+                    : called.kind.value != "shell" ? "a plugin's jobs"
+                    : references[found]?.steps != nil ? "'- task:' calls" : nil
+                if let unsupported {
+                    refuse(
+                        .unsupported, "'\(key):' on a call to task '\(found)', which has \(unsupported), isn't supported yet; \(kept)",
+                        at: written.location
+                    )
+                    return nil
+                }
             }
             // `run: always`: a task of its own for each place that names it. A call with
-            // `ignore_error:` gets one too: the same task needed elsewhere fails the run there.
+            // `ignore_error:` or `timeout:` gets one too: the same task needed elsewhere fails
+            // the run there, or has no such bound.
             let always = runsAlways.contains(found)
-            guard let variables = variables ?? (always || ignoresFailure ? [:] : nil) else {
+            let bounded = ignoresFailure || timeout != nil
+            guard let variables = variables ?? (always || bounded ? [:] : nil) else {
                 return Located(value: found, location: written.location)
             }
             var instance: String
@@ -1776,8 +1816,9 @@ private final class LoadSession {
             } else {
                 instance = variables.isEmpty ? found : TaskInstanceName.make(found, variables: variables)
             }
-            if always || ignoresFailure {
-                instance += " [\(what == "deps" ? "dep" : "call") \(site + 1) of \(name)\(ignoresFailure ? ", failure ignored" : "")]"
+            if always || bounded {
+                let notes = (ignoresFailure ? ", failure ignored" : "") + (timeout.map { ", timeout \($0)" } ?? "")
+                instance += " [\(what == "deps" ? "dep" : "call") \(site + 1) of \(name)\(notes)]"
             }
             if instances.insert(instance).inserted {
                 guard instances.count <= TaskfileLoader.maximumInstances else {
@@ -1792,7 +1833,10 @@ private final class LoadSession {
                 }
                 if let origin = origins[found] {
                     requests[origin.context, default: []].append(
-                        (origin.localName, InstanceRequest(name: instance, variables: variables, ignoresFailure: ignoresFailure))
+                        (
+                            origin.localName,
+                            InstanceRequest(name: instance, variables: variables, ignoresFailure: ignoresFailure, timeout: timeout)
+                        )
                     )
                 }
             }
@@ -1800,18 +1844,21 @@ private final class LoadSession {
         }
         let called = references[name]
         tasks[index].dependencies = tasks[index].dependencies.enumerated().compactMap { position, dependency in
-            resolve(dependency, variables: called?.dependencyVariables[position], what: "deps", site: position)
+            let reference = called?.dependencyCalls[position]
+            return resolve(dependency, variables: reference?.variables, what: "deps", site: position, timeout: reference?.timeout)
         }
         if let steps = called?.steps {
             var calls = 0
-            references[name]?.steps = steps.compactMap { step in
+            // Into a local first: `resolve` reads `references` (the called task's steps).
+            let resolved: [TaskStep] = steps.compactMap { step in
                 guard case .call(let reference) = step else { return step }
                 calls += 1
                 return resolve(
                     reference.name, variables: reference.variables, what: "calls", site: calls - 1, excludedHere: reference.excludedHere,
-                    ignoresFailure: reference.ignoresFailure
+                    ignoresFailure: reference.ignoresFailure, timeout: reference.timeout
                 ).map { .call(TaskReference(name: $0, variables: nil)) }
             }
+            references[name]?.steps = resolved
         }
     }
 
@@ -2387,6 +2434,8 @@ private struct TaskReference {
     var excludedHere: SourceLocation?
     /// `ignore_error: true` on a call.
     var ignoresFailure = false
+    /// `timeout:` on a call or a dependency.
+    var timeout: GoDuration?
 }
 
 /// One of a task's `cmds`, when some are `- task:` calls: a command (its index among the task's
@@ -2396,10 +2445,10 @@ private enum TaskStep {
     case call(TaskReference)
 }
 
-/// A task's dependencies with variables (by their index in `deps`) and its steps when it calls
-/// tasks, until they are resolved to instances.
+/// A task's dependencies with variables or a timeout (by their index in `deps`) and its steps
+/// when it calls tasks, until they are resolved to instances.
 private struct TaskReferences {
-    var dependencyVariables: [Int: [String: TemplateValue]]
+    var dependencyCalls: [Int: TaskReference]
     var steps: [TaskStep]?
 }
 
@@ -2409,6 +2458,8 @@ private struct InstanceRequest {
     var variables: [String: TemplateValue]
     /// Made for a call with `ignore_error: true` (see ``TaskOptions/failureIgnored``).
     var ignoresFailure = false
+    /// Made for a call or a dependency with `timeout:` (see ``TaskOptions/timeout``).
+    var timeout: GoDuration?
 }
 
 /// go-task's wildcard task names (`start:*`, `*-wildcard-*`).
