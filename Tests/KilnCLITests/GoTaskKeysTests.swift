@@ -536,3 +536,32 @@ extension GoTaskKeysTests {
         }
     }
 }
+
+extension GoTaskKeysTests {
+    @Test("an include's excludes: leave out what go-task's leave out: names, 'ns:*', in files it includes in turn")
+    func excludesLikeGoTask() async throws {
+        let task = try Peers.executable("task")
+        for excludes in ["['deep:x']", "['deep:*']", "['sub:*']", "['*', 'de*', ':*']", "[a, 'deep:y']", "['flat:*', z]"] {
+            let directory = try project(
+                "version: '3'\nincludes:\n  lib:\n    taskfile: ./inc\n    excludes: \(excludes)\ntasks:\n  t: echo t\n"
+            )
+            defer { directory.remove() }
+            try directory.write(
+                "inc/Taskfile.yml",
+                "version: '3'\nincludes:\n  deep: ./deep\n  flat:\n    taskfile: ./flat\n    flatten: true\ntasks:\n  a: echo a\n  sub:b: echo b\n"
+            )
+            try directory.write("inc/deep/Taskfile.yml", "version: '3'\ntasks:\n  x: echo x\n  y: echo y\n")
+            try directory.write("inc/flat/Taskfile.yml", "version: '3'\ntasks:\n  z: echo z\n  w: echo w\n")
+            func names(_ json: String) -> Set<String> {
+                let object = try? JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any]
+                let tasks = object?["tasks"] as? [[String: Any]] ?? []
+                return Set(tasks.compactMap { $0["name"] as? String })
+            }
+            let goTask = try runProgram(task, ["--list-all", "--json"], in: directory.path)
+            let kiln = try await KilnProcess.run(["list", "--json"], in: directory.path)
+            #expect(goTask.status == 0 && kiln.status == 0, "\(excludes): \(goTask.output) \(kiln)")
+            #expect(!names(goTask.output).isEmpty, "\(excludes): \(goTask.output)")
+            #expect(names(kiln.standardOutput) == names(goTask.output), "excludes: \(excludes)")
+        }
+    }
+}

@@ -554,7 +554,11 @@ private final class LoadSession {
                 case "internal": included.isInternal = included.isInternal || (bool(entry, file: file, what: "'internal'") ?? false)
                 case "flatten": flatten = bool(entry, file: file, what: "'flatten'") ?? false
                 case "aliases": included.namespaceAliases = strings(entry, file: file, what: "'aliases'").map { namespace + $0.value + ":" }
-                case "excludes": included.excludes = Set(strings(entry, file: file, what: "'excludes'").map(\.value))
+                case "excludes":
+                    // `ns:*`: every task of the namespace (go-task 3.53); a bare name, that task.
+                    included.excludes += strings(entry, file: file, what: "'excludes'").map { written in
+                        written.value.hasSuffix(":*") ? .namespace(String(written.value.dropLast())) : .task(written.value)
+                    }
                 case "vars":
                     deferred = included.deferredErrors
                     decodeVariables(entry, file: file, into: &includeVariables, directory: root)
@@ -571,6 +575,16 @@ private final class LoadSession {
             }
         }
         guard let written = includePath else { return nil }
+        // What the includer's include left out applies to this file's tasks too: `NAME:x` and
+        // `NAME:*` are `x` and everything in the file included as NAME (as they are, flattened).
+        included.excludes += settings.excludes.compactMap { exclusion in
+            let prefix = flatten ? "" : name + ":"
+            switch exclusion {
+            case .task(let task): return task.hasPrefix(prefix) ? .task(String(task.dropFirst(prefix.count))) : nil
+            case .namespace(let start):
+                return start.hasPrefix(prefix) ? .namespace(String(start.dropFirst(prefix.count))) : nil
+            }
+        }
         // go-task renders the path with the including file's variables (`Taskfile_{{OS}}.yml`).
         checkTemplate(written, known: KnownVariables(variables: variables, each: false, task: false))
         let rendered = renderNow(written, variables: variables, lenient: true) ?? written.value
@@ -999,7 +1013,7 @@ private final class LoadSession {
         } else {
             // Under an include's other namespaces too (`aliases:` of the include).
             options.aliases += fileSettings.namespaceAliases.map { $0 + localName }
-            if fileSettings.excludes.contains(localName) { return }
+            if fileSettings.excludes.contains(where: { $0.leavesOut(localName) }) { return }
             origins[name] = TaskOrigin(context: contextIndex, localName: localName)
         }
         // A task that doesn't run here calls nothing (go-task skips it whole).
@@ -2383,8 +2397,24 @@ private struct FileSettings {
     var isInternal = false
     /// The include's `aliases:`: other namespaces (`ns:`) its tasks answer in.
     var namespaceAliases: [String] = []
-    /// The include's `excludes:`: tasks of the file not loaded.
-    var excludes: Set<String> = []
+    /// The include's `excludes:`, and what an include above it excluded of this file: tasks of
+    /// the file not loaded.
+    var excludes: [Exclusion] = []
+
+    /// One of `excludes:`, as the file it applies to names its tasks.
+    enum Exclusion {
+        /// The task of this name (`x`, `deep:x` for a task of a file this one includes as `deep`).
+        case task(String)
+        /// Every task whose name starts so (`deep:`); all of them when empty.
+        case namespace(String)
+
+        func leavesOut(_ name: String) -> Bool {
+            switch self {
+            case .task(let task): name == task
+            case .namespace(let prefix): name.hasPrefix(prefix)
+            }
+        }
+    }
     /// Mistakes in the values its tasks see (a failed dynamic variable of the file or of an
     /// includer): each of its tasks reports them when planned.
     var deferredErrors: [TaskOptions.DeferredError] = []
