@@ -42,7 +42,8 @@ extension Kiln {
                     System.writeError("kiln: no task named '\(summary)' in \(project.taskfile.path)\n")
                     throw ExitCode(ExitStatus.invalidTaskfile)
                 }
-                print(Kiln.summaryText(of: task, written: project.taskfile.written(task, includingVariables: true)))
+                let text = Kiln.summaryText(of: task, written: project.taskfile.written(task, includingVariables: true))
+                print(project.taskfile.secrets.masking(text))
                 return
             }
             if json {

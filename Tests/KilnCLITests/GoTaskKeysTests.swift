@@ -83,7 +83,9 @@ import Testing
         #expect(main?["calls"] as? [String] == ["b", "a"], "\(json)")
     }
 
-    @Test("list --summary shows the vars, env and requires sections go-task's --summary shows, in its order and forms")
+    @Test(
+        "list --summary shows the vars, env and requires sections go-task's --summary shows, in its order and forms, secrets masked"
+    )
     func summarySections() async throws {
         let directory = try project(
             """
@@ -95,6 +97,7 @@ import Testing
               LIST: [a, b]
               SHADOW: file
               FROM_FILE: '{{.GLOBAL}}-f'
+              TOKEN: {value: tok-secret, secret: true}
             env:
               FILE_ENV: fe
               HOME: not-shown
@@ -109,13 +112,14 @@ import Testing
                   FLAG: true
                   N: 3
                   REF: {ref: .LIST}
+                  KEY: {sh: 'echo key-secret', secret: true}
                 env:
                   OWN: 'o-{{.GLOBAL}}'
                   TASK_OWN: hidden-by-prefix
                 requires:
                   vars: [GLOBAL, {name: LEVEL, enum: [low, high]}]
                 deps: [plain]
-                cmds: ['echo {{.SHADOW}}']
+                cmds: ['echo {{.SHADOW}}', 'echo {{.TOKEN}}']
               plain: echo plain
             """
         )
@@ -231,7 +235,8 @@ import Testing
             ("tasks:\n  t:\n    platforms: [linx]\n    cmds: ['true']\n", 4, 17, "'linx' in 'platforms' is not an OS"),
             (
                 "tasks:\n  t:\n    cmds:\n      - task: o\n        timeout: 1s\n  o:\n    sources: [a]\n    each: sources\n    cmds: ['true']\n",
-                5, 15, "'timeout:' on a call to task 'o', which has 'each:', isn't supported yet; put 'timeout:' on its commands"
+                5, 15,
+                "'timeout:' on a call to task 'o', which has 'each:', isn't supported yet; put 'timeout:' on its commands"
             ),
             (
                 "tasks:\n  t:\n    deps:\n      - task: o\n        timeout: 1s\n  o:\n    cmds:\n      - task: p\n  p: 'true'\n",
@@ -541,7 +546,9 @@ extension GoTaskKeysTests {
     @Test("an include's excludes: leave out what go-task's leave out: names, 'ns:*', in files it includes in turn")
     func excludesLikeGoTask() async throws {
         let task = try Peers.executable("task")
-        for excludes in ["['deep:x']", "['deep:*']", "['sub:*']", "['*', 'de*', ':*']", "[a, 'deep:y']", "['flat:*', z]"] {
+        for excludes in [
+            "['deep:x']", "['deep:*']", "['sub:*']", "['*', 'de*', ':*']", "[a, 'deep:y']", "['flat:*', z]",
+        ] {
             let directory = try project(
                 "version: '3'\nincludes:\n  lib:\n    taskfile: ./inc\n    excludes: \(excludes)\ntasks:\n  t: echo t\n"
             )
@@ -564,4 +571,75 @@ extension GoTaskKeysTests {
             #expect(names(kiln.standardOutput) == names(goTask.output), "excludes: \(excludes)")
         }
     }
+}
+
+extension GoTaskKeysTests {
+    @Test(
+        "secret: true hides a variable's value in everything kiln prints — status, failures, dry run, --json, --summary, instance names"
+    )
+    func secretsAreMasked() async throws {
+        let directory = try project(
+            """
+            version: '3'
+            vars:
+              TOKEN: {value: tok-secret-value, secret: true}
+              FROM_SHELL: {sh: 'echo shell-secret-value', secret: true}
+              LONG:
+                value: long-secret-0123456789012345678901234567890123456789012345678901234567890123456789
+                secret: true
+              PUBLIC: shown
+            tasks:
+              fails:
+                vars:
+                  OWN: {value: own-secret-value, secret: true}
+                cmds:
+                  - test -z "{{.TOKEN}}{{.FROM_SHELL}}{{.OWN}}" -a "{{.PUBLIC}}" = shown
+              calls:
+                cmds:
+                  - task: called
+                    vars: {DERIVED: 'derived-{{.TOKEN}}'}
+                  - task: called
+                    vars: {DERIVED: '{{.LONG}}'}
+                  - task: called
+                    vars: {DERIVED: plain, TOKEN: given-secret-value}
+              called:
+                cmds:
+                  - test -n "{{.DERIVED}}{{.TOKEN}}"
+            """
+        )
+        defer { directory.remove() }
+        let secrets = [
+            "tok-secret-value", "shell-secret-value", "own-secret-value", "given-secret-value", "long-secret-0123",
+        ]
+        for arguments in [
+            ["run", "fails"], ["run", "--dry-run", "fails"], ["run", "--json", "fails"], ["run", "calls"],
+            ["run", "--json", "calls"], ["run", "--dry-run", "calls"], ["list", "--summary", "fails"],
+            ["explain", "fails"], ["status", "--json", "calls"],
+        ] {
+            let result = try await KilnProcess.run(arguments, in: directory.path)
+            let printed = result.standardOutput + result.standardError
+            // Masked where kiln shows a command; explain shows none.
+            if arguments != ["explain", "fails"] {
+                #expect(printed.contains(SecretMaskText.replacement), "\(arguments): \(printed)")
+            }
+            #expect(
+                printed.contains("shown") || arguments.contains("calls") || arguments.contains("explain"),
+                "\(arguments): \(printed)"
+            )
+            for secret in secrets {
+                #expect(!printed.contains(secret), "\(arguments) shows \(secret): \(printed)")
+            }
+        }
+        // Two instances whose names would look alike once masked are numbered apart.
+        let run = try await KilnProcess.run(["run", "calls"], in: directory.path)
+        #expect(run.status == 0, "\(run)")
+        #expect(run.standardOutput.contains("called (DERIVED=derived-*****)"), "\(run)")
+        #expect(run.standardOutput.contains("called (DERIVED=*****)"), "\(run)")
+        #expect(run.standardOutput.contains("called (DERIVED=plain, TOKEN=*****)"), "\(run)")
+    }
+}
+
+/// What ``SecretMask`` prints for a secret (the tests don't import the host).
+enum SecretMaskText {
+    static let replacement = "*****"
 }

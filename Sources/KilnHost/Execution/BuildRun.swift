@@ -637,14 +637,20 @@ public final class BuildRun: @unchecked Sendable {
         if interactive { claims.append(ResourceQueues.terminal) }
         let resources = queues.resources(for: claims, outputs: outputs, directory: request.directory)
         let key = JobKey(task: task.definition.name, source: source)
-        var described = JobInfo(id: id, key: key, summary: task.prepared.summary(for: request), resources: resources)
+        let secrets = plan.taskfile.secrets
+        var described = JobInfo(
+            id: id,
+            key: key,
+            summary: secrets.masking(task.prepared.summary(for: request)),
+            resources: resources
+        )
         described.isInteractive = interactive && !dryRun
         // A task's own `label:` names its jobs for people; a step or an instance keeps its name.
         if task.definition.options.label != nil, task.definition.partOf == nil { described.shownAs = request.label }
         if var group = plan.taskfile.outputGroup {
             // Rendered with the job's variables (as written when that fails: it is only shown).
-            group.begin = group.begin.map(request.display)
-            group.end = group.end.map(request.display)
+            group.begin = group.begin.map { secrets.masking(request.display($0)) }
+            group.end = group.end.map { secrets.masking(request.display($0)) }
             described.outputGroup = group
         }
         let info = described
@@ -713,10 +719,10 @@ public final class BuildRun: @unchecked Sendable {
 
         realJob.completionBlock = { [self] in
             observation.invalidate()
-            var outcome = Self.outcome(of: realJob)
+            var outcome = Self.outcome(of: realJob, secrets: plan.taskfile.secrets)
             if let check {
                 if check.isCancelled {
-                    outcome = Self.outcome(of: check)
+                    outcome = Self.outcome(of: check, secrets: plan.taskfile.secrets)
                 } else if verdict.value?.reason == .upToDate {
                     outcome = .upToDate
                 }
@@ -795,7 +801,7 @@ public final class BuildRun: @unchecked Sendable {
         // Dependents wait for this: it succeeds when the job ran successfully (and produced what
         // it declares) or was up to date.
         let done = BlockJob {
-            let outcome = Self.outcome(of: realJob)
+            let outcome = Self.outcome(of: realJob, secrets: secrets)
             if let check, verdict.value?.reason == .upToDate, !check.isCancelled { return }
             // It ran and failed, and the call ignores that (not a job that didn't run).
             if ignoresFailure, !realJob.isCancelled { return }
@@ -862,17 +868,19 @@ public final class BuildRun: @unchecked Sendable {
         }
     }
 
-    static func outcome(of job: Job) -> JobOutcome {
+    /// How `job` ended, for reporters: the reasons say what failed (a command line, with
+    /// `secrets` masked).
+    static func outcome(of job: Job, secrets: SecretMask) -> JobOutcome {
         if job.isCancelled {
             switch job.cancellationReason {
             case .dependencyFailed(let dependency): return .cancelled("dependency \(dependency.description) failed")
             case .dependencyCancelled(let dependency):
                 return .cancelled("dependency \(dependency.description) did not run")
             case .dependencyCycle(let names): return .cancelled("dependency cycle: \(names.joined(separator: " → "))")
-            default: return .cancelled(job.error.map { "stopped: \($0)" } ?? "stopped")
+            default: return .cancelled(job.error.map { secrets.masking("stopped: \($0)") } ?? "stopped")
             }
         }
-        if let error = job.error { return .failed("\(error)") }
+        if let error = job.error { return .failed(secrets.masking("\(error)")) }
         return .succeeded
     }
 }

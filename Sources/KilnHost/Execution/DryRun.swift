@@ -62,7 +62,9 @@ extension BuildPlan {
             guard var jobs = byTask[task.definition.name] else { continue }
             jobs.sort { ($0.key.source ?? "") < ($1.key.source ?? "") }
             for (key, reason) in jobs {
-                let summary = task.prepared.summary(for: task.definition.jobRequest(source: key.source))
+                let summary = taskfile.secrets.masking(
+                    task.prepared.summary(for: task.definition.jobRequest(source: key.source))
+                )
                 result.append(JobVerdict(key: key, summary: summary, reason: reason, remoteKeys: keys[key]))
             }
         }

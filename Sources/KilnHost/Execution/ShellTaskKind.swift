@@ -116,7 +116,10 @@ public struct ShellTaskKind: TaskKind {
         guard let value else { return nil }
         let text = try value.requireString("'timeout'")
         guard let duration = GoDuration(text), duration.seconds > 0 else {
-            throw TaskConfigurationError("'timeout' must be a duration above zero (500ms, 30s, 5m), not '\(text)'", at: value.location)
+            throw TaskConfigurationError(
+                "'timeout' must be a duration above zero (500ms, 30s, 5m), not '\(text)'",
+                at: value.location
+            )
         }
         return duration
     }
@@ -506,7 +509,11 @@ public final class CommandJob: Job, @unchecked Sendable {
         }
         if hasTimedOut, let timeout {
             // Between two commands: the next one would be stopped at once.
-            let failure = CommandFailure(command: steps[index].command, result: .signaled(SIGTERM), timeout: .task(timeout))
+            let failure = CommandFailure(
+                command: steps[index].command,
+                result: .signaled(SIGTERM),
+                timeout: .task(timeout)
+            )
             runDeferred(failure: failure, exitCode: 124)
             return
         }
@@ -629,7 +636,8 @@ public final class CommandJob: Job, @unchecked Sendable {
             running.handle = handle
             running.handleIsDeferred = isDeferred
             // A timeout may have run out while it was starting.
-            return (isCancelled || running.jobTimedOut) && !isDeferred || running.boundedStep != nil && running.stepTimedOut
+            return (isCancelled || running.jobTimedOut) && !isDeferred
+                || running.boundedStep != nil && running.stepTimedOut
         }
         if cancelledMeanwhile { handle.terminate() }
     }

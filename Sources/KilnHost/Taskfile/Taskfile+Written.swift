@@ -142,6 +142,10 @@ extension Taskfile {
             add(own?["env"], to: &environmentNodes)
         }
         func shown(_ node: YAMLNode, value: TemplateValue?) -> String {
+            // go-task's `secret: true`: masked, whatever the value.
+            if let secret = node["secret"]?.string, ["true", "yes", "on"].contains(secret.lowercased()) {
+                return SecretMask.replacement
+            }
             if let command = node["sh"]?.string, node.mapping?.count == 1 {
                 // Rendered, as go-task shows it; a listing doesn't run it.
                 return "sh: "

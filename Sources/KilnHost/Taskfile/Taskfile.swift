@@ -31,6 +31,8 @@ public struct Taskfile: Sendable {
     public var hooks: [String: [Located<String>]] = [:]
     /// `output: {group: {begin, end, error_only}}` of the main file.
     public var outputGroup: OutputGroup?
+    /// The values of the variables written `secret: true`, hidden in what kiln prints.
+    public var secrets = SecretMask()
 
     /// The task called `name`, or answering to it as an alias.
     public func task(named name: String) -> TaskDefinition? {
@@ -611,7 +613,10 @@ public struct TaskDefinition: Sendable {
             }
             if let timeout = settings.timeout {
                 entries.append(
-                    ("timeout", command.location, ConfigurationValue(.scalar(timeout.description), at: command.location))
+                    (
+                        "timeout", command.location,
+                        ConfigurationValue(.scalar(timeout.description), at: command.location)
+                    )
                 )
             }
             if settings.ignoresError || options.ignoresError {

@@ -288,6 +288,7 @@ struct BinaryWriter {
             write(group.end)
             write(group.showsOnlyFailures)
         }
+        write(taskfile.secrets.values)
         // Tasks of one file share their variables dictionary: write each distinct one once.
         var variableTables: [[String: TemplateValue]: Int] = [:]
         var variableOrder: [[String: TemplateValue]] = []
@@ -776,6 +777,7 @@ struct BinaryReader {
             outputGroup?.end = end
             outputGroup?.showsOnlyFailures = onlyFailures
         }
+        guard let secrets = readStrings() else { return nil }
         guard let variableTableCount = readInteger(), variableTableCount >= 0, variableTableCount <= bytes.count else {
             return nil
         }
@@ -868,6 +870,7 @@ struct BinaryReader {
             hooks: hooks
         )
         taskfile.outputGroup = outputGroup
+        taskfile.secrets = SecretMask(values: secrets)
         return taskfile
     }
 }

@@ -126,6 +126,7 @@ public struct TaskfileLoader: Sendable {
             tasks: session.tasks, files: session.files, plugins: session.plugins, hooks: session.hooks
         )
         taskfile.outputGroup = session.outputGroup
+        taskfile.secrets = session.secretMask()
         // A Taskfile with dynamic variables is loaded afresh each run: its values may change.
         if usesCache {
             if session.isVolatile {
@@ -190,6 +191,13 @@ private final class LoadSession {
     var environmentLayer: [String: TemplateValue] = [:]
     /// A dynamic variable (`sh:`) was run, or skipped: the model can't be cached.
     var isVolatile = false
+    /// The names of the variables written `secret: true`, in any file or task; their values
+    /// among the files' tasks, once instances are named; the instances whose names show a
+    /// secret, and the masked names given (see ``shownInstanceName(_:variables:)``).
+    var secretNames = Set<String>()
+    var knownSecrets: SecretMask?
+    var maskedInstanceNames: [String: String] = [:]
+    var shownMaskedNames = Set<String>()
     /// Whether the task being decoded runs its dynamic variables; whether one was skipped; the
     /// tasks whose were (decoded again, running them, when a task this load is for needs them).
     var runsDynamicVariables = true
@@ -1402,9 +1410,17 @@ private final class LoadSession {
     /// seeing `variables`, set in them.
     func decodeVariable(_ name: String, _ value: YAMLNode, file: String, into variables: inout [String: TemplateValue], directory: String) {
         var valueNode = value
-        if let fields = value.mapping {
+        if var fields = value.mapping {
+            // `secret: true` beside the value: hidden in what kiln prints (see SecretMask).
+            if let index = fields.firstIndex(where: { $0.key.string == "secret" }) {
+                if bool(fields[index].value, file: file, what: "'secret'") == true { secretNames.insert(name) }
+                fields.remove(at: index)
+            }
             guard fields.count == 1, let kind = fields[0].key.string else {
-                fail(.wrongType, "variable '\(name)' must be a value, or a map with one of sh, ref, map, value", at: location(value, file))
+                fail(
+                    .wrongType, "variable '\(name)' must be a value, or a map with one of sh, ref, map, value (and secret)",
+                    at: location(value, file)
+                )
                 return
             }
             switch kind {
@@ -1822,18 +1838,23 @@ private final class LoadSession {
             guard let variables = variables ?? (always || bounded ? [:] : nil) else {
                 return Located(value: found, location: written.location)
             }
-            var instance: String
-            if let concreteName {
-                var called = variables
-                called["MATCH"] = nil
-                instance = called.isEmpty ? concreteName : TaskInstanceName.make(concreteName, variables: called)
-            } else {
-                instance = variables.isEmpty ? found : TaskInstanceName.make(found, variables: variables)
+            func named(_ variables: [String: TemplateValue]) -> String {
+                var instance: String
+                if let concreteName {
+                    var called = variables
+                    called["MATCH"] = nil
+                    instance = called.isEmpty ? concreteName : TaskInstanceName.make(concreteName, variables: called)
+                } else {
+                    instance = variables.isEmpty ? found : TaskInstanceName.make(found, variables: variables)
+                }
+                if always || bounded {
+                    let notes = (ignoresFailure ? ", failure ignored" : "") + (timeout.map { ", timeout \($0)" } ?? "")
+                    instance += " [\(what == "deps" ? "dep" : "call") \(site + 1) of \(name)\(notes)]"
+                }
+                return instance
             }
-            if always || bounded {
-                let notes = (ignoresFailure ? ", failure ignored" : "") + (timeout.map { ", timeout \($0)" } ?? "")
-                instance += " [\(what == "deps" ? "dep" : "call") \(site + 1) of \(name)\(notes)]"
-            }
+            let instance = named(variables)
+            let shown = shownInstanceName(instance, variables: variables, naming: named)
             if instances.insert(instance).inserted {
                 guard instances.count <= TaskfileLoader.maximumInstances else {
                     if instances.count == TaskfileLoader.maximumInstances + 1 {
@@ -1849,12 +1870,12 @@ private final class LoadSession {
                     requests[origin.context, default: []].append(
                         (
                             origin.localName,
-                            InstanceRequest(name: instance, variables: variables, ignoresFailure: ignoresFailure, timeout: timeout)
+                            InstanceRequest(name: shown, variables: variables, ignoresFailure: ignoresFailure, timeout: timeout)
                         )
                     )
                 }
             }
-            return Located(value: instance, location: written.location)
+            return Located(value: shown, location: written.location)
         }
         let called = references[name]
         tasks[index].dependencies = tasks[index].dependencies.enumerated().compactMap { position, dependency in
@@ -1995,6 +2016,48 @@ private final class LoadSession {
                 })
             }
         }
+    }
+
+    /// An instance's name as kiln shows it: the secrets among its variables' values masked
+    /// (``SecretMask``), numbered when two instances would then look alike. The name is its
+    /// identity too (the build state's key): a secret never reaches `.kiln/` through it.
+    /// `naming` makes the name from the variables: from masked ones, so that no part of a
+    /// secret shows (a long value is shortened) and none is hashed into it.
+    func shownInstanceName(
+        _ name: String, variables: [String: TemplateValue], naming: ([String: TemplateValue]) -> String
+    ) -> String {
+        guard !secretNames.isEmpty else { return name }
+        if let known = maskedInstanceNames[name] { return known }
+        // The tasks decoded so far (all of the files' tasks: instances come after them), and the
+        // call's own values of secret names.
+        if knownSecrets == nil { knownSecrets = secretMask() }
+        let own = variables.filter { secretNames.contains($0.key) }.map(\.value.printed)
+        let mask = own.isEmpty ? knownSecrets ?? SecretMask() : SecretMask(values: (knownSecrets?.values ?? []) + own)
+        var changed = false
+        let maskedVariables = variables.mapValues { value -> TemplateValue in
+            let text = value.printed
+            let hidden = mask.masking(text)
+            guard hidden != text else { return value }
+            changed = true
+            return .string(hidden)
+        }
+        guard changed else { return name }
+        let masked = naming(maskedVariables)
+        var candidate = masked
+        var number = 2
+        while !shownMaskedNames.insert(candidate).inserted {
+            candidate = "\(masked) #\(number)"
+            number += 1
+        }
+        maskedInstanceNames[name] = candidate
+        return candidate
+    }
+
+    /// The values of the secret variables, as the tasks see them (a name written `secret: true`
+    /// anywhere is secret in every task).
+    func secretMask() -> SecretMask {
+        guard !secretNames.isEmpty else { return SecretMask() }
+        return SecretMask(values: tasks.flatMap { task in secretNames.compactMap { task.variables[$0]?.printed } })
     }
 
     /// Cuts each task whose `cmds` call other tasks into steps, one per call: step k runs the
