@@ -1428,6 +1428,100 @@ import Testing
             succeeds: false,
             absent: ["t.txt", "slow.txt"]
         ),
+        Case(
+            name:
+                "defer: {task:} calls run when the task ends, after a failure too, the last written first, after the deferred commands",
+            files: [
+                "Taskfile.yml": """
+                version: '3'
+                tasks:
+                  t:
+                    cmds:
+                      - defer: {task: clean, vars: {WHAT: first}}
+                      - echo main >> log.txt
+                      - defer: {task: clean, vars: {WHAT: second}, silent: true}
+                      - defer: echo "deferred command [{{.EXIT_CODE}}]" >> log.txt
+                      - exit 3
+                      - echo never >> log.txt
+                  clean:
+                    deps: [prepare]
+                    cmds: ['echo "clean {{.WHAT}}" >> log.txt']
+                  prepare:
+                    run: always
+                    cmds: ['echo prepare >> prepare.txt']
+                """
+            ],
+            task: "t",
+            compared: ["log.txt", "prepare.txt"],
+            succeeds: false
+        ),
+        Case(
+            name: "defer: {task:} written after the failing command isn't reached: it doesn't run",
+            files: [
+                "Taskfile.yml": """
+                version: '3'
+                tasks:
+                  t:
+                    cmds:
+                      - echo main >> log.txt
+                      - exit 3
+                      - defer: {task: clean}
+                  clean: echo clean > clean.txt
+                """
+            ],
+            task: "t",
+            compared: ["log.txt"],
+            succeeds: false,
+            absent: ["clean.txt"]
+        ),
+        Case(
+            name: "defer: {task:} whose task fails changes nothing; timeout: beside it stops it",
+            files: [
+                "Taskfile.yml": """
+                version: '3'
+                tasks:
+                  t:
+                    cmds:
+                      - defer: {task: failing}
+                      - defer: {task: clean}
+                      - defer: {task: slow}
+                        timeout: 200ms
+                      - echo main >> log.txt
+                  failing:
+                    cmds: ['echo failing >> log.txt', 'exit 1']
+                  clean: echo clean >> log.txt
+                  slow:
+                    cmds: ['sleep 5', 'echo late > late.txt']
+                """
+            ],
+            task: "t",
+            compared: ["log.txt"],
+            absent: ["late.txt"]
+        ),
+        Case(
+            name: "defer: {task:} before a call and in a called task: the caller waits for the clean-up, then goes on",
+            files: [
+                "Taskfile.yml": """
+                version: '3'
+                tasks:
+                  outer:
+                    cmds:
+                      - task: inner
+                      - echo outer after >> log.txt
+                  inner:
+                    vars:
+                      NAME: inner
+                    cmds:
+                      - defer: {task: clean, vars: {WHO: 'deferred {{.NAME}}'}}
+                      - task: clean
+                        vars: {WHO: 'called {{.NAME}}'}
+                      - echo inner >> log.txt
+                  clean: echo "clean {{.WHO}}" >> log.txt
+                """
+            ],
+            task: "outer",
+            compared: ["log.txt"]
+        ),
     ]
 
     @Test("kiln leaves what go-task leaves", arguments: cases)

@@ -197,8 +197,21 @@ import Testing
                 "go-task's 'watch' isn't supported by kiln yet; kiln has no watch mode"
             ),
             (
-                "tasks:\n  t:\n    cmds:\n      - defer: {task: o}\n  o: 'true'\n", 5, 9,
-                "a deferred '- task:' call isn't supported yet"
+                "tasks:\n  t:\n    cmds:\n      - defer: echo bye\n      - defer: {task: o}\n  o: 'true'\n", 6, 16,
+                "a deferred '- task:' call written after a 'defer:' command at"
+            ),
+            (
+                "tasks:\n  t:\n    cmds:\n      - defer: {task: o, if: 'false'}\n  o: 'true'\n", 5, 26,
+                "go-task ignores 'if:' in a deferred call and makes the call all the same"
+            ),
+            (
+                "tasks:\n  t:\n    cmds:\n      - defer: {task: o, vars: {CODE: '{{.EXIT_CODE}}'}}\n  o: 'true'\n", 5,
+                32,
+                "{{.EXIT_CODE}} in a deferred call's 'vars:' isn't supported yet"
+            ),
+            (
+                "tasks:\n  t:\n    cmds:\n      - defer: {task: o}\n  o:\n    sources: [a]\n    each: sources\n    cmds: ['true']\n",
+                5, 23, "'defer:' on a call to task 'o', which has 'each:', isn't supported yet"
             ),
             (
                 "tasks:\n  t:\n    cmds:\n      - defer: echo bye\n        platforms: [windows]\n", 6, 9,

@@ -463,3 +463,44 @@ import Testing
         #expect(directory.read("sh.txt") == "ran\n", "the same command, run once for both copies")
     }
 }
+
+extension TaskCallTests {
+    @Test(
+        "a deferred call runs only when its task's commands run: skipped (not failed) when the task is up to date; the end waits for it"
+    )
+    func deferredCallOfAnUpToDateTask() async throws {
+        let directory = try project(
+            """
+            version: '3'
+            tasks:
+              build:
+                sources: [in.txt]
+                generates: [out.txt]
+                cmds:
+                  - defer: {task: note, vars: {WHAT: built}}
+                  - cp in.txt out.txt
+              after:
+                deps: [build]
+                cmds: ['cat notes.txt > seen.txt']
+              note: echo "noted {{.WHAT}}" >> notes.txt
+            """
+        )
+        defer { directory.remove() }
+        try directory.write("in.txt", "one")
+        let first = try await KilnProcess.run(["run", "after"], in: directory.path)
+        #expect(first.status == 0, "\(first)")
+        // What depends on the task waits for its clean-up.
+        #expect(directory.read("seen.txt") == "noted built\n")
+        let second = try await KilnProcess.run(["run", "after"], in: directory.path)
+        #expect(second.status == 0, "\(second)")
+        #expect(
+            !second.standardOutput.contains("did not run") && !second.standardOutput.contains("FAILED"),
+            "\(second)"
+        )
+        #expect(directory.read("notes.txt") == "noted built\n", "up to date: the clean-up isn't needed")
+        try directory.write("in.txt", "two")
+        let third = try await KilnProcess.run(["run", "build"], in: directory.path)
+        #expect(third.status == 0, "\(third)")
+        #expect(directory.read("notes.txt") == "noted built\nnoted built\n")
+    }
+}

@@ -75,6 +75,10 @@ public final class BuildRun: @unchecked Sendable {
     /// The tasks that wait to be called: checked against the files as they are when called, not
     /// the snapshot taken when the run started (the commands before the call may change them).
     private let calledTasks: Set<String>
+    /// The clean-up tasks (``CallGating/cleanups``) by name: their plan positions. The bodies of
+    /// tasks with deferred calls.
+    private let cleanupPositions: [String: Int]
+    private let deferralBodyPositions: Set<Int>
 
     /// What dependents created later need to know of a task.
     private enum TaskProgress {
@@ -115,6 +119,13 @@ public final class BuildRun: @unchecked Sendable {
         var gates: [Int: CallGateJob] = [:]
         var decidedGates = Set<Int>()
         var openTriggers: [Int: Int] = [:]
+        /// The jobs of the bodies of tasks with deferred calls, by plan position: what their
+        /// commands reached. The clean-up tasks whose calls weren't reached (skipped, not
+        /// failed); the jobs of clean-up tasks, which a failure elsewhere doesn't stop.
+        var bodyJobs: [Int: Job] = [:]
+        var skipped = Set<Int>()
+        /// (Kept, so that an identifier can't come back as another job's.)
+        var spared: [ObjectIdentifier: Job] = [:]
     }
     private let state = HostMutex(State())
     private let allDone = DispatchSemaphore(value: 0)
@@ -135,6 +146,10 @@ public final class BuildRun: @unchecked Sendable {
             plan.gating.map { gating in
                 Set(plan.tasks.indices.filter { gating.isGated[$0] }.map { plan.tasks[$0].definition.name })
             } ?? []
+        cleanupPositions = Dictionary(
+            uniqueKeysWithValues: (plan.gating?.cleanups ?? []).map { (plan.tasks[$0].definition.name, $0) }
+        )
+        deferralBodyPositions = Set((plan.gating?.deferralPieces ?? [:]).values.flatMap { $0 })
     }
 
     /// Seconds since the run was created.
@@ -187,7 +202,7 @@ public final class BuildRun: @unchecked Sendable {
             }
             if let (position, dependencies) = next {
                 let task = plan.tasks[position]
-                if let gating = plan.gating, !gating.calls[position].isEmpty {
+                if let gating = plan.gating, !gating.calls[position].isEmpty, gating.deferralBodies[position] == nil {
                     triggerCalls(of: position, gating: gating)
                 }
                 let doneJob =
@@ -324,7 +339,7 @@ public final class BuildRun: @unchecked Sendable {
     /// Opens the gates of `positions` and of the waiting tasks they depend on — or counts a no
     /// for each, closing for good a gate all of whose triggers said no (its task then doesn't
     /// run, nor what it alone depends on).
-    private func decideGates(_ positions: [Int], open: Bool) {
+    private func decideGates(_ positions: [Int], open: Bool, skipping: Bool = false) {
         guard let gating = plan.gating else { return }
         let (opened, closed) = state.withLock { state -> ([CallGateJob], [CallGateJob]) in
             var opened: [CallGateJob] = []
@@ -338,6 +353,7 @@ public final class BuildRun: @unchecked Sendable {
                     guard remaining <= 0 else { continue }
                 }
                 state.decidedGates.insert(position)
+                if skipping, !open { state.skipped.insert(position) }
                 if let gate = state.gates[position] {
                     if open { opened.append(gate) } else { closed.append(gate) }
                 }
@@ -398,14 +414,15 @@ public final class BuildRun: @unchecked Sendable {
 
     /// Stops starting new jobs after a failure (without `--keep-going`); running jobs finish.
     private func stopScheduling() {
-        let jobs = state.withLock { state -> [Job] in
-            guard !state.stopping else { return [] }
+        let (jobs, spared) = state.withLock { state -> ([Job], [ObjectIdentifier: Job]) in
+            guard !state.stopping else { return ([], [:]) }
             state.stopping = true
-            return Array(state.live.values)
+            return (Array(state.live.values), state.spared)
         }
-        for job in jobs where !job.isExecuting { job.cancel() }
+        // The clean-up tasks (deferred calls) run after a failure: that is what they are for.
+        for job in jobs where !job.isExecuting && spared[ObjectIdentifier(job)] == nil { job.cancel() }
         for (_, queue) in queues.all {
-            for job in queue.jobs where !job.isExecuting { job.cancel() }
+            for job in queue.jobs where !job.isExecuting && spared[ObjectIdentifier(job)] == nil { job.cancel() }
         }
     }
 
@@ -423,6 +440,9 @@ public final class BuildRun: @unchecked Sendable {
 
     /// Starts a plain task's job; `nil` when the task was found up to date and needs none.
     private func startPlainTask(_ task: BuildPlan.Task, position: Int, after dependencies: [TaskProgress]) -> Job? {
+        if let body = plan.gating?.deferralBodies[position] {
+            return startDeferralEnd(task, position: position, body: body, after: dependencies)
+        }
         if task.definition.isGroup { return startGroupTask(task, position: position, after: dependencies) }
         let verdict = inlineCheck(task, source: nil, after: dependencies, position: position)
         if verdict?.reason == .upToDate { return nil }
@@ -431,14 +451,90 @@ public final class BuildRun: @unchecked Sendable {
             [self] _, job in
             taskFinished(position, doneJob: job)
         }
+        if deferralBodyPositions.contains(position) { state.withLock { $0.bodyJobs[position] = realJob } }
         wire(entry, after: dependencies)
-        // Created after a failure stopped the run: it doesn't run, but it is reported.
-        if isStopping {
+        // Created after a failure stopped the run: it doesn't run, but it is reported. (A
+        // clean-up task runs all the same.)
+        if isStopping, cleanupPositions.isEmpty || cleanupPositions[task.definition.name] == nil {
             realJob.cancel()
             entry.cancel()
         }
         add(entry, to: entryQueue)
         return target
+    }
+
+    /// The end of a task with deferred calls (``TaskOptions/deferralBody``): when the body has
+    /// ended, however it ended, the calls whose places its commands reached are made, the last
+    /// reached first, one after another; the others are skipped. The end then finishes as the
+    /// body did: what depends on the task waits for its clean-up, and fails if its body failed.
+    private func startDeferralEnd(
+        _ task: BuildPlan.Task,
+        position: Int,
+        body: Int,
+        after dependencies: [TaskProgress]
+    ) -> Job {
+        let name = task.definition.name
+        let called = plan.gating?.calls[position] ?? []
+        let (bodyProgress, calledProgress) = state.withLock { state in
+            (state.progress[body], called.map { state.progress[$0] })
+        }
+        // Last written first; each once the one before has ended (or been skipped).
+        var previous = bodyProgress
+        for (number, instance) in called.enumerated().reversed() {
+            let trigger = BlockJob {}
+            trigger.name = "\(name) (deferred call \(number + 1))"
+            trigger.requiresSuccessfulDependencies = false
+            pendingAdd(1)
+            trigger.completionBlock = { [self] in
+                let reached = deferredCallReached(number, end: position, body: body, progress: bodyProgress)
+                decideGates([instance], open: reached, skipping: true)
+                pendingAdd(-1)
+            }
+            wire(trigger, after: previous.map { [$0] } ?? [])
+            add(trigger, to: control)
+            previous = calledProgress[number]
+        }
+        let end = BlockJob { [self] in
+            if !Self.hasSucceeded(bodyProgress) { throw UnitFailure(label: plan.tasks[body].definition.name) }
+        }
+        end.name = name
+        end.requiresSuccessfulDependencies = false
+        pendingAdd(1)
+        end.completionBlock = { [self] in
+            if !end.isCancelled, end.error == nil {
+                options.incremental?.publishGroup(name, dependencies: [plan.tasks[body].definition.name])
+            }
+            taskFinished(position, doneJob: end)
+            pendingAdd(-1)
+        }
+        // Wired only now: a dependency that already finished readies the job at once.
+        wire(end, after: dependencies + (previous.map { [$0] } ?? []))
+        add(end, to: control)
+        return end
+    }
+
+    /// Whether a task's progress, as it was when its dependent was made, came to success: its
+    /// job has finished without failing or being cancelled.
+    private static func hasSucceeded(_ progress: TaskProgress?) -> Bool {
+        switch progress {
+        case .succeeded?: true
+        case .live(let job)?: job.isFinished && !job.isCancelled && job.error == nil
+        case .failed?, nil: false
+        }
+    }
+
+    /// Whether the commands of the task ending at `end` reached the place of its deferred call
+    /// `number`, in any of its pieces (steps between calls, and the body): not when they were up
+    /// to date or didn't start; when the body succeeded, for jobs that aren't command jobs (a
+    /// dry run's).
+    private func deferredCallReached(_ number: Int, end: Int, body: Int, progress: TaskProgress?) -> Bool {
+        let pieces = plan.gating?.deferralPieces[end] ?? [body]
+        let jobs = state.withLock { state in pieces.compactMap { state.bodyJobs[$0] } }
+        guard !jobs.isEmpty else { return false }
+        if jobs.allSatisfy({ $0 is CommandJob }) {
+            return jobs.contains { ($0 as? CommandJob)?.reachedDeferredCalls.contains(number) == true }
+        }
+        return Self.hasSucceeded(progress)
     }
 
     /// A group task makes no job: settled at once when its dependencies are, otherwise a control
@@ -669,6 +765,8 @@ public final class BuildRun: @unchecked Sendable {
         }
 
         let chainSlots = slots
+        // A clean-up task (a deferred call): a failure elsewhere doesn't stop its jobs.
+        let cleanup = cleanupPositions.isEmpty ? nil : cleanupPositions[task.definition.name]
         // The literal outputs the job declares (`generates:` paths without wildcards): one it
         // didn't produce fails it, as Bazel does, so nothing is built on a missing file and
         // nothing records it as up to date.
@@ -708,7 +806,7 @@ public final class BuildRun: @unchecked Sendable {
                         return
                     }
                     observer.jobChecked(info, reason: result.reason)
-                    if result.reason == .upToDate || isStopping {
+                    if result.reason == .upToDate || isStopping && cleanup == nil {
                         realJob.cancel()
                     } else {
                         add(entry, to: entryQueue)
@@ -737,9 +835,16 @@ public final class BuildRun: @unchecked Sendable {
                     )
                 }
             }
+            // A deferred call whose place the body's commands didn't reach: not needed, like an
+            // up-to-date job (and nothing is recorded for it).
+            if case .cancelled = outcome, let cleanup, state.withLock({ $0.skipped.contains(cleanup) }) {
+                outcome = .upToDate
+                verdict.withLock { $0 = nil }
+            }
             var ignored = false
             if ignoresFailure, case .failed(let reason) = outcome {
-                outcome = .failed(reason + " (ignored: the call says ignore_error)")
+                let why = cleanup != nil ? "a deferred call's failure changes nothing" : "the call says ignore_error"
+                outcome = .failed(reason + " (ignored: \(why))")
                 ignored = true
             }
             let failed = outcome != .succeeded && outcome != .upToDate && !ignored
@@ -795,7 +900,14 @@ public final class BuildRun: @unchecked Sendable {
         // Only now may a stop or an interrupt cancel it: a job cancelled in no queue finishes at
         // once, and it must not finish before this completion block is there to report it and
         // count it done (that window made a failing run hang, now and then, under load).
-        state.withLock { $0.live[id] = realJob }
+        state.withLock { state in
+            state.live[id] = realJob
+            if cleanup != nil {
+                for job in [realJob, next] + chainSlots + (check.map { [$0] } ?? []) {
+                    state.spared[ObjectIdentifier(job)] = job
+                }
+            }
+        }
 
         guard hasDone else { return (next, nextQueue, realJob, realJob) }
         // Dependents wait for this: it succeeds when the job ran successfully (and produced what

@@ -44,6 +44,10 @@ public struct ShellTaskKind: TaskKind {
             public var isDeferred = false
             /// `timeout:` — how long it (with its `if:` test) may run.
             public var timeout: GoDuration?
+            /// Not a command: the place of the task's k-th deferred call (`defer: {task: …}`,
+            /// ``text`` naming the task), which the host makes once the job has ended, if it
+            /// got this far (``CommandJob/reachedDeferredCalls``).
+            public var deferredCall: Int?
         }
 
         /// `cmds`.
@@ -100,6 +104,12 @@ public struct ShellTaskKind: TaskKind {
             command.condition = try item["if"]?.requireString("'if'")
             command.isDeferred = try item["defer"]?.requireString("'defer'") == "true"
             command.timeout = try Self.duration(item["timeout"])
+            if let call = item["defer_call"] {
+                guard let index = Int(try call.requireString("'defer_call'")), index >= 0 else {
+                    throw TaskConfigurationError("'defer_call' must be a deferred call's number", at: call.location)
+                }
+                command.deferredCall = index
+            }
             configuration.commands.append(command)
         }
         for item in value["preconditions"]?.list ?? [] {
@@ -145,13 +155,16 @@ public struct ShellTaskKind: TaskKind {
     /// with `if:` shows its test (`if TEST; then CMD; fi`), a deferred one is marked `defer:`.
     public func summary(of configuration: Configuration, request: JobRequest) -> String {
         configuration.commands.filter { TaskOptions.allows($0.platforms) }.map { command in
-            guard !command.isDeferred, command.condition == nil else { return Self.shown(command, request: request) }
+            guard !command.isDeferred, command.condition == nil, command.deferredCall == nil else {
+                return Self.shown(command, request: request)
+            }
             return command.prefix + request.display(command.text)
         }.joined(separator: " && ")
     }
 
     /// A command with `defer:` or `if:` as ``summary(of:request:)`` shows it.
     private static func shown(_ command: Configuration.Command, request: JobRequest) -> String {
+        if command.deferredCall != nil { return "defer: task " + command.text }
         if command.isDeferred {
             let text =
                 (try? deferredText(command, variables: request.variables, exitCode: nil, templates: request.templates))
@@ -202,6 +215,10 @@ public struct ShellTaskKind: TaskKind {
             steps.append(CommandJob.Step(command: test, precondition: precondition.message ?? test))
         }
         for command in configuration.commands where TaskOptions.allows(command.platforms) {
+            if let call = command.deferredCall {
+                steps.append(CommandJob.Step(command: "", deferredCall: call))
+                continue
+            }
             if command.isDeferred {
                 steps.append(try Self.deferredStep(command, request: request))
                 continue
@@ -334,24 +351,32 @@ public final class CommandJob: Job, @unchecked Sendable {
         /// `timeout:` — how long it (with its test) may run: then it is stopped and fails with
         /// exit code 124 (a deferred command's is stopped and ignored).
         public var timeout: GoDuration?
+        /// Not a command: the place of the task's k-th deferred call, noted when reached.
+        public var deferredCall: Int?
 
         init(
             command: String,
             ignoresError: Bool = false,
             precondition: String? = nil,
-            deferred: (@Sendable (Int32?) throws -> String)? = nil
+            deferred: (@Sendable (Int32?) throws -> String)? = nil,
+            deferredCall: Int? = nil
         ) {
             self.command = command
             self.ignoresError = ignoresError
             self.precondition = precondition
             self.deferred = deferred
+            self.deferredCall = deferredCall
         }
     }
 
     /// The steps: preconditions first, then the commands.
     public let steps: [Step]
     /// The commands, after templating (deferred ones as they run when nothing failed).
-    public var commands: [String] { steps.filter { $0.precondition == nil }.map(\.command) }
+    public var commands: [String] { steps.filter { $0.precondition == nil && $0.deferredCall == nil }.map(\.command) }
+
+    /// The deferred calls (by number) whose places the commands reached, in the order reached:
+    /// the ones the host makes once the job has ended.
+    public var reachedDeferredCalls: [Int] { running.withLock { $0.reachedCalls } }
     private let directory: String
     private let environment: [String: String]
     private let output: TaskOutput
@@ -370,8 +395,9 @@ public final class CommandJob: Job, @unchecked Sendable {
         var handle: RunningCommand?
         /// Whether `handle` is a deferred command (a cancellation leaves it running).
         var handleIsDeferred = false
-        /// The `defer:` steps reached, by index, in order.
+        /// The `defer:` steps reached, by index, in order; the deferred calls reached.
         var deferred: [Int] = []
+        var reachedCalls: [Int] = []
         /// Steps begun so far; the number of the one whose `timeout:` runs now, if it has one, and
         /// whether that ran out.
         var stepsBegun = 0
@@ -499,8 +525,15 @@ public final class CommandJob: Job, @unchecked Sendable {
     /// Runs the steps from `start` on: `defer:`s are set aside, a test runs before its command.
     private func run(_ start: Int) {
         var index = start
-        while index < steps.count, steps[index].deferred != nil {
-            running.withLock { $0.deferred.append(index) }
+        while index < steps.count, steps[index].deferred != nil || steps[index].deferredCall != nil {
+            let step = steps[index]
+            running.withLock { running in
+                if let call = step.deferredCall {
+                    running.reachedCalls.append(call)
+                } else {
+                    running.deferred.append(index)
+                }
+            }
             index += 1
         }
         guard index < steps.count, !isCancelled else {

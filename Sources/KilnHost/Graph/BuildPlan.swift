@@ -405,6 +405,17 @@ struct CallGating: Sendable {
     /// Per waiting task: how many things may open its gate — steps that call it, and waiting
     /// tasks that depend on it. When all of them have said no, it never runs.
     var triggers: [Int]
+    /// The ends of tasks with deferred calls (``TaskOptions/deferralBody``): per end's position,
+    /// its body's. Their calls aren't made when their other dependencies succeed but when the
+    /// body has ended, however it ended, and only those its commands reached.
+    var deferralBodies: [Int: Int] = [:]
+    /// Per end, the positions of the pieces that run the task's commands — the steps between
+    /// its calls (`T #1`, `T #2`, …) and the body: a deferred call's place may be in any of them.
+    var deferralPieces: [Int: [Int]] = [:]
+    /// The positions of the tasks that run to clean up after a body (the deferred calls' tasks,
+    /// and what they alone depend on): a failure elsewhere doesn't stop them; a call not reached
+    /// is skipped, not failed.
+    var cleanups = Set<Int>()
 
     init(tasks: [TaskDefinition], positions: [String: Int], roots: [Int]) {
         calls = tasks.map { task in task.calls.compactMap { positions[$0.value] } }
@@ -425,6 +436,18 @@ struct CallGating: Sendable {
             for called in calls[position] where isGated[called] { triggers[called] += 1 }
             if isGated[position] {
                 for dependency in staticDependencies[position] { triggers[dependency] += 1 }
+            }
+        }
+        for (position, task) in tasks.enumerated() {
+            guard let body = task.options.deferralBody, let bodyPosition = positions[body] else { continue }
+            deferralBodies[position] = bodyPosition
+            var pieces: [Int] = []
+            while let piece = positions["\(task.name) #\(pieces.count + 1)"] { pieces.append(piece) }
+            deferralPieces[position] = pieces.contains(bodyPosition) ? pieces : pieces + [bodyPosition]
+            var stack = calls[position].filter { isGated[$0] }
+            while let cleanup = stack.popLast() {
+                guard cleanups.insert(cleanup).inserted else { continue }
+                stack += staticDependencies[cleanup].filter { isGated[$0] } + calls[cleanup].filter { isGated[$0] }
             }
         }
     }

@@ -29,6 +29,12 @@ public struct TaskOptions: Sendable, Hashable {
     /// may run, all together, before the one running is stopped and the task fails (exit code
     /// 124). Its own dependencies aren't bounded by it: kiln shares them between callers.
     public var timeout: GoDuration?
+    /// Set on the piece, named as the task, that ends a task with deferred calls
+    /// (`defer: {task: …}`): the name of the piece that runs its commands (`T #1`). When that
+    /// piece has ended, however it ended, the calls it reached run — the last reached first —
+    /// and this piece ends as that one did. Its ``TaskDefinition/calls`` are the called tasks,
+    /// in the order written.
+    public var deferralBody: String?
     /// `platforms:` — the operating systems and architectures (`linux`, `amd64`, `linux/arm64`) the
     /// task runs on; elsewhere it is skipped with its dependencies. `nil`: everywhere.
     public var platforms: [String]?
@@ -266,6 +272,10 @@ public struct CommandOptions: Sendable, Hashable {
     /// `timeout:` — how long the command (with its `if:` test) may run before it is stopped and
     /// fails with exit code 124 (a deferred command's is stopped and ignored).
     public var timeout: GoDuration?
+    /// `defer: {task: …}` — not a command but the place of the task's k-th deferred call: the
+    /// call is made, when the task ends, only if its commands got this far (see
+    /// ``TaskOptions/deferralBody``).
+    public var deferredCall: Int?
 
     /// Creates the defaults.
     public init(isSilent: Bool = false, ignoresError: Bool = false, platforms: [String]? = nil) {

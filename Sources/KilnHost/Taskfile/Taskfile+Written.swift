@@ -82,12 +82,19 @@ extension Taskfile {
             commands: []
         )
         for piece in pieces {
-            for call in piece.calls { written.commands.append(.call(shown(call.value))) }
+            // An end's calls are the deferred ones, written in their places among the commands.
+            if piece.options.deferralBody == nil {
+                for call in piece.calls { written.commands.append(.call(shown(call.value))) }
+            }
             let variables = piece.templateVariables
             let settings = piece.options.commandOptions
             for (index, command) in piece.commands.enumerated() {
                 func rendered(_ scope: [String: TemplateValue]) -> String {
                     (try? TaskfileTemplates.render(command.value, variables: scope, at: nil)) ?? command.value
+                }
+                if index < settings.count, settings[index].deferredCall != nil {
+                    written.commands.append(.call(shown(command.value)))
+                    continue
                 }
                 guard index < settings.count, let loop = settings[index].loop else {
                     written.commands.append(.command(rendered(variables)))

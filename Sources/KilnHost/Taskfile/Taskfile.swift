@@ -343,6 +343,80 @@ public struct TaskDefinition: Sendable {
         )
     }
 
+    /// The two pieces of a task with deferred calls (`defer: {task: …}`, resolved to `called`, in
+    /// the order written): the body, `bodyName` (`T #1`, or after the steps between calls), which
+    /// is the task's last piece under another name — its
+    /// commands (each deferred call's place among them), sources, everything that runs — and
+    /// the end, named as the task, which waits for the body and then the calls it reached, and
+    /// keeps what makes the task what it is to others (its aliases, description, prompts,
+    /// requirements). See ``TaskOptions/deferralBody``.
+    func splitForDeferredCalls(_ called: [Located<String>], bodyName: String) -> (
+        body: TaskDefinition, end: TaskDefinition
+    ) {
+        var bodyOptions = options
+        bodyOptions.partOf = options.partOf ?? name
+        bodyOptions.label = options.label ?? name
+        bodyOptions.aliases = []
+        bodyOptions.prompts = []
+        bodyOptions.requiredVariables = []
+        bodyOptions.longSummary = nil
+        var body = TaskDefinition(
+            name: bodyName,
+            location: location,
+            summary: nil,
+            dependencies: dependencies,
+            calls: calls,
+            commands: commands,
+            sources: sources,
+            generates: generates,
+            variables: variables,
+            renderedSources: renderedSources,
+            environment: environment,
+            directory: directory,
+            resources: resources,
+            each: each,
+            batchSize: batchSize,
+            kind: kind,
+            pluginConfiguration: pluginConfiguration,
+            allowsOutsideRoot: allowsOutsideRoot,
+            depfile: locatedDepfile,
+            keepsDepfile: keepsDepfile,
+            file: file,
+            options: bodyOptions
+        )
+        body.variables = variables
+        var endOptions = options
+        endOptions.deferralBody = bodyName
+        endOptions.commandOptions = []
+        endOptions.preconditions = []
+        endOptions.statusChecks = []
+        endOptions.isInteractive = false
+        endOptions.timeout = nil
+        var end = TaskDefinition(
+            name: name,
+            location: location,
+            summary: summary,
+            dependencies: [Located(value: bodyName, location: location)] + called,
+            calls: called,
+            commands: [],
+            sources: [],
+            generates: [],
+            variables: variables,
+            environment: environment,
+            directory: directory,
+            resources: [],
+            each: .none,
+            batchSize: nil,
+            kind: kind,
+            pluginConfiguration: nil,
+            allowsOutsideRoot: allowsOutsideRoot,
+            file: file,
+            options: endOptions
+        )
+        end.variables = variables
+        return (body, end)
+    }
+
     /// The same task with `errors` added to the mistakes reported when a run plans it (a
     /// dependency or a call that names no task, found once every file is read).
     func addingDeferredErrors(_ errors: [TaskOptions.DeferredError]) -> TaskDefinition {
@@ -617,6 +691,11 @@ public struct TaskDefinition: Sendable {
                         "timeout", command.location,
                         ConfigurationValue(.scalar(timeout.description), at: command.location)
                     )
+                )
+            }
+            if let call = settings.deferredCall {
+                entries.append(
+                    ("defer_call", command.location, ConfigurationValue(.scalar(String(call)), at: command.location))
                 )
             }
             if settings.ignoresError || options.ignoresError {

@@ -394,6 +394,7 @@ struct BinaryWriter {
             write(command.platforms != nil)
             if let platforms = command.platforms { write(platforms) }
             write(command.timeout.map { [$0.description] } ?? [])
+            write(command.deferredCall ?? -1)
             write(command.loop != nil)
             if let loop = command.loop {
                 write(loop.name)
@@ -425,6 +426,7 @@ struct BinaryWriter {
         write(options.isInteractive)
         write(options.failureIgnored)
         write(options.timeout.map { [$0.description] } ?? [])
+        write(options.deferralBody)
     }
 
     mutating func write(_ options: ShellOptions) {
@@ -617,11 +619,12 @@ struct BinaryReader {
                 guard let platforms = readStrings() else { return nil }
                 command.platforms = platforms
             }
-            guard let timeout = readStrings(), timeout.count <= 1 else { return nil }
+            guard let timeout = readStrings(), timeout.count <= 1, let deferredCall = readInteger() else { return nil }
             if let text = timeout.first {
                 guard let duration = GoDuration(text) else { return nil }
                 command.timeout = duration
             }
+            if deferredCall >= 0 { command.deferredCall = deferredCall }
             guard let hasLoop = readBool() else { return nil }
             if hasLoop {
                 guard let name = readString(), let kind = readByte() else { return nil }
@@ -652,7 +655,8 @@ struct BinaryReader {
         guard let partOf = readOptionalString(), let statusChecks = readLocated(),
             let shellOptions = readShellOptions(),
             let conditionHolds = readBool(), let fingerprint = readByte(), let isInteractive = readBool(),
-            let failureIgnored = readBool(), let timeout = readStrings(), timeout.count <= 1
+            let failureIgnored = readBool(), let timeout = readStrings(), timeout.count <= 1,
+            let deferralBody = readOptionalString()
         else {
             return nil
         }
@@ -662,6 +666,7 @@ struct BinaryReader {
         }
         options.isInteractive = isInteractive
         options.failureIgnored = failureIgnored
+        options.deferralBody = deferralBody
         options.fingerprint = TaskOptions.Fingerprint(rawValue: fingerprint)
         options.partOf = partOf
         options.statusChecks = statusChecks

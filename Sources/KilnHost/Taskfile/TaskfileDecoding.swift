@@ -880,7 +880,31 @@ private final class LoadSession {
         var callsSomething = false
         // The first `defer:`, until a call comes after it: kiln can't carry it past the call.
         var deferredBeforeCall: SourceLocation?
+        // `defer: {task: …}`, in the order written; the first deferred command (which kiln
+        // runs before the deferred calls, see deferredCallReference).
+        var deferredCalls: [TaskReference] = []
+        var firstDeferredCommand: SourceLocation?
         for node in commandYAMLNodes {
+            if let deferred = node["defer"], deferred.mapping != nil {
+                guard let reference = deferredCallReference(node, deferred: deferred, file: file, variables: variables) else {
+                    continue
+                }
+                if let earlier = firstDeferredCommand {
+                    failOrDefer(
+                        .unsupported,
+                        "a deferred '- task:' call written after a 'defer:' command at \(earlier) runs before it in go-task (the last written first) and after it in kiln; write the deferred calls before the deferred commands, or make the command a task and defer a call to it",
+                        at: location(deferred, file)
+                    )
+                    continue
+                }
+                var settings = CommandOptions()
+                settings.deferredCall = deferredCalls.count
+                deferredCalls.append(reference)
+                steps.append(.command(commands.count))
+                commands.append(reference.name)
+                commandOptions.append(settings)
+                continue
+            }
             if node["task"] != nil {
                 if let early = deferredBeforeCall {
                     failOrDefer(
@@ -903,6 +927,7 @@ private final class LoadSession {
                 deferredKnown.variables["EXIT_CODE"] = ""
                 checkTemplate(located, known: deferredKnown)
                 if deferredBeforeCall == nil { deferredBeforeCall = located.location }
+                if firstDeferredCommand == nil { firstDeferredCommand = located.location }
             } else {
                 checkTemplate(located, known: known)
             }
@@ -1009,6 +1034,18 @@ private final class LoadSession {
                 )
             }
         }
+        if !deferredCalls.isEmpty {
+            // The deferred calls run after the task's one job (see splitDeferrals).
+            let what = [each == .none ? nil : "'each:'", plugin == nil ? nil : "'plugin:'"].compactMap { $0 }
+            if !what.isEmpty {
+                failOrDefer(
+                    .unsupported,
+                    "task '\(name)' has deferred '- task:' calls and \(what.joined(separator: ", ")), which kiln doesn't combine yet; move the commands into a task of their own, and call it from a task with the deferred calls",
+                    at: deferredCalls[0].name.location
+                )
+                deferredCalls = []
+            }
+        }
         if options.label == nil { options.label = prefix }
         options.dynamicVariablesSkipped = skippedDynamicVariables
         options.shellOptions = fileSettings.shellOptions.adding(taskShellOptions)
@@ -1025,8 +1062,12 @@ private final class LoadSession {
             origins[name] = TaskOrigin(context: contextIndex, localName: localName)
         }
         // A task that doesn't run here calls nothing (go-task skips it whole).
-        if !dependencyCalls.isEmpty || callsSomething && TaskOptions.allows(options.platforms) && options.conditionHolds {
-            references[name] = TaskReferences(dependencyCalls: dependencyCalls, steps: callsSomething ? steps : nil)
+        let runsHere = TaskOptions.allows(options.platforms) && options.conditionHolds
+        if !dependencyCalls.isEmpty || (callsSomething || !deferredCalls.isEmpty) && runsHere {
+            references[name] = TaskReferences(
+                dependencyCalls: dependencyCalls, steps: callsSomething ? steps : nil,
+                deferredCalls: runsHere ? deferredCalls : []
+            )
         }
         if let existing = taskIndex[name] {
             errors.append(TaskfileError(
@@ -1067,13 +1108,10 @@ private final class LoadSession {
             case "platforms": settings.platforms = platforms(value, file: file)
             case "timeout": settings.timeout = timeout(value, file: file)
             case "defer":
-                // go-task's `- defer: CMD` (a string), or a deferred call `- defer: {task: …}`.
+                // go-task's `- defer: CMD` (a string); a deferred call `- defer: {task: …}` is
+                // read by deferredCallReference.
                 guard let deferred = value.string else {
-                    failOrDefer(
-                        .unsupported,
-                        "a deferred '- task:' call isn't supported yet; put the clean-up commands under 'defer:' in this task",
-                        at: location(key, file)
-                    )
+                    fail(.wrongType, "'defer' takes a command or {task: NAME, …}, not \(describe(value))", at: location(value, file))
                     return nil
                 }
                 settings.isDeferred = true
@@ -1123,10 +1161,16 @@ private final class LoadSession {
     /// per item of its `for:`), each with its variables rendered in the naming task's scope, as
     /// go-task renders them before the call.
     func taskReferences(
-        _ node: YAMLNode, file: String, variables: [String: TemplateValue], isCall: Bool, files: (CommandLoop.Items) -> [TemplateValue]
+        _ node: YAMLNode, file: String, variables: [String: TemplateValue], isCall: Bool, isDeferred: Bool = false,
+        files: (CommandLoop.Items) -> [TemplateValue]
     ) -> [TaskReference] {
         guard let entries = node.mapping else { return [] }
-        let what = isCall ? "a '- task:' call" : "a dependency"
+        let what = isDeferred ? "a deferred call" : isCall ? "a '- task:' call" : "a dependency"
+        // go-task's deferred call takes these; the others keys of a call it doesn't read.
+        if isDeferred, let other = entries.first(where: { !["task", "vars", "silent", "if"].contains($0.key.string ?? "") }) {
+            unknownKey(other.key.string ?? "", at: location(other.key, file), allowed: ["task", "vars", "silent", "if"], in: what)
+            return []
+        }
         var nameNode: YAMLNode?
         var variablesNode: YAMLNode?
         var loop: CommandLoop?
@@ -1194,6 +1238,56 @@ private final class LoadSession {
                 name: name, variables: called, excludedHere: excludedHere, ignoresFailure: ignoresFailure, timeout: callTimeout
             )
         }
+    }
+
+    /// `- defer: {task: NAME, vars: {…}, silent: …, if: …}` (with `timeout:` beside `defer:`): the
+    /// task it calls when the task ends; `nil` when its `if:` says no, or after a mistake.
+    func deferredCallReference(_ node: YAMLNode, deferred: YAMLNode, file: String, variables: [String: TemplateValue])
+        -> TaskReference?
+    {
+        var callTimeout: GoDuration?
+        for (key, value) in node.mapping ?? [] {
+            switch key.string ?? "" {
+            case "defer", "silent": continue
+            case "timeout": callTimeout = timeout(value, file: file)
+            default:
+                failOrDefer(
+                    .unsupported,
+                    "go-task ignores '\(key.string ?? ""):' beside 'defer:' (only 'silent:' and 'timeout:' apply); remove it, or put it in the deferred call",
+                    at: location(key, file)
+                )
+                return nil
+            }
+        }
+        // go-task 3.54 reads an `if:` in a deferred call and makes the call all the same.
+        if let condition = deferred.mapping?.first(where: { $0.key.string == "if" }) {
+            failOrDefer(
+                .unsupported,
+                "go-task ignores 'if:' in a deferred call and makes the call all the same; remove it, or put the test on the called task's commands",
+                at: location(condition.key, file)
+            )
+            return nil
+        }
+        // go-task renders a deferred call's `vars:` when it makes it, with the failed command's
+        // EXIT_CODE; kiln renders them when the Taskfile loads.
+        func mentionsExitCode(_ node: YAMLNode) -> Bool {
+            if let text = node.string { return text.contains("EXIT_CODE") }
+            if let items = node.sequence { return items.contains(where: mentionsExitCode) }
+            return (node.mapping ?? []).contains { mentionsExitCode($0.key) || mentionsExitCode($0.value) }
+        }
+        for entry in ["vars"] {
+            guard let part = deferred[entry], mentionsExitCode(part) else { continue }
+            failOrDefer(
+                .unsupported,
+                "{{.EXIT_CODE}} in a deferred call's '\(entry):' isn't supported yet (kiln makes the call's variables when it loads the Taskfile); a deferred command can print it: '- defer: echo {{.EXIT_CODE}}'",
+                at: location(part, file)
+            )
+            return nil
+        }
+        guard var reference = taskReferences(deferred, file: file, variables: variables, isCall: true, isDeferred: true, files: { _ in [] }).first
+        else { return nil }
+        reference.timeout = callTimeout
+        return reference
     }
 
     /// A call's `vars:`, each rendered in the caller's `scope` alone (go-task's ReplaceVars: one
@@ -1687,6 +1781,7 @@ private final class LoadSession {
         for (index, found) in mistakes { tasks[index] = tasks[index].addingDeferredErrors(found) }
         forwardRepeatedTasks()
         splitSteps()
+        splitDeferrals()
     }
 
     /// A file included under several namespaces (`common:` by the main file and by each platform's
@@ -1814,9 +1909,14 @@ private final class LoadSession {
             // What the call asks of the called task's jobs, which kiln applies to a task whose
             // commands are one job: `ignore_error:` to anything but `each:`, `timeout:` to
             // commands without calls.
-            if ignoresFailure || timeout != nil, let called = taskIndex[found].map({ tasks[$0] }) {
-                let key = ignoresFailure ? "ignore_error" : "timeout"
-                let kept = ignoresFailure ? "put 'ignore_error: true' on its commands" : "put 'timeout:' on its commands"
+            // A deferred call's failure changes nothing (go-task's rule), as if it said `ignore_error`.
+            let deferred = what == "deferred calls"
+            if ignoresFailure || timeout != nil || deferred, let called = taskIndex[found].map({ tasks[$0] }) {
+                let key = deferred ? "defer" : ignoresFailure ? "ignore_error" : "timeout"
+                let kept =
+                    deferred
+                    ? "defer a call to a task that calls it" : ignoresFailure
+                        ? "put 'ignore_error: true' on its commands" : "put 'timeout:' on its commands"
                 let unsupported =
                     called.each != .none ? "'each:'"
                     : timeout == nil ? nil
@@ -1833,7 +1933,8 @@ private final class LoadSession {
             // `run: always`: a task of its own for each place that names it. A call with
             // `ignore_error:` or `timeout:` gets one too: the same task needed elsewhere fails
             // the run there, or has no such bound.
-            let always = runsAlways.contains(found)
+            // A deferred call too: it runs when the task ends, whoever else needs the task.
+            let always = runsAlways.contains(found) || deferred
             let bounded = ignoresFailure || timeout != nil
             guard let variables = variables ?? (always || bounded ? [:] : nil) else {
                 return Located(value: found, location: written.location)
@@ -1849,7 +1950,8 @@ private final class LoadSession {
                 }
                 if always || bounded {
                     let notes = (ignoresFailure ? ", failure ignored" : "") + (timeout.map { ", timeout \($0)" } ?? "")
-                    instance += " [\(what == "deps" ? "dep" : "call") \(site + 1) of \(name)\(notes)]"
+                    let kind = what == "deps" ? "dep" : what == "deferred calls" ? "deferred call" : "call"
+                    instance += " [\(kind) \(site + 1) of \(name)\(notes)]"
                 }
                 return instance
             }
@@ -1870,7 +1972,9 @@ private final class LoadSession {
                     requests[origin.context, default: []].append(
                         (
                             origin.localName,
-                            InstanceRequest(name: shown, variables: variables, ignoresFailure: ignoresFailure, timeout: timeout)
+                            InstanceRequest(
+                                name: shown, variables: variables, ignoresFailure: ignoresFailure || deferred, timeout: timeout
+                            )
                         )
                     )
                 }
@@ -1894,6 +1998,14 @@ private final class LoadSession {
                 ).map { .call(TaskReference(name: $0, variables: nil)) }
             }
             references[name]?.steps = resolved
+        }
+        if let deferred = called?.deferredCalls, !deferred.isEmpty {
+            let resolved = deferred.enumerated().compactMap { site, reference in
+                resolve(reference.name, variables: reference.variables, what: "deferred calls", site: site, timeout: reference.timeout)
+                    .map { TaskReference(name: $0, variables: nil) }
+            }
+            // All of them or none: a call that names no task is a mistake of the task.
+            references[name]?.deferredCalls = resolved.count == deferred.count ? resolved : []
         }
     }
 
@@ -1946,6 +2058,7 @@ private final class LoadSession {
             if lazyTasks.contains(name) { needed.append(name) }
             roots += tasks[index].dependencies.map(\.value)
             for case .call(let reference) in references[name]?.steps ?? [] { roots.append(reference.name.value) }
+            roots += (references[name]?.deferredCalls ?? []).map(\.name.value)
         }
         // The same task of a file included twice is run once (forwardRepeatedTasks), which needs
         // its copies' values: their dynamic variables are the same commands, run once.
@@ -2104,6 +2217,22 @@ private final class LoadSession {
                 }
                 previous = Located(value: name, location: task.location)
             }
+        }
+    }
+
+    /// Cuts each task with deferred calls in two: its body, `T #1`, and its end, `T`, which
+    /// waits for the body and the deferred calls it reached (``TaskDefinition/splitForDeferredCalls(_:)``).
+    func splitDeferrals() {
+        for index in tasks.indices {
+            let task = tasks[index]
+            guard let called = references[task.name]?.deferredCalls, !called.isEmpty else { continue }
+            // After the steps between calls, if it has some (splitSteps): `T #1`, `T #2`, …
+            var number = 1
+            while taskIndex["\(task.name) #\(number)"] != nil { number += 1 }
+            let (body, end) = task.splitForDeferredCalls(called.map(\.name), bodyName: "\(task.name) #\(number)")
+            tasks[index] = end
+            taskIndex[body.name] = tasks.count
+            tasks.append(body)
         }
     }
 
@@ -2543,6 +2672,8 @@ private enum TaskStep {
 private struct TaskReferences {
     var dependencyCalls: [Int: TaskReference]
     var steps: [TaskStep]?
+    /// `defer: {task: …}`, in the order written.
+    var deferredCalls: [TaskReference] = []
 }
 
 /// A task to decode again, under `name`, with a call's `variables`.
