@@ -1522,6 +1522,32 @@ import Testing
             task: "outer",
             compared: ["log.txt"]
         ),
+        Case(
+            name: "defer: commands written before a call run when the task ends, in their order among the deferred calls",
+            files: [
+                "Taskfile.yml": """
+                version: '3'
+                vars:
+                  MARK: work.tmp
+                tasks:
+                  t:
+                    cmds:
+                      - defer: rm -f {{.MARK}}; echo "removed {{.MARK}}" >> log.txt
+                      - touch {{.MARK}}
+                      - defer: {task: note}
+                      - task: build
+                      - defer: echo "last [{{.EXIT_CODE}}]" >> log.txt
+                      - echo done >> log.txt
+                      - exit 4
+                  build: test -f work.tmp && echo built >> log.txt
+                  note: echo noted >> log.txt
+                """
+            ],
+            task: "t",
+            compared: ["log.txt"],
+            succeeds: false,
+            absent: ["work.tmp"]
+        ),
     ]
 
     @Test("kiln leaves what go-task leaves", arguments: cases)

@@ -121,10 +121,17 @@ import Testing
                 deps: [plain]
                 cmds: ['echo {{.SHADOW}}', 'echo {{.TOKEN}}']
               plain: echo plain
+              deferring:
+                cmds:
+                  - defer: rm -f {{.GLOBAL}}.tmp
+                  - defer: {task: plain}
+                  - task: plain
+                  - defer: echo '{{.GLOBAL}}'
+                  - echo after
             """
         )
         defer { directory.remove() }
-        for task in ["t", "plain"] {
+        for task in ["t", "plain", "deferring"] {
             let goTask = try runProgram(try Peers.executable("task"), ["--summary", task], in: directory.path)
             let kiln = try await KilnProcess.run(["list", "--summary", task], in: directory.path)
             #expect(kiln.status == 0)
@@ -218,8 +225,8 @@ import Testing
                 "go-task ignores 'platforms:' beside 'defer:'"
             ),
             (
-                "tasks:\n  t:\n    cmds:\n      - defer: echo bye\n      - task: o\n  o: 'true'\n", 5, 16,
-                "a 'defer:' before a '- task:' call isn't supported yet"
+                "tasks:\n  t:\n    cmds:\n      - defer: echo '{{.EXIT_CODE}}'\n      - task: o\n  o: 'true'\n", 5, 16,
+                "{{.EXIT_CODE}} in a 'defer:' written before a '- task:' call isn't supported yet"
             ),
             (
                 "tasks:\n  t:\n    if: '[ -f x ]'\n    cmds: ['true']\n", 4, 9,

@@ -164,7 +164,10 @@ public struct ShellTaskKind: TaskKind {
 
     /// A command with `defer:` or `if:` as ``summary(of:request:)`` shows it.
     private static func shown(_ command: Configuration.Command, request: JobRequest) -> String {
-        if command.deferredCall != nil { return "defer: task " + command.text }
+        // A deferred call's place; a deferred command written before a call is run as a call.
+        if command.deferredCall != nil {
+            return command.isDeferred ? "defer: " + request.display(command.text) : "defer: task " + command.text
+        }
         if command.isDeferred {
             let text =
                 (try? deferredText(command, variables: request.variables, exitCode: nil, templates: request.templates))

@@ -92,8 +92,13 @@ extension Taskfile {
                 func rendered(_ scope: [String: TemplateValue]) -> String {
                     (try? TaskfileTemplates.render(command.value, variables: scope, at: nil)) ?? command.value
                 }
-                if index < settings.count, settings[index].deferredCall != nil {
+                if index < settings.count, settings[index].deferredCall != nil, !settings[index].isDeferred {
                     written.commands.append(.call(shown(command.value)))
+                    continue
+                }
+                // go-task shows a deferred command as written: it renders it only when it runs.
+                if index < settings.count, settings[index].isDeferred {
+                    written.commands.append(.command(command.value))
                     continue
                 }
                 guard index < settings.count, let loop = settings[index].loop else {

@@ -878,13 +878,15 @@ private final class LoadSession {
         // The commands and `- task:` calls in order, when there are calls.
         var steps: [TaskStep] = []
         var callsSomething = false
-        // The first `defer:`, until a call comes after it: kiln can't carry it past the call.
-        var deferredBeforeCall: SourceLocation?
-        // `defer: {task: …}`, in the order written; the first deferred command (which kiln
-        // runs before the deferred calls, see deferredCallReference).
+        // `defer: {task: …}`, in the order written — and the deferred commands written before a
+        // `- task:` call, each run as a task of its own (see deferredCommandTasks); the first
+        // deferred command that stays in the task's last piece (which kiln runs before the
+        // deferred calls).
         var deferredCalls: [TaskReference] = []
+        var deferredCommandTasks: [(name: String, command: Located<String>, settings: CommandOptions)] = []
         var firstDeferredCommand: SourceLocation?
-        for node in commandYAMLNodes {
+        let lastCall = commandYAMLNodes.lastIndex { $0["task"] != nil }
+        for (nodeIndex, node) in commandYAMLNodes.enumerated() {
             if let deferred = node["defer"], deferred.mapping != nil {
                 guard let reference = deferredCallReference(node, deferred: deferred, file: file, variables: variables) else {
                     continue
@@ -906,14 +908,6 @@ private final class LoadSession {
                 continue
             }
             if node["task"] != nil {
-                if let early = deferredBeforeCall {
-                    failOrDefer(
-                        .unsupported,
-                        "a 'defer:' before a '- task:' call isn't supported yet (kiln runs the commands between calls as separate steps); move the 'defer:' after the last call, or the calls into 'deps'",
-                        at: early
-                    )
-                    deferredBeforeCall = nil
-                }
                 for reference in taskReferences(node, file: file, variables: variables, isCall: true, files: loopFiles) {
                     steps.append(.call(reference))
                     callsSomething = true
@@ -921,12 +915,34 @@ private final class LoadSession {
                 continue
             }
             guard let (located, settings) = command(node, file: file, variables: variables) else { continue }
+            if settings.isDeferred, let lastCall, nodeIndex < lastCall {
+                // Before a call: the commands between calls run as separate steps, and a step's
+                // deferred command would run at the step's end. It runs as a deferred call instead,
+                // of a task of its own made of it, at the task's end.
+                checkTemplate(located, known: known)
+                if TextTemplate.hasActions(located.value), located.value.contains("EXIT_CODE") {
+                    failOrDefer(
+                        .unsupported,
+                        "{{.EXIT_CODE}} in a 'defer:' written before a '- task:' call isn't supported yet (kiln runs it as a task of its own); write the 'defer:' after the last call",
+                        at: located.location
+                    )
+                    continue
+                }
+                let taskName = "\(name) [deferred command \(deferredCommandTasks.count + 1)]"
+                deferredCommandTasks.append((taskName, located, settings))
+                var marker = settings
+                marker.deferredCall = deferredCalls.count
+                deferredCalls.append(TaskReference(name: Located(value: taskName, location: located.location), variables: nil, runsCommand: true))
+                steps.append(.command(commands.count))
+                commands.append(located)
+                commandOptions.append(marker)
+                continue
+            }
             if settings.isDeferred {
                 // A deferred command may print the failed command's exit status.
                 var deferredKnown = known
                 deferredKnown.variables["EXIT_CODE"] = ""
                 checkTemplate(located, known: deferredKnown)
-                if deferredBeforeCall == nil { deferredBeforeCall = located.location }
                 if firstDeferredCommand == nil { firstDeferredCommand = located.location }
             } else {
                 checkTemplate(located, known: known)
@@ -1085,6 +1101,32 @@ private final class LoadSession {
             pluginConfiguration: configuration, allowsOutsideRoot: allowsOutsideRoot, depfile: depfile, keepsDepfile: keepsDepfile, file: file,
             options: withDeferredErrors(options)
         ))
+        // The deferred commands written before a call: each a task of the task's own, in its
+        // directory, with its variables and environment, whose failure changes nothing.
+        guard references[name]?.deferredCalls.isEmpty == false else { return }
+        for piece in deferredCommandTasks {
+            var pieceOptions = TaskOptions()
+            pieceOptions.partOf = options.partOf ?? name
+            pieceOptions.label = options.label ?? name
+            pieceOptions.failureIgnored = true
+            pieceOptions.shellOptions = options.shellOptions
+            var settings = piece.settings
+            settings.isDeferred = false
+            if settings != CommandOptions() { pieceOptions.commandOptions = [settings] }
+            let definition = TaskDefinition(
+                name: piece.name, location: piece.command.location, summary: nil, dependencies: [], commands: [piece.command],
+                sources: [], generates: [], variables: variables, environment: environment, directory: taskDirectory, resources: claims,
+                each: .none, batchSize: nil, kind: kind, pluginConfiguration: nil, allowsOutsideRoot: allowsOutsideRoot, file: file,
+                options: pieceOptions
+            )
+            // Decoded again (its dynamic variables run now): in place of the first one.
+            if let existing = taskIndex[piece.name] {
+                tasks[existing] = definition
+            } else {
+                taskIndex[piece.name] = tasks.count
+                tasks.append(definition)
+            }
+        }
     }
 
     /// One of `cmds` that runs a command (not a `- task:` call): a string, or go-task's map
@@ -2001,8 +2043,10 @@ private final class LoadSession {
         }
         if let deferred = called?.deferredCalls, !deferred.isEmpty {
             let resolved = deferred.enumerated().compactMap { site, reference in
-                resolve(reference.name, variables: reference.variables, what: "deferred calls", site: site, timeout: reference.timeout)
-                    .map { TaskReference(name: $0, variables: nil) }
+                reference.runsCommand
+                    ? reference
+                    : resolve(reference.name, variables: reference.variables, what: "deferred calls", site: site, timeout: reference.timeout)
+                        .map { TaskReference(name: $0, variables: nil) }
             }
             // All of them or none: a call that names no task is a mistake of the task.
             references[name]?.deferredCalls = resolved.count == deferred.count ? resolved : []
@@ -2093,7 +2137,9 @@ private final class LoadSession {
             let count = tasks.count
             decodeTask(name: entry.localName, key: key, body: value, context: contextIndex, instance: entry.instance, evaluating: true)
             if tasks.count > count {
-                tasks[old] = tasks.removeLast()
+                // The task itself is the first appended (the pieces made of its deferred commands
+                // are already in place).
+                tasks[old] = tasks.remove(at: count)
             }
             taskIndex[entry.name] = old
             mistakes[old] = nil
@@ -2658,6 +2704,9 @@ private struct TaskReference {
     var ignoresFailure = false
     /// `timeout:` on a call or a dependency.
     var timeout: GoDuration?
+    /// A deferred command written before a `- task:` call, run as a task of its own made of it
+    /// (named already: nothing to resolve).
+    var runsCommand = false
 }
 
 /// One of a task's `cmds`, when some are `- task:` calls: a command (its index among the task's
