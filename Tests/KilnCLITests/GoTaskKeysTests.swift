@@ -254,6 +254,14 @@ import Testing
             ),
             ("tasks:\n  t:\n    platforms: [linx]\n    cmds: ['true']\n", 4, 17, "'linx' in 'platforms' is not an OS"),
             (
+                "use_gitignore: true\ntasks:\n  t:\n    sources: ['*.go']\n    cmds: ['true']\n", 2, 1,
+                "go-task's 'use_gitignore' isn't supported by kiln yet"
+            ),
+            (
+                "tasks:\n  t:\n    use_gitignore: true\n    cmds:\n      - for: generates\n        cmd: 'true'\n", 4, 5,
+                "leave those out with '- exclude: PATTERN' under 'sources:'"
+            ),
+            (
                 "tasks:\n  t:\n    cmds:\n      - task: o\n        timeout: 1s\n  o:\n    sources: [a]\n    each: sources\n    cmds: ['true']\n",
                 5, 15,
                 "'timeout:' on a call to task 'o', which has 'each:', isn't supported yet; put 'timeout:' on its commands"

@@ -27,7 +27,7 @@ public struct TaskfileLoader: Sendable {
 
     static let topLevelKeys: Set<String> = [
         "version", "vars", "env", "tasks", "includes", "resources", "plugins", "hooks", "silent", "output", "method", "run",
-        "interval", "dotenv", "set", "shopt",
+        "interval", "dotenv", "set", "shopt", "use_gitignore",
     ]
 
     /// The git hooks a Taskfile may map to tasks.
@@ -36,7 +36,7 @@ public struct TaskfileLoader: Sendable {
         "desc", "deps", "cmds", "sources", "generates", "vars", "env", "dir", "resources", "each", "batch",
         "plugin", "with", "allow-outside-root", "depfile", "keep-depfile", "summary", "aliases", "internal", "label",
         "silent", "ignore_error", "platforms", "prompt", "preconditions", "method", "run", "cmd", "requires", "dotenv",
-        "status", "set", "shopt", "if", "prefix", "failfast", "interactive",
+        "status", "set", "shopt", "if", "prefix", "failfast", "interactive", "use_gitignore",
     ]
 
     /// go-task keys kiln doesn't take yet, and what to do instead. Refused where they are written:
@@ -373,6 +373,9 @@ private final class LoadSession {
                     // go-task reads the main file's only.
                     outputGroup = group
                 }
+            case "use_gitignore":
+                // go-task 3.52: its tasks' sources leave out what the `.gitignore` files list.
+                fileSettings.usesGitignore = bool(value, file: path, what: "'use_gitignore'") == true ? location(key, path) : nil
             case "method":
                 switch scalar(value, file: path, what: "'method'") {
                 case "none": fileSettings.runsEveryTime = true
@@ -683,6 +686,9 @@ private final class LoadSession {
         var preconditionNodes: [YAMLNode] = []
         var statusNodes: [YAMLNode] = []
         var taskShellOptions = ShellOptions()
+        // `use_gitignore:` of the task (set or not, and where it says true).
+        var gitignoreSet = false
+        var gitignoreAt: SourceLocation?
         var requiresNode: YAMLNode?
         var taskDotenvNode: YAMLNode?
         var environmentYAMLNode: YAMLNode?
@@ -724,6 +730,10 @@ private final class LoadSession {
                 case "shopt": taskShellOptions.bash = shellOptionNames(value, file: file, what: "'shopt'")
                 case "requires": requiresNode = value
                 case "dotenv": taskDotenvNode = value
+                case "use_gitignore":
+                    let uses = bool(value, file: file, what: "'use_gitignore'") ?? false
+                    gitignoreAt = uses ? location(keyYAMLNode, file) : nil
+                    gitignoreSet = true
                 case "method":
                     if let method = scalar(value, file: file, what: "'method'") {
                         switch method {
@@ -1049,6 +1059,17 @@ private final class LoadSession {
                     at: taskLocation
                 )
             }
+        }
+        // go-task's `use_gitignore` (the task's, else its file's): kiln doesn't leave out of a
+        // task's files what git ignores yet. It changes nothing for a task whose files aren't listed.
+        if let written = gitignoreSet ? gitignoreAt : fileSettings.usesGitignore,
+            !sources.isEmpty || commandOptions.contains(where: { $0.loop?.items == .generates })
+        {
+            failOrDefer(
+                .unsupported,
+                "go-task's 'use_gitignore' isn't supported by kiln yet: kiln counts every file 'sources:' match, ignored by git or not; leave those out with '- exclude: PATTERN' under 'sources:', and remove 'use_gitignore'",
+                at: written
+            )
         }
         if !deferredCalls.isEmpty {
             // The deferred calls run after the task's one job (see splitDeferrals).
@@ -2635,6 +2656,8 @@ private struct FileSettings {
     var isInternal = false
     /// The include's `aliases:`: other namespaces (`ns:`) its tasks answer in.
     var namespaceAliases: [String] = []
+    /// `use_gitignore: true` of the file: where it is written (see decodeTask).
+    var usesGitignore: SourceLocation?
     /// The include's `excludes:`, and what an include above it excluded of this file: tasks of
     /// the file not loaded.
     var excludes: [Exclusion] = []
