@@ -1523,7 +1523,8 @@ import Testing
             compared: ["log.txt"]
         ),
         Case(
-            name: "defer: commands written before a call run when the task ends, in their order among the deferred calls",
+            name:
+                "defer: commands written before a call run when the task ends, in their order among the deferred calls",
             files: [
                 "Taskfile.yml": """
                 version: '3'

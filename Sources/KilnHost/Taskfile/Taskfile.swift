@@ -360,31 +360,7 @@ public struct TaskDefinition: Sendable {
         bodyOptions.prompts = []
         bodyOptions.requiredVariables = []
         bodyOptions.longSummary = nil
-        var body = TaskDefinition(
-            name: bodyName,
-            location: location,
-            summary: nil,
-            dependencies: dependencies,
-            calls: calls,
-            commands: commands,
-            sources: sources,
-            generates: generates,
-            variables: variables,
-            renderedSources: renderedSources,
-            environment: environment,
-            directory: directory,
-            resources: resources,
-            each: each,
-            batchSize: batchSize,
-            kind: kind,
-            pluginConfiguration: pluginConfiguration,
-            allowsOutsideRoot: allowsOutsideRoot,
-            depfile: locatedDepfile,
-            keepsDepfile: keepsDepfile,
-            file: file,
-            options: bodyOptions
-        )
-        body.variables = variables
+        let body = copy(named: bodyName, summary: nil, options: bodyOptions)
         var endOptions = options
         endOptions.deferralBody = bodyName
         endOptions.commandOptions = []
@@ -422,6 +398,11 @@ public struct TaskDefinition: Sendable {
     func addingDeferredErrors(_ errors: [TaskOptions.DeferredError]) -> TaskDefinition {
         var changed = options
         changed.deferredErrors += errors
+        return copy(named: name, summary: summary, options: changed)
+    }
+
+    /// The same task under `name`, with `summary` and `options`.
+    private func copy(named name: String, summary: String?, options: TaskOptions) -> TaskDefinition {
         var copy = TaskDefinition(
             name: name,
             location: location,
@@ -444,7 +425,7 @@ public struct TaskDefinition: Sendable {
             depfile: locatedDepfile,
             keepsDepfile: keepsDepfile,
             file: file,
-            options: changed
+            options: options
         )
         copy.variables = variables
         return copy

@@ -895,7 +895,8 @@ private final class LoadSession {
         var deferredCalls: [TaskReference] = []
         var deferredCommandTasks: [(name: String, command: Located<String>, settings: CommandOptions)] = []
         var firstDeferredCommand: SourceLocation?
-        let lastCall = commandYAMLNodes.lastIndex { $0["task"] != nil }
+        // Where the last `- task:` call is written: looked for at the first deferred command.
+        var lastCall: Int??
         for (nodeIndex, node) in commandYAMLNodes.enumerated() {
             if let deferred = node["defer"], deferred.mapping != nil {
                 guard let reference = deferredCallReference(node, deferred: deferred, file: file, variables: variables) else {
@@ -925,7 +926,8 @@ private final class LoadSession {
                 continue
             }
             guard let (located, settings) = command(node, file: file, variables: variables) else { continue }
-            if settings.isDeferred, let lastCall, nodeIndex < lastCall {
+            if settings.isDeferred, lastCall == nil { lastCall = .some(commandYAMLNodes.lastIndex { $0["task"] != nil }) }
+            if settings.isDeferred, let last = lastCall ?? nil, nodeIndex < last {
                 // Before a call: the commands between calls run as separate steps, and a step's
                 // deferred command would run at the step's end. It runs as a deferred call instead,
                 // of a task of its own made of it, at the task's end.
@@ -1124,7 +1126,7 @@ private final class LoadSession {
         ))
         // The deferred commands written before a call: each a task of the task's own, in its
         // directory, with its variables and environment, whose failure changes nothing.
-        guard references[name]?.deferredCalls.isEmpty == false else { return }
+        guard !deferredCommandTasks.isEmpty, references[name]?.deferredCalls.isEmpty == false else { return }
         for piece in deferredCommandTasks {
             var pieceOptions = TaskOptions()
             pieceOptions.partOf = options.partOf ?? name
@@ -1229,7 +1231,8 @@ private final class LoadSession {
     ) -> [TaskReference] {
         guard let entries = node.mapping else { return [] }
         let what = isDeferred ? "a deferred call" : isCall ? "a '- task:' call" : "a dependency"
-        // go-task's deferred call takes these; the others keys of a call it doesn't read.
+        // go-task's deferred call takes these (`if:` is refused by deferredCallReference); it
+        // doesn't read a call's other keys there.
         if isDeferred, let other = entries.first(where: { !["task", "vars", "silent", "if"].contains($0.key.string ?? "") }) {
             unknownKey(other.key.string ?? "", at: location(other.key, file), allowed: ["task", "vars", "silent", "if"], in: what)
             return []
@@ -1303,8 +1306,8 @@ private final class LoadSession {
         }
     }
 
-    /// `- defer: {task: NAME, vars: {…}, silent: …, if: …}` (with `timeout:` beside `defer:`): the
-    /// task it calls when the task ends; `nil` when its `if:` says no, or after a mistake.
+    /// `- defer: {task: NAME, vars: {…}, silent: …}` (with `timeout:` beside `defer:`): the task
+    /// it calls when the task ends; `nil` after a mistake (reported).
     func deferredCallReference(_ node: YAMLNode, deferred: YAMLNode, file: String, variables: [String: TemplateValue])
         -> TaskReference?
     {
@@ -1514,8 +1517,6 @@ private final class LoadSession {
         }
     }
 
-    /// `platforms: [linux, darwin/arm64]`: each entry an OS, an architecture or `OS/ARCH` that
-    /// go-task knows; a misspelled one is an error, not a platform that never matches.
     /// go-task's `timeout:` — a duration as Go writes one (`500ms`, `5m`, `1h30m`), above zero.
     func timeout(_ node: YAMLNode, file: String) -> GoDuration? {
         guard let text = scalar(node, file: file, what: "'timeout'") else { return nil }
@@ -1530,6 +1531,8 @@ private final class LoadSession {
         return duration
     }
 
+    /// `platforms: [linux, darwin/arm64]`: each entry an OS, an architecture or `OS/ARCH` that
+    /// go-task knows; a misspelled one is an error, not a platform that never matches.
     func platforms(_ node: YAMLNode, file: String) -> [String] {
         strings(node, file: file, what: "'platforms'").compactMap { entry in
             let parts = entry.value.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
@@ -1971,8 +1974,8 @@ private final class LoadSession {
             }
             // What the call asks of the called task's jobs, which kiln applies to a task whose
             // commands are one job: `ignore_error:` to anything but `each:`, `timeout:` to
-            // commands without calls.
-            // A deferred call's failure changes nothing (go-task's rule), as if it said `ignore_error`.
+            // commands without calls. A deferred call's failure changes nothing (go-task's rule),
+            // as if it said `ignore_error`.
             let deferred = what == "deferred calls"
             if ignoresFailure || timeout != nil || deferred, let called = taskIndex[found].map({ tasks[$0] }) {
                 let key = deferred ? "defer" : ignoresFailure ? "ignore_error" : "timeout"
@@ -1995,8 +1998,8 @@ private final class LoadSession {
             }
             // `run: always`: a task of its own for each place that names it. A call with
             // `ignore_error:` or `timeout:` gets one too: the same task needed elsewhere fails
-            // the run there, or has no such bound.
-            // A deferred call too: it runs when the task ends, whoever else needs the task.
+            // the run there, or has no such bound. A deferred call too: it runs when the task
+            // ends, whoever else needs the task.
             let always = runsAlways.contains(found) || deferred
             let bounded = ignoresFailure || timeout != nil
             guard let variables = variables ?? (always || bounded ? [:] : nil) else {
@@ -2290,9 +2293,10 @@ private final class LoadSession {
     /// Cuts each task with deferred calls in two: its body, `T #1`, and its end, `T`, which
     /// waits for the body and the deferred calls it reached (``TaskDefinition/splitForDeferredCalls(_:)``).
     func splitDeferrals() {
-        for index in tasks.indices {
+        let names = references.compactMap { $0.value.deferredCalls.isEmpty ? nil : $0.key }.sorted()
+        for name in names {
+            guard let index = taskIndex[name], let called = references[name]?.deferredCalls else { continue }
             let task = tasks[index]
-            guard let called = references[task.name]?.deferredCalls, !called.isEmpty else { continue }
             // After the steps between calls, if it has some (splitSteps): `T #1`, `T #2`, …
             var number = 1
             while taskIndex["\(task.name) #\(number)"] != nil { number += 1 }
