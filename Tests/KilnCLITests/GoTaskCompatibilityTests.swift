@@ -1524,7 +1524,7 @@ import Testing
         ),
         Case(
             name:
-                "defer: commands written before a call run when the task ends, in their order among the deferred calls",
+                "defer: commands written before a call run when the task ends, in their order among the deferred calls, with EXIT_CODE",
             files: [
                 "Taskfile.yml": """
                 version: '3'
@@ -1533,7 +1533,7 @@ import Testing
                 tasks:
                   t:
                     cmds:
-                      - defer: rm -f {{.MARK}}; echo "removed {{.MARK}}" >> log.txt
+                      - defer: rm -f {{.MARK}}; echo "removed {{.MARK}} [{{.EXIT_CODE}}]" >> log.txt
                       - touch {{.MARK}}
                       - defer: {task: note}
                       - task: build

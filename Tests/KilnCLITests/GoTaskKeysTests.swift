@@ -225,10 +225,6 @@ import Testing
                 "go-task ignores 'platforms:' beside 'defer:'"
             ),
             (
-                "tasks:\n  t:\n    cmds:\n      - defer: echo '{{.EXIT_CODE}}'\n      - task: o\n  o: 'true'\n", 5, 16,
-                "{{.EXIT_CODE}} in a 'defer:' written before a '- task:' call isn't supported yet"
-            ),
-            (
                 "tasks:\n  t:\n    if: '[ -f x ]'\n    cmds: ['true']\n", 4, 9,
                 "'if:' on a task must render to true or false when kiln plans the run"
             ),

@@ -452,6 +452,12 @@ public final class BuildRun: @unchecked Sendable {
             taskFinished(position, doneJob: job)
         }
         if deferralBodyPositions.contains(position) { state.withLock { $0.bodyJobs[position] = realJob } }
+        // A deferred command written before a call: `{{.EXIT_CODE}}` is its task's failed command's.
+        if task.definition.options.isDeferredCommand, let end = plan.gating?.deferralEnds[position],
+            let job = realJob as? CommandJob
+        {
+            job.inheritedExitCode = { [self] in failedExitCode(end: end) }
+        }
         wire(entry, after: dependencies)
         // Created after a failure stopped the run: it doesn't run, but it is reported. (A
         // clean-up task runs all the same.)
@@ -535,6 +541,13 @@ public final class BuildRun: @unchecked Sendable {
             return jobs.contains { ($0 as? CommandJob)?.reachedDeferredCalls.contains(number) == true }
         }
         return Self.hasSucceeded(progress)
+    }
+
+    /// The exit status of the command that failed the task ending at `end`, in any of its pieces.
+    private func failedExitCode(end: Int) -> Int32? {
+        let pieces = plan.gating?.deferralPieces[end] ?? []
+        let jobs = state.withLock { state in pieces.compactMap { state.bodyJobs[$0] } }
+        return jobs.lazy.compactMap { ($0 as? CommandJob)?.failedExitCode }.first
     }
 
     /// A group task makes no job: settled at once when its dependencies are, otherwise a control

@@ -380,6 +380,17 @@ public final class CommandJob: Job, @unchecked Sendable {
     /// The deferred calls (by number) whose places the commands reached, in the order reached:
     /// the ones the host makes once the job has ended.
     public var reachedDeferredCalls: [Int] { running.withLock { $0.reachedCalls } }
+
+    /// The exit status of the command that failed the job (124 for one that ran out of time), as
+    /// its deferred commands see it in `{{.EXIT_CODE}}`; `nil` while none has.
+    public var failedExitCode: Int32? { running.withLock { $0.failedExitCode } }
+
+    /// For a task made of a deferred command (``TaskOptions/isDeferredCommand``): where its
+    /// `{{.EXIT_CODE}}` comes from, the job that failed its task. Set before the job starts.
+    var inheritedExitCode: (@Sendable () -> Int32?)? {
+        get { running.withLock { $0.inheritedExitCode } }
+        set { running.withLock { $0.inheritedExitCode = newValue } }
+    }
     private let directory: String
     private let environment: [String: String]
     private let output: TaskOutput
@@ -408,6 +419,9 @@ public final class CommandJob: Job, @unchecked Sendable {
         var stepTimedOut = false
         /// Whether the job's own ``CommandJob/timeout`` ran out.
         var jobTimedOut = false
+        /// See ``CommandJob/failedExitCode`` and ``CommandJob/inheritedExitCode``.
+        var failedExitCode: Int32?
+        var inheritedExitCode: (@Sendable () -> Int32?)?
     }
     private let running = HostMutex(Running())
 
@@ -621,7 +635,12 @@ public final class CommandJob: Job, @unchecked Sendable {
 
     /// Runs the deferred commands reached, the last first, then finishes with `failure`.
     private func runDeferred(failure: (any Error)?, exitCode: Int32?) {
-        guard let index = running.withLock({ $0.deferred.popLast() }) else {
+        let (next, inherited) = running.withLock { running -> (Int?, (@Sendable () -> Int32?)?) in
+            if failure != nil, running.failedExitCode == nil { running.failedExitCode = exitCode }
+            return (running.deferred.popLast(), running.inheritedExitCode)
+        }
+        let exitCode = exitCode ?? inherited?()
+        guard let index = next else {
             if let failure { try? finish(error: failure) } else { try? finish() }
             return
         }

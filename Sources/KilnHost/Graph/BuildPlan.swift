@@ -412,6 +412,8 @@ struct CallGating: Sendable {
     /// Per end, the positions of the pieces that run the task's commands — the steps between
     /// its calls (`T #1`, `T #2`, …) and the body: a deferred call's place may be in any of them.
     var deferralPieces: [Int: [Int]] = [:]
+    /// Per deferred call's task, the end that makes the call.
+    var deferralEnds: [Int: Int] = [:]
     /// The positions of the tasks that run to clean up after a body (the deferred calls' tasks,
     /// and what they alone depend on): a failure elsewhere doesn't stop them; a call not reached
     /// is skipped, not failed.
@@ -444,6 +446,7 @@ struct CallGating: Sendable {
             var pieces: [Int] = []
             while let piece = positions["\(task.name) #\(pieces.count + 1)"] { pieces.append(piece) }
             deferralPieces[position] = pieces.contains(bodyPosition) ? pieces : pieces + [bodyPosition]
+            for called in calls[position] { deferralEnds[called] = position }
             var stack = calls[position].filter { isGated[$0] }
             while let cleanup = stack.popLast() {
                 guard cleanups.insert(cleanup).inserted else { continue }

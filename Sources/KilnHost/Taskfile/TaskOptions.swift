@@ -35,6 +35,10 @@ public struct TaskOptions: Sendable, Hashable {
     /// and this piece ends as that one did. Its ``TaskDefinition/calls`` are the called tasks,
     /// in the order written.
     public var deferralBody: String?
+    /// Made of a `defer:` command written before a `- task:` call, and called when its task
+    /// ends (see ``deferralBody``): its command sees the exit status of the task's command that
+    /// failed as `{{.EXIT_CODE}}`.
+    public var isDeferredCommand = false
     /// `platforms:` — the operating systems and architectures (`linux`, `amd64`, `linux/arm64`) the
     /// task runs on; elsewhere it is skipped with its dependencies. `nil`: everywhere.
     public var platforms: [String]?

@@ -427,6 +427,7 @@ struct BinaryWriter {
         write(options.failureIgnored)
         write(options.timeout.map { [$0.description] } ?? [])
         write(options.deferralBody)
+        write(options.isDeferredCommand)
     }
 
     mutating func write(_ options: ShellOptions) {
@@ -656,7 +657,7 @@ struct BinaryReader {
             let shellOptions = readShellOptions(),
             let conditionHolds = readBool(), let fingerprint = readByte(), let isInteractive = readBool(),
             let failureIgnored = readBool(), let timeout = readStrings(), timeout.count <= 1,
-            let deferralBody = readOptionalString()
+            let deferralBody = readOptionalString(), let isDeferredCommand = readBool()
         else {
             return nil
         }
@@ -667,6 +668,7 @@ struct BinaryReader {
         options.isInteractive = isInteractive
         options.failureIgnored = failureIgnored
         options.deferralBody = deferralBody
+        options.isDeferredCommand = isDeferredCommand
         options.fingerprint = TaskOptions.Fingerprint(rawValue: fingerprint)
         options.partOf = partOf
         options.statusChecks = statusChecks

@@ -930,16 +930,11 @@ private final class LoadSession {
             if settings.isDeferred, let last = lastCall ?? nil, nodeIndex < last {
                 // Before a call: the commands between calls run as separate steps, and a step's
                 // deferred command would run at the step's end. It runs as a deferred call instead,
-                // of a task of its own made of it, at the task's end.
-                checkTemplate(located, known: known)
-                if TextTemplate.hasActions(located.value), located.value.contains("EXIT_CODE") {
-                    failOrDefer(
-                        .unsupported,
-                        "{{.EXIT_CODE}} in a 'defer:' written before a '- task:' call isn't supported yet (kiln runs it as a task of its own); write the 'defer:' after the last call",
-                        at: located.location
-                    )
-                    continue
-                }
+                // of a task of its own made of it, at the task's end (with the failed command's
+                // EXIT_CODE, see TaskOptions.isDeferredCommand).
+                var deferredKnown = known
+                deferredKnown.variables["EXIT_CODE"] = ""
+                checkTemplate(located, known: deferredKnown)
                 let taskName = "\(name) [deferred command \(deferredCommandTasks.count + 1)]"
                 deferredCommandTasks.append((taskName, located, settings))
                 var marker = settings
@@ -1132,10 +1127,10 @@ private final class LoadSession {
             pieceOptions.partOf = options.partOf ?? name
             pieceOptions.label = options.label ?? name
             pieceOptions.failureIgnored = true
+            pieceOptions.isDeferredCommand = true
             pieceOptions.shellOptions = options.shellOptions
-            var settings = piece.settings
-            settings.isDeferred = false
-            if settings != CommandOptions() { pieceOptions.commandOptions = [settings] }
+            // Still deferred: rendered when it runs, with the failed command's EXIT_CODE.
+            pieceOptions.commandOptions = [piece.settings]
             let definition = TaskDefinition(
                 name: piece.name, location: piece.command.location, summary: nil, dependencies: [], commands: [piece.command],
                 sources: [], generates: [], variables: variables, environment: environment, directory: taskDirectory, resources: claims,
