@@ -69,6 +69,40 @@ import Testing
         #expect(!directory.exists("never.txt"))
     }
 
+    @Test(
+        "after Ctrl-C a task's defer: commands run and its deferred calls don't (documented), and the run ends at once with 130"
+    )
+    func deferredCallsDoNotRunAfterAnInterruption() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        try directory.write(
+            "Taskfile.yml",
+            """
+            version: '3'
+            tasks:
+              default:
+                cmds:
+                  - defer: {task: clean}
+                  - task: first
+                  - defer: echo "cleaned {{.EXIT_CODE}}" > cleaned.txt
+                  - touch started.txt; sleep 1000
+              first: 'true'
+              clean: echo called > called.txt
+            """
+        )
+        let kiln = try KilnProcess.start(["run"], in: directory.path)
+        guard await waitUntil(within: 60, { directory.exists("started.txt") }) else {
+            kiln.send(SIGKILL)
+            Issue.record("the command did not start")
+            return
+        }
+        kiln.send(SIGINT)
+        let result = try await kiln.wait(within: 60)
+        #expect(result.status == 130, "\(result)")
+        #expect(directory.read("cleaned.txt") == "cleaned 143\n", "\(result)")
+        #expect(!directory.exists("called.txt"), "\(result)")
+    }
+
     /// Runs `kiln run` on `tasks` (a `default` task depends on every name in `started`), waits
     /// until each of those has written `NAME.started`, sends `signal`, and expects status 130 and
     /// no process left whose command line holds the test's marker.
