@@ -55,14 +55,7 @@ import Testing
                   - echo never > never.txt
             """
         )
-        let kiln = try KilnProcess.start(["run"], in: directory.path)
-        guard await waitUntil(within: 60, { directory.exists("started.txt") }) else {
-            kiln.send(SIGKILL)
-            Issue.record("the command did not start")
-            return
-        }
-        kiln.send(SIGINT)
-        let result = try await kiln.wait(within: 60)
+        guard let result = try await interruptOnceStarted(in: directory) else { return }
         #expect(result.status == 130, "\(result)")
         // The shell died of SIGTERM: 128 + 15.
         #expect(directory.read("cleaned.txt") == "cleaned 143\n", "\(result)")
@@ -90,17 +83,23 @@ import Testing
               clean: echo called > called.txt
             """
         )
+        guard let result = try await interruptOnceStarted(in: directory) else { return }
+        #expect(result.status == 130, "\(result)")
+        #expect(directory.read("cleaned.txt") == "cleaned 143\n", "\(result)")
+        #expect(!directory.exists("called.txt"), "\(result)")
+    }
+
+    /// Runs `kiln run` in `directory`, sends Ctrl-C (SIGINT) once a command has written
+    /// `started.txt`, and returns how kiln ended; `nil` (recorded) when nothing started.
+    private func interruptOnceStarted(in directory: TemporaryDirectory) async throws -> KilnProcess.Result? {
         let kiln = try KilnProcess.start(["run"], in: directory.path)
         guard await waitUntil(within: 60, { directory.exists("started.txt") }) else {
             kiln.send(SIGKILL)
             Issue.record("the command did not start")
-            return
+            return nil
         }
         kiln.send(SIGINT)
-        let result = try await kiln.wait(within: 60)
-        #expect(result.status == 130, "\(result)")
-        #expect(directory.read("cleaned.txt") == "cleaned 143\n", "\(result)")
-        #expect(!directory.exists("called.txt"), "\(result)")
+        return try await kiln.wait(within: 60)
     }
 
     /// Runs `kiln run` on `tasks` (a `default` task depends on every name in `started`), waits
