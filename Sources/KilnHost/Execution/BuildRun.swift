@@ -202,7 +202,7 @@ public final class BuildRun: @unchecked Sendable {
             }
             if let (position, dependencies) = next {
                 let task = plan.tasks[position]
-                if let gating = plan.gating, !gating.calls[position].isEmpty, gating.deferralBodies[position] == nil {
+                if let gating = plan.gating, !gating.calls[position].isEmpty, gating.deferralPieces[position] == nil {
                     triggerCalls(of: position, gating: gating)
                 }
                 let doneJob =
@@ -440,7 +440,7 @@ public final class BuildRun: @unchecked Sendable {
 
     /// Starts a plain task's job; `nil` when the task was found up to date and needs none.
     private func startPlainTask(_ task: BuildPlan.Task, position: Int, after dependencies: [TaskProgress]) -> Job? {
-        if let body = plan.gating?.deferralBodies[position] {
+        if let body = plan.gating?.deferralPieces[position]?.last {
             return startDeferralEnd(task, position: position, body: body, after: dependencies)
         }
         if task.definition.isGroup { return startGroupTask(task, position: position, after: dependencies) }

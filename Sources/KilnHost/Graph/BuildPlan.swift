@@ -406,11 +406,10 @@ struct CallGating: Sendable {
     /// tasks that depend on it. When all of them have said no, it never runs.
     var triggers: [Int]
     /// The ends of tasks with deferred calls (``TaskOptions/deferralBody``): per end's position,
-    /// its body's. Their calls aren't made when their other dependencies succeed but when the
-    /// body has ended, however it ended, and only those its commands reached.
-    var deferralBodies: [Int: Int] = [:]
-    /// Per end, the positions of the pieces that run the task's commands — the steps between
-    /// its calls (`T #1`, `T #2`, …) and the body: a deferred call's place may be in any of them.
+    /// the positions of the pieces that run the task's commands — the steps between its calls
+    /// (`T #1`, `T #2`, …), then the body, last: a deferred call's place may be in any of them.
+    /// An end's calls aren't made when its other dependencies succeed but when the body has
+    /// ended, however it ended, and only those its commands reached.
     var deferralPieces: [Int: [Int]] = [:]
     /// Per deferred call's task, the end that makes the call.
     var deferralEnds: [Int: Int] = [:]
@@ -442,9 +441,8 @@ struct CallGating: Sendable {
         }
         for (position, task) in tasks.enumerated() {
             guard let body = task.options.deferralBody, let bodyPosition = positions[body] else { continue }
-            deferralBodies[position] = bodyPosition
             var pieces: [Int] = []
-            while let piece = positions["\(task.name) #\(pieces.count + 1)"] { pieces.append(piece) }
+            while let piece = positions[TaskDefinition.pieceName(task.name, pieces.count + 1)] { pieces.append(piece) }
             deferralPieces[position] = pieces.contains(bodyPosition) ? pieces : pieces + [bodyPosition]
             for called in calls[position] { deferralEnds[called] = position }
             var stack = calls[position].filter { isGated[$0] }

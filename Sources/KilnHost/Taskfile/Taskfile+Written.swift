@@ -71,7 +71,8 @@ extension Taskfile {
         // The steps are named `T #1`, `T #2`, … and the last is `T` itself (splitSteps).
         let whole = task.partOf ?? task.name
         var pieces: [TaskDefinition] = []
-        while let step = lookup.task(named: "\(task.name) #\(pieces.count + 1)"), step.partOf == whole {
+        while let step = lookup.task(named: TaskDefinition.pieceName(task.name, pieces.count + 1)), step.partOf == whole
+        {
             pieces.append(step)
         }
         pieces.append(task)
@@ -155,7 +156,7 @@ extension Taskfile {
         }
         func shown(_ node: YAMLNode, value: TemplateValue?) -> String {
             // go-task's `secret: true`: masked, whatever the value.
-            if let secret = node["secret"]?.string, ["true", "yes", "on"].contains(secret.lowercased()) {
+            if let secret = node["secret"]?.string, TaskfileLoader.boolean(secret) == true {
                 return SecretMask.replacement
             }
             if let command = node["sh"]?.string, node.mapping?.count == 1 {

@@ -343,6 +343,10 @@ public struct TaskDefinition: Sendable {
         )
     }
 
+    /// The name kiln gives the `number`-th piece of `task` (1-based): a step between its calls,
+    /// or the body of a task with deferred calls — `build #2`. The one place that names them.
+    static func pieceName(_ task: String, _ number: Int) -> String { "\(task) #\(number)" }
+
     /// The two pieces of a task with deferred calls (`defer: {task: …}`, resolved to `called`, in
     /// the order written): the body, `bodyName` (`T #1`, or after the steps between calls), which
     /// is the task's last piece under another name — its

@@ -393,7 +393,7 @@ struct BinaryWriter {
             write(command.condition.map { [$0] } ?? [])
             write(command.platforms != nil)
             if let platforms = command.platforms { write(platforms) }
-            write(command.timeout.map { [$0.description] } ?? [])
+            write(command.timeout)
             write(command.deferredCall ?? -1)
             write(command.loop != nil)
             if let loop = command.loop {
@@ -425,9 +425,14 @@ struct BinaryWriter {
         write(byte: options.fingerprint?.rawValue ?? 0)
         write(options.isInteractive)
         write(options.failureIgnored)
-        write(options.timeout.map { [$0.description] } ?? [])
+        write(options.timeout)
         write(options.deferralBody)
         write(options.isDeferredCommand)
+    }
+
+    /// A `timeout:` as written (none: an empty list).
+    mutating func write(_ duration: GoDuration?) {
+        write(duration.map { [$0.description] } ?? [])
     }
 
     mutating func write(_ options: ShellOptions) {
@@ -620,11 +625,8 @@ struct BinaryReader {
                 guard let platforms = readStrings() else { return nil }
                 command.platforms = platforms
             }
-            guard let timeout = readStrings(), timeout.count <= 1, let deferredCall = readInteger() else { return nil }
-            if let text = timeout.first {
-                guard let duration = GoDuration(text) else { return nil }
-                command.timeout = duration
-            }
+            guard let timeout = readDuration(), let deferredCall = readInteger() else { return nil }
+            command.timeout = timeout
             if deferredCall >= 0 { command.deferredCall = deferredCall }
             guard let hasLoop = readBool() else { return nil }
             if hasLoop {
@@ -656,15 +658,12 @@ struct BinaryReader {
         guard let partOf = readOptionalString(), let statusChecks = readLocated(),
             let shellOptions = readShellOptions(),
             let conditionHolds = readBool(), let fingerprint = readByte(), let isInteractive = readBool(),
-            let failureIgnored = readBool(), let timeout = readStrings(), timeout.count <= 1,
+            let failureIgnored = readBool(), let timeout = readDuration(),
             let deferralBody = readOptionalString(), let isDeferredCommand = readBool()
         else {
             return nil
         }
-        if let text = timeout.first {
-            guard let duration = GoDuration(text) else { return nil }
-            options.timeout = duration
-        }
+        options.timeout = timeout
         options.isInteractive = isInteractive
         options.failureIgnored = failureIgnored
         options.deferralBody = deferralBody
@@ -675,6 +674,14 @@ struct BinaryReader {
         options.shellOptions = shellOptions
         options.conditionHolds = conditionHolds
         return options
+    }
+
+    /// A `timeout:` as the writer writes it: `.some(nil)` for none, `nil` when the
+    /// bytes don't hold one.
+    mutating func readDuration() -> GoDuration?? {
+        guard let written = readStrings(), written.count <= 1 else { return nil }
+        guard let text = written.first else { return .some(nil) }
+        return GoDuration(text).map { .some($0) }
     }
 
     mutating func readShellOptions() -> ShellOptions? {

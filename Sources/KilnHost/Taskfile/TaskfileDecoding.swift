@@ -39,6 +39,16 @@ public struct TaskfileLoader: Sendable {
         "status", "set", "shopt", "if", "prefix", "failfast", "interactive", "use_gitignore",
     ]
 
+    /// A YAML boolean as the Taskfile reads one: `true`/`yes`/`on`, `false`/`no`/`off`, any case;
+    /// `nil` for anything else.
+    static func boolean(_ text: String) -> Bool? {
+        switch text.lowercased() {
+        case "true", "yes", "on": true
+        case "false", "no", "off": false
+        default: nil
+        }
+    }
+
     /// go-task keys kiln doesn't take yet, and what to do instead. Refused where they are written:
     /// never ignored.
     static let pendingKeys: [String: String] = [
@@ -2263,7 +2273,7 @@ private final class LoadSession {
             var previous: Located<String>?
             for (position, piece) in pieces.enumerated() {
                 let isLast = position == pieces.count - 1
-                let name = isLast ? task.name : "\(task.name) #\(position + 1)"
+                let name = isLast ? task.name : TaskDefinition.pieceName(task.name, position + 1)
                 var dependencies = previous.map { [$0] } ?? task.dependencies
                 if let call = piece.call { dependencies.append(call) }
                 let step = task.step(
@@ -2294,8 +2304,8 @@ private final class LoadSession {
             let task = tasks[index]
             // After the steps between calls, if it has some (splitSteps): `T #1`, `T #2`, …
             var number = 1
-            while taskIndex["\(task.name) #\(number)"] != nil { number += 1 }
-            let (body, end) = task.splitForDeferredCalls(called.map(\.name), bodyName: "\(task.name) #\(number)")
+            while taskIndex[TaskDefinition.pieceName(task.name, number)] != nil { number += 1 }
+            let (body, end) = task.splitForDeferredCalls(called.map(\.name), bodyName: TaskDefinition.pieceName(task.name, number))
             tasks[index] = end
             taskIndex[body.name] = tasks.count
             tasks.append(body)
@@ -2522,13 +2532,11 @@ private final class LoadSession {
 
     func bool(_ node: YAMLNode, file: String, what: String) -> Bool? {
         guard let text = scalar(node, file: file, what: what) else { return nil }
-        switch text.lowercased() {
-        case "true", "yes", "on": return true
-        case "false", "no", "off": return false
-        default:
+        guard let value = TaskfileLoader.boolean(text) else {
             fail(.wrongType, "\(what) must be true or false, not '\(text)'", at: location(node, file))
             return nil
         }
+        return value
     }
 
     func list(_ node: YAMLNode, file: String, what: String) -> [YAMLNode] {
