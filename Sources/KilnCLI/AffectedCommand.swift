@@ -1,12 +1,15 @@
-import KilnPaths
 import ArgumentParser
 import KilnGit
 import KilnGitFormat
 import KilnHost
+import KilnPaths
 
 /// Which changes count: `--base`/`--head`, `--staged`, or the working tree.
 struct ChangeOptions: ParsableArguments {
-    @Option(help: "Compare from the merge base of this revision and --head (like git diff BASE...HEAD), instead of the working tree.")
+    @Option(
+        help:
+            "Compare from the merge base of this revision and --head (like git diff BASE...HEAD), instead of the working tree."
+    )
     var base: String?
 
     @Option(help: "The revision compared with --base (default: HEAD).")
@@ -32,7 +35,9 @@ struct ChangeOptions: ParsableArguments {
         do {
             repository = try GitRepository(containing: directory)
         } catch {
-            System.writeError("kiln: \(error.message); without git, every task counts as affected and content signatures decide what runs\n")
+            System.writeError(
+                "kiln: \(error.message); without git, every task counts as affected and content signatures decide what runs\n"
+            )
             return nil
         }
         do {
@@ -54,7 +59,8 @@ struct ChangeOptions: ParsableArguments {
 extension Kiln {
     struct Affected: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Print the tasks that changed files affect, and every task that depends on them, without running.",
+            abstract:
+                "Print the tasks that changed files affect, and every task that depends on them, without running.",
             discussion: """
                 Changed files come from git: the working tree and the index against HEAD \
                 (untracked files included, ignored ones not), or --staged, or --base REV [--head REV]. \
@@ -73,11 +79,25 @@ extension Kiln {
         var json = false
 
         func run() throws {
-            let (project, plan) = try loadAndPlan(options, targets: tasks, everyTaskWhenEmpty: false, runner: ProcessMonitor())
+            let (project, plan) = try loadAndPlan(
+                options,
+                targets: tasks,
+                everyTaskWhenEmpty: false,
+                runner: ProcessMonitor()
+            )
             let changes = self.changes
-            guard let changed = try session({ () throws(BuildSession.Failure) in try changes.changedFiles(in: project.taskfile.root) }) else {
+            guard
+                let changed = try session({ () throws(BuildSession.Failure) in
+                    try changes.changedFiles(in: project.taskfile.root)
+                })
+            else {
                 if json {
-                    System.write(JSONValue.object([("git", .bool(false)), ("tasks", .array(plan.tasks.map { .string($0.definition.name) }))]).serialized() + "\n", to: 1)
+                    System.write(
+                        JSONValue.object([
+                            ("git", .bool(false)), ("tasks", .array(plan.tasks.map { .string($0.definition.name) })),
+                        ]).serialized() + "\n",
+                        to: 1
+                    )
                 } else {
                     System.write(plan.tasks.map { $0.definition.name + "\n" }.joined(), to: 1)
                 }
@@ -85,21 +105,30 @@ extension Kiln {
             }
             let affected = plan.affected(by: changed, discovered: BuildSession.discoveredInputs(for: plan))
             if json {
-                let tasks: [JSONValue] = affected.tasks.map { name in
-                    var fields: [(String, JSONValue)] = [("name", .string(name)), ("reason", .string(affected.reason(for: name)))]
-                    if let files = affected.eachFiles[name] { fields.append(("files", .array(files.sorted().map { .string($0) }))) }
+                let tasks: [JSONValue] = affected.shownTasks.map { name in
+                    var fields: [(String, JSONValue)] = [
+                        ("name", .string(name)), ("reason", .string(affected.reason(for: name))),
+                    ]
+                    if let files = affected.eachFiles[name] {
+                        fields.append(("files", .array(files.sorted().map { .string($0) })))
+                    }
                     return .object(fields)
                 }
                 let document: JSONValue = .object([
-                    ("git", .bool(true)), ("changedFiles", .array(affected.changedFiles.map { .string($0) })), ("tasks", .array(tasks)),
+                    ("git", .bool(true)), ("changedFiles", .array(affected.changedFiles.map { .string($0) })),
+                    ("tasks", .array(tasks)),
                 ])
                 System.write(document.serialized() + "\n", to: 1)
             } else {
-                var text = "kiln: \(affected.changedFiles.count) changed file\(affected.changedFiles.count == 1 ? "" : "s"), "
-                text += "\(affected.tasks.count) affected task\(affected.tasks.count == 1 ? "" : "s")\n"
-                for name in affected.tasks {
+                var text =
+                    "kiln: \(affected.changedFiles.count) changed file\(affected.changedFiles.count == 1 ? "" : "s"), "
+                let shown = affected.shownTasks
+                text += "\(shown.count) affected task\(shown.count == 1 ? "" : "s")\n"
+                for name in shown {
                     text += "  \(name): \(affected.reason(for: name))"
-                    if let files = affected.eachFiles[name] { text += " (files: \(files.sorted().joined(separator: ", ")))" }
+                    if let files = affected.eachFiles[name] {
+                        text += " (files: \(files.sorted().joined(separator: ", ")))"
+                    }
                     text += "\n"
                 }
                 System.write(text, to: 1)

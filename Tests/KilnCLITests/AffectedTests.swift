@@ -85,6 +85,59 @@ struct AffectedTests {
         #expect(incremental.ran(directory) == ["build", "lint src/a.c", "package"])
     }
 
+    @Test("a task with calls runs whole when affected: its calls are made, its pieces aren't listed")
+    func affectedTaskWithCalls() async throws {
+        let directory = try TemporaryDirectory(prefix: "kiln-affected-calls")
+        defer { directory.remove() }
+        try directory.write(".gitignore", "ran.log\n.kiln/\n")
+        try directory.write("a.txt", "a\n")
+        try directory.write("b.txt", "b\n")
+        try directory.write(
+            "Taskfile.yml",
+            """
+            version: '3'
+            tasks:
+              guarded:
+                sources: [a.txt]
+                cmds:
+                  - echo guarded >> ran.log
+                  - task: helper
+                  - echo guarded-end >> ran.log
+              plain:
+                deps: [notes]
+                cmds:
+                  - echo plain >> ran.log
+                  - task: helper
+                    vars: {WHO: plain}
+              notes:
+                sources: [b.txt]
+                cmds: ['echo notes >> ran.log']
+              helper:
+                cmds: ['echo helper {{.WHO | default "guarded"}} >> ran.log']
+              default:
+                deps: [guarded, plain]
+
+            """
+        )
+        try git(["init", "-q", "-b", "main"], in: directory)
+        try git(["add", "."], in: directory)
+        try git(["commit", "-q", "-m", "first"], in: directory)
+        try directory.write("a.txt", "a2\n")
+        #expect(Set(try await affected(directory).keys) == ["guarded", "default"])
+        var result = try await KilnProcess.run(["run", "--affected"], in: directory.path)
+        #expect(result.status == 0, "\(result)")
+        #expect(directory.read("ran.log") == "guarded\nhelper guarded\nguarded-end\n")
+        #expect(result.standardError.contains("affect 2 of 6 tasks"), "\(result)")
+        try git(["commit", "-q", "-am", "second"], in: directory)
+        unlink(directory.path("ran.log"))
+        // A dependency before the first call affects the task's later pieces: all of it runs.
+        try directory.write("b.txt", "b2\n")
+        #expect(Set(try await affected(directory).keys) == ["notes", "plain", "default"])
+        result = try await KilnProcess.run(["run", "--affected"], in: directory.path)
+        #expect(result.status == 0, "\(result)")
+        #expect(directory.read("ran.log") == "notes\nplain\nhelper plain\n")
+    }
+
     @Test("untracked files count, ignored ones don't; --staged sees only the index")
     func untrackedIgnoredStaged() async throws {
         let directory = try project()

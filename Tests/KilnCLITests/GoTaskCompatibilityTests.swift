@@ -18,7 +18,16 @@ import Testing
         var succeeds = true
         /// Files neither tool may leave.
         var absent: [String] = []
+        /// Runs of the same task after the first, each after its changes to the project.
+        var reruns: [Rerun] = []
         var testDescription: String { name }
+    }
+
+    /// Changes made to both projects, then the task run again in both: files written (a `nil`
+    /// text removes the file), and whether this run succeeds.
+    struct Rerun: Sendable {
+        var files: [String: String?] = [:]
+        var succeeds = true
     }
 
     static let cases: [Case] = [
@@ -1549,6 +1558,109 @@ import Testing
             succeeds: false,
             absent: ["work.tmp"]
         ),
+        Case(
+            name: "a task with calls and sources/generates is decided whole at its start: up to date, none of it runs",
+            files: [
+                "Taskfile.yml": """
+                version: '3'
+                tasks:
+                  docs:
+                    sources: [in.txt]
+                    generates: [out.txt]
+                    cmds:
+                      - echo start >> log.txt
+                      - task: gen
+                        vars: {WHAT: call}
+                      - cp in.txt out.txt
+                      - task: gen
+                      - echo end >> log.txt
+                  gen:
+                    cmds: ['echo gen {{.WHAT | default "plain"}} >> log.txt']
+                  after:
+                    deps: [docs]
+                    cmds: ['echo after >> log.txt']
+                """,
+                "in.txt": "one",
+            ],
+            task: "after",
+            compared: ["log.txt", "out.txt"],
+            reruns: [
+                Rerun(),
+                Rerun(files: ["in.txt": "two"]),
+                Rerun(),
+                Rerun(files: ["out.txt": nil]),
+                Rerun(),
+            ]
+        ),
+        Case(
+            name: "a task with calls and status: is up to date when its tests succeed, and its calls aren't made",
+            files: [
+                "Taskfile.yml": """
+                version: '3'
+                tasks:
+                  setup:
+                    status: ['test -f ready.mark']
+                    cmds:
+                      - task: install
+                      - touch ready.mark
+                      - echo setup >> log.txt
+                  install:
+                    cmds: ['echo install >> log.txt']
+                """
+            ],
+            task: "setup",
+            compared: ["log.txt"],
+            reruns: [Rerun(), Rerun(files: ["ready.mark": nil]), Rerun()]
+        ),
+        Case(
+            name: "a task with calls and sources that fails after a call runs whole again the next time",
+            files: [
+                "Taskfile.yml": """
+                version: '3'
+                tasks:
+                  t:
+                    sources: [in.txt]
+                    cmds:
+                      - echo first >> log.txt
+                      - task: helper
+                      - test ! -f fail.flag
+                      - echo last >> log.txt
+                  helper:
+                    cmds: ['echo helper >> log.txt']
+                """,
+                "in.txt": "in",
+                "fail.flag": "",
+            ],
+            task: "t",
+            compared: ["log.txt"],
+            succeeds: false,
+            reruns: [Rerun(files: ["fail.flag": nil]), Rerun()]
+        ),
+        Case(
+            name:
+                "for: sources on a call and on a command after it, in a task with sources: the task's files, up to date the next time",
+            files: [
+                "Taskfile.yml": """
+                version: '3'
+                tasks:
+                  t:
+                    sources: ['*.in']
+                    cmds:
+                      - for: sources
+                        task: show
+                        vars: {FILE: '{{.ITEM}}'}
+                      - for: sources
+                        cmd: echo cmd {{.ITEM}} >> seen.txt
+                  show:
+                    cmds: ['echo {{.FILE}} >> seen.txt']
+                """,
+                "a.in": "",
+                "b.in": "",
+            ],
+            task: "t",
+            compared: ["seen.txt"],
+            reruns: [Rerun(), Rerun(files: ["c.in": ""])]
+        ),
     ]
 
     @Test("kiln leaves what go-task leaves", arguments: cases)
@@ -1572,6 +1684,30 @@ import Testing
             environment: example.environment
         )
         #expect((kiln.status == 0) == example.succeeds, "\(kiln)")
+        for (number, rerun) in example.reruns.enumerated() {
+            for tool in ["go-task", "kiln"] {
+                for (path, text) in rerun.files {
+                    if let text {
+                        try scratch.write(tool + "/" + path, text)
+                    } else {
+                        unlink(scratch.path(tool + "/" + path))
+                    }
+                }
+            }
+            let goTask = try runProgram(
+                task,
+                ["--silent", example.task] + example.arguments,
+                in: scratch.path("go-task"),
+                environment: example.environment
+            )
+            #expect((goTask.status == 0) == rerun.succeeds, "go-task, run \(number + 2): \(goTask.output)")
+            let kiln = try await KilnProcess.run(
+                ["run", "--silent", example.task] + example.arguments,
+                in: scratch.path("kiln"),
+                environment: example.environment
+            )
+            #expect((kiln.status == 0) == rerun.succeeds, "kiln, run \(number + 2): \(kiln)")
+        }
         for path in example.compared {
             let expected = scratch.read("go-task/" + path)
             #expect(expected != nil, "go-task left no \(path)")

@@ -241,8 +241,8 @@ import Testing
                 "go-task ignores 'platforms:' on a '- task:' call and runs 'o' here all the same"
             ),
             (
-                "tasks:\n  t:\n    sources: [a]\n    cmds:\n      - task: o\n  o: 'true'\n", 3, 3,
-                "task 't' has '- task:' calls in 'cmds' and 'sources', which kiln doesn't combine yet"
+                "tasks:\n  t:\n    sources: [a]\n    depfile: t.d\n    cmds:\n      - task: o\n  o: 'true'\n", 3, 3,
+                "task 't' has '- task:' calls in 'cmds' and 'depfile', which kiln doesn't combine yet"
             ),
             (
                 "run: once\ntasks:\n  t:\n    deps:\n      - task: o\n        vars: {A: 1}\n      - task: o\n        vars: {A: 2}\n  o: 'true'\n",

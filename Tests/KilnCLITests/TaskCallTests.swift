@@ -503,4 +503,97 @@ extension TaskCallTests {
         #expect(third.status == 0, "\(third)")
         #expect(directory.read("notes.txt") == "noted built\nnoted built\n")
     }
+    @Test(
+        "a task with calls and sources is decided at its first piece and recorded at its last: no-ops, edits, missing outputs, shared calls"
+    )
+    func tasksDecidedWhole() async throws {
+        let directory = try project(
+            """
+            version: '3'
+            tasks:
+              docs:
+                sources: [in.txt]
+                generates: [out.txt]
+                cmds:
+                  - echo docs >> log.txt
+                  - task: gen
+                  - cp in.txt out.txt
+                  - task: shared
+              other:
+                cmds:
+                  - task: shared
+              gen:
+                cmds: ['echo gen >> log.txt']
+              shared:
+                cmds: ['echo shared >> log.txt']
+              after:
+                deps: [docs]
+                sources: [out.txt]
+                cmds: ['echo after >> log.txt']
+              both:
+                deps: [after, other]
+              broken:
+                sources: [in.txt]
+                generates: [never.txt]
+                cmds:
+                  - task: gen
+            """
+        )
+        defer { directory.remove() }
+        try directory.write("in.txt", "one")
+        func run(_ arguments: String...) async throws -> KilnProcess.Result {
+            try await KilnProcess.run(["run"] + arguments, in: directory.path)
+        }
+        func log() -> String {
+            defer { unlink(directory.path("log.txt")) }
+            return directory.read("log.txt") ?? ""
+        }
+        let first = try await run("after")
+        #expect(first.status == 0, "\(first)")
+        #expect(log() == "docs\ngen\nshared\nafter\n")
+        // Up to date: none of its pieces, none of its calls, nothing after it.
+        let again = try await run("after")
+        #expect(again.standardOutput.contains("0 ran, 6 up to date"), "\(again)")
+        #expect(log() == "")
+        // Another caller still calls the shared task; the up-to-date one doesn't.
+        let both = try await run("both")
+        #expect(both.status == 0, "\(both)")
+        #expect(log() == "shared\n")
+        // The same input again: the task runs whole, and what follows it, whose input came out
+        // the same, doesn't (early cutoff).
+        try directory.write("in.txt", "one")
+        try directory.write("log.txt", "")
+        let touched = try await run("after")
+        #expect(touched.status == 0 && log() == "", "\(touched)")
+        try directory.write("in.txt", "two")
+        let changed = try await run("after")
+        #expect(changed.status == 0, "\(changed)")
+        #expect(log() == "docs\ngen\nshared\nafter\n")
+        // Kiln's own rule (go-task's checksum covers only the sources): a command after a call
+        // is part of what decides the task.
+        let taskfile = directory.read("Taskfile.yml") ?? ""
+        try directory.write(
+            "Taskfile.yml",
+            taskfile.replacingOccurrences(of: "cp in.txt out.txt", with: "cp in.txt out.txt; true")
+        )
+        let edited = try await run("after")
+        #expect(edited.status == 0, "\(edited)")
+        #expect(log() == "docs\ngen\nshared\n")
+        // A dry run says what would run: all of it, or none.
+        unlink(directory.path("out.txt"))
+        let dry = try await run("--dry-run", "after")
+        #expect(dry.standardOutput.contains("docs #1:") && dry.standardOutput.contains("gen:"), "\(dry)")
+        #expect(directory.read("out.txt") == nil && log() == "")
+        _ = try await run("after")
+        _ = log()
+        let dryNoOp = try await run("--dry-run", "after")
+        #expect(dryNoOp.status == 0 && !dryNoOp.standardOutput.contains("gen"), "\(dryNoOp)")
+        // An output no piece made fails the task's last piece, and nothing is recorded.
+        for _ in 0..<2 {
+            let broken = try await run("broken")
+            #expect(broken.status == 1, "\(broken)")
+            #expect(broken.standardOutput.contains("didn't produce 'never.txt'"), "\(broken)")
+            #expect(log() == "gen\n")
+        }
+    }
 }

@@ -120,14 +120,40 @@ public final class BuildRun: @unchecked Sendable {
         var decidedGates = Set<Int>()
         var openTriggers: [Int: Int] = [:]
         /// The jobs of the bodies of tasks with deferred calls, by plan position: what their
-        /// commands reached. The clean-up tasks whose calls weren't reached (skipped, not
-        /// failed); the jobs of clean-up tasks, which a failure elsewhere doesn't stop.
+        /// commands reached; the jobs of clean-up tasks, which a failure elsewhere doesn't stop.
         var bodyJobs: [Int: Job] = [:]
-        var skipped = Set<Int>()
+        /// The gates one of whose triggers said no because it was skipped (``GateVote/skip``),
+        /// and the tasks skipped with their callers, by name: their jobs are up to date.
+        var skipVotes = Set<Int>()
+        var skipped = Set<String>()
+        /// The verdicts of the guards (``TaskOptions/guardedWork``) reached so far, by name;
+        /// and those that ran and succeeded, waiting for their task's last piece to record them.
+        var guardVerdicts: [String: RunReason] = [:]
+        var pendingGuards: [String: PendingGuard] = [:]
         /// (Kept, so that an identifier can't come back as another job's.)
         var spared: [ObjectIdentifier: Job] = [:]
     }
     private let state = HostMutex(State())
+
+    /// A guard that ran and succeeded: what recording it needs, once its task's last piece has.
+    private struct PendingGuard {
+        var key: JobKey
+        var check: IncrementalState.Check
+        var request: JobRequest
+        var definition: TaskDefinition
+    }
+
+    /// What one trigger of a gate says (``CallGating``).
+    private enum GateVote {
+        /// Call the task.
+        case open
+        /// The caller failed or didn't run: the task doesn't run.
+        case no
+        /// The caller's commands didn't reach the call, or the caller was up to date: the
+        /// task isn't needed. When every trigger has said no and one of them said this, the
+        /// task is skipped — its jobs are up to date — rather than cancelled.
+        case skip
+    }
     private let allDone = DispatchSemaphore(value: 0)
 
     /// Prepares a run.
@@ -285,7 +311,12 @@ public final class BuildRun: @unchecked Sendable {
             let position = batch[index]
             let task = plan.tasks[position]
             let key = JobKey(task: task.definition.name)
-            let verdict = incremental.verdict(of: task, key: key, request: task.definition.jobRequest(source: nil))
+            let verdict = verdict(
+                of: task,
+                key: key,
+                request: task.definition.jobRequest(source: nil),
+                incremental: incremental
+            )
             // Published now, in parallel: dependents are checked only once this task is settled.
             if verdict.reason == .upToDate { incremental.upToDate(key: key, check: verdict) }
             verdicts.withLock { $0[position] = verdict }
@@ -321,7 +352,7 @@ public final class BuildRun: @unchecked Sendable {
         }
         let called = gating.calls[position]
         if before.allSatisfy(\.hasSucceeded) {
-            decideGates(called, open: true)
+            decideGates(called, callsSkipped(at: position) ? .skip : .open)
             return
         }
         let trigger = BlockJob {}
@@ -329,35 +360,49 @@ public final class BuildRun: @unchecked Sendable {
         trigger.requiresSuccessfulDependencies = true
         pendingAdd(1)
         trigger.completionBlock = { [self] in
-            decideGates(called, open: !trigger.isCancelled && trigger.error == nil)
+            let succeeded = !trigger.isCancelled && trigger.error == nil
+            decideGates(called, !succeeded ? .no : callsSkipped(at: position) ? .skip : .open)
             pendingAdd(-1)
         }
         wire(trigger, after: before)
         add(trigger, to: control)
     }
 
+    /// Whether the step at `position` skips the calls it makes: it is itself skipped with its
+    /// caller, or it follows a guard found up to date (the task runs none of its calls).
+    private func callsSkipped(at position: Int) -> Bool {
+        let definition = plan.tasks[position].definition
+        return state.withLock { state in
+            state.skipped.contains(definition.name)
+                || definition.options.guardedBy.map { state.guardVerdicts[$0] == .upToDate } == true
+        }
+    }
+
     /// Opens the gates of `positions` and of the waiting tasks they depend on — or counts a no
     /// for each, closing for good a gate all of whose triggers said no (its task then doesn't
-    /// run, nor what it alone depends on).
-    private func decideGates(_ positions: [Int], open: Bool, skipping: Bool = false) {
+    /// run, nor what it alone depends on). A gate all of whose triggers said no, one of them
+    /// ``GateVote/skip``, opens on a skipped task: its jobs find it up to date.
+    private func decideGates(_ positions: [Int], _ vote: GateVote) {
         guard let gating = plan.gating else { return }
         let (opened, closed) = state.withLock { state -> ([CallGateJob], [CallGateJob]) in
             var opened: [CallGateJob] = []
             var closed: [CallGateJob] = []
-            var pending = positions.map { ($0, open) }
-            while let (position, open) = pending.popLast() {
+            var pending = positions.map { ($0, vote) }
+            while let (position, vote) = pending.popLast() {
                 guard gating.isGated[position], !state.decidedGates.contains(position) else { continue }
-                if !open {
+                if vote == .skip { state.skipVotes.insert(position) }
+                if vote != .open {
                     let remaining = (state.openTriggers[position] ?? gating.triggers[position]) - 1
                     state.openTriggers[position] = remaining
                     guard remaining <= 0 else { continue }
                 }
                 state.decidedGates.insert(position)
-                if skipping, !open { state.skipped.insert(position) }
+                let decided = vote == .open ? GateVote.open : state.skipVotes.contains(position) ? .skip : .no
+                if decided == .skip { state.skipped.insert(plan.tasks[position].definition.name) }
                 if let gate = state.gates[position] {
-                    if open { opened.append(gate) } else { closed.append(gate) }
+                    if decided == .no { closed.append(gate) } else { opened.append(gate) }
                 }
-                pending += gating.gatedDependencies(of: position).map { ($0, open) }
+                pending += gating.gatedDependencies(of: position).map { ($0, decided) }
             }
             return (opened, closed)
         }
@@ -493,7 +538,7 @@ public final class BuildRun: @unchecked Sendable {
             pendingAdd(1)
             trigger.completionBlock = { [self] in
                 let reached = deferredCallReached(number, end: position, body: body, progress: bodyProgress)
-                decideGates([instance], open: reached, skipping: true)
+                decideGates([instance], reached ? .open : .skip)
                 pendingAdd(-1)
             }
             wire(trigger, after: previous.map { [$0] } ?? [])
@@ -710,7 +755,8 @@ public final class BuildRun: @unchecked Sendable {
             ? baseEnvironment : baseEnvironment.merging(request.environment) { _, task in task }
         let context = TaskContext(output: output, projectRoot: plan.taskfile.root, environment: environment)
         let incremental = options.incremental
-        let fresh = calledTasks.contains(task.definition.name)
+        // A called task may be skipped with its caller: it is checked even without incremental state.
+        let mayBeSkipped = calledTasks.contains(task.definition.name)
         // A dry run schedules exactly as a run does, with jobs that run nothing (ninja's dry run
         // is its builder with a command runner that runs nothing, too).
         let dryRun = incremental?.isDryRun ?? false
@@ -782,15 +828,18 @@ public final class BuildRun: @unchecked Sendable {
         let cleanup = cleanupPositions.isEmpty ? nil : cleanupPositions[task.definition.name]
         // The literal outputs the job declares (`generates:` paths without wildcards): one it
         // didn't produce fails it, as Bazel does, so nothing is built on a missing file and
-        // nothing records it as up to date.
-        let promised = request.outputs.filter(GlobList.isPlainPath)
-            .map { Path.join(request.directory, $0) }
+        // nothing records it as up to date. A task decided whole (a guard and the pieces that
+        // follow it) may make them in any piece or call: its last piece answers for them.
+        let taskOptions = task.definition.options
+        let promised =
+            taskOptions.guardedWork.isEmpty && (taskOptions.guardedBy == nil || taskOptions.recordsGuard)
+            ? request.outputs.filter(GlobList.isPlainPath).map { Path.join(request.directory, $0) } : []
         let unproduced = LockedValue<[String]>([])
         // Made for a call with `ignore_error: true`: its failure is reported, and its caller goes on.
         let ignoresFailure = task.definition.options.failureIgnored
         // Dependents wait for a job of their own when the unit checks first or checks outputs,
         // or when the job's failure is to be ignored (they must not see it).
-        let hasDone = incremental != nil && precomputed == nil || !promised.isEmpty || ignoresFailure
+        let hasDone = (incremental != nil || mayBeSkipped) && precomputed == nil || !promised.isEmpty || ignoresFailure
         let observation = realJob.observe(.isExecuting) { [self] change in
             if change.kind == .didChange, change.value { observer.jobStarted(info, at: now) }
         }
@@ -801,32 +850,30 @@ public final class BuildRun: @unchecked Sendable {
         let verdict = LockedValue<IncrementalState.Check?>(precomputed)
         if let precomputed { observer.jobChecked(info, reason: precomputed.reason) }
         // Checked already (its dependencies had settled): no check job, the job runs directly.
-        let check =
-            precomputed != nil
-            ? nil
-            : incremental.map { incremental in
-                let entry = next
-                let entryQueue = nextQueue
-                let check = BlockJob {
-                    let result = incremental.verdict(of: task, key: key, request: request, fresh: fresh)
-                    verdict.withLock { $0 = result }
-                }
-                check.name = "\(request.label) (up-to-date check)"
-                check.requiresSuccessfulDependencies = true
-                check.completionBlock = { [self] in
-                    guard !check.isCancelled, check.error == nil, let result = verdict.value else {
-                        realJob.cancel()
-                        return
-                    }
-                    observer.jobChecked(info, reason: result.reason)
-                    if result.reason == .upToDate || isStopping && cleanup == nil {
-                        realJob.cancel()
-                    } else {
-                        add(entry, to: entryQueue)
-                    }
-                }
-                return check
+        func makeCheck() -> BlockJob {
+            let entry = next
+            let entryQueue = nextQueue
+            let check = BlockJob { [self] in
+                let result = self.verdict(of: task, key: key, request: request, incremental: incremental)
+                verdict.withLock { $0 = result }
             }
+            check.name = "\(request.label) (up-to-date check)"
+            check.requiresSuccessfulDependencies = true
+            check.completionBlock = { [self] in
+                guard !check.isCancelled, check.error == nil, let result = verdict.value else {
+                    realJob.cancel()
+                    return
+                }
+                observer.jobChecked(info, reason: result.reason)
+                if result.reason == .upToDate || isStopping && cleanup == nil {
+                    realJob.cancel()
+                } else {
+                    add(entry, to: entryQueue)
+                }
+            }
+            return check
+        }
+        let check = precomputed != nil || incremental == nil && !mayBeSkipped ? nil : makeCheck()
 
         realJob.completionBlock = { [self] in
             observation.invalidate()
@@ -848,12 +895,6 @@ public final class BuildRun: @unchecked Sendable {
                     )
                 }
             }
-            // A deferred call whose place the body's commands didn't reach: not needed, like an
-            // up-to-date job (and nothing is recorded for it).
-            if case .cancelled = outcome, let cleanup, state.withLock({ $0.skipped.contains(cleanup) }) {
-                outcome = .upToDate
-                verdict.withLock { $0 = nil }
-            }
             var ignored = false
             if ignoresFailure, case .failed(let reason) = outcome {
                 let why = cleanup != nil ? "a deferred call's failure changes nothing" : "the call says ignore_error"
@@ -864,7 +905,29 @@ public final class BuildRun: @unchecked Sendable {
             if let incremental, let result = verdict.value {
                 switch outcome {
                 case .succeeded where dryRun: incremental.willRun(key)
+                case .succeeded where !taskOptions.guardedWork.isEmpty:
+                    // Recorded once the whole task has succeeded; the old record goes now, so a
+                    // task stopped halfway runs again.
+                    state.withLock { state in
+                        state.pendingGuards[task.definition.name] = PendingGuard(
+                            key: key,
+                            check: result,
+                            request: request,
+                            definition: task.definition
+                        )
+                    }
+                    incremental.failed(key: key)
                 case .succeeded:
+                    if taskOptions.recordsGuard, let guardName = taskOptions.guardedBy,
+                        let ran = state.withLock({ $0.pendingGuards.removeValue(forKey: guardName) })
+                    {
+                        incremental.succeeded(
+                            key: ran.key,
+                            check: ran.check,
+                            request: ran.request,
+                            definition: ran.definition
+                        )
+                    }
                     let depfile = task.definition.renderedDepfile(variables: request.variables)
                     // Removed only inside the project, links resolved now: a link planted since
                     // the plan was checked can't make kiln delete a file elsewhere.
@@ -958,11 +1021,11 @@ public final class BuildRun: @unchecked Sendable {
         let key = JobKey(task: task.definition.name, source: source)
         let verdict =
             prechecked(at: position)
-            ?? incremental.verdict(
+            ?? verdict(
                 of: task,
                 key: key,
                 request: task.definition.jobRequest(source: source),
-                fresh: calledTasks.contains(task.definition.name)
+                incremental: incremental
             )
         guard verdict.reason == .upToDate else { return verdict }
         incremental.upToDate(key: key, check: verdict)
@@ -977,6 +1040,38 @@ public final class BuildRun: @unchecked Sendable {
         // `each:` jobs were counted when their task listed its sources.
         observer.jobsUpToDate([info], planned: source == nil, at: now)
         return verdict
+    }
+
+    /// The verdict of the job `key` of `task`: **the one place a run asks for one.** A task
+    /// skipped with its caller (``GateVote/skip``) is up to date without a look; a piece that
+    /// follows a guard (``TaskOptions/guardedBy``) takes the guard's verdict — the guard is
+    /// always an earlier piece of its chain, so it is known; any other job is judged by the
+    /// incremental state (``IncrementalState/verdict(of:key:request:fresh:)``), and a guard's
+    /// verdict is kept for its followers. Without incremental state, every job that isn't
+    /// skipped runs.
+    private func verdict(
+        of task: BuildPlan.Task,
+        key: JobKey,
+        request: @autoclosure () -> JobRequest,
+        incremental: IncrementalState?
+    ) -> IncrementalState.Check {
+        let name = task.definition.name
+        let options = task.definition.options
+        let (skipped, guardVerdict) = state.withLock { state in
+            (state.skipped.contains(name), options.guardedBy.map { state.guardVerdicts[$0] ?? .noRecord })
+        }
+        if skipped { return .skipped }
+        if let guardName = options.guardedBy, let guardVerdict {
+            return .following(JobKey(task: guardName), reason: guardVerdict)
+        }
+        guard let incremental else {
+            var runs = IncrementalState.Check.skipped
+            runs.reason = .alwaysRuns
+            return runs
+        }
+        let result = incremental.verdict(of: task, key: key, request: request(), fresh: calledTasks.contains(name))
+        if !options.guardedWork.isEmpty { state.withLock { $0.guardVerdicts[name] = result.reason } }
+        return result
     }
 
     /// A verdict `precheckSettledTasks` made for the plain task at `position`, taken out of the table.

@@ -2,7 +2,7 @@ import KilnPaths
 import KilnPluginAPI
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// What a set of changed files affects in a plan: the tasks whose `sources` match one of them
@@ -20,6 +20,12 @@ public struct AffectedTasks: Sendable {
     /// For `each:` tasks affected directly (and not through a dependency), the source files whose
     /// jobs run; such a task's other files are untouched.
     public var eachFiles: [String: Set<String>]
+    /// The pieces kiln cut the plan's tasks with calls into (`T #1`): a run needs them, people
+    /// see their task (see ``shownTasks``).
+    public var pieces: Set<String> = []
+
+    /// ``tasks`` as people know them: without the pieces.
+    public var shownTasks: [String] { pieces.isEmpty ? tasks : tasks.filter { !pieces.contains($0) } }
 
     /// Why `task` is affected, for people.
     public func reason(for task: String) -> String {
@@ -35,7 +41,9 @@ extension BuildPlan {
     public func affected(by changedFiles: [String], discovered: [JobKey: [String]] = [:]) -> AffectedTasks {
         let root = taskfile.root
         // Kiln's own state (.kiln/, when git doesn't ignore it) is never a task's input.
-        let inside = changedFiles.filter { Path.isInside($0, root: root) && !Path.isInside($0, root: KilnDirectory(root: root).path) }
+        let inside = changedFiles.filter {
+            Path.isInside($0, root: root) && !Path.isInside($0, root: KilnDirectory(root: root).path)
+        }
         let relativeFiles = inside.map { Path.relative($0, to: root) }.sorted()
         let changedTaskfiles = Set(inside.filter { taskfile.files.contains($0) })
 
@@ -56,8 +64,10 @@ extension BuildPlan {
                 // Or a file the job's depfile named last time (an each: job's key names its source).
                 var discoveredSource: String?
                 if !matched {
-                    discoveredSource = discovered.first { key, inputs in key.task == definition.name && inputs.contains(relative) }
-                        .map { $0.key.source ?? "" }
+                    discoveredSource = discovered.first { key, inputs in
+                        key.task == definition.name && inputs.contains(relative)
+                    }
+                    .map { $0.key.source ?? "" }
                 }
                 guard matched || discoveredSource != nil else { continue }
                 if direct[definition.name] == nil {
@@ -89,29 +99,76 @@ extension BuildPlan {
         }
         // An each: task that is also downstream of an affected task runs every file.
         for (position, task) in tasks.enumerated() where eachFiles[task.definition.name] != nil {
-            if dependencyPositions[position].contains(where: affected.contains) { eachFiles[task.definition.name] = nil }
+            if dependencyPositions[position].contains(where: affected.contains) {
+                eachFiles[task.definition.name] = nil
+            }
         }
-        return AffectedTasks(
-            changedFiles: relativeFiles, direct: direct,
-            tasks: tasks.indices.filter(affected.contains).map { tasks[$0].definition.name }, eachFiles: eachFiles
+        var result = AffectedTasks(
+            changedFiles: relativeFiles,
+            direct: direct,
+            tasks: tasks.indices.filter(affected.contains).map { tasks[$0].definition.name },
+            eachFiles: eachFiles
         )
+        // A piece's task (its last piece, named as the task, which depends on all the others)
+        // is affected with it.
+        for (member, group) in pieceGroups().pieces where member != group[0] {
+            result.pieces.insert(tasks[member].definition.name)
+        }
+        return result
+    }
+
+    /// The positions of the tasks by name, and the pieces kiln cut each task with `- task:`
+    /// calls into — `T`, then `T #1`, `T #2`, … (the steps between calls, a deferral's body) —
+    /// per position of each of them.
+    func pieceGroups() -> (positions: [String: Int], pieces: [Int: [Int]]) {
+        var positions: [String: Int] = [:]
+        for (position, task) in tasks.enumerated() { positions[task.definition.name] = position }
+        var pieces: [Int: [Int]] = [:]
+        for (position, task) in tasks.enumerated() where !task.definition.calls.isEmpty {
+            let whole = task.definition.partOf ?? task.definition.name
+            var group = [position]
+            while let piece = positions[TaskDefinition.pieceName(task.definition.name, group.count)],
+                tasks[piece].definition.partOf == whole
+            {
+                group.append(piece)
+            }
+            guard group.count > 1 else { continue }
+            for member in group { pieces[member] = group }
+        }
+        return (positions, pieces)
     }
 
     /// The plan cut down to `affected`: its tasks only (their unaffected dependencies are taken as
-    /// done), and `each:` tasks limited to the files that changed.
+    /// done), and `each:` tasks limited to the files that changed. A task runs whole or not at
+    /// all: when one piece of a task with `- task:` calls is affected, all its pieces are kept,
+    /// and the tasks they call (a call is part of its caller's work, not a dependency taken as
+    /// done).
     public func restricted(to affected: AffectedTasks) -> BuildPlan {
-        let keep = Set(affected.tasks)
+        let (positions, pieces) = pieceGroups()
+        var keep = Set(affected.tasks.compactMap { positions[$0] })
+        var pending = Array(keep)
+        while let position = pending.popLast() {
+            let called = tasks[position].definition.calls.compactMap { positions[$0.value] }
+            for more in (pieces[position] ?? []) + called where keep.insert(more).inserted { pending.append(more) }
+        }
         var newPosition: [Int: Int] = [:]
         var kept: [Task] = []
-        for (position, task) in tasks.enumerated() where keep.contains(task.definition.name) {
+        for (position, task) in tasks.enumerated() where keep.contains(position) {
             newPosition[position] = kept.count
             kept.append(task)
         }
-        let positions = tasks.indices.filter { newPosition[$0] != nil }
+        let keptPositions = tasks.indices.filter { newPosition[$0] != nil }
         var plan = self
         plan.tasks = kept
-        plan.dependencyPositions = positions.map { dependencyPositions[$0].compactMap { newPosition[$0] } }
+        plan.dependencyPositions = keptPositions.map { dependencyPositions[$0].compactMap { newPosition[$0] } }
         plan.eachSourceFilter = affected.eachFiles
+        // Which tasks wait to be called, among those kept (positions changed).
+        plan.gating = gating.map { _ in
+            var named: [String: Int] = [:]
+            for (position, task) in kept.enumerated() { named[task.definition.name] = position }
+            let roots = targets.compactMap { named[$0] ?? taskfile.aliases[$0].flatMap { named[$0] } }
+            return CallGating(tasks: kept.map(\.definition), positions: named, roots: roots)
+        }
         return plan
     }
 }

@@ -163,7 +163,8 @@ public enum BuildSession {
         for task in plan.tasks where !task.definition.isGroup {
             for question in task.definition.options.prompts where !settings.confirm(task.definition.name, question) {
                 throw Failure(
-                    description: "kiln: task '\(task.definition.name)' asks \"\(question)\" and it wasn't answered yes, so nothing ran; pass --yes to answer yes",
+                    description:
+                        "kiln: task '\(task.definition.name)' asks \"\(question)\" and it wasn't answered yes, so nothing ran; pass --yes to answer yes",
                     exitStatus: 1
                 )
             }
@@ -287,9 +288,9 @@ public enum BuildSession {
             if let changedFiles = request.changedFiles, let changed = try changedFiles(project.taskfile.root) {
                 let selection = plan.affected(by: changed, discovered: discoveredInputs(for: plan))
                 let files = selection.changedFiles.count
-                let tasks = plan.tasks.count
+                let tasks = plan.tasks.count - selection.pieces.count
                 warn(
-                    "kiln: \(files) changed file\(files == 1 ? "" : "s") affect \(selection.tasks.count) of \(tasks) task\(tasks == 1 ? "" : "s")"
+                    "kiln: \(files) changed file\(files == 1 ? "" : "s") affect \(selection.shownTasks.count) of \(tasks) task\(tasks == 1 ? "" : "s")"
                 )
                 plan = plan.restricted(to: selection)
             }

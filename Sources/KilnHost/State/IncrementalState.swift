@@ -159,6 +159,30 @@ public final class IncrementalState: Sendable {
         /// Its verdict rests on `status:` commands, which read what no signature covers: the
         /// snapshot never vouches for it.
         var hasStatus = false
+        /// A piece that follows a guard (``TaskOptions/guardedBy``): the guard's key. Its
+        /// verdict is the guard's; it has no record of its own, and publishes the guard's output
+        /// signature (so what depends on the task sees the same one whether it ran or not).
+        var follows: JobKey?
+
+        /// The verdict of a job that doesn't run because its task was skipped with its caller:
+        /// a call its caller's commands didn't reach, or made by a task found up to date. It
+        /// is up to date, records nothing and publishes nothing.
+        public static var skipped: Check {
+            Check(
+                signature: ContentHash(high: 0, low: 0),
+                reason: .upToDate,
+                parts: Parts(definition: ContentHash(high: 0, low: 0), inputs: [:], dependencies: [:]),
+                watched: []
+            )
+        }
+
+        /// The verdict of a piece that follows the guard `key`, which reached `reason`.
+        public static func following(_ key: JobKey, reason: RunReason) -> Check {
+            var check = skipped
+            check.reason = reason
+            check.follows = key
+            return check
+        }
     }
 
     /// The verdict the snapshot gives without a check: up to date when it has the job, none of
@@ -338,6 +362,8 @@ public final class IncrementalState: Sendable {
         hasher.combine(task.prepared.kindName)
         hasher.combine(task.prepared.kindVersion)
         hasher.combine(task.prepared.summary(for: request))
+        // A guard answers for its whole task: what the task's other pieces run counts too.
+        for work in task.definition.options.guardedWork { hasher.combine(request.display(work)) }
         if let configuration = task.definition.pluginConfiguration { hasher.combine(configuration.description) }
         hasher.combine(relative(request.directory))
         for (name, value) in request.environment.sorted(by: { $0.key < $1.key }) {
@@ -501,6 +527,10 @@ public final class IncrementalState: Sendable {
         definition: TaskDefinition? = nil
     ) {
         precondition(!dryRun, "a dry run records nothing")
+        if let guardKey = check.follows {
+            follow(guardKey, as: key)
+            return
+        }
         var watched = Watched(paths: check.watched)
         var outputs: [String: ContentHash] = [:]
         let unmatchedOutput: ((Int) -> Void)? = definition.map { definition in
@@ -566,6 +596,10 @@ public final class IncrementalState: Sendable {
 
     /// Publishes the output signature of a job found up to date.
     public func upToDate(key: JobKey, check: Check) {
+        if let guardKey = check.follows {
+            follow(guardKey, as: key)
+            return
+        }
         if let position = check.snapshotJob {
             recorder.carry(key: key.stored, index: position)
         } else {
@@ -702,6 +736,14 @@ public final class IncrementalState: Sendable {
     /// A job's output signature: its outputs' hashes, or — when it declares none — its signature.
     private func outputSignature(of record: JobRecord) -> ContentHash {
         record.outputs.isEmpty ? record.signature : record.outputSignature
+    }
+
+    /// A piece that follows `guardKey` ran or was up to date with it: it publishes what the
+    /// guard published (nothing, until the task's last piece records the guard), and the
+    /// snapshot notes it with no path of its own — its verdict rests on the guard's.
+    private func follow(_ guardKey: JobKey, as key: JobKey) {
+        recorder.record(key: key.stored, alwaysRuns: false, paths: [])
+        published.withLock { table in table[key.stored] = table[guardKey.stored] }
     }
 
     private func publish(_ signature: ContentHash, under key: JobKey) {

@@ -39,6 +39,23 @@ public struct TaskOptions: Sendable, Hashable {
     /// ends (see ``deferralBody``): its command sees the exit status of the task's command that
     /// failed as `{{.EXIT_CODE}}`.
     public var isDeferredCommand = false
+    /// Set on the first piece of a task whose `cmds` call other tasks and that declares
+    /// `sources:`, `generates:` or `status:` — the task's **guard**. go-task decides such a task
+    /// whole, when it starts: up to date, none of it runs, its calls included. So the guard's
+    /// verdict is the task's: the other pieces follow it (``guardedBy``), and its record is
+    /// written only once the task's last piece has succeeded (``recordsGuard``). This is what the
+    /// other pieces run, as written — their commands, and `\u{0}task NAME` for each call — which
+    /// the guard's signature covers: editing any of them makes the task run again. Empty for
+    /// every other task.
+    public var guardedWork: [String] = []
+    /// Set on the pieces after a guard (``guardedWork``): the guard's name, whose verdict they
+    /// take instead of their own. When it is up to date, they are, and the calls between them
+    /// are skipped; when it runs, they run.
+    public var guardedBy: String?
+    /// Set on the last of the pieces that follow a guard (``guardedBy``): when it succeeds, the
+    /// task has run whole, and the guard's record (its sources, its outputs, made by any piece
+    /// or call) is written.
+    public var recordsGuard = false
     /// `platforms:` — the operating systems and architectures (`linux`, `amd64`, `linux/arm64`) the
     /// task runs on; elsewhere it is skipped with its dependencies. `nil`: everywhere.
     public var platforms: [String]?

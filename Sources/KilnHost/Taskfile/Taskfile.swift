@@ -301,13 +301,17 @@ public struct TaskDefinition: Sendable {
     /// `commands` (with their settings) after `dependencies`, calling `calls`. The first step
     /// also checks the preconditions; the last (`isLast`, named as the task) keeps everything
     /// else that makes the task what it is — its aliases, description, prompts, requirements.
+    /// With `guarding` (the first step's name, and what the others run), the task declares
+    /// sources, outputs or `status:` and is decided whole by its first step: see
+    /// ``TaskOptions/guardedWork``.
     func step(
         named name: String,
         commands range: Range<Int>,
         dependencies: [Located<String>],
         calls: [Located<String>],
         isFirst: Bool,
-        isLast: Bool
+        isLast: Bool,
+        guarding: (first: String, work: [String])? = nil
     ) -> TaskDefinition {
         let own = options
         var stepOptions = isLast ? own : TaskOptions()
@@ -320,6 +324,15 @@ public struct TaskDefinition: Sendable {
         }
         stepOptions.preconditions = isFirst ? own.preconditions : []
         stepOptions.commandOptions = own.commandOptions.isEmpty ? [] : Array(own.commandOptions[range])
+        // A task decided whole (``TaskOptions/guardedWork``): every piece has its files (its
+        // commands may loop over them), the first decides, the others follow.
+        if let guarding {
+            stepOptions.fingerprint = own.fingerprint
+            stepOptions.statusChecks = isFirst ? own.statusChecks : []
+            stepOptions.guardedWork = isFirst ? guarding.work : []
+            stepOptions.guardedBy = isFirst ? nil : guarding.first
+            stepOptions.recordsGuard = isLast
+        }
         return TaskDefinition(
             name: name,
             location: location,
@@ -327,9 +340,10 @@ public struct TaskDefinition: Sendable {
             dependencies: dependencies,
             calls: calls,
             commands: Array(commands[range]),
-            sources: [],
-            generates: [],
+            sources: guarding == nil ? [] : sources,
+            generates: guarding == nil ? [] : generates,
             variables: variables,
+            renderedSources: guarding == nil ? nil : renderedSources,
             environment: environment,
             directory: directory,
             resources: resources,
@@ -372,6 +386,9 @@ public struct TaskDefinition: Sendable {
         endOptions.statusChecks = []
         endOptions.isInteractive = false
         endOptions.timeout = nil
+        // The body (the task's last piece under another name) follows or records a guard.
+        endOptions.guardedBy = nil
+        endOptions.recordsGuard = false
         var end = TaskDefinition(
             name: name,
             location: location,
@@ -601,10 +618,13 @@ public struct TaskDefinition: Sendable {
     /// (nothing runs, nothing is counted); it is done when they are.
     public var isGroup: Bool {
         // A task whose `platforms:` exclude this machine, or whose `if:` said no, is skipped: it
-        // is done at once.
+        // is done at once. The pieces of a task decided whole have a verdict, even with no
+        // command (``TaskOptions/guardedWork``).
         !runsHere
             || commands.isEmpty && pluginConfiguration == nil && each == .none && kind.value == "shell"
-                && storage.options?.options.preconditions.isEmpty != false
+                && storage.options.map {
+                    $0.options.preconditions.isEmpty && $0.options.guardedWork.isEmpty && $0.options.guardedBy == nil
+                } != false
     }
 
     /// The variables for rendering this task's templates: ``variables`` plus `TASK`.

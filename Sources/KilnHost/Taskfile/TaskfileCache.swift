@@ -19,7 +19,7 @@ import KilnPluginAPI
 enum TaskfileCache {
     static let magic = Array("KILNTFC\u{2}".utf8)
     /// Bump when the encoding or the meaning of ``Taskfile`` changes.
-    static let formatVersion = 25
+    static let formatVersion = 26
 
     /// The cache file of a project.
     static func path(root: String) -> String { KilnDirectory(root: root).taskfileCache }
@@ -428,6 +428,9 @@ struct BinaryWriter {
         write(options.timeout)
         write(options.deferralBody)
         write(options.isDeferredCommand)
+        write(options.guardedWork)
+        write(options.guardedBy)
+        write(options.recordsGuard)
     }
 
     /// A `timeout:` as written (none: an empty list).
@@ -659,10 +662,14 @@ struct BinaryReader {
             let shellOptions = readShellOptions(),
             let conditionHolds = readBool(), let fingerprint = readByte(), let isInteractive = readBool(),
             let failureIgnored = readBool(), let timeout = readDuration(),
-            let deferralBody = readOptionalString(), let isDeferredCommand = readBool()
+            let deferralBody = readOptionalString(), let isDeferredCommand = readBool(),
+            let guardedWork = readStrings(), let guardedBy = readOptionalString(), let recordsGuard = readBool()
         else {
             return nil
         }
+        options.guardedWork = guardedWork
+        options.guardedBy = guardedBy
+        options.recordsGuard = recordsGuard
         options.timeout = timeout
         options.isInteractive = isInteractive
         options.failureIgnored = failureIgnored

@@ -1052,12 +1052,11 @@ private final class LoadSession {
         }
 
         if callsSomething {
-            // What decides whether a task is up to date covers all its commands; with calls
-            // between them, they run as separate steps (see splitSteps).
+            // With calls between them, the commands run as separate steps, the first of which
+            // decides for the task when it declares files or `status:` (see splitSteps).
             let what = [
-                sources.isEmpty ? nil : "'sources'", generates.isEmpty ? nil : "'generates'", depfile == nil ? nil : "'depfile'",
-                each == .none ? nil : "'each'", options.ignoresError ? "'ignore_error'" : nil,
-                options.statusChecks.isEmpty ? nil : "'status'",
+                depfile == nil ? nil : "'depfile'", each == .none ? nil : "'each'",
+                options.ignoresError ? "'ignore_error'" : nil,
             ].compactMap { $0 }
             if !what.isEmpty {
                 failOrDefer(
@@ -2268,8 +2267,17 @@ private final class LoadSession {
                     pieces.append((reference.name, next..<next))
                 }
             }
+            // Declared files or `status:`: the first step decides for the whole task, as go-task
+            // decides it at its start (TaskOptions.guardedWork).
+            let decidedWhole = !task.sources.isEmpty || !task.generates.isEmpty || !task.options.statusChecks.isEmpty
             // Nothing before the first call: the first call waits only for the task's deps.
-            if pieces[0].commands.isEmpty, task.options.preconditions.isEmpty { pieces.removeFirst() }
+            if pieces[0].commands.isEmpty, task.options.preconditions.isEmpty, !decidedWhole { pieces.removeFirst() }
+            let guarding = decidedWhole ? (
+                first: TaskDefinition.pieceName(task.name, 1),
+                work: pieces.dropFirst().flatMap { piece in
+                    ["\u{0}task " + (piece.call?.value ?? "")] + task.commands[piece.commands].map(\.value)
+                }
+            ) : nil
             var previous: Located<String>?
             for (position, piece) in pieces.enumerated() {
                 let isLast = position == pieces.count - 1
@@ -2278,7 +2286,7 @@ private final class LoadSession {
                 if let call = piece.call { dependencies.append(call) }
                 let step = task.step(
                     named: name, commands: piece.commands, dependencies: dependencies, calls: piece.call.map { [$0] } ?? [],
-                    isFirst: position == 0, isLast: isLast
+                    isFirst: position == 0, isLast: isLast, guarding: guarding
                 )
                 if isLast {
                     tasks[index] = step
@@ -2370,7 +2378,9 @@ private final class LoadSession {
     /// Outputs that name an `each:` job's file are compared per job when the task runs.
     func checkOutputs() {
         var owners: [String: (task: String, location: SourceLocation)] = [:]
-        for task in tasks {
+        // The pieces that follow a guard declare its outputs too (their commands may loop over
+        // them): the guard speaks for them.
+        for task in tasks where task.options.guardedBy == nil {
             var variables: [String: TemplateValue]?
             for output in task.generates where !GlobList.isExclusion(output.value) {
                 var text = output.value
