@@ -1661,6 +1661,71 @@ import Testing
             compared: ["seen.txt"],
             reruns: [Rerun(), Rerun(files: ["c.in": ""])]
         ),
+        Case(
+            name: "a shell test in a call's if: runs when the call is reached, in the task's directory and environment",
+            files: [
+                "Taskfile.yml": """
+                version: '3'
+                tasks:
+                  t:
+                    dir: sub
+                    env: {MODE: on}
+                    cmds:
+                      - echo first >> ../log.txt
+                      - task: a
+                        if: test -f flag.a
+                      - touch flag.b
+                      - task: b
+                        if: '[ -f flag.b ] && [ "$MODE" = on ]'
+                      - for: [x, y]
+                        task: c
+                        vars: {W: '{{.ITEM}}'}
+                        if: test {{.ITEM}} = y
+                      - task: a
+                        if: 'false || exit 3'
+                      - echo last >> ../log.txt
+                  a:
+                    cmds: ['echo a >> log.txt']
+                  b:
+                    deps: [bdep]
+                    cmds: ['echo b >> log.txt']
+                  bdep:
+                    cmds: ['echo bdep >> log.txt']
+                  c:
+                    cmds: ['echo c {{.W}} >> log.txt']
+                """,
+                "sub/.keep": "",
+            ],
+            task: "t",
+            compared: ["log.txt", "sub/flag.b"]
+        ),
+        Case(
+            name:
+                "a task called twice, the first call's shell test failing: the second call makes it, after the first step",
+            files: [
+                "Taskfile.yml": """
+                version: '3'
+                tasks:
+                  t:
+                    cmds:
+                      - echo one >> log.txt
+                      - task: a
+                        if: test -f ready.flag
+                      - touch ready.flag
+                      - echo two >> log.txt
+                      - task: a
+                        if: test -f ready.flag
+                      - echo three >> log.txt
+                  a:
+                    deps: [adep]
+                    cmds: ['echo a >> log.txt']
+                  adep:
+                    cmds: ['echo adep >> log.txt']
+                """
+            ],
+            task: "t",
+            compared: ["log.txt"]
+        ),
     ]
 
     @Test("kiln leaves what go-task leaves", arguments: cases)

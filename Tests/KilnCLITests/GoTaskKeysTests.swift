@@ -229,10 +229,6 @@ import Testing
                 "'if:' on a task must render to true or false when kiln plans the run"
             ),
             (
-                "tasks:\n  t:\n    cmds:\n      - task: o\n        if: test -f x\n  o: 'true'\n", 6, 13,
-                "'if:' on a '- task:' call must render to true or false"
-            ),
-            (
                 "tasks:\n  t:\n    cmds:\n      - task: o\n        ignore_error: true\n  o:\n    sources: [a]\n    each: sources\n    cmds: ['true']\n",
                 5, 15, "'ignore_error:' on a call to task 'o', which has 'each:', isn't supported yet"
             ),

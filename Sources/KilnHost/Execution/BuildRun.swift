@@ -222,14 +222,23 @@ public final class BuildRun: @unchecked Sendable {
                 // come later in the plan.
                 if !isGated(position) { state.liveTasks += 1 }
                 if state.progress.isEmpty { state.progress = Array(repeating: nil, count: plan.tasks.count) }
-                var dependencies = plan.dependencyPositions[position].compactMap { state.progress[$0] }
+                // A call with a shell test: the step waits for the call's own job instead of the
+                // called task (see triggerCalls).
+                let called =
+                    plan.tasks[position].definition.options.callTest == nil ? [] : plan.gating?.calls[position] ?? []
+                var dependencies = plan.dependencyPositions[position].compactMap {
+                    called.contains($0) ? nil : state.progress[$0]
+                }
                 if let gate = state.gates[position] { dependencies.append(.live(gate)) }
                 return (position, dependencies)
             }
-            if let (position, dependencies) = next {
+            if let (position, waitsFor) = next {
+                var dependencies = waitsFor
                 let task = plan.tasks[position]
-                if let gating = plan.gating, !gating.calls[position].isEmpty, gating.deferralPieces[position] == nil {
-                    triggerCalls(of: position, gating: gating)
+                if let gating = plan.gating, !gating.calls[position].isEmpty, gating.deferralPieces[position] == nil,
+                    let call = triggerCalls(of: position, gating: gating)
+                {
+                    dependencies.append(.live(call))
                 }
                 let doneJob =
                     task.definition.each == .sources
@@ -345,27 +354,69 @@ public final class BuildRun: @unchecked Sendable {
     /// The task at `position` calls others: once its other dependencies (the step before the
     /// call) have succeeded — and its own gate has opened, when it is itself called — the called
     /// tasks' gates open; if one failed or didn't run, this caller says no to them.
-    private func triggerCalls(of position: Int, gating: CallGating) {
+    ///
+    /// A call with a shell test (``TaskOptions/callTest``) runs it first, and returns a job for
+    /// the step to wait for instead of the called task: it finishes at once when the test
+    /// failed, else when the called task has. (Waiting for the task itself, a step whose call
+    /// wasn't made would wait for a later caller to decide the task's gate: for itself, if that
+    /// caller comes after it.)
+    private func triggerCalls(of position: Int, gating: CallGating) -> Job? {
         let before = state.withLock { state in
             gating.staticDependencies[position].compactMap { state.progress[$0] }
                 + (state.gates[position].map { [.live($0)] } ?? [])
         }
         let called = gating.calls[position]
-        if before.allSatisfy(\.hasSucceeded) {
+        let test = plan.tasks[position].definition.options.callTest
+        // A shell test runs on a job of its own, never on the thread that creates tasks.
+        if test == nil, before.allSatisfy(\.hasSucceeded) {
             decideGates(called, callsSkipped(at: position) ? .skip : .open)
-            return
+            return nil
         }
-        let trigger = BlockJob {}
+        let call = test.map { _ in BlockJob {} }
+        call?.name = "\(plan.tasks[position].definition.name) (call)"
+        call?.requiresSuccessfulDependencies = true
+        let testFailed = LockedValue(false)
+        let trigger = BlockJob { [self] in
+            guard let test, !callsSkipped(at: position) else { return }
+            if !callTestHolds(test, at: position) { testFailed.withLock { $0 = true } }
+        }
         trigger.name = "\(plan.tasks[position].definition.name) (calls)"
         trigger.requiresSuccessfulDependencies = true
         pendingAdd(1)
         trigger.completionBlock = { [self] in
             let succeeded = !trigger.isCancelled && trigger.error == nil
-            decideGates(called, !succeeded ? .no : callsSkipped(at: position) ? .skip : .open)
+            let skips = testFailed.value || callsSkipped(at: position)
+            decideGates(called, !succeeded ? .no : skips ? .skip : .open)
+            if let call {
+                if !succeeded {
+                    call.cancel()
+                } else if !testFailed.value {
+                    wire(call, after: state.withLock { state in called.compactMap { state.progress[$0] } })
+                }
+                add(call, to: control)
+            }
             pendingAdd(-1)
         }
         wire(trigger, after: before)
         add(trigger, to: control)
+        return call
+    }
+
+    /// Whether the shell test of the call that starts the step at `position` (``TaskOptions/callTest``)
+    /// succeeds, run now in the task's directory — made first when it isn't there yet, as go-task
+    /// makes it before its commands (not in a dry run: there the test fails) — and environment,
+    /// its output discarded.
+    private func callTestHolds(_ test: Located<String>, at position: Int) -> Bool {
+        let request = plan.tasks[position].definition.jobRequest(source: nil)
+        let dryRun = options.incremental?.isDryRun ?? false
+        if !Files.isDirectory(request.directory) {
+            guard !dryRun, CommandJob.makeDirectories(request.directory) == nil else { return false }
+        }
+        let environment = baseEnvironment.merging(request.environment) { _, task in task }
+        if case .failure = DynamicVariables.run(test.value, directory: request.directory, environment: environment) {
+            return false
+        }
+        return true
     }
 
     /// Whether the step at `position` skips the calls it makes: it is itself skipped with its

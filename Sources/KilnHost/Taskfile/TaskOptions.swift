@@ -56,6 +56,12 @@ public struct TaskOptions: Sendable, Hashable {
     /// task has run whole, and the guard's record (its sources, its outputs, made by any piece
     /// or call) is written.
     public var recordsGuard = false
+    /// Set on a step between calls (see ``TaskDefinition/calls``) whose call has an `if:` that is
+    /// a shell test, rendered in the caller's scope: it runs when the call is reached — the
+    /// step before it has run — in the task's directory and environment, as go-task runs it;
+    /// when it fails, the call isn't made (the called task is skipped, as up to date) and the
+    /// step goes on.
+    public var callTest: Located<String>?
     /// `platforms:` — the operating systems and architectures (`linux`, `amd64`, `linux/arm64`) the
     /// task runs on; elsewhere it is skipped with its dependencies. `nil`: everywhere.
     public var platforms: [String]?

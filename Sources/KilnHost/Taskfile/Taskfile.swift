@@ -303,7 +303,8 @@ public struct TaskDefinition: Sendable {
     /// else that makes the task what it is — its aliases, description, prompts, requirements.
     /// With `guarding` (the first step's name, and what the others run), the task declares
     /// sources, outputs or `status:` and is decided whole by its first step: see
-    /// ``TaskOptions/guardedWork``.
+    /// ``TaskOptions/guardedWork``. `callTest` is the shell test of the call that starts the step
+    /// (``TaskOptions/callTest``).
     func step(
         named name: String,
         commands range: Range<Int>,
@@ -311,7 +312,8 @@ public struct TaskDefinition: Sendable {
         calls: [Located<String>],
         isFirst: Bool,
         isLast: Bool,
-        guarding: (first: String, work: [String])? = nil
+        guarding: (first: String, work: [String])? = nil,
+        callTest: Located<String>? = nil
     ) -> TaskDefinition {
         let own = options
         var stepOptions = isLast ? own : TaskOptions()
@@ -324,6 +326,7 @@ public struct TaskDefinition: Sendable {
         }
         stepOptions.preconditions = isFirst ? own.preconditions : []
         stepOptions.commandOptions = own.commandOptions.isEmpty ? [] : Array(own.commandOptions[range])
+        stepOptions.callTest = callTest
         // A task decided whole (``TaskOptions/guardedWork``): every piece has its files (its
         // commands may loop over them), the first decides, the others follow.
         if let guarding {

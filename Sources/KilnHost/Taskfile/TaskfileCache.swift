@@ -19,7 +19,7 @@ import KilnPluginAPI
 enum TaskfileCache {
     static let magic = Array("KILNTFC\u{2}".utf8)
     /// Bump when the encoding or the meaning of ``Taskfile`` changes.
-    static let formatVersion = 26
+    static let formatVersion = 27
 
     /// The cache file of a project.
     static func path(root: String) -> String { KilnDirectory(root: root).taskfileCache }
@@ -431,6 +431,7 @@ struct BinaryWriter {
         write(options.guardedWork)
         write(options.guardedBy)
         write(options.recordsGuard)
+        write(options.callTest.map { [$0] } ?? [])
     }
 
     /// A `timeout:` as written (none: an empty list).
@@ -663,10 +664,12 @@ struct BinaryReader {
             let conditionHolds = readBool(), let fingerprint = readByte(), let isInteractive = readBool(),
             let failureIgnored = readBool(), let timeout = readDuration(),
             let deferralBody = readOptionalString(), let isDeferredCommand = readBool(),
-            let guardedWork = readStrings(), let guardedBy = readOptionalString(), let recordsGuard = readBool()
+            let guardedWork = readStrings(), let guardedBy = readOptionalString(), let recordsGuard = readBool(),
+            let callTest = readLocated(), callTest.count <= 1
         else {
             return nil
         }
+        options.callTest = callTest.first
         options.guardedWork = guardedWork
         options.guardedBy = guardedBy
         options.recordsGuard = recordsGuard

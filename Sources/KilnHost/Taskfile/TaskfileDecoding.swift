@@ -1296,16 +1296,24 @@ private final class LoadSession {
         return items.compactMap { item in
             var scope = variables
             if let item, let loop { scope[loop.name] = item }
-            // `if:` — per item, in the caller's scope; a call whose test says no isn't made.
+            // `if:` — per item, in the caller's scope; a call whose test says no isn't made. A
+            // shell test runs when the call is reached.
+            var test: Located<String>?
             if let condition {
                 checkTemplate(condition, known: KnownVariables(variables: scope, each: false))
-                guard staticCondition(condition, variables: scope, on: "a '- task:' call") != false else { return nil }
+                guard let rendered = renderNow(condition, variables: scope, lenient: true) else { return nil }
+                switch TaskOptions.constantCondition(rendered) {
+                case false?: return nil
+                case true?: break
+                case nil: test = Located(value: rendered, location: condition.location)
+                }
             }
             checkTemplate(nameText, known: KnownVariables(variables: scope, each: false))
             let name = Located(value: renderNow(nameText, variables: scope) ?? written, location: nameText.location)
             let called = variablesNode.map { callVariables($0, file: file, scope: scope) }
             return TaskReference(
-                name: name, variables: called, excludedHere: excludedHere, ignoresFailure: ignoresFailure, timeout: callTimeout
+                name: name, variables: called, excludedHere: excludedHere, ignoresFailure: ignoresFailure, timeout: callTimeout,
+                test: test
             )
         }
     }
@@ -2065,7 +2073,7 @@ private final class LoadSession {
                 return resolve(
                     reference.name, variables: reference.variables, what: "calls", site: calls - 1, excludedHere: reference.excludedHere,
                     ignoresFailure: reference.ignoresFailure, timeout: reference.timeout
-                ).map { .call(TaskReference(name: $0, variables: nil)) }
+                ).map { .call(TaskReference(name: $0, variables: nil, test: reference.test)) }
             }
             references[name]?.steps = resolved
         }
@@ -2255,8 +2263,8 @@ private final class LoadSession {
         for index in tasks.indices {
             let task = tasks[index]
             guard let steps = references[task.name]?.steps else { continue }
-            // (the call that starts the step, the range of commands it runs)
-            var pieces: [(call: Located<String>?, commands: Range<Int>)] = [(nil, 0..<0)]
+            // (the call that starts the step, its shell test, the range of commands it runs)
+            var pieces: [(call: Located<String>?, test: Located<String>?, commands: Range<Int>)] = [(nil, nil, 0..<0)]
             for step in steps {
                 switch step {
                 case .command(let position):
@@ -2264,7 +2272,7 @@ private final class LoadSession {
                     pieces[pieces.count - 1].commands = last.commands.lowerBound..<(position + 1)
                 case .call(let reference):
                     let next = pieces[pieces.count - 1].commands.upperBound
-                    pieces.append((reference.name, next..<next))
+                    pieces.append((reference.name, reference.test, next..<next))
                 }
             }
             // Declared files or `status:`: the first step decides for the whole task, as go-task
@@ -2272,12 +2280,13 @@ private final class LoadSession {
             let decidedWhole = !task.sources.isEmpty || !task.generates.isEmpty || !task.options.statusChecks.isEmpty
             // Nothing before the first call: the first call waits only for the task's deps.
             if pieces[0].commands.isEmpty, task.options.preconditions.isEmpty, !decidedWhole { pieces.removeFirst() }
-            let guarding = decidedWhole ? (
-                first: TaskDefinition.pieceName(task.name, 1),
-                work: pieces.dropFirst().flatMap { piece in
-                    ["\u{0}task " + (piece.call?.value ?? "")] + task.commands[piece.commands].map(\.value)
-                }
-            ) : nil
+            var work: [String] = []
+            for piece in pieces.dropFirst() {
+                let test = piece.test.map { " if " + $0.value } ?? ""
+                work.append("\u{0}task " + (piece.call?.value ?? "") + test)
+                work += task.commands[piece.commands].map(\.value)
+            }
+            let guarding = decidedWhole ? (first: TaskDefinition.pieceName(task.name, 1), work: work) : nil
             var previous: Located<String>?
             for (position, piece) in pieces.enumerated() {
                 let isLast = position == pieces.count - 1
@@ -2286,7 +2295,7 @@ private final class LoadSession {
                 if let call = piece.call { dependencies.append(call) }
                 let step = task.step(
                     named: name, commands: piece.commands, dependencies: dependencies, calls: piece.call.map { [$0] } ?? [],
-                    isFirst: position == 0, isLast: isLast, guarding: guarding
+                    isFirst: position == 0, isLast: isLast, guarding: guarding, callTest: piece.test
                 )
                 if isLast {
                     tasks[index] = step
@@ -2747,6 +2756,9 @@ private struct TaskReference {
     /// A deferred command written before a `- task:` call, run as a task of its own made of it
     /// (named already: nothing to resolve).
     var runsCommand = false
+    /// A call's `if:` that is a shell test, rendered in the caller's scope: run when the call is
+    /// reached (``TaskOptions/callTest``).
+    var test: Located<String>?
 }
 
 /// One of a task's `cmds`, when some are `- task:` calls: a command (its index among the task's
@@ -2901,7 +2913,8 @@ private struct RepeatedTaskKey: Hashable {
         calls = (steps ?? []).map { step in
             switch step {
             case .command(let index): "\(index)"
-            case .call(let reference): "task:" + (forwardsTo[reference.name.value] ?? reference.name.value)
+            case .call(let reference):
+                "task:" + (forwardsTo[reference.name.value] ?? reference.name.value) + (reference.test.map { " if " + $0.value } ?? "")
             }
         }
     }
