@@ -1726,6 +1726,46 @@ import Testing
             task: "t",
             compared: ["log.txt"]
         ),
+        Case(
+            name:
+                "a shell test in a task's if: runs when the task is reached, before its dependencies; when it fails none of it runs",
+            files: [
+                "Taskfile.yml": """
+                version: '3'
+                tasks:
+                  main:
+                    deps: [maybe, never]
+                    cmds:
+                      - echo main >> log.txt
+                      - task: called
+                  maybe:
+                    if: test -f flag.txt
+                    deps: [dep]
+                    cmds: ['echo maybe >> a.txt']
+                  never:
+                    dir: sub
+                    if: '[ "$MODE" = on ] && [ -f here.txt ]'
+                    deps: [dep2]
+                    cmds:
+                      - echo never >> ../b.txt
+                      - task: helper
+                  called:
+                    if: test -f flag.txt
+                    cmds: ['echo called >> log.txt']
+                  dep:
+                    cmds: ['echo dep >> a.txt']
+                  dep2:
+                    cmds: ['echo dep2 >> b.txt']
+                  helper:
+                    cmds: ['echo helper >> b.txt']
+                """,
+                "sub/here.txt": "",
+            ],
+            task: "main",
+            compared: ["log.txt", "a.txt", "b.txt"],
+            environment: ["MODE": "on"],
+            reruns: [Rerun(files: ["flag.txt": ""]), Rerun(files: ["sub/here.txt": nil])]
+        ),
     ]
 
     @Test("kiln leaves what go-task leaves", arguments: cases)

@@ -225,10 +225,6 @@ import Testing
                 "go-task ignores 'platforms:' beside 'defer:'"
             ),
             (
-                "tasks:\n  t:\n    if: '[ -f x ]'\n    cmds: ['true']\n", 4, 9,
-                "'if:' on a task must render to true or false when kiln plans the run"
-            ),
-            (
                 "tasks:\n  t:\n    cmds:\n      - task: o\n        ignore_error: true\n  o:\n    sources: [a]\n    each: sources\n    cmds: ['true']\n",
                 5, 15, "'ignore_error:' on a call to task 'o', which has 'each:', isn't supported yet"
             ),

@@ -62,6 +62,14 @@ public struct TaskOptions: Sendable, Hashable {
     /// when it fails, the call isn't made (the called task is skipped, as up to date) and the
     /// step goes on.
     public var callTest: Located<String>?
+    /// `if:` on the task, when it is a shell test (rendered with the task's variables): run when
+    /// the task is reached, before its dependencies; when it fails, none of the task runs. The
+    /// loader makes such a task a call of its body with this test (see
+    /// ``TaskDefinition/splitForCondition(bodyName:)``): set only until it does.
+    public var taskTest: Located<String>?
+    /// Set on a task made of a task whose `if:` is a shell test: the name of its body (`T [if]`),
+    /// which it calls when the test succeeds.
+    public var conditionalBody: String?
     /// `platforms:` — the operating systems and architectures (`linux`, `amd64`, `linux/arm64`) the
     /// task runs on; elsewhere it is skipped with its dependencies. `nil`: everywhere.
     public var platforms: [String]?

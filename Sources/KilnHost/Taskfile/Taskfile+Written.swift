@@ -68,6 +68,12 @@ extension Taskfile {
         -> WrittenTask
     {
         let lookup = lookup ?? self.lookup()
+        // A task whose `if:` is a shell test runs its body, `T [if]`: that is what is written.
+        if let bodyName = task.options.conditionalBody, let body = lookup.task(named: bodyName) {
+            var written = written(body, lookup: lookup)
+            if includingVariables { (written.variables, written.environment) = writtenVariables(of: task) }
+            return written
+        }
         // The steps are named `T #1`, `T #2`, … and the last is `T` itself (splitSteps).
         let whole = task.partOf ?? task.name
         var pieces: [TaskDefinition] = []

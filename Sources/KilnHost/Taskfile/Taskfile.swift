@@ -417,6 +417,59 @@ public struct TaskDefinition: Sendable {
         return (body, end)
     }
 
+    /// The two tasks a task whose `if:` is a shell test (``TaskOptions/taskTest``) is made of: its
+    /// body, `bodyName` (`T [if]`) — everything that runs: its dependencies, commands, files —
+    /// and the task named `T`, which calls the body when the test succeeds
+    /// (``TaskOptions/callTest``) and keeps what makes the task what it is to others (its
+    /// aliases, description, prompts, requirements). So the test runs when the task is reached,
+    /// before its dependencies, as in go-task; when it fails, none of the task runs, and it
+    /// counts as up to date.
+    func splitForCondition(bodyName: String) -> (body: TaskDefinition, wrapper: TaskDefinition) {
+        var bodyOptions = options
+        bodyOptions.partOf = options.partOf ?? name
+        bodyOptions.label = options.label ?? name
+        bodyOptions.aliases = []
+        bodyOptions.prompts = []
+        bodyOptions.requiredVariables = []
+        bodyOptions.longSummary = nil
+        bodyOptions.taskTest = nil
+        let body = copy(named: bodyName, summary: nil, options: bodyOptions)
+        var wrapperOptions = TaskOptions()
+        wrapperOptions.longSummary = options.longSummary
+        wrapperOptions.aliases = options.aliases
+        wrapperOptions.isInternal = options.isInternal
+        wrapperOptions.label = options.label
+        wrapperOptions.isSilent = options.isSilent
+        wrapperOptions.prompts = options.prompts
+        wrapperOptions.requiredVariables = options.requiredVariables
+        wrapperOptions.partOf = options.partOf
+        wrapperOptions.platforms = options.platforms
+        wrapperOptions.shellOptions = options.shellOptions
+        wrapperOptions.conditionalBody = bodyName
+        var wrapper = TaskDefinition(
+            name: name,
+            location: location,
+            summary: summary,
+            dependencies: [],
+            commands: [],
+            sources: [],
+            generates: [],
+            variables: variables,
+            environment: environment,
+            directory: directory,
+            resources: [],
+            each: .none,
+            batchSize: nil,
+            kind: kind,
+            pluginConfiguration: nil,
+            allowsOutsideRoot: allowsOutsideRoot,
+            file: file,
+            options: wrapperOptions
+        )
+        wrapper.variables = variables
+        return (body, wrapper)
+    }
+
     /// The same task with `errors` added to the mistakes reported when a run plans it (a
     /// dependency or a call that names no task, found once every file is read).
     func addingDeferredErrors(_ errors: [TaskOptions.DeferredError]) -> TaskDefinition {

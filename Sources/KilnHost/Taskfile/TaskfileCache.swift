@@ -19,7 +19,7 @@ import KilnPluginAPI
 enum TaskfileCache {
     static let magic = Array("KILNTFC\u{2}".utf8)
     /// Bump when the encoding or the meaning of ``Taskfile`` changes.
-    static let formatVersion = 27
+    static let formatVersion = 28
 
     /// The cache file of a project.
     static func path(root: String) -> String { KilnDirectory(root: root).taskfileCache }
@@ -432,6 +432,7 @@ struct BinaryWriter {
         write(options.guardedBy)
         write(options.recordsGuard)
         write(options.callTest.map { [$0] } ?? [])
+        write(options.conditionalBody)
     }
 
     /// A `timeout:` as written (none: an empty list).
@@ -665,10 +666,11 @@ struct BinaryReader {
             let failureIgnored = readBool(), let timeout = readDuration(),
             let deferralBody = readOptionalString(), let isDeferredCommand = readBool(),
             let guardedWork = readStrings(), let guardedBy = readOptionalString(), let recordsGuard = readBool(),
-            let callTest = readLocated(), callTest.count <= 1
+            let callTest = readLocated(), callTest.count <= 1, let conditionalBody = readOptionalString()
         else {
             return nil
         }
+        options.conditionalBody = conditionalBody
         options.callTest = callTest.first
         options.guardedWork = guardedWork
         options.guardedBy = guardedBy

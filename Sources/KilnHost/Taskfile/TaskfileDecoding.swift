@@ -854,12 +854,17 @@ private final class LoadSession {
         let taskDirectory = directoryText.map {
             absolute(renderNow($0, variables: taskVariables, task: baseName) ?? $0.value, base: directory)
         } ?? directory
-        // `if:` — decided now, from the variables, when it renders to true or false (see
-        // staticCondition); a task whose own dynamic variables haven't run is decided when they have.
+        // `if:` — decided now, from the variables, when it renders to true or false; a shell test
+        // runs when the task is reached (splitConditions). A task whose own dynamic variables
+        // haven't run is decided when they have.
         if let conditionText, !skippedDynamicVariables {
             checkTemplate(conditionText, known: KnownVariables(variables: variables, each: false))
-            if staticCondition(conditionText, variables: taskVariables, on: "a task") == false {
-                options.conditionHolds = false
+            if let rendered = renderNow(conditionText, variables: taskVariables, lenient: true) {
+                switch TaskOptions.constantCondition(rendered) {
+                case false?: options.conditionHolds = false
+                case true?: break
+                case nil: options.taskTest = Located(value: rendered, location: conditionText.location)
+                }
             }
         }
         if let taskDotenvNode {
@@ -1858,6 +1863,7 @@ private final class LoadSession {
         }
         for (index, found) in mistakes { tasks[index] = tasks[index].addingDeferredErrors(found) }
         forwardRepeatedTasks()
+        splitConditions()
         splitSteps()
         splitDeferrals()
     }
@@ -2255,6 +2261,30 @@ private final class LoadSession {
         return SecretMask(values: tasks.flatMap { task in secretNames.compactMap { task.variables[$0]?.printed } })
     }
 
+    /// Makes each task whose `if:` is a shell test a call of its body with that test (see
+    /// ``TaskDefinition/splitForCondition(bodyName:)``): the body takes the task's steps and
+    /// deferred calls, which are cut next.
+    func splitConditions() {
+        for index in tasks.indices {
+            guard let test = tasks[index].options.taskTest else { continue }
+            let task = tasks[index]
+            let bodyName = task.name + " [if]"
+            if let existing = taskIndex[bodyName] {
+                fail(.duplicateTask, "task '\(bodyName)' is defined twice: kiln names the body of task '\(task.name)' so", at: tasks[existing].location)
+                continue
+            }
+            let (body, wrapper) = task.splitForCondition(bodyName: bodyName)
+            tasks[index] = wrapper
+            taskIndex[bodyName] = tasks.count
+            tasks.append(body)
+            references[bodyName] = references[task.name]
+            references[task.name] = TaskReferences(
+                dependencyCalls: [:],
+                steps: [.call(TaskReference(name: Located(value: bodyName, location: test.location), variables: nil, test: test))]
+            )
+        }
+    }
+
     /// Cuts each task whose `cmds` call other tasks into steps, one per call: step k runs the
     /// commands after the k-th call, once the step before it and the called task are done; the
     /// called task starts only once the step before the call has run (see BuildRun). The last
@@ -2463,23 +2493,6 @@ private final class LoadSession {
             }
             return nil
         }
-    }
-
-    /// go-task's `if:` on a task or a `- task:` call, decided when the Taskfile loads: what it
-    /// renders to, trimmed, is `true` or nothing (it holds) or `false` (it doesn't) — the same
-    /// answer go-task's shell gives when it runs that text. A shell test (`[ -f out ]`) would
-    /// have to run when the task is reached, which kiln doesn't do for tasks and calls yet: it
-    /// is refused when a run plans the task, with what to write instead. `nil` when refused or
-    /// not renderable (already reported).
-    func staticCondition(_ text: Located<String>, variables: [String: TemplateValue], on what: String) -> Bool? {
-        guard let rendered = renderNow(text, variables: variables, lenient: true) else { return nil }
-        if let answer = TaskOptions.constantCondition(rendered) { return answer }
-        failOrDefer(
-            .unsupported,
-            "'if:' on \(what) must render to true or false when kiln plans the run (a template such as '{{eq .ENV \"prod\"}}'); here it is the shell test '\(rendered)', which kiln runs only in a command's 'if:' — move it to the 'if:' of the commands",
-            at: text.location
-        )
-        return nil
     }
 
     /// `options` with the mistakes deferred so far.
