@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// One `sources:` pattern, compiled: what go-task 3 means by it, so a Taskfile's globs match the
@@ -215,7 +215,8 @@ enum BraceExpansion {
     }
 
     private static func group(
-        _ text: ArraySlice<Character>, openingAt open: Int
+        _ text: ArraySlice<Character>,
+        openingAt open: Int
     ) -> (open: Int, close: Int, alternatives: [[Character]])? {
         var depth = 0
         var commas: [Int] = []
@@ -261,7 +262,8 @@ enum BraceExpansion {
             let last = parts[1].unicodeScalars.first, first.isASCII, last.isASCII,
             first.properties.isAlphabetic, last.properties.isAlphabetic
         else { return nil }
-        let range = first.value <= last.value ? Array(first.value...last.value) : Array((last.value...first.value).reversed())
+        let range =
+            first.value <= last.value ? Array(first.value...last.value) : Array((last.value...first.value).reversed())
         return range.compactMap { Unicode.Scalar($0).map { String(Character($0)) } }
     }
 }
@@ -286,13 +288,28 @@ public struct GlobList: Sendable {
 
     /// The patterns, in order.
     public var entries: [Entry]
+    /// Whether the list holds ``gitignoreMarker``: go-task's `use_gitignore: true`, under which
+    /// the files it matches leave out what the repository's `.gitignore` files ignore.
+    public var usesGitignore = false
 
-    /// The list `patterns` (each `PATTERN` or `!PATTERN`).
+    /// Written as the last entry of a task's `sources:` list when `use_gitignore: true` applies
+    /// to it, so that every expansion of the list — one place — leaves the ignored files out.
+    /// An exclusion (`!`) that names no file: whatever reads the list without knowing of it
+    /// adds nothing for it.
+    public static let gitignoreMarker = "!\u{0}use_gitignore"
+
+    /// The list `patterns` (each `PATTERN` or `!PATTERN`, or ``gitignoreMarker``).
     public init(_ patterns: [String]) {
-        entries = patterns.map { pattern in
+        entries = []
+        entries.reserveCapacity(patterns.count)
+        for pattern in patterns {
+            if pattern == Self.gitignoreMarker {
+                usesGitignore = true
+                continue
+            }
             let excludes = pattern.hasPrefix("!")
             let text = excludes ? String(pattern.dropFirst()) : pattern
-            return Entry(excludes: excludes, alternatives: GlobPattern.compile(text), text: text)
+            entries.append(Entry(excludes: excludes, alternatives: GlobPattern.compile(text), text: text))
         }
     }
 

@@ -89,6 +89,90 @@ struct GlobDifferentialTests {
         )
     }
 
+    /// Trees with `.gitignore` files (each a path and its lines), for `use_gitignore: true`.
+    static let gitignoreTree: [String] = [
+        "a.go", "b.log", "keep.log", "build/out.go", "build/keep.txt", "top.txt", "sub/top.txt", "docs/x/y/z.tmp",
+        "docs/y.tmp", "docs/x/a.tmp", "trailing.txt", "sub/local.txt", "sub/anchored.txt", "sub/z/anchored.txt",
+        "sub/deep/f.go", "sub/important.log", "sub/c.go", "other/local.txt", "sub/notes.md", "sub/README.md",
+        "#hash.txt", "a/b/c/d.txt", "a/x/b/e.txt", "q1.txt", "qq.txt", "logs/2024/x.log", "logs/keep/y.txt",
+        ".hidden.txt", "sub/.hidden/h.go",
+    ]
+    static let gitignoreCases: [(name: String, files: [String: String], git: Bool, directory: String?)] = [
+        (
+            "names, directories, anchors, negation, comments, escapes, trailing spaces",
+            [".gitignore": "*.log\nbuild/\n/top.txt\n!keep.log\n# comment\ntrailing.txt   \n\\#hash.txt\n"], true, nil
+        ),
+        (
+            "a nested .gitignore: below its directory only, over the root's",
+            [
+                ".gitignore": "*.log\n*.md\n",
+                "sub/.gitignore": "local.txt\n/anchored.txt\ndeep/\n!important.log\n!README.md\n",
+            ], true, nil
+        ),
+        (
+            "a file under an ignored directory stays ignored; ** and classes",
+            [
+                ".gitignore":
+                    "build/\n!build/keep.txt\ndocs/**/*.tmp\na/**/d.txt\nq?.txt\n[ab].go\nlogs/**\n!logs/keep/y.txt\n.hidden*\n"
+            ],
+            true, nil
+        ),
+        ("the task in a directory below the repository's root", [".gitignore": "*.go\nsub/local.txt\n"], true, "sub"),
+        ("outside a git repository nothing is left out", [".gitignore": "*\n"], false, nil),
+    ]
+
+    @Test("use_gitignore: true leaves out the files go-task leaves out (each: sources and for: sources)")
+    func gitignoredFiles() async throws {
+        let task = try Peers.executable("task")
+        let scratch = try TemporaryDirectory(prefix: "kiln-gitignore-diff")
+        defer { scratch.remove() }
+        var mismatches: [String] = []
+        let patterns = "['**/*.go', '**/*.log', '**/*.txt', '**/*.md', '**/*.tmp']"
+        for (index, example) in Self.gitignoreCases.enumerated() {
+            var lists: [String: [String]] = [:]
+            for tool in ["go-task", "kiln-each", "kiln-for"] {
+                let tree = try makeTree(Self.gitignoreTree, links: false, in: scratch.path("\(index)-\(tool)"))
+                for (path, text) in example.files {
+                    try text.write(toFile: tree + "/" + path, atomically: false, encoding: .utf8)
+                }
+                if example.git { try requireGit(["init", "-q"], in: tree) }
+                let list = scratch.path("\(index)-\(tool).list")
+                let dir = example.directory.map { "    dir: \($0)\n" } ?? ""
+                let body =
+                    tool == "kiln-each"
+                    ? "    each: sources\n    cmds: [\"printf '%s\\\\n' '{{.source}}' >> \(list)\"]\n"
+                    : "    cmds:\n      - for: sources\n        cmd: printf '%s\\n' '{{.ITEM}}' >> \(list)\n"
+                let taskfile =
+                    "version: '3'\ntasks:\n  t:\n\(dir)    use_gitignore: true\n    sources: \(patterns)\n" + body
+                try taskfile.write(toFile: tree + "/Taskfile.yml", atomically: true, encoding: .utf8)
+                if tool == "go-task" {
+                    let run = try runProgram(task, ["--silent", "t"], in: tree)
+                    #expect(run.status == 0, "\(example.name): go-task: \(run.output)")
+                } else {
+                    let run = try await KilnProcess.run(["run", "t"], in: tree)
+                    #expect(run.status == 0, "\(example.name): \(tool): \(run)")
+                }
+                lists[tool] = lines(list)
+            }
+            // The lists aren't empty, and the .gitignore files leave some files out (in a repository).
+            let all = Self.gitignoreTree.filter { file in
+                [".go", ".log", ".txt", ".md", ".tmp"].contains { file.hasSuffix($0) }
+                    && (example.directory.map { file.hasPrefix($0 + "/") } ?? true)
+            }
+            let found = lists["go-task"] ?? []
+            #expect(
+                !found.isEmpty && (example.git ? found.count < all.count : found.count == all.count),
+                "\(example.name): \(found)"
+            )
+            for tool in ["kiln-each", "kiln-for"] where lists[tool] != lists["go-task"] {
+                mismatches.append(
+                    "\(example.name):\n  go-task: \(lists["go-task"] ?? [])\n  \(tool): \(lists[tool] ?? [])"
+                )
+            }
+        }
+        #expect(mismatches.isEmpty, "\(mismatches.joined(separator: "\n"))")
+    }
+
     /// Makes `files` (each holding its own name) under `directory`, plus the Taskfile both tools
     /// see; with `links`, `s/link` → `real` and `s/alias.c` → `top.c`.
     private func makeTree(_ files: [String], links: Bool, in directory: String) throws -> String {

@@ -242,14 +242,6 @@ import Testing
             ),
             ("tasks:\n  t:\n    platforms: [linx]\n    cmds: ['true']\n", 4, 17, "'linx' in 'platforms' is not an OS"),
             (
-                "use_gitignore: true\ntasks:\n  t:\n    sources: ['*.go']\n    cmds: ['true']\n", 2, 1,
-                "go-task's 'use_gitignore' isn't supported by kiln yet"
-            ),
-            (
-                "tasks:\n  t:\n    use_gitignore: true\n    cmds:\n      - for: generates\n        cmd: 'true'\n", 4, 5,
-                "leave those out with '- exclude: PATTERN' under 'sources:'"
-            ),
-            (
                 "tasks:\n  t:\n    cmds:\n      - task: o\n        timeout: 1s\n  o:\n    sources: [a]\n    each: sources\n    cmds: ['true']\n",
                 5, 15,
                 "'timeout:' on a call to task 'o', which has 'each:', isn't supported yet; put 'timeout:' on its commands"
@@ -658,4 +650,47 @@ extension GoTaskKeysTests {
 /// What ``SecretMask`` prints for a secret (the tests don't import the host).
 enum SecretMaskText {
     static let replacement = "*****"
+}
+
+extension GoTaskKeysTests {
+    @Test(
+        "use_gitignore: an ignored file's edits don't rerun the task; editing a .gitignore in place does, and changes its files"
+    )
+    func gitignoreChangesRerun() async throws {
+        let directory = try project(
+            """
+            version: '3'
+            use_gitignore: true
+            tasks:
+              t:
+                sources: ['*.txt', '*.log']
+                cmds:
+                  - rm -f list.out
+                  - for: sources
+                    cmd: echo {{.ITEM}} >> list.out
+            """
+        )
+        defer { directory.remove() }
+        try requireGit(["init", "-q"], in: directory.path)
+        try directory.write(".gitignore", "*.log\n")
+        try directory.write("a.txt", "a")
+        try directory.write("b.log", "b")
+        func run() async throws -> String {
+            let result = try await KilnProcess.run(["run", "t"], in: directory.path)
+            #expect(result.status == 0, "\(result)")
+            return result.standardOutput
+        }
+        let listed = { directory.read("list.out") ?? "" }
+        _ = try await run()
+        #expect(listed() == "a.txt\n")
+        try directory.write("b.log", "edited, and ignored")
+        #expect(try await run().contains("0 ran, 1 up to date"))
+        // Rewritten in place: the directory doesn't change, the file does.
+        let handle = try #require(FileHandle(forWritingAtPath: directory.path(".gitignore")))
+        try handle.truncate(atOffset: 0)
+        try handle.write(contentsOf: Data("# nothing ignored\n".utf8))
+        try handle.close()
+        #expect(try await run().contains("1 ran"))
+        #expect(listed() == "a.txt\nb.log\n")
+    }
 }

@@ -1,5 +1,6 @@
 import Dispatch
 import KilnJobs
+import KilnPaths
 import KilnPluginAPI
 import Synchronization
 
@@ -141,7 +142,9 @@ public struct ShellTaskKind: TaskKind {
     static func items(of loop: ConfigurationValue, request: JobRequest) -> [TemplateValue] {
         if let list = loop.list { return list.compactMap { $0.string.map(TemplateValue.string) } }
         if let word = loop.string {
-            let patterns = word == "sources" ? request.inputs : request.outputs
+            // `use_gitignore: true` (its marker is among the inputs) applies to both lists.
+            let gitignored = request.inputs.last == GlobList.gitignoreMarker ? [GlobList.gitignoreMarker] : []
+            let patterns = word == "sources" ? request.inputs : request.outputs + gitignored
             return Glob.files(matching: patterns, in: request.directory).map(TemplateValue.string)
         }
         if let rows = loop["matrix"]?.map {

@@ -1,7 +1,7 @@
 import KilnPaths
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A directory a glob expansion read, and what `stat` said of it just before.
@@ -28,12 +28,17 @@ enum Glob {
     /// plain path (no wildcard) is listed whether or not it exists, so a missing input is
     /// recorded as missing rather than dropped.
     static func files(
-        matching patterns: [String], in base: String, keepingMissingLiterals: Bool = false,
+        matching patterns: [String],
+        in base: String,
+        keepingMissingLiterals: Bool = false,
         unmatched: ((Int) -> Void)? = nil
     ) -> [String] {
         var ignored: [VisitedDirectory] = []
         return files(
-            matching: patterns, in: base, visited: &ignored, keepingMissingLiterals: keepingMissingLiterals,
+            matching: patterns,
+            in: base,
+            visited: &ignored,
+            keepingMissingLiterals: keepingMissingLiterals,
             unmatched: unmatched
         )
     }
@@ -47,11 +52,15 @@ enum Glob {
     /// exclusion) that matched no file: for a warning. (A plain path kept with
     /// `keepingMissingLiterals` is the caller's to judge, by its hash.)
     static func files(
-        matching patterns: [String], in base: String, visited: inout [VisitedDirectory],
-        keepingMissingLiterals: Bool = false, unmatched: ((Int) -> Void)? = nil
+        matching patterns: [String],
+        in base: String,
+        visited: inout [VisitedDirectory],
+        keepingMissingLiterals: Bool = false,
+        unmatched: ((Int) -> Void)? = nil
     ) -> [String] {
         var included: [String: Bool] = [:]
-        for (position, entry) in GlobList(patterns).entries.enumerated() {
+        let list = GlobList(patterns)
+        for (position, entry) in list.entries.enumerated() {
             var found: [String] = []
             if keepingMissingLiterals, !entry.excludes, GlobList.isPlainPath(entry.text) {
                 // Kept whether or not it exists; its hash says which (and so whether it matched).
@@ -64,7 +73,8 @@ enum Glob {
             }
             for file in found { included[file] = !entry.excludes }
         }
-        return included.compactMap { $0.value ? $0.key : nil }.sorted()
+        let files = included.compactMap { $0.value ? $0.key : nil }.sorted()
+        return list.usesGitignore ? Gitignore.filter(files, base: base, visited: &visited) : files
     }
 
     /// The files one compiled pattern matches under `base`, relative to `base`.
@@ -83,14 +93,19 @@ enum Glob {
     /// Every file below `base/root` named like `name`, hidden directories included; `nil` when
     /// the walk meets a symbolic link to a directory.
     private static func filesBelow(
-        root: [String], named name: String, in base: String, visited: inout [VisitedDirectory]
+        root: [String],
+        named name: String,
+        in base: String,
+        visited: inout [VisitedDirectory]
     ) -> [String]? {
         let prefix = root.map { $0 + "/" }.joined()
         var pending: [(absolute: String, relative: String)] = [(Path.join(base, prefix), prefix)]
         var results: [String] = []
         var walked: [VisitedDirectory] = []
         while let (directory, relative) = pending.popLast() {
-            walked.append(VisitedDirectory(path: directory, seenAt: FileHasher.realTime(), stat: FileSignature.of(directory)))
+            walked.append(
+                VisitedDirectory(path: directory, seenAt: FileHasher.realTime(), stat: FileSignature.of(directory))
+            )
             for entry in entries(of: directory) {
                 if entry.kind == .directory {
                     if entry.isLink { return nil }
@@ -115,7 +130,9 @@ enum Glob {
 
     /// The files a shell-style pattern matches under `base`, walked segment by segment.
     private static func files(
-        matching segments: [GlobPattern.Segment], in base: String, visited: inout [VisitedDirectory]
+        matching segments: [GlobPattern.Segment],
+        in base: String,
+        visited: inout [VisitedDirectory]
     ) -> [String] {
         guard !segments.isEmpty else { return [] }
         var results: Set<String> = []
@@ -139,7 +156,9 @@ enum Glob {
             func descend(_ name: String, segment: Int) {
                 pending.append(
                     Position(
-                        absolute: directory + "/" + name, relative: position.relative + name + "/", segment: segment,
+                        absolute: directory + "/" + name,
+                        relative: position.relative + name + "/",
+                        segment: segment,
                         ancestors: ancestors
                     )
                 )
@@ -170,7 +189,9 @@ enum Glob {
                     // Zero directories here: the next segment is matched in this one.
                     pending.append(
                         Position(
-                            absolute: directory, relative: position.relative, segment: position.segment + 1,
+                            absolute: directory,
+                            relative: position.relative,
+                            segment: position.segment + 1,
                             ancestors: position.ancestors
                         )
                     )

@@ -1,3 +1,4 @@
+import KilnPaths
 import KilnPluginAPI
 
 /// A task's `deps` and `cmds` as its Taskfile writes them, for people (`kiln list --summary`,
@@ -116,7 +117,11 @@ extension Taskfile {
                     switch loop.items {
                     case .sources: piece.sourceFiles().map(TemplateValue.string)
                     case .generates:
-                        Glob.files(matching: piece.generates.map(\.value), in: piece.directory).map(
+                        Glob.files(
+                            matching: piece.generates.map(\.value)
+                                + piece.renderedSources.filter { $0 == GlobList.gitignoreMarker },
+                            in: piece.directory
+                        ).map(
                             TemplateValue.string
                         )
                     default: loop.staticItems(variables: variables) ?? []

@@ -888,11 +888,15 @@ private final class LoadSession {
                     : renderNow(pattern, variables: taskVariables, task: baseName) ?? pattern.value
             }
         }
+        // go-task's `use_gitignore: true` (the task's, else its file's): the files the task's
+        // patterns match leave out what git ignores (Gitignore) — its sources, and the files its
+        // loops go over — which GlobList.gitignoreMarker at the end of a list asks for.
+        let gitignored = (gitignoreSet ? gitignoreAt : fileSettings.usesGitignore) != nil ? [GlobList.gitignoreMarker] : []
         // `for: sources`/`for: generates` on a call or a dependency: the files the task's patterns
         // match now, in its directory. They change between runs: this load isn't cached.
         func loopFiles(_ items: CommandLoop.Items) -> [TemplateValue] {
             isVolatile = true
-            let patterns = renderedPatterns(items == .sources ? sources : generates)
+            let patterns = renderedPatterns(items == .sources ? sources : generates) + gitignored
             return Glob.files(matching: patterns, in: taskDirectory).map(TemplateValue.string)
         }
         // Templates may use the Taskfile's variables, the built-ins, and per-source ones for `each:`.
@@ -1040,7 +1044,9 @@ private final class LoadSession {
         if each == .sources, sources.isEmpty {
             fail(.invalidValue, "task '\(name)' has 'each: sources' but no 'sources'", at: taskLocation)
         }
-        let renderedSources = renderedPatterns(sources)
+        // The marker goes with the sources, where the command loops over `generates` find it too.
+        let loopsOverOutputs = commandOptions.contains { $0.loop?.items == .generates }
+        let renderedSources = renderedPatterns(sources) + (sources.isEmpty && !loopsOverOutputs ? [] : gitignored)
 
         var kind = Located(value: "shell", location: taskLocation)
         var configuration: ConfigurationValue?
@@ -1070,17 +1076,6 @@ private final class LoadSession {
                     at: taskLocation
                 )
             }
-        }
-        // go-task's `use_gitignore` (the task's, else its file's): kiln doesn't leave out of a
-        // task's files what git ignores yet. It changes nothing for a task whose files aren't listed.
-        if let written = gitignoreSet ? gitignoreAt : fileSettings.usesGitignore,
-            !sources.isEmpty || commandOptions.contains(where: { $0.loop?.items == .generates })
-        {
-            failOrDefer(
-                .unsupported,
-                "go-task's 'use_gitignore' isn't supported by kiln yet: kiln counts every file 'sources:' match, ignored by git or not; leave those out with '- exclude: PATTERN' under 'sources:', and remove 'use_gitignore'",
-                at: written
-            )
         }
         if !deferredCalls.isEmpty {
             // The deferred calls run after the task's one job (see splitDeferrals).
