@@ -97,7 +97,30 @@ extension Kiln {
         )
         var output: String?
 
+        @Flag(
+            name: .shortAndLong,
+            help:
+                "Watch the sources of the tasks (and of what they depend on and call) and run again when they change; Ctrl-C stops (go-task's --watch)."
+        )
+        var watch = false
+
+        @Option(
+            help:
+                "With --watch, how often to look for changes: a Go duration (default: the Taskfile's 'interval:', else 100ms)."
+        )
+        var interval: String?
+
         func validate() throws {
+            if let interval, GoDuration(interval).map({ $0.seconds > 0 }) != true {
+                throw ValidationError(
+                    "--interval must be a duration greater than zero as Go writes one (100ms, 1s), not '\(interval)'"
+                )
+            }
+            if watch, dryRun || affected {
+                throw ValidationError(
+                    "--watch runs the tasks again and again; it doesn't go with --dry-run or --affected"
+                )
+            }
             if let output, !["interleaved", "group", "prefixed"].contains(output) {
                 throw ValidationError("--output must be interleaved, group or prefixed")
             }
@@ -198,66 +221,92 @@ extension Kiln {
                 System.writeError("kiln: \(holder) is using this project; waiting for it to finish\(bound)…\n")
             }
             settings.allowsSnapshotNoOp = !explain && !verbose && !json && trace == nil
-            settings.started = { run in
-                signals.start(monitor: monitor) { count in
-                    if count == 1 {
-                        run.interrupt()
-                        // Commands are killed after their grace period; a plugin's job that ignores
-                        // cancellation can't be. kiln ends anyway, saying which.
-                        System.startThread {
-                            usleep(UInt32(Self.stopDeadline * 1_000_000))
-                            let stuck = run.unfinishedJobs
-                            guard !stuck.isEmpty else { return }
-                            System.writeError(
-                                "kiln: \(stuck.joined(separator: ", ")) did not stop within \(Int(Self.stopDeadline)) s of the interrupt; exiting anyway\n"
-                            )
-                            System.markRunInProgress(false)
-                            _exit(ExitStatus.interrupted)
-                        }
-                    } else {
-                        // A second Ctrl-C: don't wait for the grace period.
-                        monitor.killAll()
+            let control = RunControl()
+            settings.started = { run in control.attach(run) }
+            // `watch: true` on a task given: the watch begins with this run (a change stops it).
+            settings.watchRequested = { [watch, interval] watches, plan in
+                guard watches, !watch else { return }
+                control.beginWatch(plan.map { plan in (SourceWatch(plan: plan), Self.pause(interval, plan: plan)) })
+            }
+            signals.start(monitor: monitor) { count in
+                if count == 1 {
+                    control.stop()
+                    // Commands are killed after their grace period; a plugin's job that ignores
+                    // cancellation can't be. kiln ends anyway, saying which.
+                    System.startThread {
+                        usleep(UInt32(Self.stopDeadline * 1_000_000))
+                        let stuck = control.unfinishedJobs
+                        guard !stuck.isEmpty else { return }
+                        System.writeError(
+                            "kiln: \(stuck.joined(separator: ", ")) did not stop within \(Int(Self.stopDeadline)) s of the interrupt; exiting anyway\n"
+                        )
+                        System.markRunInProgress(false)
+                        _exit(control.isWatching ? 0 : ExitStatus.interrupted)
                     }
+                } else {
+                    // A second Ctrl-C: don't wait for the grace period.
+                    monitor.killAll()
                 }
             }
-
+            /// Prints what a run came to; the exit status it means.
+            let report = { (outcome: BuildSession.Outcome) -> Int32 in
+                switch outcome {
+                case .upToDate(let count):
+                    var summary = RunSummary()
+                    summary.upToDate = count
+                    ConsoleReporter.printSummary(
+                        summary,
+                        seconds: Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
+                    )
+                    phases.print()
+                    return 0
+                case .ran(let summary, let seconds, let warnings, let hashing):
+                    let observer: any RunObserver =
+                        jsonWriter ?? console.reporter.map { $0 as any RunObserver } ?? RunObservers([])
+                    for warning in warnings { observer.warning(warning) }
+                    if let trace, let traceWriter {
+                        do {
+                            try traceWriter.write(to: trace)
+                        } catch {
+                            System.writeError("kiln: can't write trace \(trace): \(error)\n")
+                        }
+                    }
+                    if let jsonWriter {
+                        jsonWriter.runFinished(summary, seconds: seconds)
+                    } else {
+                        console.reporter?.runFinished(summary, seconds: seconds)
+                    }
+                    phases.mark("report")
+                    phases.print()
+                    if debugging("hashes") { System.writeError("kiln: hashes: \(hashing)\n") }
+                    if summary.interrupted { return ExitStatus.interrupted }
+                    return summary.succeededOverall ? 0 : ExitStatus.jobFailed
+                }
+            }
+            if watch {
+                request.exitsAfterwards = false
+                Self.watchAndRun(request, settings, control: control, interval: interval, report: report)
+            }
             let outcome = try session { () throws(BuildSession.Failure) in
                 try BuildSession.run(request, settings, phase: phases.mark)
             }
-            switch outcome {
-            case .upToDate(let count):
-                var summary = RunSummary()
-                summary.upToDate = count
-                ConsoleReporter.printSummary(
-                    summary,
-                    seconds: Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
+            let status = report(outcome)
+            // `watch: true` on a task it was given: go on watching (Ctrl-C ends a watch with 0).
+            if control.isWatching {
+                if control.isStopping { Kiln.exit() }
+                request.exitsAfterwards = false
+                Self.watchAndRun(
+                    request,
+                    settings,
+                    control: control,
+                    interval: interval,
+                    report: report,
+                    after: control.endFirstRun()
                 )
-                phases.print()
-                Kiln.exit()
-            case .ran(let summary, let seconds, let warnings, let hashing):
-                let observer: any RunObserver =
-                    jsonWriter ?? console.reporter.map { $0 as any RunObserver } ?? RunObservers([])
-                for warning in warnings { observer.warning(warning) }
-                if let trace, let traceWriter {
-                    do {
-                        try traceWriter.write(to: trace)
-                    } catch {
-                        System.writeError("kiln: can't write trace \(trace): \(error)\n")
-                    }
-                }
-                if let jsonWriter {
-                    jsonWriter.runFinished(summary, seconds: seconds)
-                } else {
-                    console.reporter?.runFinished(summary, seconds: seconds)
-                }
-                phases.mark("report")
-                phases.print()
-                if debugging("hashes") { System.writeError("kiln: hashes: \(hashing)\n") }
-                // Exit here rather than return: the kernel frees a large graph faster than deinit does.
-                if summary.interrupted { Kiln.exit(withError: ExitCode(ExitStatus.interrupted)) }
-                if !summary.succeededOverall { Kiln.exit(withError: ExitCode(ExitStatus.jobFailed)) }
-                Kiln.exit()
             }
+            // Exit here rather than return: the kernel frees a large graph faster than deinit does.
+            if status == 0 { Kiln.exit() }
+            Kiln.exit(withError: ExitCode(status))
         }
     }
 }

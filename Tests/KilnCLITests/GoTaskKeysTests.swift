@@ -200,10 +200,6 @@ import Testing
     func pendingKeys() async throws {
         let cases: [(taskfile: String, line: Int, column: Int, says: String)] = [
             (
-                "tasks:\n  t:\n    watch: true\n    cmds: ['true']\n", 4, 5,
-                "go-task's 'watch' isn't supported by kiln yet; kiln has no watch mode"
-            ),
-            (
                 "tasks:\n  t:\n    cmds:\n      - defer: echo bye\n      - defer: {task: o}\n  o: 'true'\n", 6, 16,
                 "a deferred '- task:' call written after a 'defer:' command at"
             ),

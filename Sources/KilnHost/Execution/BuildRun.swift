@@ -1108,12 +1108,15 @@ public final class BuildRun: @unchecked Sendable {
     ) -> IncrementalState.Check {
         let name = task.definition.name
         let options = task.definition.options
-        let (skipped, guardVerdict) = state.withLock { state in
-            (state.skipped.contains(name), options.guardedBy.map { state.guardVerdicts[$0] ?? .noRecord })
-        }
-        if skipped { return .skipped }
-        if let guardName = options.guardedBy, let guardVerdict {
-            return .following(JobKey(task: guardName), reason: guardVerdict)
+        // Only a called task can be skipped with its caller: most jobs take no lock here.
+        if options.guardedBy != nil || !calledTasks.isEmpty && calledTasks.contains(name) {
+            let (skipped, guardVerdict) = state.withLock { state in
+                (state.skipped.contains(name), options.guardedBy.map { state.guardVerdicts[$0] ?? .noRecord })
+            }
+            if skipped { return .skipped }
+            if let guardName = options.guardedBy, let guardVerdict {
+                return .following(JobKey(task: guardName), reason: guardVerdict)
+            }
         }
         guard let incremental else {
             var runs = IncrementalState.Check.skipped

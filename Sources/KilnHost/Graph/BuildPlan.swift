@@ -32,6 +32,12 @@ public struct BuildPlan: Sendable {
     let boundary: ProjectBoundary
 
     /// The files an `each:` task's jobs are for now: its sources, limited by ``eachSourceFilter``.
+    /// Whether a task the plan was made for says `watch: true` (go-task then watches it).
+    public var targetsWatch: Bool {
+        let names = targets.isEmpty ? ["default"] : targets
+        return names.contains { taskfile.task(named: $0)?.options.watches == true }
+    }
+
     func sourceFiles(of task: Task, visited: inout [VisitedDirectory]) -> [String] {
         let files = task.definition.sourceFiles(visited: &visited)
         guard let filter = eachSourceFilter[task.definition.name] else { return files }

@@ -81,6 +81,10 @@ public enum BuildSession {
         /// Asks a task's `prompt:` question (task name, question) before anything runs; `false`
         /// ends the session (nothing runs). The command line answers from `--yes` or the terminal.
         public var confirm: @Sendable (_ task: String, _ question: String) -> Bool = { _, _ in false }
+        /// Told, once the run knows, whether a task it was given says `watch: true` — from the
+        /// plan, which it is given too (before the run starts), or from the snapshot of a no-op
+        /// (no plan): the command line then watches.
+        public var watchRequested: @Sendable (_ watches: Bool, _ plan: BuildPlan?) -> Void = { _, _ in }
 
         /// Settings with these observers.
         public init(observers: @escaping @Sendable (ResourceQueues) -> any RunObserver) {
@@ -154,11 +158,14 @@ public enum BuildSession {
             )
             phase("snapshot")
             if let scan, scan.isNoOp, settings.allowsSnapshotNoOp, !settings.forcesEveryJob {
+                settings.watchRequested(scan.snapshot.watches, nil)
                 return .upToDate(jobs: scan.snapshot.jobCount)
             }
         }
         let (project, plan) = try loadAndPlan(request)
         phase("load and plan")
+        let watches = plan.targetsWatch
+        settings.watchRequested(watches, plan)
         // go-task's `prompt:`: every question is answered before anything runs.
         for task in plan.tasks where !task.definition.isGroup {
             for question in task.definition.options.prompts where !settings.confirm(task.definition.name, question) {
@@ -203,6 +210,7 @@ public enum BuildSession {
             targets: request.targets,
             jobs: summary.succeeded + summary.upToDate,
             complete: summary.succeededOverall && request.changedFiles == nil,  // an affected run covers only some jobs
+            watches: watches,
             context: request.context
         )
         state.close()
@@ -273,6 +281,14 @@ public enum BuildSession {
 
     /// Loads the project and plans the request's targets (`default` when none), cut down to what
     /// changed for an affected run.
+    /// The plan a run of `request` would make now — the Taskfile loaded, its dynamic variables
+    /// run — without running a job or taking the project's lock: what `kiln run --watch` watches.
+    ///
+    /// Threading: blocks the calling thread while the Taskfile loads.
+    public static func plan(_ request: Request) throws(Failure) -> BuildPlan {
+        try loadAndPlan(request).1
+    }
+
     static func loadAndPlan(_ request: Request) throws(Failure) -> (Project, BuildPlan) {
         do {
             let project = try Project(

@@ -707,6 +707,7 @@ public final class IncrementalState: Sendable {
         targets: [String],
         jobs: Int,
         complete: Bool,
+        watches: Bool = false,
         context: TaskfileContext = .process
     ) {
         guard state != nil, !dryRun,
@@ -719,6 +720,7 @@ public final class IncrementalState: Sendable {
             expectedJobs: jobs
         )
         snapshot.complete = snapshot.complete && complete
+        snapshot.watches = watches
         snapshot.write(root: root)
     }
 

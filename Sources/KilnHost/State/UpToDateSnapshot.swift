@@ -1,10 +1,10 @@
-import KilnPaths
 import Dispatch
 import KilnJobs
+import KilnPaths
 import Synchronization
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A file or directory a job's up-to-date verdict rests on, as it was when the verdict was made.
@@ -41,7 +41,13 @@ public struct WatchedPath: Sendable, Equatable {
 
     /// A file as the hasher recorded it.
     init(path: String, file: HashedFile) {
-        self.init(path: path, kind: file.algorithm == .gitBlob ? .trackedFile : .file, stat: file.stat, hash: file.hash, seenAt: file.hashedAt)
+        self.init(
+            path: path,
+            kind: file.algorithm == .gitBlob ? .trackedFile : .file,
+            stat: file.stat,
+            hash: file.hash,
+            seenAt: file.hashedAt
+        )
     }
 
     /// A path that didn't exist at `seenAt`.
@@ -78,7 +84,10 @@ public struct WatchedPath: Sendable, Equatable {
     /// asking the index (`tracked`) for its blob id. `root` resolves relative paths.
     func compare(root: String, rootDescriptor: Int32 = AT_FDCWD, tracked: (any TrackedContent)? = nil) -> Comparison {
         let seen = FileHasher.realTime()
-        let status = rootDescriptor == AT_FDCWD ? FileSignature.of(path.hasPrefix("/") ? path : root + "/" + path) : FileSignature.of(path, relativeTo: rootDescriptor)
+        let status =
+            rootDescriptor == AT_FDCWD
+            ? FileSignature.of(path.hasPrefix("/") ? path : root + "/" + path)
+            : FileSignature.of(path, relativeTo: rootDescriptor)
         guard let current = status else { return kind == .absent ? .unchanged : .changed }
         switch kind {
         case .absent:
@@ -94,7 +103,9 @@ public struct WatchedPath: Sendable, Equatable {
             if current == stat, current.isSettled(at: seenAt) { return .unchanged }
             // Read it; the status must not move while it is read, or the hash can't be pinned to it.
             let absolute = path.hasPrefix("/") ? path : root + "/" + path
-            guard (try? FileContent.hash(absolute)) == hash, FileSignature.of(absolute) == current else { return .changed }
+            guard (try? FileContent.hash(absolute)) == hash, FileSignature.of(absolute) == current else {
+                return .changed
+            }
             return .sameContent(WatchedPath(path: path, kind: .file, stat: current, hash: hash, seenAt: seen))
         }
     }
@@ -145,10 +156,12 @@ public struct UpToDateSnapshot: Sendable {
     public var jobCount: Int
     /// Whether a job always runs (then no run is a no-op).
     public var anyAlwaysRuns: Bool
+    /// Whether a task the run was given says `watch: true`: a no-op run of it goes on watching.
+    public var watches = false
 
     static let magic = Array("KILNSNP\u{4}".utf8)
     /// Bump when the encoding or the meaning of the snapshot changes.
-    static let formatVersion = 3
+    static let formatVersion = 4
 
     /// The snapshot file of a project.
     public static func path(root: String) -> String { KilnDirectory(root: root).snapshot }
@@ -171,7 +184,9 @@ public struct UpToDateSnapshot: Sendable {
         /// How many watched paths changed.
         public var changedPaths: Int
         /// Nothing changed and the snapshot covers the whole run: a run would do nothing.
-        public var isNoOp: Bool { snapshot.complete && !snapshot.anyAlwaysRuns && dirtyJobs.isEmpty && changedPaths == 0 }
+        public var isNoOp: Bool {
+            snapshot.complete && !snapshot.anyAlwaysRuns && dirtyJobs.isEmpty && changedPaths == 0
+        }
     }
 
     /// Loads the project's snapshot and checks every path it watches, in parallel; `nil` when
@@ -186,7 +201,11 @@ public struct UpToDateSnapshot: Sendable {
     ///     must not: a run may be replacing the snapshot meanwhile).
     ///   - tracked: The git index, which can vouch for a touched file hashed through git.
     public static func scan(
-        root: String, taskfilePath: String, targets: [String], mayRewrite: Bool = true, tracked: (any TrackedContent)? = nil,
+        root: String,
+        taskfilePath: String,
+        targets: [String],
+        mayRewrite: Bool = true,
+        tracked: (any TrackedContent)? = nil,
         context: TaskfileContext = .process
     ) -> Scan? {
         guard let bytes = Files.readSealed(path(root: root), magic: magic), let (head, tail) = decodeHead(bytes),
@@ -228,7 +247,8 @@ public struct UpToDateSnapshot: Sendable {
         guard decodeTail(bytes, from: tail, into: &snapshot) else { return nil }
         let changedPositions = Set(changed)
         var dirty = Set<String>()
-        for job in snapshot.jobs where job.alwaysRuns || job.paths.contains(where: { changedPositions.contains(Int($0)) }) {
+        for job in snapshot.jobs
+        where job.alwaysRuns || job.paths.contains(where: { changedPositions.contains(Int($0)) }) {
             dirty.insert(job.key)
         }
         // Files re-read because their status was too fresh to trust: record what vouches for them
@@ -251,6 +271,7 @@ public struct UpToDateSnapshot: Sendable {
         writer.write(targets.count)
         for target in targets { writer.write(target) }
         writer.write(complete)
+        writer.write(watches)
         writer.write(jobs.count)
         writer.write(jobs.contains { $0.alwaysRuns })
         writer.write(paths.count)
@@ -307,7 +328,8 @@ public struct UpToDateSnapshot: Sendable {
             guard let target = reader.readString() else { return nil }
             targets.append(target)
         }
-        guard let complete = reader.readBool(), let jobCount = reader.readInteger(), let anyAlwaysRuns = reader.readBool(),
+        guard let complete = reader.readBool(), let watches = reader.readBool(), let jobCount = reader.readInteger(),
+            let anyAlwaysRuns = reader.readBool(),
             let pathCount = reader.readInteger(), pathCount >= 0, pathCount <= bytes.count
         else { return nil }
         var paths: [WatchedPath] = []
@@ -316,22 +338,37 @@ public struct UpToDateSnapshot: Sendable {
             guard let path = reader.readString(), let kindByte = reader.readByte(),
                 let kind = WatchedPath.Kind(rawValue: kindByte),
                 let modified = reader.readUInt64(), let changed = reader.readUInt64(), let size = reader.readUInt64(),
-                let inode = reader.readUInt64(), let device = reader.readUInt64(), let high = reader.readUInt64(), let low = reader.readUInt64(),
+                let inode = reader.readUInt64(), let device = reader.readUInt64(), let high = reader.readUInt64(),
+                let low = reader.readUInt64(),
                 let seenAt = reader.readUInt64()
             else { return nil }
-            paths.append(WatchedPath(
-                path: path, kind: kind,
-                stat: FileSignature(
-                    device: device, inode: inode, size: Int64(bitPattern: size), modified: Int64(bitPattern: modified),
-                    changed: Int64(bitPattern: changed)
-                ),
-                hash: ContentHash(high: high, low: low), seenAt: Int64(bitPattern: seenAt)
-            ))
+            paths.append(
+                WatchedPath(
+                    path: path,
+                    kind: kind,
+                    stat: FileSignature(
+                        device: device,
+                        inode: inode,
+                        size: Int64(bitPattern: size),
+                        modified: Int64(bitPattern: modified),
+                        changed: Int64(bitPattern: changed)
+                    ),
+                    hash: ContentHash(high: high, low: low),
+                    seenAt: Int64(bitPattern: seenAt)
+                )
+            )
         }
-        let snapshot = UpToDateSnapshot(
-            taskfileIdentity: ContentHash(high: identityHigh, low: identityLow), targets: targets, paths: paths, jobs: [],
-            published: [:], complete: complete, jobCount: jobCount, anyAlwaysRuns: anyAlwaysRuns
+        var snapshot = UpToDateSnapshot(
+            taskfileIdentity: ContentHash(high: identityHigh, low: identityLow),
+            targets: targets,
+            paths: paths,
+            jobs: [],
+            published: [:],
+            complete: complete,
+            jobCount: jobCount,
+            anyAlwaysRuns: anyAlwaysRuns
         )
+        snapshot.watches = watches
         return (snapshot, reader.offset)
     }
 
@@ -355,11 +392,15 @@ public struct UpToDateSnapshot: Sendable {
             }
             jobs.append(Job(key: key, alwaysRuns: alwaysRuns, paths: indices))
         }
-        guard let publishedCount = reader.readInteger(), publishedCount >= 0, publishedCount <= bytes.count else { return false }
+        guard let publishedCount = reader.readInteger(), publishedCount >= 0, publishedCount <= bytes.count else {
+            return false
+        }
         var published: [String: ContentHash] = [:]
         published.reserveCapacity(publishedCount)
         for _ in 0..<publishedCount {
-            guard let name = reader.readString(), let high = reader.readUInt64(), let low = reader.readUInt64() else { return false }
+            guard let name = reader.readString(), let high = reader.readUInt64(), let low = reader.readUInt64() else {
+                return false
+            }
             published[name] = ContentHash(high: high, low: low)
         }
         guard reader.offset == bytes.count else { return false }
@@ -425,7 +466,10 @@ final class SnapshotRecorder: Sendable {
     /// the starting point (carried jobs keep their index lists as they are), the few fresh paths
     /// are merged into it, and paths no job watches any more are dropped.
     func snapshot(
-        taskfileIdentity: ContentHash, targets: [String], published: [String: ContentHash], expectedJobs: Int
+        taskfileIdentity: ContentHash,
+        targets: [String],
+        published: [String: ContentHash],
+        expectedJobs: Int
     ) -> UpToDateSnapshot {
         let recorded = entries.withLock { $0 }
         let listed = listings.withLock { $0 }
@@ -509,7 +553,9 @@ final class SnapshotRecorder: Sendable {
         // Keep only the paths something still watches (a deleted source's job is gone).
         var used = [Bool](repeating: false, count: paths.count)
         for job in jobs { for position in job.paths { used[Int(position)] = true } }
-        for (_, listing) in listed { for path in listing { if let known = freshIndex[path.path] { used[Int(known)] = true } } }
+        for (_, listing) in listed {
+            for path in listing { if let known = freshIndex[path.path] { used[Int(known)] = true } }
+        }
         if used.contains(false) {
             var remap = [Int32](repeating: -1, count: paths.count)
             var compact: [WatchedPath] = []
@@ -527,8 +573,14 @@ final class SnapshotRecorder: Sendable {
         }
         let complete = dropped == 0 && missed.withLock { $0 } == 0 && recorded.count == expectedJobs
         return UpToDateSnapshot(
-            taskfileIdentity: taskfileIdentity, targets: targets, paths: paths, jobs: jobs, published: published,
-            complete: complete, jobCount: jobs.count, anyAlwaysRuns: jobs.contains { $0.alwaysRuns }
+            taskfileIdentity: taskfileIdentity,
+            targets: targets,
+            paths: paths,
+            jobs: jobs,
+            published: published,
+            complete: complete,
+            jobCount: jobs.count,
+            anyAlwaysRuns: jobs.contains { $0.alwaysRuns }
         )
     }
 }

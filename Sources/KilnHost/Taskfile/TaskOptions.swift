@@ -70,6 +70,9 @@ public struct TaskOptions: Sendable, Hashable {
     /// Set on a task made of a task whose `if:` is a shell test: the name of its body (`T [if]`),
     /// which it calls when the test succeeds.
     public var conditionalBody: String?
+    /// `watch: true` — running the task from the command line watches its sources and runs it
+    /// again when they change, as `kiln run --watch` does.
+    public var watches = false
     /// `platforms:` — the operating systems and architectures (`linux`, `amd64`, `linux/arm64`) the
     /// task runs on; elsewhere it is skipped with its dependencies. `nil`: everywhere.
     public var platforms: [String]?

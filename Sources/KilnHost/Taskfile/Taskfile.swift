@@ -33,6 +33,9 @@ public struct Taskfile: Sendable {
     public var outputGroup: OutputGroup?
     /// The values of the variables written `secret: true`, hidden in what kiln prints.
     public var secrets = SecretMask()
+    /// `interval:` of the main file: how often `kiln run --watch` looks for changes (go-task's
+    /// watch interval); `nil`: the default, 100 ms.
+    public var watchInterval: GoDuration?
 
     /// The task called `name`, or answering to it as an alias.
     public func task(named name: String) -> TaskDefinition? {
@@ -446,6 +449,7 @@ public struct TaskDefinition: Sendable {
         wrapperOptions.platforms = options.platforms
         wrapperOptions.shellOptions = options.shellOptions
         wrapperOptions.conditionalBody = bodyName
+        wrapperOptions.watches = options.watches
         var wrapper = TaskDefinition(
             name: name,
             location: location,

@@ -19,7 +19,7 @@ import KilnPluginAPI
 enum TaskfileCache {
     static let magic = Array("KILNTFC\u{2}".utf8)
     /// Bump when the encoding or the meaning of ``Taskfile`` changes.
-    static let formatVersion = 28
+    static let formatVersion = 29
 
     /// The cache file of a project.
     static func path(root: String) -> String { KilnDirectory(root: root).taskfileCache }
@@ -289,6 +289,7 @@ struct BinaryWriter {
             write(group.showsOnlyFailures)
         }
         write(taskfile.secrets.values)
+        write(taskfile.watchInterval)
         // Tasks of one file share their variables dictionary: write each distinct one once.
         var variableTables: [[String: TemplateValue]: Int] = [:]
         var variableOrder: [[String: TemplateValue]] = []
@@ -433,6 +434,7 @@ struct BinaryWriter {
         write(options.recordsGuard)
         write(options.callTest.map { [$0] } ?? [])
         write(options.conditionalBody)
+        write(options.watches)
     }
 
     /// A `timeout:` as written (none: an empty list).
@@ -666,10 +668,12 @@ struct BinaryReader {
             let failureIgnored = readBool(), let timeout = readDuration(),
             let deferralBody = readOptionalString(), let isDeferredCommand = readBool(),
             let guardedWork = readStrings(), let guardedBy = readOptionalString(), let recordsGuard = readBool(),
-            let callTest = readLocated(), callTest.count <= 1, let conditionalBody = readOptionalString()
+            let callTest = readLocated(), callTest.count <= 1, let conditionalBody = readOptionalString(),
+            let watches = readBool()
         else {
             return nil
         }
+        options.watches = watches
         options.conditionalBody = conditionalBody
         options.callTest = callTest.first
         options.guardedWork = guardedWork
@@ -803,7 +807,7 @@ struct BinaryReader {
             outputGroup?.end = end
             outputGroup?.showsOnlyFailures = onlyFailures
         }
-        guard let secrets = readStrings() else { return nil }
+        guard let secrets = readStrings(), let watchInterval = readDuration() else { return nil }
         guard let variableTableCount = readInteger(), variableTableCount >= 0, variableTableCount <= bytes.count else {
             return nil
         }
@@ -896,6 +900,7 @@ struct BinaryReader {
             hooks: hooks
         )
         taskfile.outputGroup = outputGroup
+        taskfile.watchInterval = watchInterval
         taskfile.secrets = SecretMask(values: secrets)
         return taskfile
     }

@@ -36,7 +36,7 @@ public struct TaskfileLoader: Sendable {
         "desc", "deps", "cmds", "sources", "generates", "vars", "env", "dir", "resources", "each", "batch",
         "plugin", "with", "allow-outside-root", "depfile", "keep-depfile", "summary", "aliases", "internal", "label",
         "silent", "ignore_error", "platforms", "prompt", "preconditions", "method", "run", "cmd", "requires", "dotenv",
-        "status", "set", "shopt", "if", "prefix", "failfast", "interactive", "use_gitignore",
+        "status", "set", "shopt", "if", "prefix", "failfast", "interactive", "use_gitignore", "watch",
     ]
 
     /// A YAML boolean as the Taskfile reads one: `true`/`yes`/`on`, `false`/`no`/`off`, any case;
@@ -53,7 +53,6 @@ public struct TaskfileLoader: Sendable {
     /// never ignored.
     static let pendingKeys: [String: String] = [
         "requires_vars": "define the variable under 'vars:' for now",
-        "watch": "kiln has no watch mode; run it again",
     ]
 
     private let readFile: @Sendable (String) throws -> String
@@ -136,6 +135,7 @@ public struct TaskfileLoader: Sendable {
             tasks: session.tasks, files: session.files, plugins: session.plugins, hooks: session.hooks
         )
         taskfile.outputGroup = session.outputGroup
+        taskfile.watchInterval = session.watchInterval
         taskfile.secrets = session.secretMask()
         // A Taskfile with dynamic variables is loaded afresh each run: its values may change.
         if usesCache {
@@ -173,6 +173,7 @@ private final class LoadSession {
     var hooks: [String: [Located<String>]] = [:]
     /// The main file's `output: {group: …}`.
     var outputGroup: OutputGroup?
+    var watchInterval: GoDuration?
     /// The main file's `vars:` as written, by name (see checkSharedVariableNames).
     var mainVariables: [String: (value: TemplateValue, location: SourceLocation)] = [:]
     /// The namespace each task's `deps` are resolved in.
@@ -372,8 +373,14 @@ private final class LoadSession {
                 // go-task stops echoing commands; kiln never echoes them.
                 _ = bool(value, file: path, what: "'silent'")
             case "interval":
-                // The poll interval of go-task's watch mode, which kiln doesn't have.
-                _ = scalar(value, file: path, what: "'interval'")
+                // How often `kiln run --watch` looks for changes (go-task reads the main file's).
+                if let text = scalar(value, file: path, what: "'interval'") {
+                    if let duration = GoDuration(text), duration.seconds > 0 {
+                        if chain.isEmpty { watchInterval = duration }
+                    } else {
+                        fail(.invalidValue, "'interval' must be a duration greater than zero as Go writes one (100ms, 1s), not '\(text)'", at: location(value, path))
+                    }
+                }
             case "output":
                 if let style = value.string {
                     if !["interleaved", "group", "prefixed"].contains(style) {
@@ -829,6 +836,7 @@ private final class LoadSession {
                     // at the first failure (unless --keep-going).
                     _ = bool(value, file: file, what: "'failfast'")
                 case "interactive": options.isInteractive = bool(value, file: file, what: "'interactive'") ?? false
+                case "watch": options.watches = bool(value, file: file, what: "'watch'") ?? false
                 default:
                     if let instead = TaskfileLoader.pendingKeys[keyName] {
                         failOrDefer(.unsupported, "go-task's '\(keyName)' isn't supported by kiln yet; \(instead)", at: location(keyYAMLNode, file))

@@ -62,7 +62,16 @@ struct KilnProcess: Sendable {
         environment extra: [String: String] = [:],
         sourceLocation: SourceLocation = #_sourceLocation
     ) throws -> KilnProcess {
-        let executable = try executable(sourceLocation: sourceLocation)
+        try start(program: try executable(sourceLocation: sourceLocation), arguments, in: directory, environment: extra)
+    }
+
+    /// ``start(_:in:environment:sourceLocation:)`` for another program (a peer such as go-task).
+    static func start(
+        program executable: String,
+        _ arguments: [String],
+        in directory: String,
+        environment extra: [String: String] = [:]
+    ) throws -> KilnProcess {
         let output = try TemporaryDirectory(prefix: "kiln-cli-output")
         let outputPath = output.path("stdout"), errorPath = output.path("stderr")
 
@@ -107,6 +116,9 @@ struct KilnProcess: Sendable {
     /// The child's process id.
     let pid: pid_t
     private let output: TemporaryDirectory
+
+    /// What it has written to standard error so far (while it runs).
+    var standardErrorSoFar: String { output.read("stderr") ?? "" }
 
     /// Sends `signal` to `kiln` (only: not to its process group).
     func send(_ signal: Int32) {
