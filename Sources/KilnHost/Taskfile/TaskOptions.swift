@@ -47,32 +47,72 @@ public struct TaskOptions: Sendable, Hashable {
     /// other pieces run, as written — their commands, and `\u{0}task NAME` for each call — which
     /// the guard's signature covers: editing any of them makes the task run again. Empty for
     /// every other task.
-    public var guardedWork: [String] = []
+    public var guardedWork: [String] {
+        get { rare?.values.guardedWork ?? [] }
+        set { changeRare { $0.guardedWork = newValue } }
+    }
     /// Set on the pieces after a guard (``guardedWork``): the guard's name, whose verdict they
     /// take instead of their own. When it is up to date, they are, and the calls between them
     /// are skipped; when it runs, they run.
-    public var guardedBy: String?
+    public var guardedBy: String? {
+        get { rare?.values.guardedBy }
+        set { changeRare { $0.guardedBy = newValue } }
+    }
     /// Set on the last of the pieces that follow a guard (``guardedBy``): when it succeeds, the
     /// task has run whole, and the guard's record (its sources, its outputs, made by any piece
     /// or call) is written.
-    public var recordsGuard = false
+    public var recordsGuard: Bool {
+        get { rare?.values.recordsGuard ?? false }
+        set { changeRare { $0.recordsGuard = newValue } }
+    }
     /// Set on a step between calls (see ``TaskDefinition/calls``) whose call has an `if:` that is
     /// a shell test, rendered in the caller's scope: it runs when the call is reached — the
     /// step before it has run — in the task's directory and environment, as go-task runs it;
     /// when it fails, the call isn't made (the called task is skipped, as up to date) and the
     /// step goes on.
-    public var callTest: Located<String>?
+    public var callTest: Located<String>? {
+        get { rare?.values.callTest }
+        set { changeRare { $0.callTest = newValue } }
+    }
     /// `if:` on the task, when it is a shell test (rendered with the task's variables): run when
     /// the task is reached, before its dependencies; when it fails, none of the task runs. The
     /// loader makes such a task a call of its body with this test (see
     /// ``TaskDefinition/splitForCondition(bodyName:)``): set only until it does.
-    public var taskTest: Located<String>?
+    public var taskTest: Located<String>? {
+        get { rare?.values.taskTest }
+        set { changeRare { $0.taskTest = newValue } }
+    }
     /// Set on a task made of a task whose `if:` is a shell test: the name of its body (`T [if]`),
     /// which it calls when the test succeeds.
-    public var conditionalBody: String?
+    public var conditionalBody: String? {
+        get { rare?.values.conditionalBody }
+        set { changeRare { $0.conditionalBody = newValue } }
+    }
     /// `watch: true` — running the task from the command line watches its sources and runs it
     /// again when they change, as `kiln run --watch` does.
-    public var watches = false
+    public var watches: Bool {
+        get { rare?.values.watches ?? false }
+        set { changeRare { $0.watches = newValue } }
+    }
+    /// The settings few tasks have (the pieces kiln cuts tasks into, conditions, watching),
+    /// behind one reference: a copy of the options, which loading and planning make often,
+    /// retains one object for all of them. `nil`: all at their defaults.
+    private var rare: RareOptionsBox?
+
+    /// The rarely set settings together (for the Taskfile cache): `nil` when all are at their
+    /// defaults.
+    var rareOptions: RareOptions? {
+        get { rare?.values }
+        set { rare = newValue.flatMap { $0 == RareOptions() ? nil : RareOptionsBox($0) } }
+    }
+
+    /// ``rare``'s values, changed by `change`; no box when they are the defaults again.
+    private mutating func changeRare(_ change: (inout RareOptions) -> Void) {
+        var values = rare?.values ?? RareOptions()
+        change(&values)
+        rare = values == RareOptions() ? nil : RareOptionsBox(values)
+    }
+
     /// `platforms:` — the operating systems and architectures (`linux`, `amd64`, `linux/arm64`) the
     /// task runs on; elsewhere it is skipped with its dependencies. `nil`: everywhere.
     public var platforms: [String]?
@@ -406,4 +446,32 @@ public struct ShellOptions: Sendable, Hashable {
                 $0 == UInt8(ascii: "_") || ($0 | 0x20) >= 0x61 && ($0 | 0x20) <= 0x7A || $0 >= 0x30 && $0 <= 0x39
             }
     }
+}
+
+/// The values behind ``TaskOptions``' rarely set properties (see there).
+///
+/// Threading: a value type.
+struct RareOptions: Sendable, Hashable {
+    var guardedWork: [String] = []
+    var guardedBy: String?
+    var recordsGuard = false
+    var callTest: Located<String>?
+    var taskTest: Located<String>?
+    var conditionalBody: String?
+    var watches = false
+}
+
+/// ``RareOptions`` behind a reference, compared and hashed by its values.
+///
+/// Threading: immutable; any thread.
+final class RareOptionsBox: Sendable, Hashable {
+    let values: RareOptions
+
+    init(_ values: RareOptions) { self.values = values }
+
+    static func == (left: RareOptionsBox, right: RareOptionsBox) -> Bool {
+        left === right || left.values == right.values
+    }
+
+    func hash(into hasher: inout Hasher) { hasher.combine(values) }
 }

@@ -429,12 +429,16 @@ struct BinaryWriter {
         write(options.timeout)
         write(options.deferralBody)
         write(options.isDeferredCommand)
-        write(options.guardedWork)
-        write(options.guardedBy)
-        write(options.recordsGuard)
-        write(options.callTest.map { [$0] } ?? [])
-        write(options.conditionalBody)
-        write(options.watches)
+        // The rarely set ones, when one is.
+        write(options.rareOptions != nil)
+        if let rare = options.rareOptions {
+            write(rare.guardedWork)
+            write(rare.guardedBy)
+            write(rare.recordsGuard)
+            write(rare.callTest.map { [$0] } ?? [])
+            write(rare.conditionalBody)
+            write(rare.watches)
+        }
     }
 
     /// A `timeout:` as written (none: an empty list).
@@ -562,8 +566,8 @@ struct BinaryReader {
     /// A task's options: `.some(nil)` when they are the defaults (one byte).
     mutating func readOptions() -> TaskOptions?? {
         guard let present = readBool() else { return nil }
-        var options = TaskOptions()
         guard present else { return .some(nil) }
+        var options = TaskOptions()
         guard let longSummary = readOptionalString(), let aliases = readStrings(), let isInternal = readBool(),
             let label = readOptionalString(), let isSilent = readBool(), let ignoresError = readBool(),
             let hasPlatforms = readBool()
@@ -666,19 +670,26 @@ struct BinaryReader {
             let shellOptions = readShellOptions(),
             let conditionHolds = readBool(), let fingerprint = readByte(), let isInteractive = readBool(),
             let failureIgnored = readBool(), let timeout = readDuration(),
-            let deferralBody = readOptionalString(), let isDeferredCommand = readBool(),
-            let guardedWork = readStrings(), let guardedBy = readOptionalString(), let recordsGuard = readBool(),
-            let callTest = readLocated(), callTest.count <= 1, let conditionalBody = readOptionalString(),
-            let watches = readBool()
+            let deferralBody = readOptionalString(), let isDeferredCommand = readBool(), let hasRare = readBool()
         else {
             return nil
         }
-        options.watches = watches
-        options.conditionalBody = conditionalBody
-        options.callTest = callTest.first
-        options.guardedWork = guardedWork
-        options.guardedBy = guardedBy
-        options.recordsGuard = recordsGuard
+        if hasRare {
+            guard let guardedWork = readStrings(), let guardedBy = readOptionalString(), let recordsGuard = readBool(),
+                let callTest = readLocated(), callTest.count <= 1, let conditionalBody = readOptionalString(),
+                let watches = readBool()
+            else {
+                return nil
+            }
+            options.rareOptions = RareOptions(
+                guardedWork: guardedWork,
+                guardedBy: guardedBy,
+                recordsGuard: recordsGuard,
+                callTest: callTest.first,
+                conditionalBody: conditionalBody,
+                watches: watches
+            )
+        }
         options.timeout = timeout
         options.isInteractive = isInteractive
         options.failureIgnored = failureIgnored

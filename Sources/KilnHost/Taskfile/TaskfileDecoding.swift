@@ -1052,9 +1052,11 @@ private final class LoadSession {
         if each == .sources, sources.isEmpty {
             fail(.invalidValue, "task '\(name)' has 'each: sources' but no 'sources'", at: taskLocation)
         }
+        var renderedSources = renderedPatterns(sources)
         // The marker goes with the sources, where the command loops over `generates` find it too.
-        let loopsOverOutputs = commandOptions.contains { $0.loop?.items == .generates }
-        let renderedSources = renderedPatterns(sources) + (sources.isEmpty && !loopsOverOutputs ? [] : gitignored)
+        if !gitignored.isEmpty, !sources.isEmpty || commandOptions.contains(where: { $0.loop?.items == .generates }) {
+            renderedSources += gitignored
+        }
 
         var kind = Located(value: "shell", location: taskLocation)
         var configuration: ConfigurationValue?
