@@ -1766,6 +1766,28 @@ import Testing
             environment: ["MODE": "on"],
             reruns: [Rerun(files: ["flag.txt": ""]), Rerun(files: ["sub/here.txt": nil])]
         ),
+        Case(
+            name: "ignore_error: true on a task with calls covers its commands and the failures of the tasks it calls",
+            files: [
+                "Taskfile.yml": """
+                version: '3'
+                tasks:
+                  t:
+                    ignore_error: true
+                    cmds:
+                      - echo one >> log.txt
+                      - exit 3
+                      - task: failing
+                      - echo after >> log.txt
+                      - exit 5
+                      - echo last >> log.txt
+                  failing:
+                    cmds: ['echo failing >> log.txt', 'exit 4', 'echo never >> log.txt']
+                """
+            ],
+            task: "t",
+            compared: ["log.txt"]
+        ),
     ]
 
     @Test("kiln leaves what go-task leaves", arguments: cases)

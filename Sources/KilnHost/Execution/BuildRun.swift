@@ -225,7 +225,7 @@ public final class BuildRun: @unchecked Sendable {
                 // A call with a shell test: the step waits for the call's own job instead of the
                 // called task (see triggerCalls).
                 let called =
-                    plan.tasks[position].definition.options.callTest == nil ? [] : plan.gating?.calls[position] ?? []
+                    plan.tasks[position].definition.callTest == nil ? [] : plan.gating?.calls[position] ?? []
                 var dependencies = plan.dependencyPositions[position].compactMap {
                     called.contains($0) ? nil : state.progress[$0]
                 }
@@ -366,7 +366,7 @@ public final class BuildRun: @unchecked Sendable {
                 + (state.gates[position].map { [.live($0)] } ?? [])
         }
         let called = gating.calls[position]
-        let test = plan.tasks[position].definition.options.callTest
+        let test = plan.tasks[position].definition.callTest
         // A shell test runs on a job of its own, never on the thread that creates tasks.
         if test == nil, before.allSatisfy(\.hasSucceeded) {
             decideGates(called, callsSkipped(at: position) ? .skip : .open)
@@ -425,7 +425,7 @@ public final class BuildRun: @unchecked Sendable {
         let definition = plan.tasks[position].definition
         return state.withLock { state in
             state.skipped.contains(definition.name)
-                || definition.options.guardedBy.map { state.guardVerdicts[$0] == .upToDate } == true
+                || definition.guardedBy.map { state.guardVerdicts[$0] == .upToDate } == true
         }
     }
 
@@ -881,9 +881,9 @@ public final class BuildRun: @unchecked Sendable {
         // didn't produce fails it, as Bazel does, so nothing is built on a missing file and
         // nothing records it as up to date. A task decided whole (a guard and the pieces that
         // follow it) may make them in any piece or call: its last piece answers for them.
-        let taskOptions = task.definition.options
+        let definition = task.definition
         let promised =
-            taskOptions.guardedWork.isEmpty && (taskOptions.guardedBy == nil || taskOptions.recordsGuard)
+            definition.guardedWork.isEmpty && (definition.guardedBy == nil || definition.recordsGuard)
             ? request.outputs.filter(GlobList.isPlainPath).map { Path.join(request.directory, $0) } : []
         let unproduced = LockedValue<[String]>([])
         // Made for a call with `ignore_error: true`: its failure is reported, and its caller goes on.
@@ -956,7 +956,7 @@ public final class BuildRun: @unchecked Sendable {
             if let incremental, let result = verdict.value {
                 switch outcome {
                 case .succeeded where dryRun: incremental.willRun(key)
-                case .succeeded where !taskOptions.guardedWork.isEmpty:
+                case .succeeded where !definition.guardedWork.isEmpty:
                     // Recorded once the whole task has succeeded; the old record goes now, so a
                     // task stopped halfway runs again.
                     state.withLock { state in
@@ -969,7 +969,7 @@ public final class BuildRun: @unchecked Sendable {
                     }
                     incremental.failed(key: key)
                 case .succeeded:
-                    if taskOptions.recordsGuard, let guardName = taskOptions.guardedBy,
+                    if definition.recordsGuard, let guardName = definition.guardedBy,
                         let ran = state.withLock({ $0.pendingGuards.removeValue(forKey: guardName) })
                     {
                         incremental.succeeded(
@@ -1107,14 +1107,14 @@ public final class BuildRun: @unchecked Sendable {
         incremental: IncrementalState?
     ) -> IncrementalState.Check {
         let name = task.definition.name
-        let options = task.definition.options
+        let guardName = task.definition.guardedBy
         // Only a called task can be skipped with its caller: most jobs take no lock here.
-        if options.guardedBy != nil || !calledTasks.isEmpty && calledTasks.contains(name) {
+        if guardName != nil || !calledTasks.isEmpty && calledTasks.contains(name) {
             let (skipped, guardVerdict) = state.withLock { state in
-                (state.skipped.contains(name), options.guardedBy.map { state.guardVerdicts[$0] ?? .noRecord })
+                (state.skipped.contains(name), guardName.map { state.guardVerdicts[$0] ?? .noRecord })
             }
             if skipped { return .skipped }
-            if let guardName = options.guardedBy, let guardVerdict {
+            if let guardName, let guardVerdict {
                 return .following(JobKey(task: guardName), reason: guardVerdict)
             }
         }
@@ -1124,7 +1124,7 @@ public final class BuildRun: @unchecked Sendable {
             return runs
         }
         let result = incremental.verdict(of: task, key: key, request: request(), fresh: calledTasks.contains(name))
-        if !options.guardedWork.isEmpty { state.withLock { $0.guardVerdicts[name] = result.reason } }
+        if !task.definition.guardedWork.isEmpty { state.withLock { $0.guardVerdicts[name] = result.reason } }
         return result
     }
 

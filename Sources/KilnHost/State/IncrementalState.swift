@@ -363,7 +363,7 @@ public final class IncrementalState: Sendable {
         hasher.combine(task.prepared.kindVersion)
         hasher.combine(task.prepared.summary(for: request))
         // A guard answers for its whole task: what the task's other pieces run counts too.
-        for work in task.definition.options.guardedWork { hasher.combine(request.display(work)) }
+        for work in task.definition.guardedWork { hasher.combine(request.display(work)) }
         if let configuration = task.definition.pluginConfiguration { hasher.combine(configuration.description) }
         hasher.combine(relative(request.directory))
         for (name, value) in request.environment.sorted(by: { $0.key < $1.key }) {

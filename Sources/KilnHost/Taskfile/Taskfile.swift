@@ -244,6 +244,14 @@ public struct TaskDefinition: Sendable {
     /// The task this is a piece of (an instance called with variables, or a step between calls):
     /// see ``TaskOptions/partOf``.
     public var partOf: String? { storage.options?.options.partOf }
+    /// ``TaskOptions/guardedBy`` (read without copying the options: a run asks for every job).
+    var guardedBy: String? { storage.options?.options.guardedBy }
+    /// ``TaskOptions/callTest`` (read without copying the options).
+    var callTest: Located<String>? { storage.options?.options.callTest }
+    /// ``TaskOptions/recordsGuard`` (read without copying the options).
+    var recordsGuard: Bool { storage.options?.options.recordsGuard ?? false }
+    /// ``TaskOptions/guardedWork`` (read without copying the options).
+    var guardedWork: [String] { storage.options?.options.guardedWork ?? [] }
     /// Whether planning the task has anything to check (templates, deferred mistakes, required
     /// variables): most tasks of a large Taskfile have none.
     var hasPlanChecks: Bool { storage.hasPlanChecks }
@@ -324,6 +332,7 @@ public struct TaskDefinition: Sendable {
             stepOptions.partOf = own.partOf ?? self.name
             stepOptions.label = own.label ?? self.name
             stepOptions.isSilent = own.isSilent
+            stepOptions.ignoresError = own.ignoresError
             stepOptions.runsEveryTime = own.runsEveryTime
             stepOptions.shellOptions = own.shellOptions
         }
@@ -377,13 +386,6 @@ public struct TaskDefinition: Sendable {
     func splitForDeferredCalls(_ called: [Located<String>], bodyName: String) -> (
         body: TaskDefinition, end: TaskDefinition
     ) {
-        var bodyOptions = options
-        bodyOptions.partOf = options.partOf ?? name
-        bodyOptions.label = options.label ?? name
-        bodyOptions.aliases = []
-        bodyOptions.prompts = []
-        bodyOptions.requiredVariables = []
-        bodyOptions.longSummary = nil
         let body = copy(named: bodyName, summary: nil, options: bodyOptions)
         var endOptions = options
         endOptions.deferralBody = bodyName
@@ -395,28 +397,11 @@ public struct TaskDefinition: Sendable {
         // The body (the task's last piece under another name) follows or records a guard.
         endOptions.guardedBy = nil
         endOptions.recordsGuard = false
-        var end = TaskDefinition(
-            name: name,
-            location: location,
-            summary: summary,
+        let end = commandless(
             dependencies: [Located(value: bodyName, location: location)] + called,
             calls: called,
-            commands: [],
-            sources: [],
-            generates: [],
-            variables: variables,
-            environment: environment,
-            directory: directory,
-            resources: [],
-            each: .none,
-            batchSize: nil,
-            kind: kind,
-            pluginConfiguration: nil,
-            allowsOutsideRoot: allowsOutsideRoot,
-            file: file,
             options: endOptions
         )
-        end.variables = variables
         return (body, end)
     }
 
@@ -428,13 +413,7 @@ public struct TaskDefinition: Sendable {
     /// before its dependencies, as in go-task; when it fails, none of the task runs, and it
     /// counts as up to date.
     func splitForCondition(bodyName: String) -> (body: TaskDefinition, wrapper: TaskDefinition) {
-        var bodyOptions = options
-        bodyOptions.partOf = options.partOf ?? name
-        bodyOptions.label = options.label ?? name
-        bodyOptions.aliases = []
-        bodyOptions.prompts = []
-        bodyOptions.requiredVariables = []
-        bodyOptions.longSummary = nil
+        var bodyOptions = bodyOptions
         bodyOptions.taskTest = nil
         let body = copy(named: bodyName, summary: nil, options: bodyOptions)
         var wrapperOptions = TaskOptions()
@@ -450,11 +429,35 @@ public struct TaskDefinition: Sendable {
         wrapperOptions.shellOptions = options.shellOptions
         wrapperOptions.conditionalBody = bodyName
         wrapperOptions.watches = options.watches
-        var wrapper = TaskDefinition(
+        return (body, commandless(dependencies: [], calls: [], options: wrapperOptions))
+    }
+
+    /// The options of this task's body under another name (a deferral's, a condition's): all
+    /// it runs, none of what names it to others — which its task, named as it, keeps.
+    private var bodyOptions: TaskOptions {
+        var bodyOptions = options
+        bodyOptions.partOf = options.partOf ?? name
+        bodyOptions.label = options.label ?? name
+        bodyOptions.aliases = []
+        bodyOptions.prompts = []
+        bodyOptions.requiredVariables = []
+        bodyOptions.longSummary = nil
+        return bodyOptions
+    }
+
+    /// A task named as this one that runs no command of its own — the end of a deferral, a
+    /// condition's task — waiting for `dependencies` and calling `calls`, with `options`.
+    private func commandless(
+        dependencies: [Located<String>],
+        calls: [Located<String>],
+        options: TaskOptions
+    ) -> TaskDefinition {
+        var task = TaskDefinition(
             name: name,
             location: location,
             summary: summary,
-            dependencies: [],
+            dependencies: dependencies,
+            calls: calls,
             commands: [],
             sources: [],
             generates: [],
@@ -468,10 +471,10 @@ public struct TaskDefinition: Sendable {
             pluginConfiguration: nil,
             allowsOutsideRoot: allowsOutsideRoot,
             file: file,
-            options: wrapperOptions
+            options: options
         )
-        wrapper.variables = variables
-        return (body, wrapper)
+        task.variables = variables
+        return task
     }
 
     /// The same task with `errors` added to the mistakes reported when a run plans it (a

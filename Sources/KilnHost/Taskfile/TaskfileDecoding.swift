@@ -1075,10 +1075,7 @@ private final class LoadSession {
         if callsSomething {
             // With calls between them, the commands run as separate steps, the first of which
             // decides for the task when it declares files or `status:` (see splitSteps).
-            let what = [
-                depfile == nil ? nil : "'depfile'", each == .none ? nil : "'each'",
-                options.ignoresError ? "'ignore_error'" : nil,
-            ].compactMap { $0 }
+            let what = [depfile == nil ? nil : "'depfile'", each == .none ? nil : "'each'"].compactMap { $0 }
             if !what.isEmpty {
                 failOrDefer(
                     .unsupported,
@@ -2083,7 +2080,8 @@ private final class LoadSession {
                 calls += 1
                 return resolve(
                     reference.name, variables: reference.variables, what: "calls", site: calls - 1, excludedHere: reference.excludedHere,
-                    ignoresFailure: reference.ignoresFailure, timeout: reference.timeout
+                    // A task's own `ignore_error: true` covers its calls too (go-task's rule).
+                    ignoresFailure: reference.ignoresFailure || tasks[index].options.ignoresError, timeout: reference.timeout
                 ).map { .call(TaskReference(name: $0, variables: nil, test: reference.test)) }
             }
             references[name]?.steps = resolved
@@ -2424,7 +2422,7 @@ private final class LoadSession {
         var owners: [String: (task: String, location: SourceLocation)] = [:]
         // The pieces that follow a guard declare its outputs too (their commands may loop over
         // them): the guard speaks for them.
-        for task in tasks where task.options.guardedBy == nil {
+        for task in tasks where task.guardedBy == nil {
             var variables: [String: TemplateValue]?
             for output in task.generates where !GlobList.isExclusion(output.value) {
                 var text = output.value
