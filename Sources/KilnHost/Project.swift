@@ -2,7 +2,7 @@ import KilnPaths
 import KilnPluginAPI
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A project: its Taskfile, loaded, and the task kinds available to it.
@@ -29,18 +29,23 @@ public struct Project: Sendable {
     ///   - runner: Runs the shell kind's commands.
     /// - Throws: ``TaskfileErrors`` when there is no Taskfile or it is invalid.
     public init(
-        taskfilePath: String?, currentDirectory: String, runner: any CommandRunner, plugins options: PluginOptions = PluginOptions(),
+        taskfilePath: String?,
+        currentDirectory: String,
+        runner: any CommandRunner,
+        plugins options: PluginOptions = PluginOptions(),
         context: TaskfileContext? = nil
     ) throws(TaskfileErrors) {
         let path: String
         if let found = Self.locateTaskfile(taskfilePath, currentDirectory: currentDirectory) {
             path = found.path
         } else {
-            throw TaskfileErrors(errors: [TaskfileError(
-                .unreadableFile,
-                "no Taskfile.yml in \(currentDirectory) or any parent directory; create one or pass --taskfile PATH",
-                at: nil
-            )])
+            throw TaskfileErrors(errors: [
+                TaskfileError(
+                    .unreadableFile,
+                    "no Taskfile.yml in \(currentDirectory) or any parent directory; create one or pass --taskfile PATH",
+                    at: nil
+                )
+            ])
         }
         // The context's directory is where kiln was started ({{.USER_WORKING_DIR}}).
         var context = context ?? .process
@@ -51,12 +56,15 @@ public struct Project: Sendable {
     /// The project of a Taskfile already loaded: registers the task kinds and loads the plugins.
     ///
     /// - Throws: ``TaskfileErrors`` when a plugin can't be loaded.
-    public init(taskfile: Taskfile, runner: any CommandRunner, plugins options: PluginOptions = PluginOptions()) throws(TaskfileErrors) {
+    public init(taskfile: Taskfile, runner: any CommandRunner, plugins options: PluginOptions = PluginOptions())
+        throws(TaskfileErrors)
+    {
         self.taskfile = taskfile
         registry = TaskKindRegistry()
         // The built-in kind goes through the same door as a plugin's.
         try? registry.register(
-            ShellTaskKind(runner: runner), origin: "built-in"
+            ShellTaskKind(runner: runner),
+            origin: "built-in"
         )
         plugins = try Self.loadPlugins(for: taskfile, into: registry, options: options)
     }
@@ -67,7 +75,9 @@ public struct Project: Sendable {
     ///
     /// - Throws: ``TaskfileErrors`` pointing at the `plugins:` entry or the task's `plugin:` key.
     static func loadPlugins(
-        for taskfile: Taskfile, into registry: TaskKindRegistry, options: PluginOptions
+        for taskfile: Taskfile,
+        into registry: TaskKindRegistry,
+        options: PluginOptions
     ) throws(TaskfileErrors) -> [LoadedPlugin] {
         let needed = taskfile.tasks.filter { registry.kind(named: $0.kind.value) == nil }
         guard !taskfile.plugins.isEmpty || !needed.isEmpty else { return [] }
@@ -81,7 +91,8 @@ public struct Project: Sendable {
             }
         }
         var tried = Set<String>()
-        for task in needed where registry.kind(named: task.kind.value) == nil && tried.insert(task.kind.value).inserted {
+        for task in needed where registry.kind(named: task.kind.value) == nil && tried.insert(task.kind.value).inserted
+        {
             guard loader.find(task.kind.value).file != nil else { continue }  // the planner says it is unknown
             do {
                 _ = try loader.load(task.kind.value)
@@ -95,7 +106,9 @@ public struct Project: Sendable {
 
     /// The main Taskfile — `taskfilePath` (`--taskfile`) made absolute, or the one discovery
     /// finds from `currentDirectory` — and the project root (its directory), without loading it.
-    public static func locateTaskfile(_ taskfilePath: String?, currentDirectory: String) -> (path: String, root: String)? {
+    public static func locateTaskfile(_ taskfilePath: String?, currentDirectory: String) -> (
+        path: String, root: String
+    )? {
         let path: String
         if let taskfilePath {
             path = Path.absolute(taskfilePath, base: currentDirectory)
@@ -119,25 +132,16 @@ public struct Project: Sendable {
     public static func removeOutputs(_ plan: BuildPlan) -> Int {
         var removed = 0
         let root = plan.taskfile.root
-        for task in plan.tasks {
-            let definition = task.definition
-            let variableSets =
-                definition.each == .sources
-                ? definition.sourceFiles().map(definition.templateVariables(forSource:)) : [definition.templateVariables]
-            for variables in variableSets {
-                // A template that can't be rendered names no file to remove.
-                guard case .success(let rendered) = definition.renderedOutputs(variables: variables) else { continue }
-                for path in Glob.files(matching: rendered, in: definition.directory, keepingMissingLiterals: true) {
-                    let absolute = Path.join(definition.directory, path)
-                    // Inside the root, links resolved: a glob that went through a link to a
-                    // directory elsewhere, or a linked parent, removes nothing there. Outside it
-                    // only what a task that allows it names.
-                    let lexicallyInside = Path.isInside(absolute, root: root)
-                    guard lexicallyInside ? plan.boundary.contains(absolute, followingLastLink: false) : definition.allowsOutsideRoot
-                    else { continue }
-                    if !Files.isDirectory(absolute), unlink(absolute) == 0 { removed += 1 }
-                }
-            }
+        plan.forEachDeclaredOutput { definition, absolute in
+            // Inside the root, links resolved: a glob that went through a link to a directory
+            // elsewhere, or a linked parent, removes nothing there. Outside it only what a task
+            // that allows it names.
+            let lexicallyInside = Path.isInside(absolute, root: root)
+            guard
+                lexicallyInside
+                    ? plan.boundary.contains(absolute, followingLastLink: false) : definition.allowsOutsideRoot
+            else { return }
+            if !Files.isDirectory(absolute), unlink(absolute) == 0 { removed += 1 }
         }
         return removed
     }

@@ -126,12 +126,11 @@ extension BuildPlan {
         var pieces: [Int: [Int]] = [:]
         for (position, task) in tasks.enumerated() where !task.definition.calls.isEmpty {
             let whole = task.definition.partOf ?? task.definition.name
-            var group = [position]
-            while let piece = positions[TaskDefinition.pieceName(task.definition.name, group.count)],
-                tasks[piece].definition.partOf == whole
-            {
-                group.append(piece)
-            }
+            let group =
+                [position]
+                + TaskDefinition.pieces(of: task.definition.name) { name in
+                    positions[name].flatMap { tasks[$0].definition.partOf == whole ? $0 : nil }
+                }
             guard group.count > 1 else { continue }
             for member in group { pieces[member] = group }
         }

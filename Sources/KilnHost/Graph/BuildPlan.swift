@@ -32,6 +32,25 @@ public struct BuildPlan: Sendable {
     let boundary: ProjectBoundary
 
     /// The files an `each:` task's jobs are for now: its sources, limited by ``eachSourceFilter``.
+    /// Calls `body` with each file the plan's tasks declare as outputs (`generates:`), as the
+    /// patterns match now — for an `each:` task, those of the files its sources match now —
+    /// absolute, and the task that declares it. A template that can't be rendered names none.
+    func forEachDeclaredOutput(_ body: (TaskDefinition, String) -> Void) {
+        for task in tasks where !task.definition.generates.isEmpty {
+            let definition = task.definition
+            let variableSets =
+                definition.each == .sources
+                ? definition.sourceFiles().map(definition.templateVariables(forSource:))
+                : [definition.templateVariables]
+            for variables in variableSets {
+                guard case .success(let rendered) = definition.renderedOutputs(variables: variables) else { continue }
+                for path in Glob.files(matching: rendered, in: definition.directory, keepingMissingLiterals: true) {
+                    body(definition, Path.join(definition.directory, path))
+                }
+            }
+        }
+    }
+
     /// Whether a task the plan was made for says `watch: true` (go-task then watches it).
     public var targetsWatch: Bool {
         let names = targets.isEmpty ? ["default"] : targets
@@ -447,8 +466,7 @@ struct CallGating: Sendable {
         }
         for (position, task) in tasks.enumerated() {
             guard let body = task.options.deferralBody, let bodyPosition = positions[body] else { continue }
-            var pieces: [Int] = []
-            while let piece = positions[TaskDefinition.pieceName(task.name, pieces.count + 1)] { pieces.append(piece) }
+            let pieces = TaskDefinition.pieces(of: task.name) { positions[$0] }
             deferralPieces[position] = pieces.contains(bodyPosition) ? pieces : pieces + [bodyPosition]
             for called in calls[position] { deferralEnds[called] = position }
             var stack = calls[position].filter { isGated[$0] }

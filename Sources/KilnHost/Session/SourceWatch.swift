@@ -89,25 +89,13 @@ public final class SourceWatch: Sendable {
     /// directories nobody watches), and the directories their patterns read.
     private static func sources(of plan: BuildPlan) -> (files: Set<String>, directories: [String: FileSignature?]) {
         var files = Set<String>()
-        var outputs = Set<String>()
         var visited: [VisitedDirectory] = []
-        for task in plan.tasks where !task.definition.sources.isEmpty || !task.definition.generates.isEmpty {
-            let definition = task.definition
+        for task in plan.tasks where !task.definition.sources.isEmpty {
             for file in plan.sourceFiles(of: task, visited: &visited) {
-                files.insert(Path.absolute(file, base: definition.directory))
-            }
-            let request = definition.jobRequest(source: nil)
-            var ignored: [VisitedDirectory] = []
-            for output in Glob.files(
-                matching: request.outputs,
-                in: request.directory,
-                visited: &ignored,
-                keepingMissingLiterals: true
-            ) {
-                outputs.insert(Path.absolute(output, base: request.directory))
+                files.insert(Path.absolute(file, base: task.definition.directory))
             }
         }
-        files.subtract(outputs)
+        plan.forEachDeclaredOutput { _, output in files.remove(Path.normalize(output)) }
         files = files.filter { !Self.isUnwatched($0) }
         var directories: [String: FileSignature?] = [:]
         for directory in visited where !Self.isUnwatched(directory.path) {

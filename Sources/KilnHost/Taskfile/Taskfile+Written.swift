@@ -77,12 +77,11 @@ extension Taskfile {
         }
         // The steps are named `T #1`, `T #2`, … and the last is `T` itself (splitSteps).
         let whole = task.partOf ?? task.name
-        var pieces: [TaskDefinition] = []
-        while let step = lookup.task(named: TaskDefinition.pieceName(task.name, pieces.count + 1)), step.partOf == whole
-        {
-            pieces.append(step)
-        }
-        pieces.append(task)
+        let pieces =
+            TaskDefinition.pieces(of: task.name) { name in
+                lookup.task(named: name).flatMap { $0.partOf == whole ? $0 : nil }
+            }
+            + [task]
         func shown(_ name: String) -> String { lookup.task(named: name)?.partOf ?? name }
         let first = pieces[0]
         var written = WrittenTask(

@@ -376,6 +376,15 @@ public struct TaskDefinition: Sendable {
     /// or the body of a task with deferred calls — `build #2`. The one place that names them.
     static func pieceName(_ task: String, _ number: Int) -> String { "\(task) #\(number)" }
 
+    /// The pieces kiln cut the task `name` into, in order — `name #1`, `name #2`, … up to the
+    /// first number `find` finds nothing under — as `find` gives them (a position, a
+    /// definition). The one place that looks them up.
+    static func pieces<Piece>(of name: String, _ find: (String) -> Piece?) -> [Piece] {
+        var found: [Piece] = []
+        while let piece = find(pieceName(name, found.count + 1)) { found.append(piece) }
+        return found
+    }
+
     /// The two pieces of a task with deferred calls (`defer: {task: …}`, resolved to `called`, in
     /// the order written): the body, `bodyName` (`T #1`, or after the steps between calls), which
     /// is the task's last piece under another name — its

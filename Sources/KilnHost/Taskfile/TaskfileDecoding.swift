@@ -2353,8 +2353,7 @@ private final class LoadSession {
             guard let index = taskIndex[name], let called = references[name]?.deferredCalls else { continue }
             let task = tasks[index]
             // After the steps between calls, if it has some (splitSteps): `T #1`, `T #2`, …
-            var number = 1
-            while taskIndex[TaskDefinition.pieceName(task.name, number)] != nil { number += 1 }
+            let number = TaskDefinition.pieces(of: task.name) { taskIndex[$0] }.count + 1
             let (body, end) = task.splitForDeferredCalls(called.map(\.name), bodyName: TaskDefinition.pieceName(task.name, number))
             tasks[index] = end
             taskIndex[body.name] = tasks.count
