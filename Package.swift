@@ -20,6 +20,9 @@ let package = Package(
         .library(name: "kiln-archive", type: .dynamic, targets: ["KilnArchivePlugin"]),
         .library(name: "kiln-compress", type: .dynamic, targets: ["KilnCompressPlugin"]),
         .library(name: "kiln-http", type: .dynamic, targets: ["KilnHTTPPlugin"]),
+        // The REAPI client (remote cache and execution), which kiln opens only when a remote is
+        // configured (libKilnRemote.so): a run without one never loads gRPC, NIO or BoringSSL.
+        .library(name: "KilnRemote", type: .dynamic, targets: ["KilnRemote"]),
         // Plugins the tests load: built against another ABI, claiming a taken kind, misbehaving.
         .library(name: "kilntest-oldabi", type: .dynamic, targets: ["KilnTestPluginOldABI"]),
         .library(name: "kilntest-duplicate", type: .dynamic, targets: ["KilnTestPluginDuplicate"]),
@@ -28,6 +31,11 @@ let package = Package(
     dependencies: [
         .package(path: "Packages/KilnRuntime"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/grpc/grpc-swift-2.git", exact: "2.4.3"),
+        .package(url: "https://github.com/grpc/grpc-swift-nio-transport.git", exact: "2.9.2"),
+        .package(url: "https://github.com/grpc/grpc-swift-protobuf.git", exact: "2.4.1"),
+        .package(url: "https://github.com/apple/swift-protobuf.git", exact: "1.39.0"),
+        .package(url: "https://github.com/apple/swift-crypto.git", "3.12.3"..<"5.0.0"),
     ],
     targets: [
         .target(
@@ -106,6 +114,21 @@ let package = Package(
                 "CKilnZlib",
             ],
             path: "Plugins/Compress",
+            swiftSettings: swiftSettings
+        ),
+        // The REAPI client: the generated messages and services (scripts/generate-protos), the action
+        // recipe (SHA-256 from swift-crypto), the cache and the executor. It shares only the runtime's
+        // dynamic libraries with the CLI; the CLI reaches it through KilnPluginAPI's RemoteClient.
+        .target(
+            name: "KilnRemote",
+            dependencies: [
+                .product(name: "KilnPluginAPI", package: "KilnRuntime"),
+                .product(name: "GRPCCore", package: "grpc-swift-2"),
+                .product(name: "GRPCNIOTransportHTTP2", package: "grpc-swift-nio-transport"),
+                .product(name: "GRPCProtobuf", package: "grpc-swift-protobuf"),
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
             swiftSettings: swiftSettings
         ),
         .systemLibrary(name: "CYAML", pkgConfig: "yaml-0.1", providers: [.apt(["libyaml-dev"])]),

@@ -82,6 +82,8 @@ extension Kiln {
 
         @OptionGroup var changes: ChangeOptions
 
+        @OptionGroup var remote: RemoteOptions
+
         @Flag(name: .shortAndLong, help: "Run every job, even those that are up to date (go-task's --force).")
         var force = false
 
@@ -212,6 +214,7 @@ extension Kiln {
             settings.confirm = { [yes] task, question in Self.confirm(task: task, question: question, assumingYes: yes)
             }
             settings.options.keepGoing = keepGoing
+            settings.remote = { [remote] in remote.settings(over: $0) }
             settings.options.batchSize = batchSize
             settings.cpuWidth = jobs
             settings.wait = wait

@@ -20,6 +20,9 @@ public struct RunOptions: Sendable {
     /// The incremental state: jobs whose signature and outputs are unchanged are skipped. `nil`
     /// runs everything and remembers nothing.
     public var incremental: IncrementalState?
+    /// The remote cache: jobs it can answer (``RemoteRecipe``) are looked up before they run, and
+    /// their results stored after they ran and succeeded. `nil`: no remote.
+    public var remote: RemoteCacheSession?
 
     /// Creates the defaults.
     public init() {}
@@ -40,6 +43,8 @@ public struct RunSummary: Sendable {
     public var cancelled = 0
     /// Jobs skipped because nothing they depend on changed.
     public var upToDate = 0
+    /// Jobs the remote cache answered: their outputs were fetched, and they didn't run.
+    public var remoteHits = 0
     /// Whether the run was interrupted (Ctrl-C, SIGTERM).
     public var interrupted = false
     /// The most jobs of `each:` tasks that existed at once.
@@ -543,7 +548,13 @@ public final class BuildRun: @unchecked Sendable {
         let verdict = inlineCheck(task, source: nil, after: dependencies, position: position)
         if verdict?.reason == .upToDate { return nil }
         let request = task.definition.jobRequest(source: nil)
-        let (entry, entryQueue, realJob, target) = makeUnit(task, source: nil, request: request, verdict: verdict) {
+        let (entry, entryQueue, realJob, target) = makeUnit(
+            task,
+            position: position,
+            source: nil,
+            request: request,
+            verdict: verdict
+        ) {
             [self] _, job in
             taskFinished(position, doneJob: job)
         }
@@ -723,6 +734,7 @@ public final class BuildRun: @unchecked Sendable {
             sourcesOfTask.withLock { $0 = sources }
             let batches = EachTaskBatches(
                 task: task,
+                position: position,
                 sources: sources,
                 batchSize: task.definition.batchSize ?? options.batchSize
             )
@@ -754,7 +766,13 @@ public final class BuildRun: @unchecked Sendable {
             let verdict = inlineCheck(batches.task, source: source, after: [])
             if verdict?.reason == .upToDate { continue }
             let request = batches.task.definition.jobRequest(source: source)
-            let (entry, queue, _, target) = makeUnit(batches.task, source: source, request: request, verdict: verdict) {
+            let (entry, queue, _, target) = makeUnit(
+                batches.task,
+                position: batches.position,
+                source: source,
+                request: request,
+                verdict: verdict
+            ) {
                 [self] failed, _ in
                 if failed { batches.recordFailure() }
                 state.withLock { $0.liveEachJobs -= 1 }
@@ -791,6 +809,7 @@ public final class BuildRun: @unchecked Sendable {
     /// succeeds for an up-to-date job, so dependents go on.
     private func makeUnit(
         _ task: BuildPlan.Task,
+        position: Int,
         source: String?,
         request: JobRequest,
         verdict precomputed: IncrementalState.Check? = nil,
@@ -890,7 +909,16 @@ public final class BuildRun: @unchecked Sendable {
         let ignoresFailure = task.definition.options.failureIgnored
         // Dependents wait for a job of their own when the unit checks first or checks outputs,
         // or when the job's failure is to be ignored (they must not see it).
-        let hasDone = (incremental != nil || mayBeSkipped) && precomputed == nil || !promised.isEmpty || ignoresFailure
+        // A remote cache answers the jobs it can before they run, and stores what they leave;
+        // never in a dry run, never for a clean-up task (stopping must not cancel its look-up).
+        let remote =
+            dryRun || cleanup != nil
+            ? nil : options.remote.map { RemoteSteps(session: $0, plan: plan, position: position, request: request) }
+        let remoteHit = LockedValue(false)
+        let ranAndLeftOutputs = LockedValue(false)
+        let hasDone =
+            (incremental != nil || mayBeSkipped) && precomputed == nil || !promised.isEmpty || ignoresFailure
+            || remote != nil
         let observation = realJob.observe(.isExecuting) { [self] change in
             if change.kind == .didChange, change.value { observer.jobStarted(info, at: now) }
         }
@@ -900,6 +928,28 @@ public final class BuildRun: @unchecked Sendable {
 
         let verdict = LockedValue<IncrementalState.Check?>(precomputed)
         if let precomputed { observer.jobChecked(info, reason: precomputed.reason) }
+        // The job must run: without a remote, its chain is added; with one, a look-up job first,
+        // which adds the chain on a miss, and on a hit cancels the job (reported as a remote hit).
+        @Sendable func lookUpFirst(_ entry: Job, _ entryQueue: JobQueue) -> (Job, JobQueue)? {
+            guard let remote, remote.session.isUp else { return nil }
+            let found = LockedValue<Bool?>(nil)
+            let lookUp = DeferredWorkJob("\(request.label) (remote look-up)") { finished in
+                remote.lookUp(into: output) { hit in
+                    found.withLock { $0 = hit }
+                    finished()
+                }
+            }
+            lookUp.completionBlock = { [self] in
+                switch found.value {
+                case true?:
+                    remoteHit.withLock { $0 = true }
+                    realJob.cancel()
+                case false? where !isStopping: add(entry, to: entryQueue)
+                default: realJob.cancel()
+                }
+            }
+            return (lookUp, queues.queue(named: remote.session.settings.endpoint.queueName))
+        }
         // Checked already (its dependencies had settled): no check job, the job runs directly.
         func makeCheck() -> BlockJob {
             let entry = next
@@ -918,6 +968,8 @@ public final class BuildRun: @unchecked Sendable {
                 observer.jobChecked(info, reason: result.reason)
                 if result.reason == .upToDate || isStopping && cleanup == nil {
                     realJob.cancel()
+                } else if let (lookUp, queue) = lookUpFirst(entry, entryQueue) {
+                    add(lookUp, to: queue)
                 } else {
                     add(entry, to: entryQueue)
                 }
@@ -936,7 +988,8 @@ public final class BuildRun: @unchecked Sendable {
                     outcome = .upToDate
                 }
             }
-            if outcome == .succeeded, !dryRun {
+            if remoteHit.value { outcome = .remoteHit }
+            if outcome == .succeeded || outcome == .remoteHit, !dryRun {
                 let missing = promised.filter { !Files.exists($0) }
                 if !missing.isEmpty {
                     unproduced.withLock { $0 = missing }
@@ -952,7 +1005,8 @@ public final class BuildRun: @unchecked Sendable {
                 outcome = .failed(reason + " (ignored: \(why))")
                 ignored = true
             }
-            let failed = outcome != .succeeded && outcome != .upToDate && !ignored
+            let failed = outcome != .succeeded && outcome != .upToDate && outcome != .remoteHit && !ignored
+            if outcome == .succeeded { ranAndLeftOutputs.withLock { $0 = true } }
             if let incremental, let result = verdict.value {
                 switch outcome {
                 case .succeeded where dryRun: incremental.willRun(key)
@@ -968,7 +1022,7 @@ public final class BuildRun: @unchecked Sendable {
                         )
                     }
                     incremental.failed(key: key)
-                case .succeeded:
+                case .succeeded, .remoteHit:
                     if definition.recordsGuard, let guardName = definition.guardedBy,
                         let ran = state.withLock({ $0.pendingGuards.removeValue(forKey: guardName) })
                     {
@@ -1013,6 +1067,7 @@ public final class BuildRun: @unchecked Sendable {
                 case .failed: state.summary.failed += 1
                 case .cancelled: state.summary.cancelled += 1
                 case .upToDate: state.summary.upToDate += 1
+                case .remoteHit: state.summary.remoteHits += 1
                 }
             }
             observer.jobFinished(info, outcome: outcome, output: output, at: now)
@@ -1037,23 +1092,40 @@ public final class BuildRun: @unchecked Sendable {
         }
 
         guard hasDone else { return (next, nextQueue, realJob, realJob) }
+        // What the job left goes to the cache before dependents start: they can't change it
+        // under the upload.
+        var store: Job?
+        if let remote, !remote.session.settings.readOnly {
+            let upload = DeferredWorkJob("\(request.label) (remote store)") { finished in
+                guard ranAndLeftOutputs.value else { return finished() }
+                remote.store(output, done: finished)
+            }
+            upload.addDependency(realJob)
+            add(upload, to: queues.queue(named: remote.session.settings.endpoint.queueName))
+            store = upload
+        }
         // Dependents wait for this: it succeeds when the job ran successfully (and produced what
         // it declares) or was up to date.
         let done = BlockJob {
             let outcome = Self.outcome(of: realJob, secrets: secrets)
             if let check, verdict.value?.reason == .upToDate, !check.isCancelled { return }
+            if remoteHit.value { return }
             // It ran and failed, and the call ignores that (not a job that didn't run).
             if ignoresFailure, !realJob.isCancelled { return }
             if outcome != .succeeded || !unproduced.value.isEmpty { throw UnitFailure(label: request.label) }
         }
         done.name = request.label
         done.addDependency(realJob)
+        if let store { done.addDependency(store) }
         done.completionBlock = { [self] in
             onFinish(done.isCancelled || done.error != nil, done)
             pendingAdd(-1)
         }
         add(done, to: unitEnds)
-        guard let check else { return (next, nextQueue, realJob, done) }
+        guard let check else {
+            if let (lookUp, queue) = lookUpFirst(next, nextQueue) { return (lookUp, queue, realJob, done) }
+            return (next, nextQueue, realJob, done)
+        }
         return (check, checks, realJob, done)
     }
 
@@ -1164,12 +1236,15 @@ public final class BuildRun: @unchecked Sendable {
 /// Threading: any thread; guarded by its mutex.
 final class EachTaskBatches: Sendable {
     let task: BuildPlan.Task
+    /// The task's position in the plan.
+    let position: Int
     let sources: [String]
     let batchSize: Int
     private let progress = HostMutex<(next: Int, finished: Int, failures: Int)>((0, 0, 0))
 
-    init(task: BuildPlan.Task, sources: [String], batchSize: Int) {
+    init(task: BuildPlan.Task, position: Int, sources: [String], batchSize: Int) {
         self.task = task
+        self.position = position
         self.sources = sources
         self.batchSize = batchSize
     }

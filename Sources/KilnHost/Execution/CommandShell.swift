@@ -31,6 +31,13 @@ public enum CommandShell {
         return bash
     }
 
+    /// The command line that runs `command`: its shell (``path(for:)``), `-e` (a failing statement
+    /// ends it, as go-task runs every command), `-c`, the command. The process monitor's spawn
+    /// (`ckiln_spawn_shell`) starts exactly this; a remote action's Command holds it.
+    public static func arguments(for command: String) -> [String] {
+        [path(for: command), "-e", "-c", command]
+    }
+
     /// Whether `command` uses something only bash (and go-task's interpreter) reads as meant.
     public static func needsBash(_ command: String) -> Bool {
         // Most commands (`cc -c a.c -o a.o`) hold none of the bytes the syntax rules look for:

@@ -50,6 +50,8 @@ public enum JobOutcome: Sendable, Equatable {
     case cancelled(String)
     /// It didn't need to run: nothing it depends on changed.
     case upToDate
+    /// It didn't run: the remote cache had its result, whose outputs are now in place.
+    case remoteHit
 }
 
 /// Something a run noticed that may make it wrong without failing it: a `sources:` pattern that

@@ -37,16 +37,22 @@ public struct BuildPlan: Sendable {
     /// absolute, and the task that declares it. A template that can't be rendered names none.
     func forEachDeclaredOutput(_ body: (TaskDefinition, String) -> Void) {
         for task in tasks where !task.definition.generates.isEmpty {
-            let definition = task.definition
-            let variableSets =
-                definition.each == .sources
-                ? definition.sourceFiles().map(definition.templateVariables(forSource:))
-                : [definition.templateVariables]
-            for variables in variableSets {
-                guard case .success(let rendered) = definition.renderedOutputs(variables: variables) else { continue }
-                for path in Glob.files(matching: rendered, in: definition.directory, keepingMissingLiterals: true) {
-                    body(definition, Path.join(definition.directory, path))
-                }
+            forEachDeclaredOutput(of: task.definition) { body(task.definition, $0) }
+        }
+    }
+
+    /// Calls `body` with each file `definition` declares as an output, as
+    /// ``forEachDeclaredOutput(_:)`` lists them.
+    func forEachDeclaredOutput(of definition: TaskDefinition, _ body: (String) -> Void) {
+        guard !definition.generates.isEmpty else { return }
+        let variableSets =
+            definition.each == .sources
+            ? definition.sourceFiles().map(definition.templateVariables(forSource:))
+            : [definition.templateVariables]
+        for variables in variableSets {
+            guard case .success(let rendered) = definition.renderedOutputs(variables: variables) else { continue }
+            for path in Glob.files(matching: rendered, in: definition.directory, keepingMissingLiterals: true) {
+                body(Path.join(definition.directory, path))
             }
         }
     }

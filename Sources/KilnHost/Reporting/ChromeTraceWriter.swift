@@ -48,6 +48,7 @@ public final class ChromeTraceWriter: RunObserver {
             case .failed: status = "failed"
             case .cancelled: status = "cancelled"
             case .upToDate: status = "up to date"
+            case .remoteHit: status = "remote hit"
             }
             for (queue, lane) in open.placements {
                 state.lanes[queue]?[lane] = false

@@ -100,14 +100,16 @@ public final class ConsoleReporter: RunObserver {
             state.finished += 1
             let progress = "[\(state.finished)/\(max(state.total, state.finished))]"
             switch outcome {
-            case .succeeded:
+            case .succeeded, .remoteHit:
+                // A remote hit shows what the job printed when it ran, as ninja shows a job's.
+                let shown = outcome == .remoteHit ? job.shownLabel + " (remote hit)" : job.shownLabel
                 let group = job.outputGroup
                 if group?.showsOnlyFailures == true {
                     // `error_only:` a job that succeeded shows no output.
-                    if !interactive { emit(&state, "\(progress) \(job.shownLabel)\n") }
+                    if !interactive { emit(&state, "\(progress) \(shown)\n") }
                 } else if output.isSpilled {
                     // Streamed from its file, a piece at a time: never whole in memory.
-                    emit(&state, "\(progress) \(job.shownLabel)\n" + (group?.header ?? ""))
+                    emit(&state, "\(progress) \(shown)\n" + (group?.header ?? ""))
                     var last = ""
                     output.forEachChunk { chunk in
                         emit(&state, chunk)
@@ -120,7 +122,7 @@ public final class ConsoleReporter: RunObserver {
                     if !text.isEmpty, !text.hasSuffix("\n") { text += "\n" }
                     // go-task's group lines wrap output, and nothing when there is none.
                     if !text.isEmpty, let group { text = group.header + text + group.footer }
-                    if !interactive || !text.isEmpty { emit(&state, "\(progress) \(job.shownLabel)\n" + text) }
+                    if !interactive || !text.isEmpty { emit(&state, "\(progress) \(shown)\n" + text) }
                 }
             case .failed(let reason):
                 var block = "\(progress) FAILED: \(job.shownLabel)\n  \(job.summary)\n"
@@ -182,6 +184,7 @@ public final class ConsoleReporter: RunObserver {
 
     private static func summaryLine(_ summary: RunSummary, seconds: Double) -> String {
         var parts = ["\(summary.succeeded) ran"]
+        if summary.remoteHits > 0 { parts.append("\(summary.remoteHits) from the remote cache") }
         if summary.upToDate > 0 { parts.append("\(summary.upToDate) up to date") }
         if summary.failed > 0 { parts.append("\(summary.failed) failed") }
         if summary.ignoredFailures > 0 {

@@ -44,6 +44,7 @@ public final class JSONEventWriter: RunObserver {
         case .failed(let reason): event += [("status", "failed"), ("reason", .string(reason))]
         case .cancelled(let reason): event += [("status", "cancelled"), ("reason", .string(reason))]
         case .upToDate: event.append(("status", "up-to-date"))
+        case .remoteHit: event.append(("status", "remote-hit"))
         }
         if let started { event.append(("duration", .number(time - started))) }
         // At most a MiB of it (its start and end, saying what was left out): an event is one line.
@@ -75,7 +76,8 @@ public final class JSONEventWriter: RunObserver {
     public func runFinished(_ summary: RunSummary, seconds: Double) {
         emit([
             ("event", "run-finished"), ("succeeded", .integer(summary.succeeded)), ("failed", .integer(summary.failed)),
-            ("upToDate", .integer(summary.upToDate)), ("ignoredFailures", .integer(summary.ignoredFailures)),
+            ("upToDate", .integer(summary.upToDate)), ("remoteHits", .integer(summary.remoteHits)),
+            ("ignoredFailures", .integer(summary.ignoredFailures)),
             ("cancelled", .integer(summary.cancelled)), ("interrupted", .bool(summary.interrupted)),
             ("seconds", .number(seconds)), ("peakLiveEachJobs", .integer(summary.peakLiveEachJobs)),
         ])

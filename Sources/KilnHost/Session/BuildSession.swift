@@ -78,6 +78,9 @@ public enum BuildSession {
         public var started: @Sendable (BuildRun) -> Void = { _ in }
         /// `--force`: every planned job runs, up to date or not.
         public var forcesEveryJob = false
+        /// The remote cache a run uses, given the Taskfile's `remote:` section (`nil` without
+        /// one): the command line and the environment may name another or change its settings.
+        public var remote: @Sendable (_ taskfile: RemoteSettings?) -> RemoteSettings? = { $0 }
         /// Asks a task's `prompt:` question (task name, question) before anything runs; `false`
         /// ends the session (nothing runs). The command line answers from `--yes` or the terminal.
         public var confirm: @Sendable (_ task: String, _ question: String) -> Bool = { _, _ in false }
@@ -193,6 +196,12 @@ public enum BuildSession {
         let queues = ResourceQueues(definitions: project.taskfile.resources, cpuWidth: settings.cpuWidth)
         var options = settings.options
         options.incremental = incremental
+        // Opened only now that jobs may run: a no-op never loads the remote library.
+        if let remote = settings.remote(project.taskfile.remote) {
+            options.remote = RemoteCacheSession.connect(remote) { System.writeError($0 + "\n") }
+            phase("connect to the remote cache")
+        }
+        defer { options.remote?.close() }
         let run = BuildRun(plan: plan, queues: queues, options: options, observer: settings.observers(queues))
         if request.exitsAfterwards { keepUntilExit([project, plan, state, incremental, run, queues, scan as Any]) }
         settings.started(run)
@@ -208,7 +217,7 @@ public enum BuildSession {
         incremental.saveSnapshot(
             taskfilePath: project.taskfile.path,
             targets: request.targets,
-            jobs: summary.succeeded + summary.upToDate,
+            jobs: summary.succeeded + summary.upToDate + summary.remoteHits,
             complete: summary.succeededOverall && request.changedFiles == nil,  // an affected run covers only some jobs
             watches: watches,
             context: request.context

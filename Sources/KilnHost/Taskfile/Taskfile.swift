@@ -36,6 +36,9 @@ public struct Taskfile: Sendable {
     /// `interval:` of the main file: how often `kiln run --watch` looks for changes (go-task's
     /// watch interval); `nil`: the default, 100 ms.
     public var watchInterval: GoDuration?
+    /// The `remote:` section: the remote cache runs use when the command line and the
+    /// environment name none (a kiln extension; go-task has no such key).
+    public var remote: RemoteSettings?
 
     /// The task called `name`, or answering to it as an alias.
     public func task(named name: String) -> TaskDefinition? {

@@ -19,7 +19,7 @@ import KilnPluginAPI
 enum TaskfileCache {
     static let magic = Array("KILNTFC\u{2}".utf8)
     /// Bump when the encoding or the meaning of ``Taskfile`` changes.
-    static let formatVersion = 29
+    static let formatVersion = 30
 
     /// The cache file of a project.
     static func path(root: String) -> String { KilnDirectory(root: root).taskfileCache }
@@ -290,6 +290,14 @@ struct BinaryWriter {
         }
         write(taskfile.secrets.values)
         write(taskfile.watchInterval)
+        write(taskfile.remote != nil)
+        if let remote = taskfile.remote {
+            write(remote.endpoint.host)
+            write(remote.endpoint.port)
+            write(remote.endpoint.instance)
+            write(remote.readOnly)
+            write(Int(remote.timeout.components.seconds * 1_000_000_000 + remote.timeout.components.attoseconds / 1_000_000_000))
+        }
         // Tasks of one file share their variables dictionary: write each distinct one once.
         var variableTables: [[String: TemplateValue]: Int] = [:]
         var variableOrder: [[String: TemplateValue]] = []
@@ -818,7 +826,16 @@ struct BinaryReader {
             outputGroup?.end = end
             outputGroup?.showsOnlyFailures = onlyFailures
         }
-        guard let secrets = readStrings(), let watchInterval = readDuration() else { return nil }
+        guard let secrets = readStrings(), let watchInterval = readDuration(), let hasRemote = readBool() else { return nil }
+        var remote: RemoteSettings?
+        if hasRemote {
+            guard let host = readString(), let port = readInteger(), let instance = readString(),
+                let readOnly = readBool(), let nanoseconds = readInteger(),
+                var endpoint = RemoteEndpoint(url: "grpc://\(host.contains(":") ? "[\(host)]" : host):\(port)")
+            else { return nil }
+            endpoint.instance = instance
+            remote = RemoteSettings(endpoint: endpoint, readOnly: readOnly, timeout: .nanoseconds(nanoseconds))
+        }
         guard let variableTableCount = readInteger(), variableTableCount >= 0, variableTableCount <= bytes.count else {
             return nil
         }
@@ -912,6 +929,7 @@ struct BinaryReader {
         )
         taskfile.outputGroup = outputGroup
         taskfile.watchInterval = watchInterval
+        taskfile.remote = remote
         taskfile.secrets = SecretMask(values: secrets)
         return taskfile
     }

@@ -27,7 +27,7 @@ public struct TaskfileLoader: Sendable {
 
     static let topLevelKeys: Set<String> = [
         "version", "vars", "env", "tasks", "includes", "resources", "plugins", "hooks", "silent", "output", "method", "run",
-        "interval", "dotenv", "set", "shopt", "use_gitignore",
+        "interval", "dotenv", "set", "shopt", "use_gitignore", "remote",
     ]
 
     /// The git hooks a Taskfile may map to tasks.
@@ -136,6 +136,7 @@ public struct TaskfileLoader: Sendable {
         )
         taskfile.outputGroup = session.outputGroup
         taskfile.watchInterval = session.watchInterval
+        taskfile.remote = session.remote
         taskfile.secrets = session.secretMask()
         // A Taskfile with dynamic variables is loaded afresh each run: its values may change.
         if usesCache {
@@ -174,6 +175,7 @@ private final class LoadSession {
     /// The main file's `output: {group: …}`.
     var outputGroup: OutputGroup?
     var watchInterval: GoDuration?
+    var remote: RemoteSettings?
     /// The main file's `vars:` as written, by name (see checkSharedVariableNames).
     var mainVariables: [String: (value: TemplateValue, location: SourceLocation)] = [:]
     /// The namespace each task's `deps` are resolved in.
@@ -367,6 +369,13 @@ private final class LoadSession {
             case "env": environmentYAMLNode = value
             case "resources":
                 decodeResources(value, file: path)
+            case "remote":
+                // kiln's own: the remote cache (the main file's; an included file may not name one).
+                if chain.isEmpty {
+                    remote = decodeRemote(value, file: path)
+                } else {
+                    fail(.invalidValue, "'remote' belongs in the main Taskfile, not in an included one", at: location(key, path))
+                }
             case "plugins":
                 decodePlugins(value, file: path)
             case "silent":
@@ -1813,6 +1822,47 @@ private final class LoadSession {
             }
         }
         return group
+    }
+
+    /// `remote: {cache: grpc://HOST:PORT, instance: NAME, read-only: true, timeout: 5s}`.
+    func decodeRemote(_ node: YAMLNode, file: String) -> RemoteSettings? {
+        guard let entries = mapping(node, file: file, what: "'remote'") else { return nil }
+        var endpoint: RemoteEndpoint?
+        var instance = ""
+        var readOnly = false
+        var timeout: Duration = .seconds(5)
+        var urlNode: YAMLNode?
+        for (key, value) in entries {
+            guard let name = scalar(key, file: file, what: "a key of 'remote'") else { continue }
+            switch name {
+            case "cache":
+                urlNode = value
+            case "instance":
+                instance = scalar(value, file: file, what: "'instance'") ?? ""
+            case "read-only":
+                readOnly = bool(value, file: file, what: "'read-only'") ?? false
+            case "timeout":
+                guard let text = scalar(value, file: file, what: "'timeout'") else { continue }
+                guard let duration = GoDuration(text), duration.seconds > 0 else {
+                    fail(.invalidValue, "'timeout' must be a duration greater than zero as Go writes one (500ms, 5s), not '\(text)'", at: location(value, file))
+                    continue
+                }
+                timeout = .nanoseconds(Int64(duration.seconds * 1e9))
+            default:
+                unknownKey(name, at: location(key, file), allowed: ["cache", "instance", "read-only", "timeout"], in: "'remote'")
+            }
+        }
+        guard let urlNode else {
+            fail(.invalidValue, "'remote' needs 'cache: grpc://HOST:PORT', the server's address", at: location(node, file))
+            return nil
+        }
+        if let text = scalar(urlNode, file: file, what: "'cache'") {
+            endpoint = RemoteEndpoint(url: text, instance: instance)
+            if endpoint == nil {
+                fail(.invalidValue, "'cache' must be grpc://HOST:PORT (TLS and Unix sockets aren't supported yet), not '\(text)'", at: location(urlNode, file))
+            }
+        }
+        return endpoint.map { RemoteSettings(endpoint: $0, readOnly: readOnly, timeout: timeout) }
     }
 
     func decodeResources(_ node: YAMLNode, file: String) {

@@ -167,8 +167,9 @@ public final class TaskOutput: Sendable {
         return true
     }
 
-    /// Calls `body` with the raw bytes, a piece at a time.
-    private func forEachBytes(_ body: ([UInt8]) -> Void) {
+    /// Calls `body` with the raw bytes, a piece at a time, reading a spilled output back from its
+    /// file.
+    public func forEachBytes(_ body: ([UInt8]) -> Void) {
         let (file, size, head) = state.withLock { ($0.file, $0.spilled, $0.head) }
         guard file >= 0 else {
             body(head)

@@ -1,0 +1,131 @@
+import KilnJobs
+import KilnPaths
+import KilnPluginAPI
+
+/// A job whose work finishes later: it starts `work`, which calls the closure it is given once,
+/// from any thread, when it is done. It holds a slot of its queue (the remote's `net:` queue)
+/// while a request is under way, and no thread.
+///
+/// Threading: as ``Job``.
+final class DeferredWorkJob: Job, @unchecked Sendable {
+    private let work: @Sendable (_ done: @escaping @Sendable () -> Void) -> Void
+
+    init(_ name: String, work: @escaping @Sendable (_ done: @escaping @Sendable () -> Void) -> Void) {
+        self.work = work
+        super.init()
+        self.name = name
+    }
+
+    override var isAsynchronous: Bool { true }
+
+    override func start() throws(JobError) {
+        guard try beginExecution() else { return }
+        work { [self] in try? finish() }
+    }
+}
+
+/// What a run asks the remote cache for one job: a look-up before it runs, and storing its result
+/// after it ran and succeeded. Both follow ``RemoteRecipe``; neither ever fails the job — a
+/// failure of the cache is reported once (``RemoteCacheSession``) and the job runs here.
+///
+/// Threading: immutable; any thread. The work runs on the job's own thread (hashing files) and
+/// on the remote library's (requests).
+struct RemoteSteps: Sendable {
+    let session: RemoteCacheSession
+    let plan: BuildPlan
+    let position: Int
+    let request: JobRequest
+
+    /// Looks the job up; `done(true)` when the cache's result is now in place (its outputs
+    /// written, `output` holding what the job printed), `done(false)` when the job must run.
+    func lookUp(into output: TaskOutput, done: @escaping @Sendable (Bool) -> Void) {
+        guard session.isUp, case .success(let recipe) = RemoteRecipe.plan(at: position, request: request, in: plan)
+        else { return done(false) }
+        let client = session.client
+        @Sendable func fetch(_ spec: RemoteActionSpec) {
+            let action: RemoteAction
+            do {
+                action = try client.prepare(spec)
+            } catch {
+                return done(false)
+            }
+            client.lookUp(action, writing: true) { result in
+                switch result {
+                case .success(.hit(let printed, _)):
+                    session.counted(hit: true)
+                    output.append(printed)
+                    done(true)
+                case .success(.miss(let note)):
+                    session.counted(hit: false)
+                    if let note { session.say("kiln: \(request.label): \(note)") }
+                    done(false)
+                case .failure(let failure):
+                    session.failed(failure)
+                    done(false)
+                }
+            }
+        }
+        guard let discovery = recipe.discovery, let depfile = recipe.depfile else { return fetch(recipe.spec) }
+        let action: RemoteAction
+        do {
+            action = try client.prepare(discovery)
+        } catch {
+            return done(false)
+        }
+        client.lookUp(action, writing: false) { result in
+            switch result {
+            case .success(.hit(_, let files)):
+                // The headers the run that stored it read, with their content here and now.
+                guard let text = files[depfile], let full = recipe.full(depfileText: String(decoding: text, as: UTF8.self))
+                else {
+                    session.counted(hit: false)
+                    return done(false)
+                }
+                fetch(full)
+            case .success(.miss(let note)):
+                session.counted(hit: false)
+                if let note { session.say("kiln: \(request.label): \(note)") }
+                done(false)
+            case .failure(let failure):
+                session.failed(failure)
+                done(false)
+            }
+        }
+    }
+
+    /// Stores the result of the job, which ran here, exited 0 and left every output it declares:
+    /// the full action's, then (for a job with a depfile) the discovery action's. `done` is called
+    /// when the cache has them, or the attempt failed.
+    func store(_ output: TaskOutput, done: @escaping @Sendable () -> Void) {
+        guard session.isUp, !session.settings.readOnly,
+            case .success(let recipe) = RemoteRecipe.plan(at: position, request: request, in: plan)
+        else { return done() }
+        let client = session.client
+        var depfileText: String?
+        if let depfile = recipe.depfile {
+            let directory = recipe.spec.workingDirectory.isEmpty ? recipe.spec.root : recipe.spec.root + "/" + recipe.spec.workingDirectory
+            // A command that wrote no depfile has no result to share: its headers are unknown.
+            guard let text = try? Files.readText(Path.join(directory, depfile)) else { return done() }
+            depfileText = text
+        }
+        guard let fullSpec = recipe.full(depfileText: depfileText), let full = try? client.prepare(fullSpec) else {
+            return done()
+        }
+        var printed: [UInt8] = []
+        output.forEachBytes { printed += $0 }
+        client.store(full, output: printed) { result in
+            if case .failure(let failure) = result {
+                session.failed(failure)
+                return done()
+            }
+            session.countedStore()
+            guard let discoverySpec = recipe.discovery, let discovery = try? client.prepare(discoverySpec) else {
+                return done()
+            }
+            client.store(discovery, output: []) { result in
+                if case .failure(let failure) = result { session.failed(failure) }
+                done()
+            }
+        }
+    }
+}

@@ -1,0 +1,439 @@
+import Foundation
+import GRPCCore
+import GRPCNIOTransportHTTP2
+import KilnPluginAPI
+
+typealias V2 = Build_Bazel_Remote_Execution_V2_ContentAddressableStorage
+
+/// A client of one REAPI server's action cache and content-addressable storage, over one HTTP/2
+/// connection (gRPC multiplexes the requests of every job on it).
+///
+/// - **Look-up:** `GetActionResult`; a result is used only when its exit code is 0 and it has
+///   every output the Command names. Its blobs come with `BatchReadBlobs` (up to the server's
+///   batch limit together) or ByteStream `Read` (larger ones); each is hashed and compared with its
+///   digest, fetched a second time when it differs, and never written when it differs twice.
+///   Outputs are written to a temporary file beside their place, then renamed over it.
+/// - **Store:** the outputs, what the job printed, the Command and the Action are hashed; the ones
+///   `FindMissingBlobs` says the server lacks go up with `BatchUpdateBlobs` or ByteStream `Write`;
+///   then `UpdateActionResult`.
+///
+/// Every request has the connection's timeout; one that fails is a ``RemoteFailure``.
+///
+/// Threading: any thread (``RemoteClient``); requests run on Swift concurrency's threads.
+final class RemoteCache: RemoteClient {
+    let endpoint: RemoteEndpoint
+    private let client: GRPCClient<HTTP2ClientTransport.Posix>
+    private let runner: Task<Void, Never>
+    private let options: CallOptions
+    /// The most bytes one batch request may carry (the server's limit, or 4 MiB less room for
+    /// the envelope when it states none).
+    private let batchLimit: Int64
+
+    private init(endpoint: RemoteEndpoint, timeout: Duration, client: GRPCClient<HTTP2ClientTransport.Posix>, runner: Task<Void, Never>, batchLimit: Int64) {
+        self.endpoint = endpoint
+        self.client = client
+        self.runner = runner
+        var options = CallOptions.defaults
+        options.timeout = timeout
+        options.maxResponseMessageBytes = 64 << 20
+        self.options = options
+        self.batchLimit = batchLimit
+    }
+
+    /// Connects and reads the server's capabilities: it must take SHA-256 digests and speak REAPI
+    /// 2.1 or later (outputs named by `output_paths`).
+    static func connect(_ endpoint: RemoteEndpoint, timeout: Duration) async throws(RemoteFailure) -> RemoteCache {
+        let transport: HTTP2ClientTransport.Posix
+        do {
+            transport = try HTTP2ClientTransport.Posix(
+                target: endpoint.host.contains(":")
+                    ? .ipv6(address: endpoint.host, port: endpoint.port)
+                    : (endpoint.host.allSatisfy { $0.isNumber || $0 == "." }
+                        ? .ipv4(address: endpoint.host, port: endpoint.port)
+                        : .dns(host: endpoint.host, port: endpoint.port)),
+                transportSecurity: .plaintext
+            )
+        } catch {
+            throw RemoteFailure("can't reach \(endpoint): \(error)")
+        }
+        let client = GRPCClient(transport: transport)
+        let runner = Task {
+            do { try await client.runConnections() } catch {}
+        }
+        var options = CallOptions.defaults
+        options.timeout = timeout
+        var request = Build_Bazel_Remote_Execution_V2_GetCapabilitiesRequest()
+        request.instanceName = endpoint.instance
+        let capabilities: Build_Bazel_Remote_Execution_V2_ServerCapabilities
+        do {
+            capabilities = try await Build_Bazel_Remote_Execution_V2_Capabilities.Client(wrapping: client)
+                .getCapabilities(request, options: options)
+        } catch {
+            client.beginGracefulShutdown()
+            runner.cancel()
+            throw RemoteFailure("\(endpoint) didn't answer GetCapabilities: \(describe(error))")
+        }
+        let cache = capabilities.cacheCapabilities
+        let functions = cache.digestFunctions
+        guard functions.isEmpty || functions.contains(.sha256) else {
+            client.beginGracefulShutdown()
+            runner.cancel()
+            throw RemoteFailure("\(endpoint) doesn't take SHA-256 digests, the only function kiln hashes with")
+        }
+        if capabilities.hasHighApiVersion {
+            let high = capabilities.highApiVersion
+            guard high.major > 2 || high.major == 2 && high.minor >= 1 else {
+                client.beginGracefulShutdown()
+                runner.cancel()
+                throw RemoteFailure("\(endpoint) speaks REAPI \(high.major).\(high.minor); kiln needs 2.1 or later (output_paths)")
+            }
+        }
+        let stated = cache.maxBatchTotalSizeBytes
+        let limit = stated > 0 ? min(stated, 4 << 20) : 4 << 20
+        return RemoteCache(
+            endpoint: endpoint,
+            timeout: timeout,
+            client: client,
+            runner: runner,
+            batchLimit: limit - 64 << 10
+        )
+    }
+
+    func prepare(_ spec: RemoteActionSpec) throws(RemoteFailure) -> RemoteAction {
+        let made = try ActionRecipe.make(spec)
+        var inputs: [String: RemoteDigest] = [:]
+        for file in made.files { inputs[file.path] = file.digest.remote }
+        return RemoteAction(
+            spec: spec,
+            key: made.actionDigest.remote,
+            commandKey: made.commandDigest.remote,
+            inputRootKey: made.inputRootDigest.remote,
+            inputDigests: inputs,
+            details: made
+        )
+    }
+
+    func lookUp(
+        _ action: RemoteAction,
+        writing: Bool,
+        completion: @escaping @Sendable (Result<RemoteLookup, RemoteFailure>) -> Void
+    ) {
+        Task {
+            do {
+                completion(.success(try await lookUp(action, writing: writing)))
+            } catch {
+                completion(.failure(Self.failure(error, doing: "GetActionResult", at: endpoint)))
+            }
+        }
+    }
+
+    func store(
+        _ action: RemoteAction,
+        output: [UInt8],
+        completion: @escaping @Sendable (Result<Void, RemoteFailure>) -> Void
+    ) {
+        Task {
+            do {
+                try await store(action, output: output)
+                completion(.success(()))
+            } catch {
+                completion(.failure(Self.failure(error, doing: "uploading a result", at: endpoint)))
+            }
+        }
+    }
+
+    func close() {
+        client.beginGracefulShutdown()
+        let done = DispatchSemaphore(value: 0)
+        let runner = self.runner
+        Task {
+            await runner.value
+            done.signal()
+        }
+        // Requests under way have the connection's timeout; a server that hangs them can't keep
+        // kiln from ending.
+        if done.wait(timeout: .now() + 10) == .timedOut { runner.cancel() }
+    }
+
+    // MARK: Look-up
+
+    private func lookUp(_ action: RemoteAction, writing: Bool) async throws -> RemoteLookup {
+        let made = action.details as! ActionRecipe.Made
+        var request = Build_Bazel_Remote_Execution_V2_GetActionResultRequest()
+        request.instanceName = endpoint.instance
+        request.actionDigest = made.actionDigest
+        request.inlineStdout = true
+        request.digestFunction = .sha256
+        let result: Build_Bazel_Remote_Execution_V2_ActionResult
+        do {
+            result = try await Build_Bazel_Remote_Execution_V2_ActionCache.Client(wrapping: client)
+                .getActionResult(request, options: options)
+        } catch let error as RPCError where error.code == .notFound {
+            return .miss(note: nil)
+        }
+        // A failure is never used, whoever stored it (bazel#14543).
+        guard result.exitCode == 0 else {
+            return .miss(note: "the cache holds a failed result (exit status \(result.exitCode)); it runs here")
+        }
+        let byPath = Dictionary(result.outputFiles.map { ($0.path, $0) }, uniquingKeysWith: { first, _ in first })
+        for path in action.spec.outputFiles where byPath[path] == nil {
+            return .miss(note: "the cached result lacks the output '\(path)'; it runs here")
+        }
+        var wanted = action.spec.outputFiles.map { byPath[$0]!.digest }
+        if result.hasStdoutDigest, result.stdoutRaw.isEmpty { wanted.append(result.stdoutDigest) }
+        let (blobs, corrupt) = try await fetch(wanted)
+        if let corrupt {
+            return .miss(
+                note: "the cache's blob \(corrupt.remote) didn't match its digest twice; nothing was written from it, and the job runs here"
+            )
+        }
+        let directory = action.spec.workingDirectory.isEmpty
+            ? action.spec.root : action.spec.root + "/" + action.spec.workingDirectory
+        var files: [String: [UInt8]] = [:]
+        for path in action.spec.outputFiles {
+            let file = byPath[path]!
+            let data = blobs[file.digest.hash] ?? Data()
+            if writing {
+                try write(data, to: directory + "/" + path, executable: file.isExecutable)
+            } else {
+                files[path] = [UInt8](data)
+            }
+        }
+        var printed = result.stdoutRaw
+        if printed.isEmpty, result.hasStdoutDigest { printed = blobs[result.stdoutDigest.hash] ?? Data() }
+        printed.append(result.stderrRaw)
+        return .hit(output: [UInt8](printed), files: files)
+    }
+
+    /// Fetches `digests`, verifying each, fetching again the ones that differ. Returns the blobs
+    /// by hash, and a digest whose blob differed twice.
+    private func fetch(_ digests: [ProtoDigest]) async throws -> ([String: Data], ProtoDigest?) {
+        var unique: [String: ProtoDigest] = [:]
+        for digest in digests { unique[digest.hash] = digest }
+        var blobs: [String: Data] = [:]
+        var pending = Array(unique.values)
+        for attempt in 0..<2 {
+            var failed: [ProtoDigest] = []
+            for (digest, data) in try await read(pending) {
+                if ActionRecipe.digest(of: data) == digest {
+                    blobs[digest.hash] = data
+                } else {
+                    failed.append(digest)
+                }
+            }
+            if failed.isEmpty { break }
+            if attempt == 1 { return (blobs, failed[0]) }
+            pending = failed
+        }
+        return (blobs, nil)
+    }
+
+    /// Reads blobs: the small ones in batches, the large ones with ByteStream.
+    private func read(_ digests: [ProtoDigest]) async throws -> [(ProtoDigest, Data)] {
+        var found: [(ProtoDigest, Data)] = []
+        var batch: [ProtoDigest] = []
+        var batchSize: Int64 = 0
+        func flush() async throws {
+            guard !batch.isEmpty else { return }
+            var request = Build_Bazel_Remote_Execution_V2_BatchReadBlobsRequest()
+            request.instanceName = endpoint.instance
+            request.digests = batch
+            request.digestFunction = .sha256
+            let response = try await V2.Client(wrapping: client).batchReadBlobs(request, options: options)
+            for answer in response.responses {
+                guard answer.status.code == 0 else {
+                    throw RemoteFailure("the cache lost the blob \(answer.digest.remote) (status \(answer.status.code): \(answer.status.message))")
+                }
+                found.append((answer.digest, answer.data))
+            }
+            batch = []
+            batchSize = 0
+        }
+        for digest in digests {
+            if digest.sizeBytes == 0 {
+                found.append((digest, Data()))
+            } else if digest.sizeBytes > batchLimit {
+                found.append((digest, try await readStream(digest)))
+            } else {
+                if batchSize + digest.sizeBytes > batchLimit { try await flush() }
+                batch.append(digest)
+                batchSize += digest.sizeBytes
+            }
+        }
+        try await flush()
+        return found
+    }
+
+    private func readStream(_ digest: ProtoDigest) async throws -> Data {
+        var request = Google_Bytestream_ReadRequest()
+        request.resourceName = resourcePrefix + "blobs/\(digest.hash)/\(digest.sizeBytes)"
+        return try await Google_Bytestream_ByteStream.Client(wrapping: client).read(request, options: options) {
+            response in
+            var data = Data()
+            for try await piece in response.messages { data.append(piece.data) }
+            return data
+        }
+    }
+
+    private var resourcePrefix: String { endpoint.instance.isEmpty ? "" : endpoint.instance + "/" }
+
+    /// Writes `data` to a temporary file beside `path`, then renames it over `path`: a reader sees
+    /// the old file or the new one, and a failure leaves no half-written output.
+    private func write(_ data: Data, to path: String, executable: Bool) throws {
+        let slash = path.lastIndex(of: "/")!
+        let directory = String(path[..<slash])
+        try makeDirectories(directory)
+        let temporary = directory + "/.\(path[path.index(after: slash)...]).kiln-remote-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, executable ? 0o755 : 0o644)
+        guard descriptor >= 0 else { throw RemoteFailure("can't write \(temporary): \(String(cString: strerror(errno)))") }
+        var ok = true
+        data.withUnsafeBytes { bytes in
+            var offset = 0
+            while offset < bytes.count {
+                let count = Glibc.write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
+                if count < 0 {
+                    if errno == EINTR { continue }
+                    ok = false
+                    return
+                }
+                offset += count
+            }
+        }
+        let error = errno
+        Glibc.close(descriptor)
+        guard ok, rename(temporary, path) == 0 else {
+            unlink(temporary)
+            throw RemoteFailure("can't write \(path): \(String(cString: strerror(ok ? errno : error)))")
+        }
+    }
+
+    private func makeDirectories(_ directory: String) throws {
+        var status = stat()
+        if stat(directory, &status) == 0 { return }
+        if let slash = directory.lastIndex(of: "/"), slash != directory.startIndex {
+            try makeDirectories(String(directory[..<slash]))
+        }
+        if mkdir(directory, 0o777) != 0, errno != EEXIST {
+            throw RemoteFailure("can't make the directory \(directory): \(String(cString: strerror(errno)))")
+        }
+    }
+
+    // MARK: Store
+
+    private func store(_ action: RemoteAction, output: [UInt8]) async throws {
+        let made = action.details as! ActionRecipe.Made
+        let directory = action.spec.workingDirectory.isEmpty
+            ? action.spec.root : action.spec.root + "/" + action.spec.workingDirectory
+        var result = Build_Bazel_Remote_Execution_V2_ActionResult()
+        var blobs: [String: (ProtoDigest, () throws -> Data)] = [:]
+        for path in Set(action.spec.outputFiles).sorted() {
+            let absolute = directory + "/" + path
+            let (digest, executable) = try ActionRecipe.fileDigest(absolute)
+            var file = Build_Bazel_Remote_Execution_V2_OutputFile()
+            file.path = path
+            file.digest = digest
+            file.isExecutable = executable
+            result.outputFiles.append(file)
+            blobs[digest.hash] = (digest, { try Self.contents(of: absolute, digest: digest) })
+        }
+        if !output.isEmpty {
+            let data = Data(output)
+            result.stdoutDigest = ActionRecipe.digest(of: data)
+            blobs[result.stdoutDigest.hash] = (result.stdoutDigest, { data })
+        }
+        blobs[made.commandDigest.hash] = (made.commandDigest, { made.commandBytes })
+        blobs[made.actionDigest.hash] = (made.actionDigest, { made.actionBytes })
+        result.exitCode = 0
+
+        var find = Build_Bazel_Remote_Execution_V2_FindMissingBlobsRequest()
+        find.instanceName = endpoint.instance
+        find.blobDigests = blobs.values.map(\.0)
+        find.digestFunction = .sha256
+        let cas = V2.Client(wrapping: client)
+        let missing = try await cas.findMissingBlobs(find, options: options).missingBlobDigests
+        try await upload(missing.compactMap { blobs[$0.hash] })
+
+        var update = Build_Bazel_Remote_Execution_V2_UpdateActionResultRequest()
+        update.instanceName = endpoint.instance
+        update.actionDigest = made.actionDigest
+        update.actionResult = result
+        update.digestFunction = .sha256
+        _ = try await Build_Bazel_Remote_Execution_V2_ActionCache.Client(wrapping: client)
+            .updateActionResult(update, options: options)
+    }
+
+    /// A file's bytes, which must still have `digest`: an output changed since it was hashed is
+    /// not uploaded under the old digest.
+    private static func contents(of path: String, digest: ProtoDigest) throws -> Data {
+        guard let data = FileManager.default.contents(atPath: path), ActionRecipe.digest(of: data) == digest else {
+            throw RemoteFailure("\(path) changed while it was uploaded; the result is not stored")
+        }
+        return data
+    }
+
+    /// Uploads blobs: the small ones in batches, the large ones with ByteStream.
+    private func upload(_ blobs: [(ProtoDigest, () throws -> Data)]) async throws {
+        var batch = Build_Bazel_Remote_Execution_V2_BatchUpdateBlobsRequest()
+        batch.instanceName = endpoint.instance
+        batch.digestFunction = .sha256
+        var batchSize: Int64 = 0
+        let cas = V2.Client(wrapping: client)
+        func flush() async throws {
+            guard !batch.requests.isEmpty else { return }
+            let response = try await cas.batchUpdateBlobs(batch, options: options)
+            for answer in response.responses where answer.status.code != 0 {
+                throw RemoteFailure("the cache refused the blob \(answer.digest.remote): \(answer.status.message)")
+            }
+            batch.requests = []
+            batchSize = 0
+        }
+        for (digest, contents) in blobs {
+            if digest.sizeBytes > batchLimit {
+                try await writeStream(digest, data: try contents())
+                continue
+            }
+            if batchSize + digest.sizeBytes > batchLimit { try await flush() }
+            var request = Build_Bazel_Remote_Execution_V2_BatchUpdateBlobsRequest.Request()
+            request.digest = digest
+            request.data = try contents()
+            batch.requests.append(request)
+            batchSize += digest.sizeBytes
+        }
+        try await flush()
+    }
+
+    private func writeStream(_ digest: ProtoDigest, data: Data) async throws {
+        let name = resourcePrefix + "uploads/\(UUID().uuidString.lowercased())/blobs/\(digest.hash)/\(digest.sizeBytes)"
+        let piece = 1 << 20
+        let response = try await Google_Bytestream_ByteStream.Client(wrapping: client).write(options: options, requestProducer: { writer in
+            var offset = 0
+            repeat {
+                var request = Google_Bytestream_WriteRequest()
+                if offset == 0 { request.resourceName = name }
+                let end = min(offset + piece, data.count)
+                request.writeOffset = Int64(offset)
+                request.data = data.subdata(in: offset..<end)
+                request.finishWrite = end == data.count
+                try await writer.write(request)
+                offset = end
+            } while offset < data.count
+        })
+        guard response.committedSize == digest.sizeBytes || response.committedSize == -1 else {
+            throw RemoteFailure("the cache committed \(response.committedSize) of \(digest.sizeBytes) bytes of \(digest.remote)")
+        }
+    }
+
+    // MARK: Errors
+
+    static func failure(_ error: any Error, doing what: String, at endpoint: RemoteEndpoint) -> RemoteFailure {
+        if let failure = error as? RemoteFailure { return failure }
+        return RemoteFailure("\(endpoint): \(what) failed: \(describe(error))")
+    }
+
+    static func describe(_ error: any Error) -> String {
+        if let error = error as? RPCError {
+            return "\(error.code)" + (error.message.isEmpty ? "" : ": \(error.message)")
+        }
+        return "\(error)"
+    }
+}
