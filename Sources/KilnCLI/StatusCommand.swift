@@ -78,7 +78,15 @@ extension Kiln {
                 }
                 text += "\(job.label): \(job.reason)\n"
                 if let keys = job.remoteKeys {
-                    text += "    action \(keys.action)\n"
+                    if let notCached = keys.notCached {
+                        text += "    not cached remotely: \(notCached)\n"
+                    }
+                    if let action = keys.action {
+                        text += "    action \(action)\n"
+                        text += "    command \(keys.command?.description ?? "")\n"
+                        text += "    input root \(keys.inputRoot?.description ?? "")\n"
+                    }
+                    if let discovery = keys.discovery { text += "    discovery \(discovery)\n" }
                     for (path, digest) in keys.outputs {
                         text += "    output \(path) \(digest?.description ?? "(missing)")\n"
                     }
@@ -121,7 +129,11 @@ extension JobVerdict {
             ("reason", .string(reason.description)), ("command", .string(summary)),
         ]
         if let keys = remoteKeys {
-            fields.append(("action", .string(keys.action.description)))
+            fields.append(("action", keys.action.map { .string($0.description) } ?? .null))
+            fields.append(("command", keys.command.map { .string($0.description) } ?? .null))
+            fields.append(("inputRoot", keys.inputRoot.map { .string($0.description) } ?? .null))
+            if let discovery = keys.discovery { fields.append(("discovery", .string(discovery.description))) }
+            if let notCached = keys.notCached { fields.append(("notCached", .string(notCached))) }
             fields.append(
                 (
                     "outputs",

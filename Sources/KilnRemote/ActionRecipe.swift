@@ -71,6 +71,21 @@ enum ActionRecipe {
         )
     }
 
+    /// ``make(_:)`` as the host sees it.
+    static func prepare(_ spec: RemoteActionSpec) throws(RemoteFailure) -> RemoteAction {
+        let made = try make(spec)
+        var inputs: [String: RemoteDigest] = [:]
+        for file in made.files { inputs[file.path] = file.digest.remote }
+        return RemoteAction(
+            spec: spec,
+            key: made.actionDigest.remote,
+            commandKey: made.commandDigest.remote,
+            inputRootKey: made.inputRootDigest.remote,
+            inputDigests: inputs,
+            details: made
+        )
+    }
+
     /// A message's bytes in the protocol's canonical form (fields in number order, which is what
     /// swift-protobuf writes; no unknown fields).
     static func serialized(_ message: some SwiftProtobuf.Message) -> Data {

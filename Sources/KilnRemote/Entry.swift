@@ -10,7 +10,10 @@ import KilnPluginAPI
 public func kilnRemoteConnect(_ request: UnsafeMutableRawPointer) {
     let request = Unmanaged<RemoteConnectRequest>.fromOpaque(request).takeUnretainedValue()
     let done = DispatchSemaphore(value: 0)
-    let endpoint = request.endpoint
+    guard let endpoint = request.endpoint else {
+        request.client = KeysOnlyClient()
+        return
+    }
     let timeout = request.timeout
     Task {
         do {
@@ -21,4 +24,37 @@ public func kilnRemoteConnect(_ request: UnsafeMutableRawPointer) {
         done.signal()
     }
     done.wait()
+}
+
+/// A client that computes keys and talks to no server (``RemoteConnectRequest/endpoint`` `nil`).
+///
+/// Threading: stateless; any thread.
+final class KeysOnlyClient: RemoteClient {
+    var endpoint: RemoteEndpoint? { nil }
+
+    func digest(ofFile path: String) throws(RemoteFailure) -> RemoteDigest {
+        try ActionRecipe.fileDigest(path).0.remote
+    }
+
+    func digest(of bytes: [UInt8]) -> RemoteDigest {
+        ActionRecipe.digest(of: bytes).remote
+    }
+
+    func prepare(_ spec: RemoteActionSpec) throws(RemoteFailure) -> RemoteAction {
+        try ActionRecipe.prepare(spec)
+    }
+
+    func lookUp(
+        _ action: RemoteAction,
+        writing: Bool,
+        completion: @escaping @Sendable (Result<RemoteLookup, RemoteFailure>) -> Void
+    ) {
+        completion(.failure(RemoteFailure("no remote cache is configured")))
+    }
+
+    func store(_ action: RemoteAction, output: [UInt8], completion: @escaping @Sendable (Result<Void, RemoteFailure>) -> Void) {
+        completion(.failure(RemoteFailure("no remote cache is configured")))
+    }
+
+    func close() {}
 }

@@ -21,7 +21,8 @@ typealias V2 = Build_Bazel_Remote_Execution_V2_ContentAddressableStorage
 ///
 /// Threading: any thread (``RemoteClient``); requests run on Swift concurrency's threads.
 final class RemoteCache: RemoteClient {
-    let endpoint: RemoteEndpoint
+    let server: RemoteEndpoint
+    var endpoint: RemoteEndpoint? { server }
     private let client: GRPCClient<HTTP2ClientTransport.Posix>
     private let runner: Task<Void, Never>
     private let options: CallOptions
@@ -30,7 +31,7 @@ final class RemoteCache: RemoteClient {
     private let batchLimit: Int64
 
     private init(endpoint: RemoteEndpoint, timeout: Duration, client: GRPCClient<HTTP2ClientTransport.Posix>, runner: Task<Void, Never>, batchLimit: Int64) {
-        self.endpoint = endpoint
+        self.server = endpoint
         self.client = client
         self.runner = runner
         var options = CallOptions.defaults
@@ -100,17 +101,15 @@ final class RemoteCache: RemoteClient {
     }
 
     func prepare(_ spec: RemoteActionSpec) throws(RemoteFailure) -> RemoteAction {
-        let made = try ActionRecipe.make(spec)
-        var inputs: [String: RemoteDigest] = [:]
-        for file in made.files { inputs[file.path] = file.digest.remote }
-        return RemoteAction(
-            spec: spec,
-            key: made.actionDigest.remote,
-            commandKey: made.commandDigest.remote,
-            inputRootKey: made.inputRootDigest.remote,
-            inputDigests: inputs,
-            details: made
-        )
+        try ActionRecipe.prepare(spec)
+    }
+
+    func digest(ofFile path: String) throws(RemoteFailure) -> RemoteDigest {
+        try ActionRecipe.fileDigest(path).0.remote
+    }
+
+    func digest(of bytes: [UInt8]) -> RemoteDigest {
+        ActionRecipe.digest(of: bytes).remote
     }
 
     func lookUp(
@@ -122,7 +121,7 @@ final class RemoteCache: RemoteClient {
             do {
                 completion(.success(try await lookUp(action, writing: writing)))
             } catch {
-                completion(.failure(Self.failure(error, doing: "GetActionResult", at: endpoint)))
+                completion(.failure(Self.failure(error, doing: "GetActionResult", at: server)))
             }
         }
     }
@@ -137,7 +136,7 @@ final class RemoteCache: RemoteClient {
                 try await store(action, output: output)
                 completion(.success(()))
             } catch {
-                completion(.failure(Self.failure(error, doing: "uploading a result", at: endpoint)))
+                completion(.failure(Self.failure(error, doing: "uploading a result", at: server)))
             }
         }
     }
@@ -160,7 +159,7 @@ final class RemoteCache: RemoteClient {
     private func lookUp(_ action: RemoteAction, writing: Bool) async throws -> RemoteLookup {
         let made = action.details as! ActionRecipe.Made
         var request = Build_Bazel_Remote_Execution_V2_GetActionResultRequest()
-        request.instanceName = endpoint.instance
+        request.instanceName = server.instance
         request.actionDigest = made.actionDigest
         request.inlineStdout = true
         request.digestFunction = .sha256
@@ -236,7 +235,7 @@ final class RemoteCache: RemoteClient {
         func flush() async throws {
             guard !batch.isEmpty else { return }
             var request = Build_Bazel_Remote_Execution_V2_BatchReadBlobsRequest()
-            request.instanceName = endpoint.instance
+            request.instanceName = server.instance
             request.digests = batch
             request.digestFunction = .sha256
             let response = try await V2.Client(wrapping: client).batchReadBlobs(request, options: options)
@@ -275,7 +274,7 @@ final class RemoteCache: RemoteClient {
         }
     }
 
-    private var resourcePrefix: String { endpoint.instance.isEmpty ? "" : endpoint.instance + "/" }
+    private var resourcePrefix: String { server.instance.isEmpty ? "" : server.instance + "/" }
 
     /// Writes `data` to a temporary file beside `path`, then renames it over `path`: a reader sees
     /// the old file or the new one, and a failure leaves no half-written output.
@@ -346,7 +345,7 @@ final class RemoteCache: RemoteClient {
         result.exitCode = 0
 
         var find = Build_Bazel_Remote_Execution_V2_FindMissingBlobsRequest()
-        find.instanceName = endpoint.instance
+        find.instanceName = server.instance
         find.blobDigests = blobs.values.map(\.0)
         find.digestFunction = .sha256
         let cas = V2.Client(wrapping: client)
@@ -354,7 +353,7 @@ final class RemoteCache: RemoteClient {
         try await upload(missing.compactMap { blobs[$0.hash] })
 
         var update = Build_Bazel_Remote_Execution_V2_UpdateActionResultRequest()
-        update.instanceName = endpoint.instance
+        update.instanceName = server.instance
         update.actionDigest = made.actionDigest
         update.actionResult = result
         update.digestFunction = .sha256
@@ -374,7 +373,7 @@ final class RemoteCache: RemoteClient {
     /// Uploads blobs: the small ones in batches, the large ones with ByteStream.
     private func upload(_ blobs: [(ProtoDigest, () throws -> Data)]) async throws {
         var batch = Build_Bazel_Remote_Execution_V2_BatchUpdateBlobsRequest()
-        batch.instanceName = endpoint.instance
+        batch.instanceName = server.instance
         batch.digestFunction = .sha256
         var batchSize: Int64 = 0
         let cas = V2.Client(wrapping: client)

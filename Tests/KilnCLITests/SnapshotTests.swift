@@ -243,7 +243,7 @@ struct RemoteKeysTests {
         let outputs = try #require(after["join"]?["outputs"] as? [[String: Any]])
         let joined = try #require(outputs.first { $0["path"] as? String == "joined.txt" }?["digest"] as? String)
         // sha256sum of "alpha\nbeta\n", 11 bytes.
-        #expect(joined == "e49c81e2d2f84e259d40e2fb8192f3bcd198b355184845d76d8f58807d0d78ee/11")
+        #expect(joined == "sha256:e49c81e2d2f84e259d40e2fb8192f3bcd198b355184845d76d8f58807d0d78ee/11")
     }
 
     @Test("an input change changes its job's action digest, and its dependents' only through changed outputs")

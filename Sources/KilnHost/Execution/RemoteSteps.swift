@@ -39,9 +39,9 @@ struct RemoteSteps: Sendable {
     /// Looks the job up; `done(true)` when the cache's result is now in place (its outputs
     /// written, `output` holding what the job printed), `done(false)` when the job must run.
     func lookUp(into output: TaskOutput, done: @escaping @Sendable (Bool) -> Void) {
-        guard session.isUp, case .success(let recipe) = RemoteRecipe.plan(at: position, request: request, in: plan)
+        guard session.isUp, case .success(let recipe) = RemoteRecipe.plan(at: position, request: request, in: plan),
+            let client = session.client
         else { return done(false) }
-        let client = session.client
         @Sendable func fetch(_ spec: RemoteActionSpec) {
             let action: RemoteAction
             do {
@@ -98,9 +98,9 @@ struct RemoteSteps: Sendable {
     /// when the cache has them, or the attempt failed.
     func store(_ output: TaskOutput, done: @escaping @Sendable () -> Void) {
         guard session.isUp, !session.settings.readOnly,
-            case .success(let recipe) = RemoteRecipe.plan(at: position, request: request, in: plan)
+            case .success(let recipe) = RemoteRecipe.plan(at: position, request: request, in: plan),
+            let client = session.client
         else { return done() }
-        let client = session.client
         var depfileText: String?
         if let depfile = recipe.depfile {
             let directory = recipe.spec.workingDirectory.isEmpty ? recipe.spec.root : recipe.spec.root + "/" + recipe.spec.workingDirectory

@@ -1,4 +1,5 @@
 import Dispatch
+import KilnPluginAPI
 import KilnPaths
 
 /// One kiln invocation against a project, from start to end: it takes the project's lock, scans
@@ -196,10 +197,9 @@ public enum BuildSession {
         let queues = ResourceQueues(definitions: project.taskfile.resources, cpuWidth: settings.cpuWidth)
         var options = settings.options
         options.incremental = incremental
-        // Opened only now that jobs may run: a no-op never loads the remote library.
+        // Connected when a job is first looked up: a no-op never loads the remote library.
         if let remote = settings.remote(project.taskfile.remote) {
-            options.remote = RemoteCacheSession.connect(remote) { System.writeError($0 + "\n") }
-            phase("connect to the remote cache")
+            options.remote = RemoteCacheSession(remote) { System.writeError($0 + "\n") }
         }
         defer { options.remote?.close() }
         let run = BuildRun(plan: plan, queues: queues, options: options, observer: settings.observers(queues))
@@ -283,7 +283,14 @@ public enum BuildSession {
         )
         if request.exitsAfterwards { keepUntilExit([project, plan, state, incremental, scan as Any]) }
         phase("open state")
-        let verdicts = plan.verdicts(incremental, remoteKeys: remoteKeys)
+        var client: (any RemoteClient)?
+        if remoteKeys {
+            switch RemoteLibrary.keysOnlyClient() {
+            case .success(let made): client = made
+            case .failure(let failure): throw Failure(description: "kiln: remote keys: \(failure.message)", exitStatus: 1)
+            }
+        }
+        let verdicts = plan.verdicts(incremental, remoteKeys: client)
         phase("verdicts")
         return verdicts
     }

@@ -13,8 +13,12 @@ extension TaskfileTemplates {
         table["mustFromYaml"] = TemplateFunction(arguments: 1) { arguments throws(TemplateFunctionError) in
             try fromYAML(arguments[0])
         }
-        table["sha256sum"] = TemplateFunction(arguments: 1) { arguments in
-            .string(RemoteDigest.of(text(arguments[0])).hex)
+        // SHA-256 is swift-crypto's, in the remote library: loaded the first time a template asks.
+        table["sha256sum"] = TemplateFunction(arguments: 1) { arguments throws(TemplateFunctionError) in
+            switch RemoteLibrary.keysOnlyClient() {
+            case .success(let client): return .string(client.digest(of: Array(text(arguments[0]).utf8)).hash)
+            case .failure(let failure): throw TemplateFunctionError("sha256sum: \(failure.message)")
+            }
         }
         table["sha1sum"] = TemplateFunction(arguments: 1) { arguments in
             let digits = Array("0123456789abcdef".utf8)

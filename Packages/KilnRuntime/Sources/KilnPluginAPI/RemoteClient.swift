@@ -185,8 +185,14 @@ public struct RemoteFailure: Error, Sendable, CustomStringConvertible {
 ///
 /// Threading: every method may be called from any thread, concurrently.
 public protocol RemoteClient: AnyObject, Sendable {
-    /// The server.
-    var endpoint: RemoteEndpoint { get }
+    /// The server; `nil` for a client made only to compute keys (``RemoteConnectRequest/endpoint``).
+    var endpoint: RemoteEndpoint? { get }
+
+    /// The SHA-256 digest of the file at `path`.
+    func digest(ofFile path: String) throws(RemoteFailure) -> RemoteDigest
+
+    /// The SHA-256 digest of `bytes`.
+    func digest(of bytes: [UInt8]) -> RemoteDigest
 
     /// Makes the job's Command, input tree and Action, hashing its input files (SHA-256, read on
     /// the calling thread). Throws when an input can't be read.
@@ -222,8 +228,9 @@ public final class RemoteConnectRequest: @unchecked Sendable {
     /// The C entry point's name.
     public static let entryPoint = "kiln_remote_connect"
 
-    /// The server.
-    public let endpoint: RemoteEndpoint
+    /// The server; `nil` asks for a client that only computes keys (``RemoteClient/prepare(_:)``,
+    /// ``RemoteClient/digest(ofFile:)``) and connects to nothing: `kiln explain --remote-keys`.
+    public let endpoint: RemoteEndpoint?
     /// How long a request may take before the server counts as down.
     public let timeout: Duration
     /// The client, when the server answered.
@@ -232,7 +239,7 @@ public final class RemoteConnectRequest: @unchecked Sendable {
     public var failure: String?
 
     /// Creates a request.
-    public init(endpoint: RemoteEndpoint, timeout: Duration) {
+    public init(endpoint: RemoteEndpoint?, timeout: Duration) {
         self.endpoint = endpoint
         self.timeout = timeout
     }
