@@ -62,7 +62,9 @@ let package = Package(
         .target(name: "KilnGit", dependencies: ["CGit2", "KilnGitFormat", "KilnHost"], swiftSettings: swiftSettings),
         .target(
             // zlib, for the archive and compress plugins and git's objects.
-            name: "CKilnZlib", path: "Plugins/CKilnZlib", linkerSettings: [.linkedLibrary("z")]
+            name: "CKilnZlib",
+            path: "Plugins/CKilnZlib",
+            linkerSettings: [.linkedLibrary("z")]
         ),
         // A plugin depends on the runtime's dynamic products only — never on KilnHost — so the
         // process holds one KilnJobs, and a plugin's job is a `Job` to the host.
@@ -78,19 +80,28 @@ let package = Package(
         ),
         .target(
             name: "KilnTestPluginOldABI",
-            dependencies: [.product(name: "KilnJobs", package: "KilnRuntime"), .product(name: "KilnPluginAPI", package: "KilnRuntime")],
+            dependencies: [
+                .product(name: "KilnJobs", package: "KilnRuntime"),
+                .product(name: "KilnPluginAPI", package: "KilnRuntime"),
+            ],
             path: "Tests/Plugins/OldABI",
             swiftSettings: swiftSettings + [.unsafeFlags(["-Xcc", "-DKILN_PLUGIN_ABI_VERSION=999"])]
         ),
         .target(
             name: "KilnTestPluginDuplicate",
-            dependencies: [.product(name: "KilnJobs", package: "KilnRuntime"), .product(name: "KilnPluginAPI", package: "KilnRuntime")],
+            dependencies: [
+                .product(name: "KilnJobs", package: "KilnRuntime"),
+                .product(name: "KilnPluginAPI", package: "KilnRuntime"),
+            ],
             path: "Tests/Plugins/Duplicate",
             swiftSettings: swiftSettings
         ),
         .target(
             name: "KilnTestPluginBehaviours",
-            dependencies: [.product(name: "KilnJobs", package: "KilnRuntime"), .product(name: "KilnPluginAPI", package: "KilnRuntime")],
+            dependencies: [
+                .product(name: "KilnJobs", package: "KilnRuntime"),
+                .product(name: "KilnPluginAPI", package: "KilnRuntime"),
+            ],
             path: "Tests/Plugins/Behaviours",
             swiftSettings: swiftSettings
         ),

@@ -7,11 +7,15 @@ import KilnPluginAPI
 struct RemoteOptions: ParsableArguments {
     @Option(
         name: .customLong("remote-cache"),
-        help: "A REAPI server to look results up in and store them to: grpc://HOST:PORT (default: $KILN_REMOTE_CACHE, else the Taskfile's 'remote:')."
+        help:
+            "A REAPI server to look results up in and store them to: grpc://HOST:PORT (default: $KILN_REMOTE_CACHE, else the Taskfile's 'remote:')."
     )
     var cache: String?
 
-    @Option(name: .customLong("remote-instance"), help: "The server's instance name (default: $KILN_REMOTE_INSTANCE, else none).")
+    @Option(
+        name: .customLong("remote-instance"),
+        help: "The server's instance name (default: $KILN_REMOTE_INSTANCE, else none)."
+    )
     var instance: String?
 
     @Flag(
@@ -28,13 +32,17 @@ struct RemoteOptions: ParsableArguments {
 
     func validate() throws {
         if let timeout, GoDuration(timeout).map({ $0.seconds > 0 }) != true {
-            throw ValidationError("--remote-timeout must be a duration greater than zero as Go writes one (500ms, 5s), not '\(timeout)'")
+            throw ValidationError(
+                "--remote-timeout must be a duration greater than zero as Go writes one (500ms, 5s), not '\(timeout)'"
+            )
         }
         if let url = cache ?? System.environment["KILN_REMOTE_CACHE"].flatMap({ $0.isEmpty ? nil : $0 }),
             RemoteEndpoint(url: url) == nil
         {
             let origin = cache != nil ? "--remote-cache" : "KILN_REMOTE_CACHE"
-            throw ValidationError("\(origin) must be grpc://HOST:PORT (TLS and Unix sockets aren't supported yet), not '\(url)'")
+            throw ValidationError(
+                "\(origin) must be grpc://HOST:PORT (TLS and Unix sockets aren't supported yet), not '\(url)'"
+            )
         }
     }
 
@@ -51,7 +59,9 @@ struct RemoteOptions: ParsableArguments {
         guard var settings else { return nil }
         if let instance = instance ?? environment["KILN_REMOTE_INSTANCE"] { settings.endpoint.instance = instance }
         if readOnly { settings.readOnly = true }
-        if let seconds = timeout.flatMap(GoDuration.init)?.seconds { settings.timeout = .nanoseconds(Int64(seconds * 1e9)) }
+        if let seconds = timeout.flatMap(GoDuration.init)?.seconds {
+            settings.timeout = .nanoseconds(Int64(seconds * 1e9))
+        }
         return settings
     }
 }

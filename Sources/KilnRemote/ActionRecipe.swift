@@ -113,7 +113,9 @@ enum ActionRecipe {
             throw RemoteFailure("\(path) is not a regular file; only files can be inputs of a remote action")
         }
         var hasher = SHA256()
-        var buffer = [UInt8](repeating: 0, count: 1 << 20)
+        // Big enough for most files in one read; never more than 1 MiB.
+        let capacity = Int(min(max(Int64(status.st_size), 1), 1 << 20))
+        var buffer = [UInt8](unsafeUninitializedCapacity: capacity) { _, count in count = capacity }
         var size: Int64 = 0
         while true {
             let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }

@@ -52,7 +52,11 @@ final class KeysOnlyClient: RemoteClient {
         completion(.failure(RemoteFailure("no remote cache is configured")))
     }
 
-    func store(_ action: RemoteAction, output: [UInt8], completion: @escaping @Sendable (Result<Void, RemoteFailure>) -> Void) {
+    func store(
+        _ action: RemoteAction,
+        output: [UInt8],
+        completion: @escaping @Sendable (Result<Void, RemoteFailure>) -> Void
+    ) {
         completion(.failure(RemoteFailure("no remote cache is configured")))
     }
 

@@ -30,7 +30,13 @@ final class RemoteCache: RemoteClient {
     /// the envelope when it states none).
     private let batchLimit: Int64
 
-    private init(endpoint: RemoteEndpoint, timeout: Duration, client: GRPCClient<HTTP2ClientTransport.Posix>, runner: Task<Void, Never>, batchLimit: Int64) {
+    private init(
+        endpoint: RemoteEndpoint,
+        timeout: Duration,
+        client: GRPCClient<HTTP2ClientTransport.Posix>,
+        runner: Task<Void, Never>,
+        batchLimit: Int64
+    ) {
         self.server = endpoint
         self.client = client
         self.runner = runner
@@ -86,7 +92,9 @@ final class RemoteCache: RemoteClient {
             guard high.major > 2 || high.major == 2 && high.minor >= 1 else {
                 client.beginGracefulShutdown()
                 runner.cancel()
-                throw RemoteFailure("\(endpoint) speaks REAPI \(high.major).\(high.minor); kiln needs 2.1 or later (output_paths)")
+                throw RemoteFailure(
+                    "\(endpoint) speaks REAPI \(high.major).\(high.minor); kiln needs 2.1 or later (output_paths)"
+                )
             }
         }
         let stated = cache.maxBatchTotalSizeBytes
@@ -162,6 +170,9 @@ final class RemoteCache: RemoteClient {
         request.instanceName = server.instance
         request.actionDigest = made.actionDigest
         request.inlineStdout = true
+        request.inlineStderr = true
+        // Small outputs come with the result (up to the server's limit): one request, not two.
+        request.inlineOutputFiles = action.spec.outputFiles
         request.digestFunction = .sha256
         let result: Build_Bazel_Remote_Execution_V2_ActionResult
         do {
@@ -178,15 +189,28 @@ final class RemoteCache: RemoteClient {
         for path in action.spec.outputFiles where byPath[path] == nil {
             return .miss(note: "the cached result lacks the output '\(path)'; it runs here")
         }
-        var wanted = action.spec.outputFiles.map { byPath[$0]!.digest }
+        // Inlined contents are checked like fetched ones; those that differ are fetched.
+        var inlined: [String: Data] = [:]
+        var wanted: [ProtoDigest] = []
+        for path in action.spec.outputFiles {
+            let file = byPath[path]!
+            if !file.contents.isEmpty, ActionRecipe.digest(of: file.contents) == file.digest {
+                inlined[file.digest.hash] = file.contents
+            } else {
+                wanted.append(file.digest)
+            }
+        }
         if result.hasStdoutDigest, result.stdoutRaw.isEmpty { wanted.append(result.stdoutDigest) }
-        let (blobs, corrupt) = try await fetch(wanted)
+        var (blobs, corrupt) = wanted.isEmpty ? ([:], nil) : try await fetch(wanted)
+        blobs.merge(inlined) { fetched, _ in fetched }
         if let corrupt {
             return .miss(
-                note: "the cache's blob \(corrupt.remote) didn't match its digest twice; nothing was written from it, and the job runs here"
+                note:
+                    "the cache's blob \(corrupt.remote) didn't match its digest twice; nothing was written from it, and the job runs here"
             )
         }
-        let directory = action.spec.workingDirectory.isEmpty
+        let directory =
+            action.spec.workingDirectory.isEmpty
             ? action.spec.root : action.spec.root + "/" + action.spec.workingDirectory
         var files: [String: [UInt8]] = [:]
         for path in action.spec.outputFiles {
@@ -241,7 +265,9 @@ final class RemoteCache: RemoteClient {
             let response = try await V2.Client(wrapping: client).batchReadBlobs(request, options: options)
             for answer in response.responses {
                 guard answer.status.code == 0 else {
-                    throw RemoteFailure("the cache lost the blob \(answer.digest.remote) (status \(answer.status.code): \(answer.status.message))")
+                    throw RemoteFailure(
+                        "the cache lost the blob \(answer.digest.remote) (status \(answer.status.code): \(answer.status.message))"
+                    )
                 }
                 found.append((answer.digest, answer.data))
             }
@@ -276,34 +302,66 @@ final class RemoteCache: RemoteClient {
 
     private var resourcePrefix: String { server.instance.isEmpty ? "" : server.instance + "/" }
 
-    /// Writes `data` to a temporary file beside `path`, then renames it over `path`: a reader sees
-    /// the old file or the new one, and a failure leaves no half-written output.
+    /// Writes `data` to `path` whole or not at all: a reader sees the old file or the new one, and
+    /// a failure leaves no half-written output. The bytes go to an unnamed file in the directory
+    /// (`O_TMPFILE`), which gets its name once complete: `linkat` when `path` doesn't exist yet (a
+    /// fresh checkout: one change to the directory), else a temporary name renamed over it.
     private func write(_ data: Data, to path: String, executable: Bool) throws {
         let slash = path.lastIndex(of: "/")!
         let directory = String(path[..<slash])
         try makeDirectories(directory)
-        let temporary = directory + "/.\(path[path.index(after: slash)...]).kiln-remote-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, executable ? 0o755 : 0o644)
-        guard descriptor >= 0 else { throw RemoteFailure("can't write \(temporary): \(String(cString: strerror(errno)))") }
-        var ok = true
+        let mode: mode_t = executable ? 0o755 : 0o644
+        let temporary =
+            directory
+            + "/.\(path[path.index(after: slash)...]).kiln-remote-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        // O_TMPFILE (Linux: __O_TMPFILE | O_DIRECTORY), which Glibc's module doesn't export.
+        let unnamed = open(directory, 0o20_000_000 | O_DIRECTORY | O_WRONLY | O_CLOEXEC, mode)
+        if unnamed >= 0 {
+            defer { Glibc.close(unnamed) }
+            try writeAll(data, to: unnamed, path: path)
+            let source = "/proc/self/fd/\(unnamed)"
+            if linkat(AT_FDCWD, source, AT_FDCWD, path, AT_SYMLINK_FOLLOW) == 0 { return }
+            if errno == EEXIST, linkat(AT_FDCWD, source, AT_FDCWD, temporary, AT_SYMLINK_FOLLOW) == 0 {
+                guard rename(temporary, path) == 0 else {
+                    let error = errno
+                    unlink(temporary)
+                    throw RemoteFailure("can't write \(path): \(String(cString: strerror(error)))")
+                }
+                return
+            }
+            // No /proc to name it by: a named temporary file, as on a file system without O_TMPFILE.
+        }
+        let named = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode)
+        guard named >= 0 else { throw RemoteFailure("can't write \(temporary): \(String(cString: strerror(errno)))") }
+        do {
+            defer { Glibc.close(named) }
+            try writeAll(data, to: named, path: path)
+        } catch {
+            unlink(temporary)
+            throw error
+        }
+        guard rename(temporary, path) == 0 else {
+            let error = errno
+            unlink(temporary)
+            throw RemoteFailure("can't write \(path): \(String(cString: strerror(error)))")
+        }
+    }
+
+    private func writeAll(_ data: Data, to descriptor: Int32, path: String) throws {
+        var failure: Int32 = 0
         data.withUnsafeBytes { bytes in
             var offset = 0
             while offset < bytes.count {
                 let count = Glibc.write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
                 if count < 0 {
                     if errno == EINTR { continue }
-                    ok = false
+                    failure = errno
                     return
                 }
                 offset += count
             }
         }
-        let error = errno
-        Glibc.close(descriptor)
-        guard ok, rename(temporary, path) == 0 else {
-            unlink(temporary)
-            throw RemoteFailure("can't write \(path): \(String(cString: strerror(ok ? errno : error)))")
-        }
+        if failure != 0 { throw RemoteFailure("can't write \(path): \(String(cString: strerror(failure)))") }
     }
 
     private func makeDirectories(_ directory: String) throws {
@@ -321,7 +379,8 @@ final class RemoteCache: RemoteClient {
 
     private func store(_ action: RemoteAction, output: [UInt8]) async throws {
         let made = action.details as! ActionRecipe.Made
-        let directory = action.spec.workingDirectory.isEmpty
+        let directory =
+            action.spec.workingDirectory.isEmpty
             ? action.spec.root : action.spec.root + "/" + action.spec.workingDirectory
         var result = Build_Bazel_Remote_Execution_V2_ActionResult()
         var blobs: [String: (ProtoDigest, () throws -> Data)] = [:]
@@ -404,21 +463,26 @@ final class RemoteCache: RemoteClient {
     private func writeStream(_ digest: ProtoDigest, data: Data) async throws {
         let name = resourcePrefix + "uploads/\(UUID().uuidString.lowercased())/blobs/\(digest.hash)/\(digest.sizeBytes)"
         let piece = 1 << 20
-        let response = try await Google_Bytestream_ByteStream.Client(wrapping: client).write(options: options, requestProducer: { writer in
-            var offset = 0
-            repeat {
-                var request = Google_Bytestream_WriteRequest()
-                if offset == 0 { request.resourceName = name }
-                let end = min(offset + piece, data.count)
-                request.writeOffset = Int64(offset)
-                request.data = data.subdata(in: offset..<end)
-                request.finishWrite = end == data.count
-                try await writer.write(request)
-                offset = end
-            } while offset < data.count
-        })
+        let response = try await Google_Bytestream_ByteStream.Client(wrapping: client).write(
+            options: options,
+            requestProducer: { writer in
+                var offset = 0
+                repeat {
+                    var request = Google_Bytestream_WriteRequest()
+                    if offset == 0 { request.resourceName = name }
+                    let end = min(offset + piece, data.count)
+                    request.writeOffset = Int64(offset)
+                    request.data = data.subdata(in: offset..<end)
+                    request.finishWrite = end == data.count
+                    try await writer.write(request)
+                    offset = end
+                } while offset < data.count
+            }
+        )
         guard response.committedSize == digest.sizeBytes || response.committedSize == -1 else {
-            throw RemoteFailure("the cache committed \(response.committedSize) of \(digest.sizeBytes) bytes of \(digest.remote)")
+            throw RemoteFailure(
+                "the cache committed \(response.committedSize) of \(digest.sizeBytes) bytes of \(digest.remote)"
+            )
         }
     }
 

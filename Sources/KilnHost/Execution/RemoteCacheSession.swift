@@ -2,7 +2,7 @@ import KilnPluginAPI
 import Synchronization
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Where a run's remote cache is and how it is used: `--remote-cache grpc://HOST:PORT`
@@ -17,6 +17,11 @@ public struct RemoteSettings: Sendable, Equatable {
     public var readOnly = false
     /// How long one request may take before the cache counts as down.
     public var timeout: Duration = .seconds(5)
+
+    /// How many jobs' look-ups and stores are under way at once, by default: the width of the
+    /// server's queue, `net:HOST:PORT` (a Taskfile's `resources:` may set another). They share
+    /// one HTTP/2 connection, and hold no thread while they wait.
+    public static let requestsAtOnce = 32
 
     /// Creates settings.
     public init(endpoint: RemoteEndpoint, readOnly: Bool = false, timeout: Duration = .seconds(5)) {
@@ -72,7 +77,9 @@ public final class RemoteCacheSession: Sendable {
                 return client
             case .failure(let failure):
                 state.withLock { $0.down = true }
-                note("kiln: warning: remote cache \(settings.endpoint) not used: \(failure.message); the build runs here")
+                note(
+                    "kiln: warning: remote cache \(settings.endpoint) not used: \(failure.message); the build runs here"
+                )
                 return nil
             }
         }
@@ -83,7 +90,9 @@ public final class RemoteCacheSession: Sendable {
         RemoteLibrary.entryPoint().flatMap { connect in
             let request = RemoteConnectRequest(endpoint: settings.endpoint, timeout: settings.timeout)
             withExtendedLifetime(request) { connect(Unmanaged.passUnretained(request).toOpaque()) }
-            guard let client = request.client else { return .failure(RemoteFailure(request.failure ?? "it didn't answer")) }
+            guard let client = request.client else {
+                return .failure(RemoteFailure(request.failure ?? "it didn't answer"))
+            }
             return .success(client)
         }
     }
@@ -151,11 +160,15 @@ public enum RemoteLibrary {
         guard let handle = dlopen(path, RTLD_NOW | RTLD_LOCAL) else {
             let reason = dlerror().map { String(cString: $0) } ?? "unknown error"
             return .failure(
-                RemoteFailure("can't load \(path) (\(reason)); build every product with `swift build`, and keep it beside kiln")
+                RemoteFailure(
+                    "can't load \(path) (\(reason)); build every product with `swift build`, and keep it beside kiln"
+                )
             )
         }
         guard let symbol = dlsym(handle, RemoteConnectRequest.entryPoint) else {
-            return .failure(RemoteFailure("\(path) has no \(RemoteConnectRequest.entryPoint): it isn't kiln's remote library"))
+            return .failure(
+                RemoteFailure("\(path) has no \(RemoteConnectRequest.entryPoint): it isn't kiln's remote library")
+            )
         }
         return .success(unsafeBitCast(symbol, to: (@convention(c) (UnsafeMutableRawPointer) -> Void).self))
     }

@@ -26,14 +26,7 @@ public enum RemoteRecipe {
         let task = plan.tasks[position]
         let definition = task.definition
         let root = plan.taskfile.root
-        if definition.sources.isEmpty { return .failure(Refusal("it declares no sources, so what it reads is unknown")) }
-        if definition.options.runsEveryTime { return .failure(Refusal("it says 'method: none'")) }
-        if !definition.options.statusChecks.isEmpty { return .failure(Refusal("its 'status:' commands decide when it runs")) }
-        if !definition.options.preconditions.isEmpty { return .failure(Refusal("it has 'preconditions:'")) }
-        if definition.options.isInteractive { return .failure(Refusal("it is interactive")) }
-        if definition.guardedBy != nil || !definition.guardedWork.isEmpty {
-            return .failure(Refusal("it has '- task:' calls among its commands"))
-        }
+        if let refusal = refusal(of: task) { return .failure(refusal) }
         if request.renderFailure != nil { return .failure(Refusal("a template of its own can't be rendered")) }
         let job: KilnJobs.Job
         do {
@@ -44,7 +37,9 @@ public enum RemoteRecipe {
         } catch {
             return .failure(Refusal("its commands can't be rendered"))
         }
-        guard let commands = job as? CommandJob else { return .failure(Refusal("it is a plugin's job (\(task.prepared.kindName))")) }
+        guard let commands = job as? CommandJob else {
+            return .failure(Refusal("it is a plugin's job (\(task.prepared.kindName))"))
+        }
         guard let arguments = arguments(of: commands.steps) else {
             return .failure(Refusal("it has 'defer:' commands"))
         }
@@ -57,7 +52,9 @@ public enum RemoteRecipe {
                 return .failure(Refusal("its 'generates:' has a pattern (\(output)); only plain paths can be fetched"))
             }
             let absolute = Path.join(request.directory, output)
-            guard inside(absolute, root) != nil else { return .failure(Refusal("its output \(output) is outside the project")) }
+            guard inside(absolute, root) != nil else {
+                return .failure(Refusal("its output \(output) is outside the project"))
+            }
             outputs.append(Path.relative(absolute, to: request.directory))
         }
         var inputs = Set<String>()
@@ -90,7 +87,13 @@ public enum RemoteRecipe {
             outputFiles: outputs,
             inputs: inputs.sorted()
         )
-        return .success(RemotePlan(spec: spec, depfile: depfile, outputs: Set(request.outputs.map { Path.join(request.directory, $0) })))
+        return .success(
+            RemotePlan(
+                spec: spec,
+                depfile: depfile,
+                outputs: Set(request.outputs.map { Path.join(request.directory, $0) })
+            )
+        )
     }
 
     /// A job the cache may answer: its spec before its depfile is read.
@@ -141,6 +144,24 @@ public enum RemoteRecipe {
         }
     }
 
+    /// Why no job of `task` can be looked up, as its definition says (the rules that need no job
+    /// request); `nil` when its jobs may be. A run makes look-up jobs only for tasks without one.
+    public static func refusal(of task: BuildPlan.Task) -> Refusal? {
+        let definition = task.definition
+        if definition.sources.isEmpty { return Refusal("it declares no sources, so what it reads is unknown") }
+        if definition.options.runsEveryTime { return Refusal("it says 'method: none'") }
+        if !definition.options.statusChecks.isEmpty { return Refusal("its 'status:' commands decide when it runs") }
+        if !definition.options.preconditions.isEmpty { return Refusal("it has 'preconditions:'") }
+        if definition.options.isInteractive { return Refusal("it is interactive") }
+        if definition.guardedBy != nil || !definition.guardedWork.isEmpty {
+            return Refusal("it has '- task:' calls among its commands")
+        }
+        if task.prepared.kindName != ShellTaskKind.kindName {
+            return Refusal("it is a plugin's job (\(task.prepared.kindName))")
+        }
+        return nil
+    }
+
     /// Why a job can't be looked up.
     ///
     /// Threading: a value type.
@@ -153,22 +174,32 @@ public enum RemoteRecipe {
         }
     }
 
-    /// The command line that runs `steps` as the job runs them: one command as
-    /// ``CommandShell/arguments(for:)`` starts it; several as a `/bin/sh -e` script that starts
-    /// each so, in order, stopping at the first that fails (an `ignore_error:` one can't stop it;
-    /// one with `if:` runs when its test passes). `nil` for steps a script can't express.
+    /// The command line that runs `steps` as the job runs them (``arguments(ofCommands:)``);
+    /// `nil` for steps a script can't express (`defer:`, preconditions, deferred calls).
     static func arguments(of steps: [CommandJob.Step]) -> [String]? {
         guard !steps.contains(where: { $0.deferred != nil || $0.deferredCall != nil || $0.precondition != nil }) else {
             return nil
         }
-        if steps.count == 1, let step = steps.first, step.condition == nil, !step.ignoresError {
-            return CommandShell.arguments(for: step.command)
+        return arguments(ofCommands: steps.map { ($0.command, $0.ignoresError, $0.condition) })
+    }
+
+    /// The command line that runs `commands` as a job runs them: one command as
+    /// ``CommandShell/arguments(for:)`` starts it; several as a `/bin/sh -e` script that starts
+    /// each so, in order, stopping at the first that fails — one with `ignoresError` can't stop
+    /// it (`|| true`), one with a `condition` runs when that test passes (`if TEST; then …; fi`).
+    public static func arguments(ofCommands commands: [(command: String, ignoresError: Bool, condition: String?)])
+        -> [String]
+    {
+        if commands.count == 1, let only = commands.first, only.condition == nil, !only.ignoresError {
+            return CommandShell.arguments(for: only.command)
         }
-        let lines = steps.map { step in
+        let lines = commands.map { step in
             var line = CommandShell.arguments(for: step.command).map(Self.quoted).joined(separator: " ")
             if step.ignoresError { line += " || true" }
             if let test = step.condition {
-                line = "if " + CommandShell.arguments(for: test).map(Self.quoted).joined(separator: " ") + "; then " + line + "; fi"
+                line =
+                    "if " + CommandShell.arguments(for: test).map(Self.quoted).joined(separator: " ") + "; then " + line
+                    + "; fi"
             }
             return line
         }

@@ -76,7 +76,8 @@ struct RemoteSteps: Sendable {
             switch result {
             case .success(.hit(_, let files)):
                 // The headers the run that stored it read, with their content here and now.
-                guard let text = files[depfile], let full = recipe.full(depfileText: String(decoding: text, as: UTF8.self))
+                guard let text = files[depfile],
+                    let full = recipe.full(depfileText: String(decoding: text, as: UTF8.self))
                 else {
                     session.counted(hit: false)
                     return done(false)
@@ -103,7 +104,9 @@ struct RemoteSteps: Sendable {
         else { return done() }
         var depfileText: String?
         if let depfile = recipe.depfile {
-            let directory = recipe.spec.workingDirectory.isEmpty ? recipe.spec.root : recipe.spec.root + "/" + recipe.spec.workingDirectory
+            let directory =
+                recipe.spec.workingDirectory.isEmpty
+                ? recipe.spec.root : recipe.spec.root + "/" + recipe.spec.workingDirectory
             // A command that wrote no depfile has no result to share: its headers are unknown.
             guard let text = try? Files.readText(Path.join(directory, depfile)) else { return done() }
             depfileText = text

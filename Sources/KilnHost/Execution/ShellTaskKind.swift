@@ -62,8 +62,10 @@ public struct ShellTaskKind: TaskKind {
         public var timeout: GoDuration?
     }
 
+    /// `shell`: the kind's name, without an instance.
+    public static let kindName = "shell"
     /// `shell`.
-    public let name = "shell"
+    public var name: String { Self.kindName }
     /// Bumped when the way commands run changes (2: `sh -e`, bash for bash's syntax, `set:`/`shopt:`):
     /// every shell job runs once more after an upgrade.
     public let version = "2"

@@ -53,12 +53,14 @@ public final class ChromeTraceWriter: RunObserver {
             for (queue, lane) in open.placements {
                 state.lanes[queue]?[lane] = false
                 let pid = processID(for: queue, in: &state)
-                state.events.append(.object([
-                    ("name", .string(job.label)), ("cat", .string(job.task)), ("ph", "X"), ("pid", .integer(pid)),
-                    ("tid", .integer(lane + 1)), ("ts", .integer(Int(open.start * 1e6))),
-                    ("dur", .integer(max(1, Int((time - open.start) * 1e6)))),
-                    ("args", .object([("command", .string(job.summary)), ("status", .string(status))])),
-                ]))
+                state.events.append(
+                    .object([
+                        ("name", .string(job.label)), ("cat", .string(job.task)), ("ph", "X"), ("pid", .integer(pid)),
+                        ("tid", .integer(lane + 1)), ("ts", .integer(Int(open.start * 1e6))),
+                        ("dur", .integer(max(1, Int((time - open.start) * 1e6)))),
+                        ("args", .object([("command", .string(job.summary)), ("status", .string(status))])),
+                    ])
+                )
             }
         }
     }
@@ -67,12 +69,18 @@ public final class ChromeTraceWriter: RunObserver {
         if let id = state.queueIDs[queue] { return id }
         let id = state.queueIDs.count + 1
         state.queueIDs[queue] = id
-        state.events.append(.object([
-            ("name", "process_name"), ("ph", "M"), ("pid", .integer(id)), ("args", .object([("name", .string("queue \(queue)"))])),
-        ]))
-        state.events.append(.object([
-            ("name", "process_sort_index"), ("ph", "M"), ("pid", .integer(id)), ("args", .object([("sort_index", .integer(id))])),
-        ]))
+        state.events.append(
+            .object([
+                ("name", "process_name"), ("ph", "M"), ("pid", .integer(id)),
+                ("args", .object([("name", .string("queue \(queue)"))])),
+            ])
+        )
+        state.events.append(
+            .object([
+                ("name", "process_sort_index"), ("ph", "M"), ("pid", .integer(id)),
+                ("args", .object([("sort_index", .integer(id))])),
+            ])
+        )
         return id
     }
 
@@ -85,10 +93,12 @@ public final class ChromeTraceWriter: RunObserver {
             for (queue, lanes) in state.lanes.sorted(by: { $0.key < $1.key }) {
                 guard let pid = state.queueIDs[queue] else { continue }
                 for lane in lanes.indices {
-                    events.append(.object([
-                        ("name", "thread_name"), ("ph", "M"), ("pid", .integer(pid)), ("tid", .integer(lane + 1)),
-                        ("args", .object([("name", .string("\(queue) slot \(lane + 1)"))])),
-                    ]))
+                    events.append(
+                        .object([
+                            ("name", "thread_name"), ("ph", "M"), ("pid", .integer(pid)), ("tid", .integer(lane + 1)),
+                            ("args", .object([("name", .string("\(queue) slot \(lane + 1)"))])),
+                        ])
+                    )
                 }
             }
             return .object([("traceEvents", .array(events)), ("displayTimeUnit", "ms")])

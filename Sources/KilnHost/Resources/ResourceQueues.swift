@@ -24,8 +24,11 @@ public final class ResourceQueues: Sendable {
     /// - Parameters:
     ///   - definitions: The Taskfile's `resources:` (user-defined, or widths for `cpu`, `disk`, `net`).
     ///   - cpuWidth: The width of `cpu` when the command line sets it (`-j`); overrides the Taskfile.
-    public init(definitions: [ResourceDefinition], cpuWidth: Int? = nil) {
+    ///   - defaultWidths: Widths of particular resources unless the Taskfile sets them (the remote
+    ///     cache's `net:HOST:PORT`).
+    public init(definitions: [ResourceDefinition], cpuWidth: Int? = nil, defaultWidths: [String: Int] = [:]) {
         var widths = ["cpu": JobQueue.defaultMaxConcurrentJobCount, "disk": 1, "net": 4]
+        widths.merge(defaultWidths) { _, given in given }
         for definition in definitions { widths[definition.name] = definition.width }
         if let cpuWidth { widths["cpu"] = max(1, cpuWidth) }
         self.widths = widths

@@ -1,6 +1,6 @@
 import Dispatch
-import KilnPluginAPI
 import KilnPaths
+import KilnPluginAPI
 
 /// One kiln invocation against a project, from start to end: it takes the project's lock, scans
 /// the last run's snapshot, loads the Taskfile and plans, opens the build state, runs (or, for a
@@ -194,13 +194,16 @@ public enum BuildSession {
         // The run changes what the snapshot describes: it is written again as the run ends.
         UpToDateSnapshot.remove(root: root)
         incremental.watch(files: project.plugins.map(\.file))
-        let queues = ResourceQueues(definitions: project.taskfile.resources, cpuWidth: settings.cpuWidth)
         var options = settings.options
         options.incremental = incremental
         // Connected when a job is first looked up: a no-op never loads the remote library.
-        if let remote = settings.remote(project.taskfile.remote) {
-            options.remote = RemoteCacheSession(remote) { System.writeError($0 + "\n") }
-        }
+        let remote = settings.remote(project.taskfile.remote)
+        if let remote { options.remote = RemoteCacheSession(remote) { System.writeError($0 + "\n") } }
+        let queues = ResourceQueues(
+            definitions: project.taskfile.resources,
+            cpuWidth: settings.cpuWidth,
+            defaultWidths: remote.map { [$0.endpoint.queueName: RemoteSettings.requestsAtOnce] } ?? [:]
+        )
         defer { options.remote?.close() }
         let run = BuildRun(plan: plan, queues: queues, options: options, observer: settings.observers(queues))
         if request.exitsAfterwards { keepUntilExit([project, plan, state, incremental, run, queues, scan as Any]) }
@@ -287,7 +290,8 @@ public enum BuildSession {
         if remoteKeys {
             switch RemoteLibrary.keysOnlyClient() {
             case .success(let made): client = made
-            case .failure(let failure): throw Failure(description: "kiln: remote keys: \(failure.message)", exitStatus: 1)
+            case .failure(let failure):
+                throw Failure(description: "kiln: remote keys: \(failure.message)", exitStatus: 1)
             }
         }
         let verdicts = plan.verdicts(incremental, remoteKeys: client)

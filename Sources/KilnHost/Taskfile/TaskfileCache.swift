@@ -296,7 +296,12 @@ struct BinaryWriter {
             write(remote.endpoint.port)
             write(remote.endpoint.instance)
             write(remote.readOnly)
-            write(Int(remote.timeout.components.seconds * 1_000_000_000 + remote.timeout.components.attoseconds / 1_000_000_000))
+            write(
+                Int(
+                    remote.timeout.components.seconds * 1_000_000_000 + remote.timeout.components.attoseconds
+                        / 1_000_000_000
+                )
+            )
         }
         // Tasks of one file share their variables dictionary: write each distinct one once.
         var variableTables: [[String: TemplateValue]: Int] = [:]
@@ -826,7 +831,9 @@ struct BinaryReader {
             outputGroup?.end = end
             outputGroup?.showsOnlyFailures = onlyFailures
         }
-        guard let secrets = readStrings(), let watchInterval = readDuration(), let hasRemote = readBool() else { return nil }
+        guard let secrets = readStrings(), let watchInterval = readDuration(), let hasRemote = readBool() else {
+            return nil
+        }
         var remote: RemoteSettings?
         if hasRemote {
             guard let host = readString(), let port = readInteger(), let instance = readString(),

@@ -1,7 +1,7 @@
 import Synchronization
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// What a job printed: standard output and error together, in order.
@@ -95,7 +95,8 @@ public final class TaskOutput: Sendable {
             }
             let end = state.file >= 0 ? state.recent.suffix(limit / 2) : state.head.suffix(limit / 2)
             let start = state.head.prefix(limit / 2)
-            return String(decoding: start, as: UTF8.self) + "\n… [\(total - start.count - end.count) bytes of output left out] …\n"
+            return String(decoding: start, as: UTF8.self)
+                + "\n… [\(total - start.count - end.count) bytes of output left out] …\n"
                 + String(decoding: end, as: UTF8.self)
         } ?? text
     }
@@ -178,7 +179,9 @@ public final class TaskOutput: Sendable {
         var buffer = [UInt8](repeating: 0, count: 1 << 16)
         var offset = 0
         while offset < size {
-            let count = buffer.withUnsafeMutableBytes { pread(file, $0.baseAddress, min($0.count, size - offset), off_t(offset)) }
+            let count = buffer.withUnsafeMutableBytes {
+                pread(file, $0.baseAddress, min($0.count, size - offset), off_t(offset))
+            }
             if count < 0, errno == EINTR { continue }
             guard count > 0 else { break }
             body(Array(buffer[0..<count]))
