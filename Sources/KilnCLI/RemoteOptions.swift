@@ -13,6 +13,19 @@ struct RemoteOptions: ParsableArguments {
     var cache: String?
 
     @Option(
+        name: .customLong("remote-executor"),
+        help:
+            "A REAPI server to run jobs on: those that claim the 'remote' resource, or all with --remote-execute; it is the remote cache too (default: $KILN_REMOTE_EXECUTOR)."
+    )
+    var executor: String?
+
+    @Flag(
+        name: .customLong("remote-execute"),
+        help: "Send every job the remote executor can run to it, not only those that claim 'remote'."
+    )
+    var executeAll = false
+
+    @Option(
         name: .customLong("remote-instance"),
         help: "The server's instance name (default: $KILN_REMOTE_INSTANCE, else none)."
     )
@@ -30,7 +43,24 @@ struct RemoteOptions: ParsableArguments {
     )
     var timeout: String?
 
+    /// `--remote-executor`, else `KILN_REMOTE_EXECUTOR`.
+    private var executorURL: String? {
+        executor ?? System.environment["KILN_REMOTE_EXECUTOR"].flatMap { $0.isEmpty ? nil : $0 }
+    }
+
     func validate() throws {
+        if let url = executorURL {
+            guard RemoteEndpoint(url: url) != nil else {
+                throw ValidationError("--remote-executor must be grpc://HOST:PORT, not '\(url)'")
+            }
+            if let cache, cache != url {
+                throw ValidationError(
+                    "--remote-executor and --remote-cache name different servers; kiln uses the executor's cache (give one of them)"
+                )
+            }
+        } else if executeAll {
+            throw ValidationError("--remote-execute needs a server to run jobs on: --remote-executor grpc://HOST:PORT")
+        }
         if let timeout, GoDuration(timeout).map({ $0.seconds > 0 }) != true {
             throw ValidationError(
                 "--remote-timeout must be a duration greater than zero as Go writes one (500ms, 5s), not '\(timeout)'"
@@ -51,7 +81,11 @@ struct RemoteOptions: ParsableArguments {
     func settings(over taskfile: RemoteSettings?) -> RemoteSettings? {
         let environment = System.environment
         var settings = taskfile
-        if let url = cache ?? environment["KILN_REMOTE_CACHE"].flatMap({ $0.isEmpty ? nil : $0 }),
+        if let url = executorURL, let endpoint = RemoteEndpoint(url: url) {
+            settings = RemoteSettings(endpoint: endpoint)
+            settings?.executes = true
+            settings?.executesAll = executeAll
+        } else if let url = cache ?? environment["KILN_REMOTE_CACHE"].flatMap({ $0.isEmpty ? nil : $0 }),
             let endpoint = RemoteEndpoint(url: url)
         {
             settings = RemoteSettings(endpoint: endpoint)

@@ -60,5 +60,12 @@ final class KeysOnlyClient: RemoteClient {
         completion(.failure(RemoteFailure("no remote cache is configured")))
     }
 
+    func execute(
+        _ action: RemoteAction,
+        completion: @escaping @Sendable (Result<RemoteExecution, RemoteFailure>) -> Void
+    ) {
+        completion(.failure(RemoteFailure("no remote executor is configured")))
+    }
+
     func close() {}
 }

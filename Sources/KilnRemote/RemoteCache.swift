@@ -23,9 +23,9 @@ typealias V2 = Build_Bazel_Remote_Execution_V2_ContentAddressableStorage
 final class RemoteCache: RemoteClient {
     let server: RemoteEndpoint
     var endpoint: RemoteEndpoint? { server }
-    private let client: GRPCClient<HTTP2ClientTransport.Posix>
+    let client: GRPCClient<HTTP2ClientTransport.Posix>
     private let runner: Task<Void, Never>
-    private let options: CallOptions
+    let options: CallOptions
     /// The most bytes one batch request may carry (the server's limit, or 4 MiB less room for
     /// the envelope when it states none).
     private let batchLimit: Int64
@@ -185,9 +185,30 @@ final class RemoteCache: RemoteClient {
         guard result.exitCode == 0 else {
             return .miss(note: "the cache holds a failed result (exit status \(result.exitCode)); it runs here")
         }
+        switch try await take(result, of: action, writing: writing) {
+        case .taken(let output, let files): return .hit(output: output, files: files)
+        case .unusable(let why): return .miss(note: "the cached result " + why + "; the job runs here")
+        }
+    }
+
+    /// What ``take(_:of:writing:)`` came to.
+    enum Taken {
+        /// The outputs are in place (or in `files`), and this is what the job printed.
+        case taken(output: [UInt8], files: [String: [UInt8]])
+        /// The result can't be used: it lacks an output, or a blob didn't match its digest twice.
+        case unusable(String)
+    }
+
+    /// Takes `result`'s outputs for `action`: the inlined ones and the fetched ones, each verified
+    /// against its digest (fetched again when it differs), then written in place when `writing`.
+    /// Nothing is written unless every output is there and verified.
+    func take(_ result: Build_Bazel_Remote_Execution_V2_ActionResult, of action: RemoteAction, writing: Bool)
+        async throws
+        -> Taken
+    {
         let byPath = Dictionary(result.outputFiles.map { ($0.path, $0) }, uniquingKeysWith: { first, _ in first })
         for path in action.spec.outputFiles where byPath[path] == nil {
-            return .miss(note: "the cached result lacks the output '\(path)'; it runs here")
+            return .unusable("lacks the output '\(path)'")
         }
         // Inlined contents are checked like fetched ones; those that differ are fetched.
         var inlined: [String: Data] = [:]
@@ -201,12 +222,12 @@ final class RemoteCache: RemoteClient {
             }
         }
         if result.hasStdoutDigest, result.stdoutRaw.isEmpty { wanted.append(result.stdoutDigest) }
+        if result.hasStderrDigest, result.stderrRaw.isEmpty { wanted.append(result.stderrDigest) }
         var (blobs, corrupt) = wanted.isEmpty ? ([:], nil) : try await fetch(wanted)
         blobs.merge(inlined) { fetched, _ in fetched }
         if let corrupt {
-            return .miss(
-                note:
-                    "the cache's blob \(corrupt.remote) didn't match its digest twice; nothing was written from it, and the job runs here"
+            return .unusable(
+                "has a blob, \(corrupt.remote), that didn't match its digest twice; nothing was written from it"
             )
         }
         let directory =
@@ -224,13 +245,16 @@ final class RemoteCache: RemoteClient {
         }
         var printed = result.stdoutRaw
         if printed.isEmpty, result.hasStdoutDigest { printed = blobs[result.stdoutDigest.hash] ?? Data() }
-        printed.append(result.stderrRaw)
-        return .hit(output: [UInt8](printed), files: files)
+        printed.append(
+            result.stderrRaw.isEmpty && result.hasStderrDigest
+                ? blobs[result.stderrDigest.hash] ?? Data() : result.stderrRaw
+        )
+        return .taken(output: [UInt8](printed), files: files)
     }
 
     /// Fetches `digests`, verifying each, fetching again the ones that differ. Returns the blobs
     /// by hash, and a digest whose blob differed twice.
-    private func fetch(_ digests: [ProtoDigest]) async throws -> ([String: Data], ProtoDigest?) {
+    func fetch(_ digests: [ProtoDigest]) async throws -> ([String: Data], ProtoDigest?) {
         var unique: [String: ProtoDigest] = [:]
         for digest in digests { unique[digest.hash] = digest }
         var blobs: [String: Data] = [:]
@@ -403,13 +427,7 @@ final class RemoteCache: RemoteClient {
         blobs[made.actionDigest.hash] = (made.actionDigest, { made.actionBytes })
         result.exitCode = 0
 
-        var find = Build_Bazel_Remote_Execution_V2_FindMissingBlobsRequest()
-        find.instanceName = server.instance
-        find.blobDigests = blobs.values.map(\.0)
-        find.digestFunction = .sha256
-        let cas = V2.Client(wrapping: client)
-        let missing = try await cas.findMissingBlobs(find, options: options).missingBlobDigests
-        try await upload(missing.compactMap { blobs[$0.hash] })
+        try await uploadMissing(blobs)
 
         var update = Build_Bazel_Remote_Execution_V2_UpdateActionResultRequest()
         update.instanceName = server.instance
@@ -420,9 +438,19 @@ final class RemoteCache: RemoteClient {
             .updateActionResult(update, options: options)
     }
 
+    /// Uploads the blobs of `blobs` that `FindMissingBlobs` says the server lacks.
+    func uploadMissing(_ blobs: [String: (ProtoDigest, () throws -> Data)]) async throws {
+        var find = Build_Bazel_Remote_Execution_V2_FindMissingBlobsRequest()
+        find.instanceName = server.instance
+        find.blobDigests = blobs.values.map(\.0)
+        find.digestFunction = .sha256
+        let missing = try await V2.Client(wrapping: client).findMissingBlobs(find, options: options).missingBlobDigests
+        try await upload(missing.compactMap { blobs[$0.hash] })
+    }
+
     /// A file's bytes, which must still have `digest`: an output changed since it was hashed is
     /// not uploaded under the old digest.
-    private static func contents(of path: String, digest: ProtoDigest) throws -> Data {
+    static func contents(of path: String, digest: ProtoDigest) throws -> Data {
         guard let data = FileManager.default.contents(atPath: path), ActionRecipe.digest(of: data) == digest else {
             throw RemoteFailure("\(path) changed while it was uploaded; the result is not stored")
         }

@@ -857,6 +857,10 @@ public final class BuildRun: @unchecked Sendable {
         let outputs = request.outputs.map { $0.hasPrefix("/") ? $0 : request.directory + "/" + $0 }
         // The Taskfile's claims, or what the task's kind asks for (a download: its host's queue).
         var claims = request.resources.isEmpty ? task.prepared.defaultResources(for: request) : request.resources
+        // `remote`: the job runs on the remote executor when there is one (on its own queue, as
+        // wide as the remote's capacity); here, it holds what it would hold without the claim.
+        let claimsRemote = claims.contains(RemoteSettings.resource)
+        claims.removeAll { $0 == RemoteSettings.resource }
         // One job at a time has the terminal (a resource of width 1 no Taskfile can name).
         let interactive = task.definition.options.isInteractive
         if interactive { claims.append(ResourceQueues.terminal) }
@@ -916,6 +920,9 @@ public final class BuildRun: @unchecked Sendable {
             ? nil : options.remote.map { RemoteSteps(session: $0, plan: plan, position: position, request: request) }
         let remoteHit = LockedValue(false)
         let ranAndLeftOutputs = LockedValue(false)
+        let executesRemotely =
+            remote.map { $0.session.settings.executes && (claimsRemote || $0.session.settings.executesAll) } ?? false
+        let remoteRan = LockedValue<RemoteExecution?>(nil)
         let hasDone =
             (incremental != nil || mayBeSkipped) && precomputed == nil || !promised.isEmpty || ignoresFailure
             || remote != nil
@@ -928,10 +935,45 @@ public final class BuildRun: @unchecked Sendable {
 
         let verdict = LockedValue<IncrementalState.Check?>(precomputed)
         if let precomputed { observer.jobChecked(info, reason: precomputed.reason) }
+        // The job runs remotely when it goes to the executor: a job on the `remote` queue, which on
+        // success cancels the real job (reported as it ran there) and on a failure of the server
+        // adds the chain: the job runs here (docs/remote.md: the fallback policy).
+        @Sendable func executeRemotely(_ entry: Job, _ entryQueue: JobQueue) -> (Job, JobQueue)? {
+            guard executesRemotely, let remote, remote.session.executes else { return nil }
+            let ran = LockedValue<RemoteExecution?>(nil)
+            let execute = DeferredWorkJob("\(request.label) (remote execution)") { [self] finished in
+                // A run that is stopping sends nothing more.
+                if isStopping { return finished() }
+                observer.jobStarted(info, at: now)
+                remote.execute(into: output) { execution in
+                    ran.withLock { $0 = execution }
+                    finished()
+                }
+            }
+            execute.completionBlock = { [self] in
+                if let execution = ran.value {
+                    remoteRan.withLock { $0 = execution }
+                    realJob.cancel()
+                } else if isStopping || execute.isCancelled {
+                    realJob.cancel()
+                } else {
+                    add(entry, to: entryQueue)
+                }
+            }
+            return (execute, queues.queue(named: RemoteSettings.resource))
+        }
+        // Where a job that must run goes: the executor, or its chain here.
+        @Sendable func runHere(_ entry: Job, _ entryQueue: JobQueue) {
+            if let (execute, queue) = executeRemotely(entry, entryQueue) {
+                add(execute, to: queue)
+            } else {
+                add(entry, to: entryQueue)
+            }
+        }
         // The job must run: without a remote, its chain is added; with one, a look-up job first,
         // which adds the chain on a miss, and on a hit cancels the job (reported as a remote hit).
         @Sendable func lookUpFirst(_ entry: Job, _ entryQueue: JobQueue) -> (Job, JobQueue)? {
-            guard let remote, remote.session.isUp else { return nil }
+            guard let remote, remote.session.isUp else { return executeRemotely(entry, entryQueue) }
             let found = LockedValue<Bool?>(nil)
             let lookUp = DeferredWorkJob("\(request.label) (remote look-up)") { finished in
                 remote.lookUp(into: output) { hit in
@@ -944,7 +986,7 @@ public final class BuildRun: @unchecked Sendable {
                 case true?:
                     remoteHit.withLock { $0 = true }
                     realJob.cancel()
-                case false? where !isStopping: add(entry, to: entryQueue)
+                case false? where !isStopping: runHere(entry, entryQueue)
                 default: realJob.cancel()
                 }
             }
@@ -989,6 +1031,12 @@ public final class BuildRun: @unchecked Sendable {
                 }
             }
             if remoteHit.value { outcome = .remoteHit }
+            if let ran = remoteRan.value {
+                outcome =
+                    ran.exitCode != 0
+                    ? .failed("exit status \(ran.exitCode), run remotely: \(info.summary)")
+                    : ran.cached ? .remoteHit : .succeeded
+            }
             if outcome == .succeeded || outcome == .remoteHit, !dryRun {
                 let missing = promised.filter { !Files.exists($0) }
                 if !missing.isEmpty {
@@ -1006,7 +1054,8 @@ public final class BuildRun: @unchecked Sendable {
                 ignored = true
             }
             let failed = outcome != .succeeded && outcome != .upToDate && outcome != .remoteHit && !ignored
-            if outcome == .succeeded { ranAndLeftOutputs.withLock { $0 = true } }
+            // Stored by the job, when it ran here; the executor stores what it runs itself.
+            if outcome == .succeeded, remoteRan.value == nil { ranAndLeftOutputs.withLock { $0 = true } }
             if let incremental, let result = verdict.value {
                 switch outcome {
                 case .succeeded where dryRun: incremental.willRun(key)
@@ -1109,7 +1158,7 @@ public final class BuildRun: @unchecked Sendable {
         let done = BlockJob {
             let outcome = Self.outcome(of: realJob, secrets: secrets)
             if let check, verdict.value?.reason == .upToDate, !check.isCancelled { return }
-            if remoteHit.value { return }
+            if remoteHit.value || remoteRan.value?.exitCode == 0 { return }
             // It ran and failed, and the call ignores that (not a job that didn't run).
             if ignoresFailure, !realJob.isCancelled { return }
             if outcome != .succeeded || !unproduced.value.isEmpty { throw UnitFailure(label: request.label) }

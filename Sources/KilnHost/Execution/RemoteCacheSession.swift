@@ -15,6 +15,11 @@ public struct RemoteSettings: Sendable, Equatable {
     public var endpoint: RemoteEndpoint
     /// Look results up, never store them (a developer's machine beside CI's).
     public var readOnly = false
+    /// The server executes jobs too (`--remote-executor`): those that claim the `remote`
+    /// resource, or every job it can run with ``executesAll``.
+    public var executes = false
+    /// `--remote-execute`: every job the server can run goes to it, claimed or not.
+    public var executesAll = false
     /// How long one request may take before the cache counts as down.
     public var timeout: Duration = .seconds(5)
 
@@ -22,6 +27,13 @@ public struct RemoteSettings: Sendable, Equatable {
     /// server's queue, `net:HOST:PORT` (a Taskfile's `resources:` may set another). They share
     /// one HTTP/2 connection, and hold no thread while they wait.
     public static let requestsAtOnce = 32
+
+    /// The resource a job claims to run on the remote executor (`resources: [remote]`).
+    public static let resource = "remote"
+
+    /// How many jobs run on the executor at once, by default: the width of the `remote` queue (a
+    /// Taskfile's `resources: {remote: N}` sets the remote's real capacity).
+    public static let executionWidth = 8
 
     /// Creates settings.
     public init(endpoint: RemoteEndpoint, readOnly: Bool = false, timeout: Duration = .seconds(5)) {
@@ -53,6 +65,10 @@ public final class RemoteCacheSession: Sendable {
     private struct State {
         var client: (any RemoteClient)?
         var down = false
+        var executionDown = false
+        /// Closed at the run's end: a request that fails after that (one a stopped run left) is
+        /// not reported.
+        var closed = false
         var hits = 0
         var misses = 0
         var stored = 0
@@ -109,10 +125,25 @@ public final class RemoteCacheSession: Sendable {
     func failed(_ failure: RemoteFailure) {
         let first = state.withLock { state in
             defer { state.down = true }
-            return !state.down
+            return !state.down && !state.closed
         }
         if first { note("kiln: warning: remote cache failed: \(failure.message); the build goes on here without it") }
     }
+
+    /// Notes an execution the server failed (not the command): the first is reported, and no
+    /// job is sent to the server again in this run. The job runs here.
+    func executionFailed(_ failure: RemoteFailure) {
+        let first = state.withLock { state in
+            defer { state.executionDown = true }
+            return !state.executionDown && !state.closed
+        }
+        if first {
+            note("kiln: warning: remote execution failed: \(failure.message); this job and the rest run here")
+        }
+    }
+
+    /// Whether jobs are still sent to the server to run.
+    public var executes: Bool { settings.executes && !state.withLock(\.executionDown) }
 
     func counted(hit: Bool) {
         state.withLock { hit ? ($0.hits += 1) : ($0.misses += 1) }
@@ -126,7 +157,12 @@ public final class RemoteCacheSession: Sendable {
     func say(_ text: String) { note(text) }
 
     /// Closes the connection, if one was made, once the requests under way have ended.
-    public func close() { state.withLock(\.client)?.close() }
+    public func close() {
+        state.withLock { state in
+            state.closed = true
+            return state.client
+        }?.close()
+    }
 }
 
 /// `libKilnRemote.so`, opened once per process, the first time a remote is used.

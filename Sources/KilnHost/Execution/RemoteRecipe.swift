@@ -79,10 +79,14 @@ public enum RemoteRecipe {
             guard inside(absolute, root) != nil else { return .failure(Refusal("its depfile is outside the project")) }
             depfile = Path.relative(absolute, to: request.directory)
         }
+        // A worker's commands need a PATH (a compiler finds its linker on it): the task's, or
+        // one that is the same on every machine, so keys don't depend on whose PATH it was.
+        var environment = request.environment
+        if environment["PATH"] == nil { environment["PATH"] = Self.defaultPath }
         let spec = RemoteActionSpec(
             root: root,
             arguments: arguments,
-            environment: request.environment,
+            environment: environment,
             workingDirectory: directory,
             outputFiles: outputs,
             inputs: inputs.sorted()
@@ -161,6 +165,10 @@ public enum RemoteRecipe {
         }
         return nil
     }
+
+    /// The PATH a remote action's Command sets when its task's `env:` sets none (Bazel's strict
+    /// action environment has the same idea).
+    public static let defaultPath = "/usr/local/bin:/usr/bin:/bin"
 
     /// Why a job can't be looked up.
     ///

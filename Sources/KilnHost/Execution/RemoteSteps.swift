@@ -94,6 +94,38 @@ struct RemoteSteps: Sendable {
         }
     }
 
+    /// Runs the job on the server. `done` gets what it came to, or `nil` when the server can't
+    /// run it (the job runs here then): the recipe refuses it, or the server failed (reported once).
+    ///
+    /// A job with a depfile is sent with the headers its last depfile names, if it has one here:
+    /// the server sees only what the action lists, so such a job must list its headers in
+    /// `sources:` to run remotely the first time.
+    func execute(into output: TaskOutput, done: @escaping @Sendable (RemoteExecution?) -> Void) {
+        guard session.executes, case .success(let recipe) = RemoteRecipe.plan(at: position, request: request, in: plan),
+            let client = session.client
+        else { return done(nil) }
+        var depfileText: String?
+        if let depfile = recipe.depfile {
+            let directory =
+                recipe.spec.workingDirectory.isEmpty
+                ? recipe.spec.root : recipe.spec.root + "/" + recipe.spec.workingDirectory
+            depfileText = try? Files.readText(Path.join(directory, depfile))
+        }
+        guard let spec = recipe.full(depfileText: depfileText), let action = try? client.prepare(spec) else {
+            return done(nil)
+        }
+        client.execute(action) { result in
+            switch result {
+            case .success(let execution):
+                output.append(execution.output)
+                done(execution)
+            case .failure(let failure):
+                session.executionFailed(failure)
+                done(nil)
+            }
+        }
+    }
+
     /// Stores the result of the job, which ran here, exited 0 and left every output it declares:
     /// the full action's, then (for a job with a depfile) the discovery action's. `done` is called
     /// when the cache has them, or the attempt failed.

@@ -202,7 +202,12 @@ public enum BuildSession {
         let queues = ResourceQueues(
             definitions: project.taskfile.resources,
             cpuWidth: settings.cpuWidth,
-            defaultWidths: remote.map { [$0.endpoint.queueName: RemoteSettings.requestsAtOnce] } ?? [:]
+            defaultWidths: remote.map {
+                [
+                    $0.endpoint.queueName: RemoteSettings.requestsAtOnce,
+                    RemoteSettings.resource: RemoteSettings.executionWidth,
+                ]
+            } ?? [:]
         )
         defer { options.remote?.close() }
         let run = BuildRun(plan: plan, queues: queues, options: options, observer: settings.observers(queues))

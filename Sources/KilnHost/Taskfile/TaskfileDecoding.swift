@@ -8,7 +8,7 @@ import KilnPluginAPI
 public struct TaskfileLoader: Sendable {
     /// Resource names every project has: `cpu`, `disk` (one queue per storage device) and the
     /// `net` family (`net:<host>`, one queue per host).
-    public static let builtInResources: Set<String> = ["cpu", "disk", "net"]
+    public static let builtInResources: Set<String> = ["cpu", "disk", "net", RemoteSettings.resource]
     /// The largest value a variable may have once its templates are filled in.
     public static let maximumValueSize = 1 << 20
     /// How deep includes may nest.
@@ -2417,9 +2417,12 @@ private final class LoadSession {
             for claim in task.resources {
                 let family = claim.value.split(separator: ":", maxSplits: 1).first.map(String.init) ?? claim.value
                 if claim.value.hasPrefix("net:"), claim.value.count > 4 { continue }
-                if claim.value == "cpu" || claim.value == "disk" || defined.contains(claim.value) { continue }
+                // `remote`: the remote executor's, or what the job holds without it (docs/remote.md).
+                if claim.value == "cpu" || claim.value == "disk" || claim.value == RemoteSettings.resource
+                    || defined.contains(claim.value)
+                { continue }
                 var message = "task '\(task.name)' claims resource '\(claim.value)', which no one defined; "
-                message += family == "net" ? "write net:HOST" : "define it under 'resources:' or use cpu, disk or net:HOST"
+                message += family == "net" ? "write net:HOST" : "define it under 'resources:' or use cpu, disk, net:HOST or remote"
                 fail(.undefinedResource, message, at: claim.location)
             }
         }

@@ -20,16 +20,31 @@ final class CASServer: @unchecked Sendable {
     }
 
     /// Starts a server on 127.0.0.1 and on each of `extra` addresses, on a free port; returns once
-    /// it accepts connections.
-    static func start(alsoOn extra: [String] = []) async throws -> CASServer {
+    /// it accepts connections. With `executing`, it is an execution service too: it runs actions
+    /// with buildbox-run in a bubblewrap sandbox that sees the input root and this machine's /usr
+    /// (read-only), and doesn't cache failures.
+    static func start(alsoOn extra: [String] = [], executing: Bool = false) async throws -> CASServer {
         let casd = try Peers.buildbox("buildbox-casd")
+        var execution: [String] = []
+        if executing {
+            execution = ["--buildbox-run=\(try Peers.buildbox("buildbox-run"))", "--cache-failures=false", "--jobs=2"]
+            // Debian's /bin, /lib and /lib64 are links into /usr: bound as directories. /etc holds
+            // the compiler's alternatives link (cc → gcc).
+            let binds = [
+                ("/usr", "/usr"), ("/usr/bin", "/bin"), ("/usr/lib", "/lib"), ("/usr/lib64", "/lib64"),
+                ("/etc", "/etc"),
+            ]
+            for (host, inside) in binds {
+                execution.append("--runner-arg=--ro-bind-mount=\(host):\(inside)")
+            }
+        }
         let storage = try TemporaryDirectory(prefix: "kiln-casd")
         for attempt in 0..<20 {
             let port = Int.random(in: 20_000..<60_000)
             let binds = (["127.0.0.1"] + extra).map { "--bind=\($0):\(port)" }
             let process = try KilnProcess.start(
                 program: casd,
-                binds + [storage.path("cache")],
+                binds + execution + [storage.path("cache")],
                 in: storage.path
             )
             for _ in 0..<200 {

@@ -163,6 +163,26 @@ public enum RemoteLookup: Sendable {
     case miss(note: String?)
 }
 
+/// What a remote execution came to: the action ran on the server's workers (or the server had
+/// its result), and its outputs are in place when it exited 0.
+///
+/// Threading: a value type; safe to pass between threads.
+public struct RemoteExecution: Sendable {
+    /// The command's exit status.
+    public var exitCode: Int32
+    /// What it printed.
+    public var output: [UInt8]
+    /// Whether the server answered from its cache instead of running it.
+    public var cached: Bool
+
+    /// Creates one.
+    public init(exitCode: Int32, output: [UInt8], cached: Bool) {
+        self.exitCode = exitCode
+        self.output = output
+        self.cached = cached
+    }
+}
+
 /// A remote cache or executor that failed a request: unreachable, too slow, or refusing.
 ///
 /// Threading: a value type; safe to pass between threads.
@@ -213,6 +233,15 @@ public protocol RemoteClient: AnyObject, Sendable {
         _ action: RemoteAction,
         output: [UInt8],
         completion: @escaping @Sendable (Result<Void, RemoteFailure>) -> Void
+    )
+
+    /// Runs `action` on the server (REAPI `Execute`): uploads the inputs, the Command and the Action
+    /// it lacks, follows the operation (`WaitExecution` after a dropped stream), then fetches and
+    /// verifies the outputs and writes them in place when the command exited 0. A failure of the
+    /// server (not of the command) is a ``RemoteFailure``.
+    func execute(
+        _ action: RemoteAction,
+        completion: @escaping @Sendable (Result<RemoteExecution, RemoteFailure>) -> Void
     )
 
     /// Closes the connection once the requests under way have ended; blocks until then.
