@@ -82,7 +82,42 @@ extension Kiln {
 
         @OptionGroup var changes: ChangeOptions
 
-        @OptionGroup var remote: RemoteOptions
+        @Option(
+            name: .customLong("remote-cache"),
+            help:
+                "A REAPI server to look results up in and store them to: grpc://HOST:PORT (default: $KILN_REMOTE_CACHE, else the Taskfile's 'remote:')."
+        )
+        var remoteCache: String?
+
+        @Option(
+            name: .customLong("remote-executor"),
+            help:
+                "A REAPI server to run the jobs that claim 'remote' on (all of them with --remote-execute); it is the remote cache too (default: $KILN_REMOTE_EXECUTOR)."
+        )
+        var remoteExecutor: String?
+
+        @Flag(name: .customLong("remote-execute"), help: "Send every job the remote executor can run to it.")
+        var remoteExecute = false
+
+        @Option(
+            name: .customLong("remote-instance"),
+            help: "The remote's instance name (default: $KILN_REMOTE_INSTANCE)."
+        )
+        var remoteInstance: String?
+
+        @Flag(name: .customLong("remote-cache-read-only"), help: "Look results up in the remote cache; store none.")
+        var remoteCacheReadOnly = false
+
+        /// The remote options together.
+        var remote: RemoteOptions {
+            RemoteOptions(
+                cache: remoteCache,
+                executor: remoteExecutor,
+                executeAll: remoteExecute,
+                instance: remoteInstance,
+                readOnly: remoteCacheReadOnly
+            )
+        }
 
         @Flag(name: .shortAndLong, help: "Run every job, even those that are up to date (go-task's --force).")
         var force = false
@@ -127,6 +162,7 @@ extension Kiln {
                 throw ValidationError("--output must be interleaved, group or prefixed")
             }
             if let jobs, jobs < 1 { throw ValidationError("-j must be at least 1") }
+            try remote.validate()
             if batchSize < 1 { throw ValidationError("--batch-size must be at least 1") }
         }
 

@@ -6,17 +6,19 @@ import KilnPluginAPI
 /// answer, and what each is as a ``RemoteActionSpec`` (the remote library makes the protocol's
 /// messages from it). A run's look-ups and `kiln explain --remote-keys` both ask here.
 ///
-/// A job can be looked up when it is a shell task's job that:
+/// A job can be looked up (or run remotely) when it is a shell task's job that:
 /// - declares `sources:` (what it reads is known) and is not `method: none`, has no `status:`
 ///   and no `preconditions:` (those read what no key covers);
 /// - declares its outputs as plain paths (`generates:` without wildcards), all inside the project;
-/// - runs in the project, reads only files in it, and is not `interactive:` or `defer:`.
+/// - runs in the project, reads only files in it, is not `interactive:`, has no `defer:` and no
+///   `- task:` calls, and keeps its depfile if it has one.
 ///
 /// Its spec: the commands as they run here (``CommandShell/arguments(for:)``, several joined into
-/// one `/bin/sh -e -c` script), the environment the task declares, its directory relative to
-/// the project root, its `generates:` paths, and as inputs the files its sources match, the
-/// headers its kept depfile names, and its dependencies' outputs (a dependency that declares none
-/// stands for its own dependencies').
+/// one `/bin/sh -e -c` script), the environment the task declares (with ``defaultPath`` when it
+/// sets no `PATH`), its directory relative to the project root, its `generates:` paths, and as
+/// inputs the files its sources match and its dependencies' outputs (a dependency that declares
+/// none stands for its own dependencies'); a depfile's headers join them through
+/// ``RemotePlan/full(depfileText:)``.
 ///
 /// Threading: stateless; any thread (it reads the files the patterns match).
 public enum RemoteRecipe {

@@ -42,19 +42,18 @@ struct RemoteSteps: Sendable {
         guard session.isUp, case .success(let recipe) = RemoteRecipe.plan(at: position, request: request, in: plan),
             let client = session.client
         else { return done(false) }
-        @Sendable func fetch(_ spec: RemoteActionSpec) {
-            let action: RemoteAction
-            do {
-                action = try client.prepare(spec)
-            } catch {
-                return done(false)
-            }
-            client.lookUp(action, writing: true) { result in
+        // Asks for `spec`'s result, writing its outputs when `writing`; `hit` gets a hit's
+        // printed output and files, and a miss or a failure ends the look-up with `done(false)`.
+        @Sendable func ask(
+            _ spec: RemoteActionSpec,
+            writing: Bool,
+            hit: @escaping @Sendable (_ printed: [UInt8], _ files: [String: [UInt8]]) -> Void
+        ) {
+            guard let action = try? client.prepare(spec) else { return done(false) }
+            client.lookUp(action, writing: writing) { result in
                 switch result {
-                case .success(.hit(let printed, _)):
-                    session.counted(hit: true)
-                    output.append(printed)
-                    done(true)
+                case .success(.hit(let printed, let files)):
+                    hit(printed, files)
                 case .success(.miss(let note)):
                     session.counted(hit: false)
                     if let note { session.say("kiln: \(request.label): \(note)") }
@@ -65,32 +64,22 @@ struct RemoteSteps: Sendable {
                 }
             }
         }
-        guard let discovery = recipe.discovery, let depfile = recipe.depfile else { return fetch(recipe.spec) }
-        let action: RemoteAction
-        do {
-            action = try client.prepare(discovery)
-        } catch {
-            return done(false)
-        }
-        client.lookUp(action, writing: false) { result in
-            switch result {
-            case .success(.hit(_, let files)):
-                // The headers the run that stored it read, with their content here and now.
-                guard let text = files[depfile],
-                    let full = recipe.full(depfileText: String(decoding: text, as: UTF8.self))
-                else {
-                    session.counted(hit: false)
-                    return done(false)
-                }
-                fetch(full)
-            case .success(.miss(let note)):
-                session.counted(hit: false)
-                if let note { session.say("kiln: \(request.label): \(note)") }
-                done(false)
-            case .failure(let failure):
-                session.failed(failure)
-                done(false)
+        @Sendable func fetch(_ spec: RemoteActionSpec) {
+            ask(spec, writing: true) { printed, _ in
+                session.counted(hit: true)
+                output.append(printed)
+                done(true)
             }
+        }
+        guard let discovery = recipe.discovery, let depfile = recipe.depfile else { return fetch(recipe.spec) }
+        ask(discovery, writing: false) { _, files in
+            // The headers the run that stored it read, with their content here and now.
+            guard let text = files[depfile], let full = recipe.full(depfileText: String(decoding: text, as: UTF8.self))
+            else {
+                session.counted(hit: false)
+                return done(false)
+            }
+            fetch(full)
         }
     }
 
