@@ -5,6 +5,9 @@ import SwiftProtobuf
 
 typealias ProtoDigest = Build_Bazel_Remote_Execution_V2_Digest
 
+/// A blob to upload: its digest, and how to get its bytes when the server lacks it.
+typealias Blob = (digest: ProtoDigest, contents: () throws -> Data)
+
 /// **The recipe** that makes a job's REAPI messages: the Command, the input tree (one Directory
 /// message per directory) and the Action, each with its digest. The cache looks results up by the
 /// Action's digest, and `kiln explain --remote-keys` prints the same one: both call ``make(_:)``.
@@ -22,16 +25,24 @@ enum ActionRecipe {
     ///
     /// Threading: immutable; safe to share between threads.
     struct Made: Sendable {
-        var action: Build_Bazel_Remote_Execution_V2_Action
         var actionBytes: Data
         var actionDigest: ProtoDigest
         var commandBytes: Data
         var commandDigest: ProtoDigest
-        /// Every Directory message of the input tree, by digest hash (the root among them).
-        var directories: [String: Data]
+        /// Every Directory message of the input tree with its digest, by the digest's hash (the
+        /// root among them).
+        var directories: [String: (digest: ProtoDigest, bytes: Data)]
         var inputRootDigest: ProtoDigest
         /// Each input file: its path under the root, digest and executable bit.
         var files: [(path: String, digest: ProtoDigest, isExecutable: Bool)]
+
+        /// The Command and the Action, as blobs: what a stored result or an execution refers to.
+        var messages: [String: Blob] {
+            [
+                commandDigest.hash: (commandDigest, { commandBytes }),
+                actionDigest.hash: (actionDigest, { actionBytes }),
+            ]
+        }
     }
 
     /// Makes the messages of `spec`.
@@ -60,7 +71,6 @@ enum ActionRecipe {
         action.inputRootDigest = tree.rootDigest
         let actionBytes = serialized(action)
         return Made(
-            action: action,
             actionBytes: actionBytes,
             actionDigest: digest(of: actionBytes),
             commandBytes: commandBytes,
@@ -74,14 +84,11 @@ enum ActionRecipe {
     /// ``make(_:)`` as the host sees it.
     static func prepare(_ spec: RemoteActionSpec) throws(RemoteFailure) -> RemoteAction {
         let made = try make(spec)
-        var inputs: [String: RemoteDigest] = [:]
-        for file in made.files { inputs[file.path] = file.digest.remote }
         return RemoteAction(
             spec: spec,
             key: made.actionDigest.remote,
             commandKey: made.commandDigest.remote,
             inputRootKey: made.inputRootDigest.remote,
-            inputDigests: inputs,
             details: made
         )
     }
@@ -138,8 +145,8 @@ enum ActionRecipe {
 ///
 /// Threading: a value type.
 struct InputTree {
-    /// Every Directory message, encoded, by its digest's hash.
-    private(set) var directories: [String: Data] = [:]
+    /// Every Directory message, encoded, with its digest, by the digest's hash.
+    private(set) var directories: [String: (digest: ProtoDigest, bytes: Data)] = [:]
     private(set) var rootDigest = ProtoDigest()
 
     private final class Node {
@@ -183,7 +190,7 @@ struct InputTree {
         }
         let bytes = ActionRecipe.serialized(directory)
         let digest = ActionRecipe.digest(of: bytes)
-        directories[digest.hash] = bytes
+        directories[digest.hash] = (digest, bytes)
         return digest
     }
 }

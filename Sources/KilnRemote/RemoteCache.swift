@@ -71,41 +71,46 @@ final class RemoteCache: RemoteClient {
         options.timeout = timeout
         var request = Build_Bazel_Remote_Execution_V2_GetCapabilitiesRequest()
         request.instanceName = endpoint.instance
-        let capabilities: Build_Bazel_Remote_Execution_V2_ServerCapabilities
         do {
-            capabilities = try await Build_Bazel_Remote_Execution_V2_Capabilities.Client(wrapping: client)
+            let capabilities = try await Build_Bazel_Remote_Execution_V2_Capabilities.Client(wrapping: client)
                 .getCapabilities(request, options: options)
+            return RemoteCache(
+                endpoint: endpoint,
+                timeout: timeout,
+                client: client,
+                runner: runner,
+                batchLimit: try acceptedBatchLimit(capabilities, of: endpoint)
+            )
         } catch {
             client.beginGracefulShutdown()
             runner.cancel()
-            throw RemoteFailure("\(endpoint) didn't answer GetCapabilities: \(describe(error))")
+            throw error as? RemoteFailure
+                ?? RemoteFailure("\(endpoint) didn't answer GetCapabilities: \(describe(error))")
         }
+    }
+
+    /// Checks a server's capabilities — it must take SHA-256 digests and speak REAPI 2.1 or
+    /// later — and returns the most bytes one batch may carry: its limit (at most 4 MiB), less
+    /// room for the envelope.
+    private static func acceptedBatchLimit(
+        _ capabilities: Build_Bazel_Remote_Execution_V2_ServerCapabilities,
+        of endpoint: RemoteEndpoint
+    ) throws(RemoteFailure) -> Int64 {
         let cache = capabilities.cacheCapabilities
         let functions = cache.digestFunctions
         guard functions.isEmpty || functions.contains(.sha256) else {
-            client.beginGracefulShutdown()
-            runner.cancel()
             throw RemoteFailure("\(endpoint) doesn't take SHA-256 digests, the only function kiln hashes with")
         }
         if capabilities.hasHighApiVersion {
             let high = capabilities.highApiVersion
             guard high.major > 2 || high.major == 2 && high.minor >= 1 else {
-                client.beginGracefulShutdown()
-                runner.cancel()
                 throw RemoteFailure(
                     "\(endpoint) speaks REAPI \(high.major).\(high.minor); kiln needs 2.1 or later (output_paths)"
                 )
             }
         }
         let stated = cache.maxBatchTotalSizeBytes
-        let limit = stated > 0 ? min(stated, 4 << 20) : 4 << 20
-        return RemoteCache(
-            endpoint: endpoint,
-            timeout: timeout,
-            client: client,
-            runner: runner,
-            batchLimit: limit - 64 << 10
-        )
+        return (stated > 0 ? min(stated, 4 << 20) : 4 << 20) - 64 << 10
     }
 
     func prepare(_ spec: RemoteActionSpec) throws(RemoteFailure) -> RemoteAction {
@@ -230,9 +235,7 @@ final class RemoteCache: RemoteClient {
                 "has a blob, \(corrupt.remote), that didn't match its digest twice; nothing was written from it"
             )
         }
-        let directory =
-            action.spec.workingDirectory.isEmpty
-            ? action.spec.root : action.spec.root + "/" + action.spec.workingDirectory
+        let directory = action.spec.workingPath
         var files: [String: [UInt8]] = [:]
         for path in action.spec.outputFiles {
             let file = byPath[path]!
@@ -403,11 +406,9 @@ final class RemoteCache: RemoteClient {
 
     private func store(_ action: RemoteAction, output: [UInt8]) async throws {
         let made = action.details as! ActionRecipe.Made
-        let directory =
-            action.spec.workingDirectory.isEmpty
-            ? action.spec.root : action.spec.root + "/" + action.spec.workingDirectory
+        let directory = action.spec.workingPath
         var result = Build_Bazel_Remote_Execution_V2_ActionResult()
-        var blobs: [String: (ProtoDigest, () throws -> Data)] = [:]
+        var blobs = made.messages
         for path in Set(action.spec.outputFiles).sorted() {
             let absolute = directory + "/" + path
             let (digest, executable) = try ActionRecipe.fileDigest(absolute)
@@ -423,8 +424,6 @@ final class RemoteCache: RemoteClient {
             result.stdoutDigest = ActionRecipe.digest(of: data)
             blobs[result.stdoutDigest.hash] = (result.stdoutDigest, { data })
         }
-        blobs[made.commandDigest.hash] = (made.commandDigest, { made.commandBytes })
-        blobs[made.actionDigest.hash] = (made.actionDigest, { made.actionBytes })
         result.exitCode = 0
 
         try await uploadMissing(blobs)
@@ -439,7 +438,7 @@ final class RemoteCache: RemoteClient {
     }
 
     /// Uploads the blobs of `blobs` that `FindMissingBlobs` says the server lacks.
-    func uploadMissing(_ blobs: [String: (ProtoDigest, () throws -> Data)]) async throws {
+    func uploadMissing(_ blobs: [String: Blob]) async throws {
         var find = Build_Bazel_Remote_Execution_V2_FindMissingBlobsRequest()
         find.instanceName = server.instance
         find.blobDigests = blobs.values.map(\.0)
@@ -458,7 +457,7 @@ final class RemoteCache: RemoteClient {
     }
 
     /// Uploads blobs: the small ones in batches, the large ones with ByteStream.
-    private func upload(_ blobs: [(ProtoDigest, () throws -> Data)]) async throws {
+    private func upload(_ blobs: [Blob]) async throws {
         var batch = Build_Bazel_Remote_Execution_V2_BatchUpdateBlobsRequest()
         batch.instanceName = server.instance
         batch.digestFunction = .sha256

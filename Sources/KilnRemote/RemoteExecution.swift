@@ -26,17 +26,12 @@ extension RemoteCache {
 
     private func execute(_ action: RemoteAction) async throws -> RemoteExecution {
         let made = action.details as! ActionRecipe.Made
-        var blobs: [String: (ProtoDigest, () throws -> Data)] = [:]
+        var blobs = made.messages
         for file in made.files {
             let path = action.spec.root + "/" + file.path
             blobs[file.digest.hash] = (file.digest, { try Self.contents(of: path, digest: file.digest) })
         }
-        for bytes in made.directories.values {
-            let digest = ActionRecipe.digest(of: bytes)
-            blobs[digest.hash] = (digest, { bytes })
-        }
-        blobs[made.commandDigest.hash] = (made.commandDigest, { made.commandBytes })
-        blobs[made.actionDigest.hash] = (made.actionDigest, { made.actionBytes })
+        for (hash, directory) in made.directories { blobs[hash] = (directory.digest, { directory.bytes }) }
         try await uploadMissing(blobs)
 
         var request = Build_Bazel_Remote_Execution_V2_ExecuteRequest()

@@ -134,11 +134,7 @@ public struct RemoteJobKeys: Sendable {
                 case .success(let recipe):
                     do {
                         if let discovery = recipe.discovery { keys.discovery = try client.prepare(discovery).key }
-                        var depfileText: String?
-                        if let depfile = recipe.depfile {
-                            depfileText = try? Files.readText(Path.join(request.directory, depfile))
-                        }
-                        if let full = recipe.full(depfileText: depfileText) {
+                        if let full = recipe.full(depfileText: recipe.depfileHere) {
                             let action = try client.prepare(full)
                             keys.action = action.key
                             keys.command = action.commandKey

@@ -10,7 +10,7 @@ import Synchronization
 /// `--remote-cache-read-only`, `--remote-timeout`.
 ///
 /// Threading: a value type; safe to pass between threads.
-public struct RemoteSettings: Sendable, Equatable {
+public struct RemoteSettings: Sendable {
     /// The server.
     public var endpoint: RemoteEndpoint
     /// Look results up, never store them (a developer's machine beside CI's).
@@ -69,9 +69,6 @@ public final class RemoteCacheSession: Sendable {
         /// Closed at the run's end: a request that fails after that (one a stopped run left) is
         /// not reported.
         var closed = false
-        var hits = 0
-        var misses = 0
-        var stored = 0
     }
 
     /// A session for `settings`; it connects when first asked for ``client``. `note` says a warning.
@@ -87,7 +84,7 @@ public final class RemoteCacheSession: Sendable {
             let (known, down) = state.withLock { ($0.client, $0.down) }
             if down { return nil }
             if let known { return known }
-            switch Self.connect(settings) {
+            switch RemoteLibrary.client(for: settings.endpoint, timeout: settings.timeout) {
             case .success(let client):
                 state.withLock { $0.client = client }
                 return client
@@ -101,57 +98,34 @@ public final class RemoteCacheSession: Sendable {
         }
     }
 
-    /// Opens the library and connects to the server, reading its capabilities.
-    private static func connect(_ settings: RemoteSettings) -> Result<any RemoteClient, RemoteFailure> {
-        RemoteLibrary.entryPoint().flatMap { connect in
-            let request = RemoteConnectRequest(endpoint: settings.endpoint, timeout: settings.timeout)
-            withExtendedLifetime(request) { connect(Unmanaged.passUnretained(request).toOpaque()) }
-            guard let client = request.client else {
-                return .failure(RemoteFailure(request.failure ?? "it didn't answer"))
-            }
-            return .success(client)
-        }
-    }
-
     /// Whether the cache is still asked (nothing has failed).
     public var isUp: Bool { !state.withLock(\.down) }
 
-    /// Hits, misses and results stored so far.
-    public var counts: (hits: Int, misses: Int, stored: Int) {
-        state.withLock { ($0.hits, $0.misses, $0.stored) }
-    }
-
     /// Notes a failed request: the first is reported, and the cache is not asked again.
     func failed(_ failure: RemoteFailure) {
-        let first = state.withLock { state in
-            defer { state.down = true }
-            return !state.down && !state.closed
+        if firstFailure(\.down) {
+            note("kiln: warning: remote cache failed: \(failure.message); the build goes on here without it")
         }
-        if first { note("kiln: warning: remote cache failed: \(failure.message); the build goes on here without it") }
     }
 
     /// Notes an execution the server failed (not the command): the first is reported, and no
     /// job is sent to the server again in this run. The job runs here.
     func executionFailed(_ failure: RemoteFailure) {
-        let first = state.withLock { state in
-            defer { state.executionDown = true }
-            return !state.executionDown && !state.closed
-        }
-        if first {
+        if firstFailure(\.executionDown) {
             note("kiln: warning: remote execution failed: \(failure.message); this job and the rest run here")
+        }
+    }
+
+    /// Sets `flag`; whether this is the first time, with the session still open (what is reported).
+    private func firstFailure(_ flag: WritableKeyPath<State, Bool> & Sendable) -> Bool {
+        state.withLock { state in
+            defer { state[keyPath: flag] = true }
+            return !state[keyPath: flag] && !state.closed
         }
     }
 
     /// Whether jobs are still sent to the server to run.
     public var executes: Bool { settings.executes && !state.withLock(\.executionDown) }
-
-    func counted(hit: Bool) {
-        state.withLock { hit ? ($0.hits += 1) : ($0.misses += 1) }
-    }
-
-    func countedStore() {
-        state.withLock { $0.stored += 1 }
-    }
 
     /// Says `text` (a cached result not used, and why).
     func say(_ text: String) { note(text) }
@@ -175,18 +149,20 @@ public enum RemoteLibrary {
     /// `sha256sum` template function), from the library; made once.
     public static func keysOnlyClient() -> Result<any RemoteClient, RemoteFailure> { keysOnly }
 
-    private static let keysOnly: Result<any RemoteClient, RemoteFailure> =
-        entryPoint().flatMap { connect in
-            let request = RemoteConnectRequest(endpoint: nil, timeout: .seconds(1))
+    private static let keysOnly = client(for: nil, timeout: .seconds(1))
+
+    /// A client from the library, loading it the first time: connected to `endpoint`, its
+    /// capabilities read (blocking at most `timeout`), or keys-only when `endpoint` is `nil`.
+    static func client(for endpoint: RemoteEndpoint?, timeout: Duration) -> Result<any RemoteClient, RemoteFailure> {
+        opened.flatMap { connect in
+            let request = RemoteConnectRequest(endpoint: endpoint, timeout: timeout)
             withExtendedLifetime(request) { connect(Unmanaged.passUnretained(request).toOpaque()) }
             guard let client = request.client else {
-                return .failure(RemoteFailure(request.failure ?? "the remote library made no client"))
+                return .failure(RemoteFailure(request.failure ?? "it didn't answer"))
             }
             return .success(client)
         }
-
-    /// The library's entry point (``RemoteConnectRequest/entryPoint``), loading it the first time.
-    static func entryPoint() -> Result<@convention(c) (UnsafeMutableRawPointer) -> Void, RemoteFailure> { opened }
+    }
 
     private static func open() -> Result<@convention(c) (UnsafeMutableRawPointer) -> Void, RemoteFailure> {
         guard let directory = System.executableDirectory else {

@@ -129,6 +129,12 @@ public enum RemoteRecipe {
             return discovery
         }
 
+        /// The depfile's text as it is on this machine now; `nil` without a depfile, or when the
+        /// command hasn't written one (yet).
+        public var depfileHere: String? {
+            depfile.flatMap { try? Files.readText(Path.join(spec.workingPath, $0)) }
+        }
+
         /// The full action, given the depfile's text: the headers it names as inputs (those that
         /// exist, inside the project), the depfile among the outputs. `nil` when it names a file
         /// outside the project.
@@ -137,7 +143,7 @@ public enum RemoteRecipe {
             var full = spec
             full.outputFiles.append(depfile)
             guard let depfileText else { return full }
-            let directory = spec.workingDirectory.isEmpty ? spec.root : spec.root + "/" + spec.workingDirectory
+            let directory = spec.workingPath
             var inputs = Set(spec.inputs)
             for file in Depfile.prerequisites(depfileText) {
                 let absolute = Path.join(directory, file)

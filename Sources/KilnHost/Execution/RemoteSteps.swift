@@ -55,7 +55,6 @@ struct RemoteSteps: Sendable {
                 case .success(.hit(let printed, let files)):
                     hit(printed, files)
                 case .success(.miss(let note)):
-                    session.counted(hit: false)
                     if let note { session.say("kiln: \(request.label): \(note)") }
                     done(false)
                 case .failure(let failure):
@@ -66,7 +65,6 @@ struct RemoteSteps: Sendable {
         }
         @Sendable func fetch(_ spec: RemoteActionSpec) {
             ask(spec, writing: true) { printed, _ in
-                session.counted(hit: true)
                 output.append(printed)
                 done(true)
             }
@@ -75,10 +73,7 @@ struct RemoteSteps: Sendable {
         ask(discovery, writing: false) { _, files in
             // The headers the run that stored it read, with their content here and now.
             guard let text = files[depfile], let full = recipe.full(depfileText: String(decoding: text, as: UTF8.self))
-            else {
-                session.counted(hit: false)
-                return done(false)
-            }
+            else { return done(false) }
             fetch(full)
         }
     }
@@ -93,14 +88,7 @@ struct RemoteSteps: Sendable {
         guard session.executes, case .success(let recipe) = RemoteRecipe.plan(at: position, request: request, in: plan),
             let client = session.client
         else { return done(nil) }
-        var depfileText: String?
-        if let depfile = recipe.depfile {
-            let directory =
-                recipe.spec.workingDirectory.isEmpty
-                ? recipe.spec.root : recipe.spec.root + "/" + recipe.spec.workingDirectory
-            depfileText = try? Files.readText(Path.join(directory, depfile))
-        }
-        guard let spec = recipe.full(depfileText: depfileText), let action = try? client.prepare(spec) else {
+        guard let spec = recipe.full(depfileText: recipe.depfileHere), let action = try? client.prepare(spec) else {
             return done(nil)
         }
         client.execute(action) { result in
@@ -123,15 +111,9 @@ struct RemoteSteps: Sendable {
             case .success(let recipe) = RemoteRecipe.plan(at: position, request: request, in: plan),
             let client = session.client
         else { return done() }
-        var depfileText: String?
-        if let depfile = recipe.depfile {
-            let directory =
-                recipe.spec.workingDirectory.isEmpty
-                ? recipe.spec.root : recipe.spec.root + "/" + recipe.spec.workingDirectory
-            // A command that wrote no depfile has no result to share: its headers are unknown.
-            guard let text = try? Files.readText(Path.join(directory, depfile)) else { return done() }
-            depfileText = text
-        }
+        let depfileText = recipe.depfileHere
+        // A command that wrote no depfile has no result to share: its headers are unknown.
+        if recipe.depfile != nil, depfileText == nil { return done() }
         guard let fullSpec = recipe.full(depfileText: depfileText), let full = try? client.prepare(fullSpec) else {
             return done()
         }
@@ -142,7 +124,6 @@ struct RemoteSteps: Sendable {
                 session.failed(failure)
                 return done()
             }
-            session.countedStore()
             guard let discoverySpec = recipe.discovery, let discovery = try? client.prepare(discoverySpec) else {
                 return done()
             }

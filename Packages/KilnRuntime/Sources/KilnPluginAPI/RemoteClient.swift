@@ -96,6 +96,9 @@ public struct RemoteActionSpec: Sendable, Hashable {
     /// and its dependencies' outputs.
     public var inputs: [String]
 
+    /// The working directory on this machine: ``root`` joined with ``workingDirectory``.
+    public var workingPath: String { workingDirectory.isEmpty ? root : root + "/" + workingDirectory }
+
     /// Creates a spec.
     public init(
         root: String,
@@ -127,8 +130,6 @@ public final class RemoteAction: Sendable {
     public let commandKey: RemoteDigest
     /// The input tree's root digest.
     public let inputRootKey: RemoteDigest
-    /// Each input file's digest, by its path relative to the root.
-    public let inputDigests: [String: RemoteDigest]
     /// The library's own part (the encoded messages).
     public let details: any Sendable
 
@@ -138,14 +139,12 @@ public final class RemoteAction: Sendable {
         key: RemoteDigest,
         commandKey: RemoteDigest,
         inputRootKey: RemoteDigest,
-        inputDigests: [String: RemoteDigest],
         details: any Sendable
     ) {
         self.spec = spec
         self.key = key
         self.commandKey = commandKey
         self.inputRootKey = inputRootKey
-        self.inputDigests = inputDigests
         self.details = details
     }
 }
