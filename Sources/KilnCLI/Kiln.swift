@@ -28,7 +28,7 @@ struct Kiln: ParsableCommand {
         version: "kiln \(version)",
         subcommands: [
             Run.self, Status.self, Explain.self, Affected.self, Hooks.self, Hook.self, List.self, Graph.self,
-            Clean.self, Plugins.self,
+            Clean.self, Plugins.self, Worker.self,
         ],
         defaultSubcommand: Run.self
     )

@@ -82,3 +82,14 @@ PYTHON
     rm -rf "$download"
     "$buildbox_dir/buildbox-casd" --version
 }
+
+# BuildGrid 0.4.4 (PyPI; it runs on Python 3.11, Debian 12's) with the PostgreSQL driver (psycopg2) its
+# scheduler uses, in .build-peers/buildgrid: scripts/remote-up starts it.
+buildgrid_venv=.build-peers/buildgrid
+ensure_buildgrid() {
+    [[ -x $buildgrid_venv/bin/bgd ]] && return 0
+    ensure_debian_packages python3-venv
+    step "installing BuildGrid 0.4.4 from PyPI into $buildgrid_venv"
+    python3 -m venv "$buildgrid_venv"
+    "$buildgrid_venv/bin/pip" install --quiet "buildgrid==0.4.4" psycopg2-binary
+}

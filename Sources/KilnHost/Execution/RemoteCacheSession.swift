@@ -143,7 +143,10 @@ public final class RemoteCacheSession: Sendable {
 ///
 /// Threading: any thread.
 public enum RemoteLibrary {
-    private static let opened: Result<@convention(c) (UnsafeMutableRawPointer) -> Void, RemoteFailure> = open()
+    private typealias Entry = @convention(c) (UnsafeMutableRawPointer) -> Void
+
+    // The handle never changes once open; dlsym may be called on it from any thread.
+    nonisolated(unsafe) private static let opened: Result<UnsafeMutableRawPointer, RemoteFailure> = open()
 
     /// A client that only computes keys and digests (`kiln explain --remote-keys`, the
     /// `sha256sum` template function), from the library; made once.
@@ -154,7 +157,7 @@ public enum RemoteLibrary {
     /// A client from the library, loading it the first time: connected to `endpoint`, its
     /// capabilities read (blocking at most `timeout`), or keys-only when `endpoint` is `nil`.
     static func client(for endpoint: RemoteEndpoint?, timeout: Duration) -> Result<any RemoteClient, RemoteFailure> {
-        opened.flatMap { connect in
+        entry(RemoteConnectRequest.entryPoint).flatMap { connect in
             let request = RemoteConnectRequest(endpoint: endpoint, timeout: timeout)
             withExtendedLifetime(request) { connect(Unmanaged.passUnretained(request).toOpaque()) }
             guard let client = request.client else {
@@ -164,11 +167,35 @@ public enum RemoteLibrary {
         }
     }
 
-    private static func open() -> Result<@convention(c) (UnsafeMutableRawPointer) -> Void, RemoteFailure> {
-        guard let directory = System.executableDirectory else {
+    /// Runs a worker (`kiln worker`) until SIGINT or SIGTERM; the reason it stopped early, if it did.
+    ///
+    /// Threading: blocks the calling thread, which must not be one of Swift concurrency's.
+    public static func runWorker(_ request: RemoteWorkerRequest) -> RemoteFailure? {
+        switch entry(RemoteWorkerRequest.entryPoint) {
+        case .failure(let failure):
+            return failure
+        case .success(let run):
+            withExtendedLifetime(request) { run(Unmanaged.passUnretained(request).toOpaque()) }
+            return request.failure.map(RemoteFailure.init)
+        }
+    }
+
+    private static func entry(_ name: String) -> Result<Entry, RemoteFailure> {
+        opened.flatMap { handle in
+            guard let symbol = dlsym(handle, name) else {
+                let path = libraryPath ?? "libKilnRemote.so"
+                return .failure(RemoteFailure("\(path) has no \(name): it isn't kiln's remote library"))
+            }
+            return .success(unsafeBitCast(symbol, to: Entry.self))
+        }
+    }
+
+    private static var libraryPath: String? { System.executableDirectory.map { $0 + "/libKilnRemote.so" } }
+
+    private static func open() -> Result<UnsafeMutableRawPointer, RemoteFailure> {
+        guard let path = libraryPath else {
             return .failure(RemoteFailure("can't find kiln's own executable (/proc/self/exe)"))
         }
-        let path = directory + "/libKilnRemote.so"
         guard let handle = dlopen(path, RTLD_NOW | RTLD_LOCAL) else {
             let reason = dlerror().map { String(cString: $0) } ?? "unknown error"
             return .failure(
@@ -177,11 +204,6 @@ public enum RemoteLibrary {
                 )
             )
         }
-        guard let symbol = dlsym(handle, RemoteConnectRequest.entryPoint) else {
-            return .failure(
-                RemoteFailure("\(path) has no \(RemoteConnectRequest.entryPoint): it isn't kiln's remote library")
-            )
-        }
-        return .success(unsafeBitCast(symbol, to: (@convention(c) (UnsafeMutableRawPointer) -> Void).self))
+        return .success(handle)
     }
 }

@@ -272,3 +272,55 @@ public final class RemoteConnectRequest: @unchecked Sendable {
         self.timeout = timeout
     }
 }
+
+/// What `kiln worker` asks the library for: a bot of a Remote Workers API (Bots) scheduler, such
+/// as BuildGrid's, that runs each lease's Action with buildbox-run against a buildbox-casd of its
+/// own (a proxy of the server's CAS). Passed through the C entry point ``entryPoint``, which
+/// returns only when the worker stops: on SIGINT or SIGTERM, or when it can't go on (``failure``).
+///
+/// Threading: the host fills it in on one thread, the library runs it on that thread and fills in
+/// ``failure``; not shared while that happens.
+public final class RemoteWorkerRequest: @unchecked Sendable {
+    /// The C entry point's name.
+    public static let entryPoint = "kiln_remote_worker"
+
+    /// The scheduler, and the instance its bots join (the bot session's parent).
+    public let server: RemoteEndpoint
+    /// The bot's ID, unique in the farm (default: the host name and the process ID).
+    public let botID: String
+    /// The worker's own directory: its buildbox-casd's socket and cache, and each lease's files.
+    public let directory: String
+    /// How many leases it runs at once.
+    public let capacity: Int
+    /// The buildbox-casd executable.
+    public let casd: String
+    /// The buildbox-run executable (its bubblewrap runner).
+    public let runner: String
+    /// Arguments added to every buildbox-run (its sandbox's bind mounts, say).
+    public let runnerArguments: [String]
+    /// Whether to print each lease as it starts and ends.
+    public let verbose: Bool
+    /// Why the worker stopped, when it couldn't go on.
+    public var failure: String?
+
+    /// Creates a request.
+    public init(
+        server: RemoteEndpoint,
+        botID: String,
+        directory: String,
+        capacity: Int,
+        casd: String,
+        runner: String,
+        runnerArguments: [String],
+        verbose: Bool
+    ) {
+        self.server = server
+        self.botID = botID
+        self.directory = directory
+        self.capacity = capacity
+        self.casd = casd
+        self.runner = runner
+        self.runnerArguments = runnerArguments
+        self.verbose = verbose
+    }
+}
