@@ -191,3 +191,82 @@ final class LockedCounter: @unchecked Sendable {
         return value
     }
 }
+
+/// A remote build farm started by `scripts/remote-up`, as a user starts one: BuildGrid 0.4.4 on
+/// PostgreSQL, and `kiln worker` bots (this build's kiln), each in a network namespace of its own
+/// when the tests run as root.
+final class BuildFarm: @unchecked Sendable {
+    let directory: TemporaryDirectory
+    /// `grpc://127.0.0.1:PORT`.
+    let url: String
+    let workers: Int
+
+    private static var root: String {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().deletingLastPathComponent().path
+    }
+
+    private init(directory: TemporaryDirectory, url: String, workers: Int) {
+        self.directory = directory
+        self.url = url
+        self.workers = workers
+    }
+
+    /// Runs `scripts/remote-up --workers N`; returns once every worker has joined.
+    static func start(workers: Int) async throws -> BuildFarm {
+        let directory = try TemporaryDirectory(prefix: "kiln-farm")
+        let up = try KilnProcess.start(
+            program: "/bin/bash",
+            [root + "/scripts/remote-up", "--workers", String(workers), "--dir", directory.path("farm")],
+            in: root,
+            environment: ["KILN": try KilnProcess.executable()]
+        )
+        let result = try await up.wait(within: 600)
+        let line = result.standardOutput.split(separator: "\n").last ?? ""
+        guard result.status == 0, line.hasPrefix("KILN_REMOTE_EXECUTOR=") else {
+            stop(directory)
+            throw SpawnError(message: "scripts/remote-up failed: \(result)")
+        }
+        return BuildFarm(
+            directory: directory,
+            url: String(line.dropFirst("KILN_REMOTE_EXECUTOR=".count)),
+            workers: workers
+        )
+    }
+
+    /// What worker `number` (from 1) printed.
+    func log(ofWorker number: Int) -> String {
+        directory.read("farm/workers/\(number)/log") ?? ""
+    }
+
+    /// How many leases worker `number` finished.
+    func leasesRun(byWorker number: Int) -> Int {
+        log(ofWorker: number).split(separator: "\n").filter { $0.contains(": lease ") && $0.contains(": exit ") }.count
+    }
+
+    /// Whether worker `number` is running a lease now.
+    func isBusy(_ number: Int) -> Bool {
+        let leases =
+            (try? FileManager.default.contentsOfDirectory(atPath: directory.path("farm/workers/\(number)/leases")))
+        return !(leases ?? []).isEmpty
+    }
+
+    /// SIGKILLs worker `number`, as a crash or a lost machine would end it.
+    func kill(worker number: Int) {
+        guard let text = directory.read("farm/workers/\(number)/pid"),
+            let pid = Int32(text.trimmingCharacters(in: .whitespacesAndNewlines))
+        else { return }
+        Glibc.kill(pid, SIGKILL)
+    }
+
+    /// `scripts/remote-down --clean`.
+    func stop() {
+        Self.stop(directory)
+    }
+
+    private static func stop(_ directory: TemporaryDirectory) {
+        // Synchronous, for a test's defer; the paths are the test's own (no shell quoting needed).
+        _ = system("/bin/bash \(root)/scripts/remote-down --dir \(directory.path("farm")) --clean >/dev/null 2>&1")
+        directory.remove()
+    }
+}
