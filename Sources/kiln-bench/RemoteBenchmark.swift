@@ -16,6 +16,8 @@ struct RemoteBenchmark {
     var kiln: String
     var ninja: String
     var casd: String
+    /// The repository's scripts directory: `remote-up` and `remote-down` start and stop the farm.
+    var scripts: String
     var quick: Bool
     var workDirectory: String
 
@@ -93,8 +95,8 @@ struct RemoteBenchmark {
     }
 
     /// Remote execution: a CPU-heavy C project (compiles of ~0.5 s each) built locally at -j2, and
-    /// on buildbox-casd's execution service (buildbox-run in bubblewrap) running 1 and 2 actions
-    /// at once — two workers' worth of slots on this machine, each run with an empty cache.
+    /// on a farm of `scripts/remote-up` — BuildGrid 0.4.4 with 1, then 2 `kiln worker` bots of one
+    /// slot each, every worker in its own network namespace — each farm new (an empty cache).
     func runExecution() throws {
         let files = quick ? 8 : 16
         let directory = workDirectory + "/heavy-c"
@@ -125,21 +127,31 @@ struct RemoteBenchmark {
         clean()
         let local = runChild([kiln, "run", "-j2"], in: directory)
         var runs: [(String, ChildRun)] = [("kiln, local -j2", local)]
-        for slots in [1, 2] {
-            let storage = workDirectory + "/casd-execution-\(slots)"
-            try? FileManager.default.removeItem(atPath: storage)
-            let (server, url) = try startServer(storage: storage, executing: slots)
+        for workers in [1, 2] {
+            let farm = workDirectory + "/farm-\(workers)"
+            try? FileManager.default.removeItem(atPath: farm)
+            let up = runChild(
+                ["/bin/bash", scripts + "/remote-up", "--workers", String(workers), "--dir", farm],
+                in: workDirectory,
+                captureOutput: true,
+                environment: ["KILN": kiln]
+            )
+            let line = up.output.split(separator: "\n").last ?? ""
+            guard up.status == 0, line.hasPrefix("KILN_REMOTE_EXECUTOR=") else {
+                _ = runChild(["/bin/bash", scripts + "/remote-down", "--dir", farm], in: workDirectory)
+                throw BenchmarkFailure("scripts/remote-up failed:\n\(up.output)")
+            }
+            let url = String(line.dropFirst("KILN_REMOTE_EXECUTOR=".count))
             clean()
             runs.append(
                 (
-                    "kiln, remote: \(slots) action\(slots == 1 ? "" : "s") at once",
+                    "kiln, BuildGrid with \(workers) worker\(workers == 1 ? "" : "s")",
                     runChild([kiln, "run", "--remote-executor", url], in: directory)
                 )
             )
-            server.terminate()
-            server.waitUntilExit()
+            _ = runChild(["/bin/bash", scripts + "/remote-down", "--dir", farm, "--clean"], in: workDirectory)
         }
-        var table = Table(headers: ["\(files) compiles of ~0.5 s", "wall s", "÷ local -j2", "speed-up over 1"])
+        var table = Table(headers: ["\(files) compiles of ~0.5 s", "wall s", "÷ local -j2", "speed-up over 1 worker"])
         let one = runs[1].1.seconds
         for (name, run) in runs {
             let failed = run.status == 0 ? "" : " (exit \(run.status))"
@@ -150,30 +162,18 @@ struct RemoteBenchmark {
         }
         print(table.render())
         print(
-            "\nTarget: 2 at once ≥ 1.6× one. Both share this machine's 2 cores (not 2 machines: BuildGrid and kiln worker are not built yet)."
+            "\nTarget: 2 workers ≥ 1.6× one. The workers, BuildGrid and kiln share this machine's 2 cores."
         )
     }
 
-    /// Starts buildbox-casd on a free port; returns it and its `grpc://` address.
-    /// With `executing`, an execution service too, running that many actions at once (as the
-    /// tests start one: docs/remote.md).
-    private func startServer(storage: String, executing: Int? = nil) throws -> (Process, String) {
-        var execution: [String] = []
-        if let executing {
-            let runner = (casd as NSString).deletingLastPathComponent + "/buildbox-run"
-            execution = ["--buildbox-run=\(runner)", "--cache-failures=false", "--jobs=\(executing)"]
-            for (host, inside) in [
-                ("/usr", "/usr"), ("/usr/bin", "/bin"), ("/usr/lib", "/lib"), ("/usr/lib64", "/lib64"),
-                ("/etc", "/etc"),
-            ] {
-                execution.append("--runner-arg=--ro-bind-mount=\(host):\(inside)")
-            }
-        }
+    /// Starts buildbox-casd (a CAS and action cache) on a free port; returns it and its
+    /// `grpc://` address.
+    private func startServer(storage: String) throws -> (Process, String) {
         for _ in 0..<20 {
             let port = Int.random(in: 20_000..<60_000)
             let process = Process()
             process.executableURL = URL(fileURLWithPath: casd)
-            process.arguments = ["--bind=127.0.0.1:\(port)"] + execution + [storage]
+            process.arguments = ["--bind=127.0.0.1:\(port)", storage]
             process.standardError = FileHandle.nullDevice
             try process.run()
             for _ in 0..<200 {
