@@ -96,7 +96,8 @@ struct RemoteBenchmark {
 
     /// Remote execution: a CPU-heavy C project (compiles of ~0.5 s each) built locally at -j2, and
     /// on a farm of `scripts/remote-up` — BuildGrid 0.4.4 with 1, then 2 `kiln worker` bots of one
-    /// slot each, every worker in its own network namespace — each farm new (an empty cache).
+    /// slot each, every worker in its own network namespace and on a CPU of its own (`--pin`: one
+    /// machine of one core each) — each farm new (an empty cache).
     func runExecution() throws {
         let files = quick ? 8 : 16
         let directory = workDirectory + "/heavy-c"
@@ -105,12 +106,12 @@ struct RemoteBenchmark {
         var names: [String] = []
         for file in 0..<files {
             var source = "#include <stdint.h>\n"
-            for function in 0..<30 {
+            for function in 0..<55 {
                 source +=
                     "uint64_t f\(function)(uint64_t x) { for (int k = 0; k < 50; k++) { x = x * 6364136223846793005ULL + \(file * 100 + function); x ^= x >> 13; } return x; }\n"
             }
             source +=
-                "uint64_t total\(file)(uint64_t x) { return " + (0..<30).map { "f\($0)(x)" }.joined(separator: " + ")
+                "uint64_t total\(file)(uint64_t x) { return " + (0..<55).map { "f\($0)(x)" }.joined(separator: " + ")
                 + "; }\n"
             try source.write(toFile: directory + "/src/c\(file).c", atomically: true, encoding: .utf8)
             taskfile +=
@@ -131,7 +132,7 @@ struct RemoteBenchmark {
             let farm = workDirectory + "/farm-\(workers)"
             try? FileManager.default.removeItem(atPath: farm)
             let up = runChild(
-                ["/bin/bash", scripts + "/remote-up", "--workers", String(workers), "--dir", farm],
+                ["/bin/bash", scripts + "/remote-up", "--workers", String(workers), "--pin", "--dir", farm],
                 in: workDirectory,
                 captureOutput: true,
                 environment: ["KILN": kiln]
@@ -162,7 +163,7 @@ struct RemoteBenchmark {
         }
         print(table.render())
         print(
-            "\nTarget: 2 workers ≥ 1.6× one. The workers, BuildGrid and kiln share this machine's 2 cores."
+            "\nTarget: 2 workers ≥ 1.6× one. Worker N runs on CPU N-1 only; BuildGrid and kiln run on either."
         )
     }
 
