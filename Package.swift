@@ -195,6 +195,13 @@ let package = Package(
             dependencies: ["KilnTestSupport"],
             swiftSettings: swiftSettings
         ),
+        // The REAPI client's parts that need no server (the rest is tested through kiln against
+        // real servers, in KilnCLITests).
+        .testTarget(
+            name: "KilnRemoteTests",
+            dependencies: ["KilnRemote"],
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "KilnGitTests",
             dependencies: ["KilnGit", "KilnGitFormat", "KilnTestSupport"],

@@ -122,19 +122,23 @@ private func evaluate(_ options: TaskfileOptions, targets words: [String], remot
 }
 
 extension JobVerdict {
-    /// `{"job", "task", "upToDate", "reason", "command"}`.
+    /// `{"job", "task", "upToDate", "reason", "command"}`, and with remote keys `"remote": {"action",
+    /// "command", "inputRoot", "discovery", "notCached", "outputs"}`.
     var jsonValue: JSONValue {
         var fields: [(String, JSONValue)] = [
             ("job", .string(label)), ("task", .string(task)), ("upToDate", .bool(reason == .upToDate)),
             ("reason", .string(reason.description)), ("command", .string(summary)),
         ]
         if let keys = remoteKeys {
-            fields.append(("action", keys.action.map { .string($0.description) } ?? .null))
-            fields.append(("command", keys.command.map { .string($0.description) } ?? .null))
-            fields.append(("inputRoot", keys.inputRoot.map { .string($0.description) } ?? .null))
-            if let discovery = keys.discovery { fields.append(("discovery", .string(discovery.description))) }
-            if let notCached = keys.notCached { fields.append(("notCached", .string(notCached))) }
-            fields.append(
+            // Under a key of their own: the job's "command" is its command line.
+            var remote: [(String, JSONValue)] = [
+                ("action", keys.action.map { .string($0.description) } ?? .null),
+                ("command", keys.command.map { .string($0.description) } ?? .null),
+                ("inputRoot", keys.inputRoot.map { .string($0.description) } ?? .null),
+            ]
+            if let discovery = keys.discovery { remote.append(("discovery", .string(discovery.description))) }
+            if let notCached = keys.notCached { remote.append(("notCached", .string(notCached))) }
+            remote.append(
                 (
                     "outputs",
                     .array(
@@ -147,6 +151,7 @@ extension JobVerdict {
                     )
                 )
             )
+            fields.append(("remote", .object(remote)))
         }
         return .object(fields)
     }

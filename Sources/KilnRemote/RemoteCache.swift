@@ -29,6 +29,8 @@ final class RemoteCache: RemoteClient {
     /// The most bytes one batch request may carry (the server's limit, or 4 MiB less room for
     /// the envelope when it states none).
     private let batchLimit: Int64
+    /// Small blobs' reads, joined across concurrent look-ups.
+    private let smallReads: BatchedReads
 
     private init(
         endpoint: RemoteEndpoint,
@@ -45,6 +47,15 @@ final class RemoteCache: RemoteClient {
         options.maxResponseMessageBytes = 64 << 20
         self.options = options
         self.batchLimit = batchLimit
+        let instance = endpoint.instance
+        let callOptions = options
+        smallReads = BatchedReads(limit: batchLimit) { digests in
+            var request = Build_Bazel_Remote_Execution_V2_BatchReadBlobsRequest()
+            request.instanceName = instance
+            request.digests = digests
+            request.digestFunction = .sha256
+            return try await V2.Client(wrapping: client).batchReadBlobs(request, options: callOptions).responses
+        }
     }
 
     /// Connects and reads the server's capabilities: it must take SHA-256 digests and speak REAPI
@@ -285,19 +296,7 @@ final class RemoteCache: RemoteClient {
         var batchSize: Int64 = 0
         func flush() async throws {
             guard !batch.isEmpty else { return }
-            var request = Build_Bazel_Remote_Execution_V2_BatchReadBlobsRequest()
-            request.instanceName = server.instance
-            request.digests = batch
-            request.digestFunction = .sha256
-            let response = try await V2.Client(wrapping: client).batchReadBlobs(request, options: options)
-            for answer in response.responses {
-                guard answer.status.code == 0 else {
-                    throw RemoteFailure(
-                        "the cache lost the blob \(answer.digest.remote) (status \(answer.status.code): \(answer.status.message))"
-                    )
-                }
-                found.append((answer.digest, answer.data))
-            }
+            found += try await smallReads.read(batch)
             batch = []
             batchSize = 0
         }
@@ -525,5 +524,96 @@ final class RemoteCache: RemoteClient {
             return "\(error.code)" + (error.message.isEmpty ? "" : ": \(error.message)")
         }
         return "\(error)"
+    }
+}
+
+/// Reads of small blobs, joined: a server that doesn't inline outputs in `GetActionResult`
+/// (buildbox-casd doesn't) costs each hit a second request, and a thousand concurrent hits a
+/// thousand `BatchReadBlobs` of one blob each. Here, up to ``inFlight`` requests are under way at
+/// once; the reads asked for meanwhile wait and go together in the next one, up to the server's
+/// batch limit. A read that finds the pipe free goes at once, alone: no delay when it is quiet.
+///
+/// Threading: any thread; its state is guarded by its lock.
+final class BatchedReads: @unchecked Sendable {
+    typealias Answer = Build_Bazel_Remote_Execution_V2_BatchReadBlobsResponse.Response
+    private struct Waiter {
+        let digests: [ProtoDigest]
+        let size: Int64
+        let continuation: CheckedContinuation<[(ProtoDigest, Data)], any Error>
+    }
+
+    /// How many requests may be under way at once.
+    static let inFlight = 4
+    private let limit: Int64
+    private let send: @Sendable ([ProtoDigest]) async throws -> [Answer]
+    private let lock = NSLock()
+    private var waiting: [Waiter] = []
+    private var running = 0
+
+    /// `send` makes one `BatchReadBlobs` request; `limit` is the most bytes one may carry.
+    init(limit: Int64, send: @escaping @Sendable ([ProtoDigest]) async throws -> [Answer]) {
+        self.limit = limit
+        self.send = send
+    }
+
+    /// The blobs of `digests` (together at most the limit), each as the server sent it; a blob
+    /// the server lacks is a ``RemoteFailure`` for this read only.
+    func read(_ digests: [ProtoDigest]) async throws -> [(ProtoDigest, Data)] {
+        try await withCheckedThrowingContinuation { continuation in
+            let size = digests.reduce(0) { $0 + $1.sizeBytes }
+            let batch: [Waiter]? = lock.withLock {
+                waiting.append(Waiter(digests: digests, size: size, continuation: continuation))
+                guard running < Self.inFlight else { return nil }
+                running += 1
+                return nextBatch()
+            }
+            if let batch { launch(batch) }
+        }
+    }
+
+    /// Takes the waiting reads that fit in one request (at least one). Under the lock.
+    private func nextBatch() -> [Waiter] {
+        var taken = 0
+        var size: Int64 = 0
+        while taken < waiting.count, taken == 0 || size + waiting[taken].size <= limit {
+            size += waiting[taken].size
+            taken += 1
+        }
+        defer { waiting.removeFirst(taken) }
+        return Array(waiting.prefix(taken))
+    }
+
+    private func launch(_ batch: [Waiter]) {
+        Task {
+            do {
+                var answers: [String: Answer] = [:]
+                for answer in try await send(batch.flatMap(\.digests)) { answers[answer.digest.hash] = answer }
+                for waiter in batch {
+                    waiter.continuation.resume(with: Result { try Self.blobs(waiter.digests, in: answers) })
+                }
+            } catch {
+                for waiter in batch { waiter.continuation.resume(throwing: error) }
+            }
+            let next: [Waiter]? = lock.withLock {
+                guard !waiting.isEmpty else {
+                    running -= 1
+                    return nil
+                }
+                return nextBatch()
+            }
+            if let next { launch(next) }
+        }
+    }
+
+    private static func blobs(_ digests: [ProtoDigest], in answers: [String: Answer]) throws -> [(ProtoDigest, Data)] {
+        try digests.map { digest in
+            guard let answer = answers[digest.hash], answer.status.code == 0 else {
+                let status = answers[digest.hash]?.status
+                throw RemoteFailure(
+                    "the cache lost the blob \(digest.remote) (status \(status?.code ?? 5): \(status?.message ?? "not in the answer"))"
+                )
+            }
+            return (digest, answer.data)
+        }
     }
 }

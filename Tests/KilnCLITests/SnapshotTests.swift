@@ -222,7 +222,11 @@ struct RemoteKeysTests {
         var byJob: [String: [String: Any]] = [:]
         for line in result.standardOutput.split(separator: "\n") {
             let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
-            byJob[try #require(object["job"] as? String)] = object
+            // The job's command line stays "command"; the remote keys have an object of their own.
+            #expect(!(object["command"] as? String ?? "sha256:").hasPrefix("sha256:"), "\(line)")
+            let remote = try #require(object["remote"] as? [String: Any], "\(line)")
+            #expect((remote["command"] as? String)?.hasPrefix("sha256:") ?? (remote["notCached"] != nil), "\(line)")
+            byJob[try #require(object["job"] as? String)] = remote
         }
         return byJob
     }
