@@ -9,6 +9,8 @@ import KilnHost
 /// - Returns: 0; a command that fails exits the process with its status.
 @_cdecl("kiln_cli_main")
 public func kilnCLIMain() -> Int32 {
+    let arguments = CommandLine.arguments
+    if arguments.count > 1, arguments[1] == "worker" { return WorkerCommand.main(Array(arguments.dropFirst(2))) }
     Kiln.main()
     return 0
 }
@@ -24,11 +26,13 @@ struct Kiln: ParsableCommand {
             Exit codes: 0 success; 1 a job failed; 2 the Taskfile is missing or invalid; \
             3 another kiln run holds the project (see run --wait); 64 bad command-line usage; \
             130 interrupted (Ctrl-C or SIGTERM).
+
+            kiln worker --server grpc://HOST:PORT runs actions for a BuildGrid farm (kiln worker --help).
             """,
         version: "kiln \(version)",
         subcommands: [
             Run.self, Status.self, Explain.self, Affected.self, Hooks.self, Hook.self, List.self, Graph.self,
-            Clean.self, Plugins.self, Worker.self,
+            Clean.self, Plugins.self,
         ],
         defaultSubcommand: Run.self
     )

@@ -143,6 +143,36 @@ struct RemoteFarmTests {
         #expect(farm.leasesRun(byWorker: 2) == 2, "\(farm.log(ofWorker: 2))")
     }
 
+    @Test("kiln worker refuses a bad command line with its usage status, naming the mistake")
+    func workerCommandLine() async throws {
+        let directory = try TemporaryDirectory(prefix: "kiln-worker-usage")
+        defer { directory.remove() }
+        let cases: [([String], String)] = [
+            (["worker"], "needs --server grpc://HOST:PORT"),
+            (["worker", "--server", "http://x:1"], "--server must be grpc://HOST:PORT, not 'http://x:1'"),
+            (["worker", "--server=grpc://127.0.0.1:1", "--jobs", "0"], "--jobs must be a number, at least 1, not '0'"),
+            (["worker", "--server", "grpc://127.0.0.1:1", "--bogus"], "doesn't take '--bogus'"),
+            (["worker", "--server", "grpc://127.0.0.1:1", "--dir"], "--dir needs a value"),
+            (
+                ["worker", "--server", "grpc://127.0.0.1:1", "--buildbox-casd", directory.path("none")],
+                "--buildbox-casd \(directory.path("none")) isn't an executable file"
+            ),
+        ]
+        for (arguments, message) in cases {
+            let result = try await KilnProcess.run(arguments, in: directory.path)
+            #expect(result.status == 64, "\(arguments): \(result)")
+            #expect(result.standardError.contains(message), "\(arguments): \(result.standardError)")
+        }
+        let help = try await KilnProcess.run(["worker", "--help"], in: directory.path)
+        #expect(help.status == 0)
+        for option in [
+            "--server", "--instance", "--bot-id", "--dir", "--jobs", "--buildbox-casd", "--buildbox-run",
+            "--runner-arg",
+        ] {
+            #expect(help.standardOutput.contains(option), "\(option)")
+        }
+    }
+
     private func runProgram(_ path: String) async throws -> String {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: path)
