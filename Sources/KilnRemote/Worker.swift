@@ -123,9 +123,13 @@ final class BotWorker: Sendable {
                 continue
             } catch let error as RPCError {
                 try Task.checkCancellation()
-                say("UpdateBotSession failed (\(RemoteCache.describe(error))); joining again in 1 s")
+                let lost = [.notFound, .invalidArgument, .failedPrecondition, .unavailable].contains(error.code)
+                say(
+                    "UpdateBotSession failed (\(RemoteCache.describe(error))); "
+                        + (lost ? "joining again" : "reporting again") + " in 1 s"
+                )
                 try await Task.sleep(for: .seconds(1))
-                if [.notFound, .invalidArgument, .failedPrecondition, .unavailable].contains(error.code) {
+                if lost {
                     session = try await join(bots)
                     // Completed leases of the lost session are the scheduler's to retry now.
                     toReport = []
@@ -302,6 +306,9 @@ final class BotWorker: Sendable {
                         + String(format: "%.2f s", Double(seconds.seconds) + Double(seconds.attoseconds) / 1e18)
                 )
             }
+        } catch is CancellationError {
+            // Cancelled by the server, or the worker is stopping: nothing to say.
+            done.status.code = 1  // CANCELLED
         } catch {
             done.status.code = 13  // INTERNAL
             done.status.message = (error as? RemoteFailure)?.message ?? "\(error)"
