@@ -246,7 +246,7 @@ final class BotWorker: Sendable {
     private func startCasd() throws -> RunningProgram {
         try? FileManager.default.removeItem(atPath: socket)
         var arguments = [
-            "--cas-remote=grpc://\(request.server.host.contains(":") ? "[\(request.server.host)]" : request.server.host):\(request.server.port)",
+            "--cas-remote=\(request.server.url)",
             "--bind=unix:\(socket)",
         ]
         if !request.server.instance.isEmpty { arguments.append("--instance=\(request.server.instance)") }

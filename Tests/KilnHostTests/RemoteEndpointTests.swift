@@ -13,10 +13,12 @@ struct RemoteEndpointTests {
         #expect(plain?.instance == "main")
         #expect(plain?.queueName == "net:cache.example.com:50051")
         #expect(plain?.description == "grpc://cache.example.com:50051 (instance main)")
+        #expect(plain?.url == "grpc://cache.example.com:50051")
         #expect(RemoteEndpoint(url: "grpc://127.0.0.1:8980/")?.port == 8980)
         let six = RemoteEndpoint(url: "grpc://[::1]:9000")
         #expect(six?.host == "::1")
         #expect(six?.description == "grpc://[::1]:9000")
+        #expect(six?.url == "grpc://[::1]:9000")
         for refused in [
             "grpcs://cache:443", "http://cache:80", "grpc://cache", "grpc://:80", "grpc://cache:0",
             "grpc://cache:70000",

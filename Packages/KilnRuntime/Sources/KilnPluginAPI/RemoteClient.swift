@@ -69,8 +69,13 @@ public struct RemoteEndpoint: Sendable, Hashable, CustomStringConvertible {
 
     /// `grpc://HOST:PORT`, with ` (instance NAME)` when one is named.
     public var description: String {
-        let address = host.contains(":") ? "[\(host)]" : host
-        return "grpc://\(address):\(port)" + (instance.isEmpty ? "" : " (instance \(instance))")
+        url + (instance.isEmpty ? "" : " (instance \(instance))")
+    }
+
+    /// `grpc://HOST:PORT` (`grpc://[::1]:PORT` for an IPv6 address), as ``init(url:instance:)``
+    /// reads it: the server alone, without the instance.
+    public var url: String {
+        "grpc://\(host.contains(":") ? "[\(host)]" : host):\(port)"
     }
 
     /// The name of the host's resource queue, `net:HOST:PORT`.
