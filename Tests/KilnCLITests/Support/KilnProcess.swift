@@ -117,6 +117,9 @@ struct KilnProcess: Sendable {
     let pid: pid_t
     private let output: TemporaryDirectory
 
+    /// What it has written to standard output so far (while it runs).
+    var standardOutputSoFar: String { output.read("stdout") ?? "" }
+
     /// What it has written to standard error so far (while it runs).
     var standardErrorSoFar: String { output.read("stderr") ?? "" }
 
