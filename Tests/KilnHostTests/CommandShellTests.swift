@@ -13,7 +13,8 @@ import Testing
             "echo \"$HOME\" ${USER:-nobody} ${#PATH} ${X%.c} ${Y#./}", "for f in *.c; do echo $f; done",
             "[ \"$a\" = \"b\" ] && echo same", "echo $(date) $((1 + 2))", "go build -ldflags '-s -w' ./...",
             "find . -name '*.o' -exec rm {} \\;", "printf '%s\\n' a b", "x=$(cat f); echo \"$x\" > out 2>&1",
-            "cat <<EOF\nhello\nEOF", "awk '{print $1}' file",
+            "cat <<EOF\nhello\nEOF", "awk '{print $1}' file", "echo 'ünïcödé' > out", "echo x -e",
+            "sourced=1; echo $sourced", "letter=a", "", "echo",
         ]
     )
     func posix(command: String) {
@@ -27,7 +28,8 @@ import Testing
             "a |& b", "diff <(ls a) <(ls b)", "A=(x y)", "function f { :; }", "source env.sh", "shopt -s globstar",
             "pushd dir", "declare -A m", "set -o pipefail; false | true", "echo $RANDOM", "cp x.{c,h} dir",
             "echo {1..3}", "echo ${X/a/b}", "echo ${X:1:2}", "echo ${!NAME}", "echo ${X^^}", "echo ${A[@]}",
-            "echo \"a\\tb\"", "echo -e 'x\\ny'", "true; let x=1",
+            "echo \"a\\tb\"", "echo -e 'x\\ny'", "true; let x=1", "echo ünï ${X/a/b}", "  pushd dir",
+            "(source x)", "a && \tdeclare -A m", "echo -e", "x | echo a\\b",
         ]
     )
     func bash(command: String) {

@@ -1,5 +1,9 @@
 import KilnPaths
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// Which shell runs a command: **the one rule** for every command kiln starts — a task's commands,
 /// its preconditions and `status:` tests, dynamic variables.
 ///
@@ -40,31 +44,67 @@ public enum CommandShell {
 
     /// Whether `command` uses something only bash (and go-task's interpreter) reads as meant.
     public static func needsBash(_ command: String) -> Bool {
+        // Byte by byte: it is asked for every command kiln starts, and the String searches it used
+        // cost 20,000 instructions a command (as much as the rest of a job's bookkeeping).
+        var command = command
+        return command.withUTF8(needsBash(bytes:))
+    }
+
+    private static func needsBash(bytes: UnsafeBufferPointer<UInt8>) -> Bool {
         // Most commands (`cc -c a.c -o a.o`) hold none of the bytes the syntax rules look for:
         // one pass over the bytes, then only the words.
-        guard command.utf8.contains(where: { special[Int($0)] }) else {
-            return command.contains("pipefail") || command.contains("echo -e")
-                || hasWordAtCommandStart(command, bashWords)
+        guard bytes.contains(where: { special[Int($0)] }) else {
+            return contains(bytes, "pipefail") || contains(bytes, "echo -e") || hasWordAtCommandStart(bytes)
         }
-        for marker in markers where command.contains(marker) { return true }
-        let bytes = Array(command.utf8)
+        for marker in markers where contains(bytes, marker) { return true }
         return hasArithmeticCommand(bytes) || hasBraceExpansion(bytes) || hasBashParameterExpansion(bytes)
-            || echoReadsEscapes(command) || hasWordAtCommandStart(command, bashWords)
+            || echoReadsEscapes(bytes) || hasWordAtCommandStart(bytes)
     }
 
     /// The bytes some syntax rule needs: `[ = $ < & | ( { \`.
     private static let special: [Bool] = (0..<256).map { "[=$<&|({\\".utf8.contains(UInt8($0)) }
 
     /// Texts that are bash's alone (or mean something else to dash).
-    private static let markers = ["[[", "]]", "==", "$'", "<<<", "&>", "|&", "<(", ">(", "=(", "pipefail", "RANDOM"]
-
-    /// bash's builtins that dash doesn't have.
-    private static let bashWords: Set<String> = [
-        "source", "function", "declare", "typeset", "readarray", "mapfile", "shopt", "pushd", "popd", "let",
+    private static let markers: [StaticString] = [
+        "[[", "]]", "==", "$'", "<<<", "&>", "|&", "<(", ">(", "=(", "pipefail", "RANDOM",
     ]
 
+    /// bash's builtins that dash doesn't have.
+    private static let bashWords: [[UInt8]] = [
+        "source", "function", "declare", "typeset", "readarray", "mapfile", "shopt", "pushd", "popd", "let",
+    ].map { Array($0.utf8) }
+
+    /// Whether `needle` (ASCII) occurs in `bytes`.
+    private static func contains(_ bytes: UnsafeBufferPointer<UInt8>, _ needle: StaticString) -> Bool {
+        let count = needle.utf8CodeUnitCount
+        guard count > 0, bytes.count >= count else { return count == 0 }
+        let first = needle.utf8Start.pointee
+        var index = 0
+        while index <= bytes.count - count {
+            if bytes[index] == first, memcmp(bytes.baseAddress! + index, needle.utf8Start, count) == 0 { return true }
+            index += 1
+        }
+        return false
+    }
+
+    /// Calls `body` with each part of `bytes` between `separators` (empty parts too), until it
+    /// returns true; returns whether one did.
+    private static func anySegment(
+        _ bytes: UnsafeBufferPointer<UInt8>,
+        separatedBy separators: StaticString,
+        _ body: (UnsafeBufferPointer<UInt8>) -> Bool
+    ) -> Bool {
+        let isSeparator = UnsafeBufferPointer(start: separators.utf8Start, count: separators.utf8CodeUnitCount)
+        var start = 0
+        for index in 0...bytes.count where index == bytes.count || isSeparator.contains(bytes[index]) {
+            if body(UnsafeBufferPointer(rebasing: bytes[start..<index])) { return true }
+            start = index + 1
+        }
+        return false
+    }
+
     /// `(( … ))` as a command (not POSIX's `$(( … ))`).
-    private static func hasArithmeticCommand(_ bytes: [UInt8]) -> Bool {
+    private static func hasArithmeticCommand(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
         var index = 1
         while index < bytes.count {
             if bytes[index] == UInt8(ascii: "("), bytes[index - 1] == UInt8(ascii: "("),
@@ -78,7 +118,7 @@ public enum CommandShell {
     }
 
     /// `{a,b}` or `{1..3}` outside `${…}`: bash expands it, dash passes it on as it is.
-    private static func hasBraceExpansion(_ bytes: [UInt8]) -> Bool {
+    private static func hasBraceExpansion(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
         var index = 0
         while index < bytes.count {
             guard bytes[index] == UInt8(ascii: "{"), index == 0 || bytes[index - 1] != UInt8(ascii: "$") else {
@@ -105,7 +145,7 @@ public enum CommandShell {
 
     /// `${!VAR}`, `${VAR/x/y}`, `${VAR:1}`, `${VAR^^}`, `${VAR,,}`, `${VAR[@]}`, `${VAR@Q}`: bash's
     /// forms (POSIX has `${VAR:-x}`, `${VAR:=x}`, `${VAR:?x}`, `${VAR:+x}`, `${#VAR}`, `%`, `#`).
-    private static func hasBashParameterExpansion(_ bytes: [UInt8]) -> Bool {
+    private static func hasBashParameterExpansion(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
         var index = 0
         while index + 2 < bytes.count {
             defer { index += 1 }
@@ -135,24 +175,33 @@ public enum CommandShell {
 
     /// An `echo` whose arguments hold a backslash, or that says `-e`: dash's echo reads escapes
     /// (`\t`, `\n`) where bash's, and go-task's, print them as written.
-    private static func echoReadsEscapes(_ command: String) -> Bool {
-        guard command.contains("echo") else { return false }
-        for segment in command.split(whereSeparator: { ";|&\n".contains($0) }) {
-            let words = segment.split(separator: " ", omittingEmptySubsequences: true)
-            guard let echo = words.firstIndex(where: { $0 == "echo" }) else { continue }
-            let arguments = words[(echo + 1)...]
-            if arguments.first == "-e" || arguments.contains(where: { $0.contains("\\") }) { return true }
+    private static func echoReadsEscapes(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard contains(bytes, "echo") else { return false }
+        return anySegment(bytes, separatedBy: ";|&\n") { segment in
+            // The words after the first `echo`, split at spaces.
+            var afterEcho = false
+            var first = true
+            return anySegment(segment, separatedBy: " ") { word in
+                if word.isEmpty { return false }
+                guard afterEcho else {
+                    afterEcho = word.elementsEqual("echo".utf8)
+                    return false
+                }
+                defer { first = false }
+                return first && word.elementsEqual("-e".utf8) || word.contains(UInt8(ascii: "\\"))
+            }
         }
-        return false
     }
 
-    /// Whether one of `words` starts a command (the text's start, or after `;`, `&&`, `||`, `|`,
-    /// a newline or `(`).
-    private static func hasWordAtCommandStart(_ command: String, _ words: Set<String>) -> Bool {
-        for segment in command.split(whereSeparator: { ";|&\n(".contains($0) }) {
-            let first = segment.drop(while: { $0 == " " || $0 == "\t" }).prefix(while: { $0 != " " && $0 != "\t" })
-            if words.contains(String(first)) { return true }
+    /// Whether one of bash's own words starts a command (the text's start, or after `;`, `&&`,
+    /// `||`, `|`, a newline or `(`).
+    private static func hasWordAtCommandStart(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        anySegment(bytes, separatedBy: ";|&\n(") { segment in
+            let isBlank = { (byte: UInt8) in byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") }
+            guard let start = segment.firstIndex(where: { !isBlank($0) }) else { return false }
+            let end = segment[start...].firstIndex(where: isBlank) ?? segment.count
+            let word = UnsafeBufferPointer(rebasing: segment[start..<end])
+            return bashWords.contains { $0.count == word.count && $0.elementsEqual(word) }
         }
-        return false
     }
 }
