@@ -1,9 +1,10 @@
-import KilnPaths
 import CSQLite
+import Dispatch
+import KilnPaths
 import Synchronization
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// What the build state remembers of a job after it ran: its signature, and the hashes of the
@@ -28,9 +29,13 @@ public struct JobRecord: Sendable, Equatable {
 
     /// Creates a record.
     public init(
-        signature: ContentHash, outputs: [String: ContentHash], finishedAt: Int64,
-        definition: ContentHash = ContentHash(high: 0, low: 0), inputs: [String: FileDigest] = [:],
-        dependencies: [String: ContentHash] = [:], discovered: [String: FileDigest] = [:]
+        signature: ContentHash,
+        outputs: [String: ContentHash],
+        finishedAt: Int64,
+        definition: ContentHash = ContentHash(high: 0, low: 0),
+        inputs: [String: FileDigest] = [:],
+        dependencies: [String: ContentHash] = [:],
+        discovered: [String: FileDigest] = [:]
     ) {
         self.signature = signature
         self.outputs = outputs
@@ -67,8 +72,9 @@ public struct BuildStateError: Error, Sendable, CustomStringConvertible {
 
 /// The project's build state: an SQLite database in write-ahead-log mode under `.kiln/`.
 ///
-/// - Each job's record is committed on its own as the job finishes, so a `kill -9` at any moment
-///   loses at most the jobs that were running; the next run redoes only those.
+/// - Each job's record is committed before the job is reported finished (jobs finishing together
+///   share one transaction), so a `kill -9` at any moment loses at most the jobs that were
+///   running; the next run redoes only those.
 /// - A database that can't be opened, fails SQLite's `quick_check`, or has another format is moved
 ///   aside (`state.db.corrupt-<time>`) with a warning, and the run starts from an empty state —
 ///   a full build, never a crash, never work skipped on a record that can't be trusted.
@@ -85,7 +91,7 @@ public final class BuildState: @unchecked Sendable {
     /// The SQLite handle. `@unchecked Sendable`: it is only used under `connection`'s mutex.
     private struct Handle: @unchecked Sendable {
         var database: OpaquePointer?
-        /// Prepared statements reused by the one-row lookups.
+        /// Prepared statements kept for reuse (the one-row lookups, the job and file writes).
         var cached: [String: OpaquePointer] = [:]
     }
 
@@ -103,7 +109,9 @@ public final class BuildState: @unchecked Sendable {
     ///   - warn: Receives a line when a broken database is moved aside.
     /// - Throws: ``BuildStateError`` when another run holds the project (and `wait` is false), or
     ///   `.kiln` can't be created.
-    public convenience init(root: String, wait: Bool = false, warn: @escaping @Sendable (String) -> Void) throws(BuildStateError) {
+    public convenience init(root: String, wait: Bool = false, warn: @escaping @Sendable (String) -> Void)
+        throws(BuildStateError)
+    {
         try self.init(root: root, lock: ProjectLock(root: root, wait: wait), warn: warn)
     }
 
@@ -126,7 +134,9 @@ public final class BuildState: @unchecked Sendable {
         }
         connection = HostMutex(Handle(database: database))
         if database == nil {
-            warn("kiln: can't use the build state \(path): \(Self.describe(failure)); this run will rebuild everything and remember nothing")
+            warn(
+                "kiln: can't use the build state \(path): \(Self.describe(failure)); this run will rebuild everything and remember nothing"
+            )
         }
     }
 
@@ -135,7 +145,9 @@ public final class BuildState: @unchecked Sendable {
     private static func moveAside(_ path: String, warn: (String) -> Void) {
         // One damaged copy is kept for a look, the newest: older ones go.
         let directory = Path.directory(of: path), prefix = Path.lastComponent(path) + ".corrupt-"
-        for entry in Glob.entries(of: directory) where entry.name.hasPrefix(prefix) { unlink(directory + "/" + entry.name) }
+        for entry in Glob.entries(of: directory) where entry.name.hasPrefix(prefix) {
+            unlink(directory + "/" + entry.name)
+        }
         let aside = path + ".corrupt-\(FileHasher.realTime() / 1_000_000_000)"
         for suffix in ["", "-wal", "-shm"] { rename(path + suffix, aside + suffix) }
         UpToDateSnapshot.remove(root: Path.directory(of: Path.directory(of: path)))
@@ -146,6 +158,7 @@ public final class BuildState: @unchecked Sendable {
     /// aside, and goes on without a state — every job not yet checked then runs, nothing is
     /// skipped on a record that can't be trusted.
     private func damaged(_ handle: inout Handle) {
+        for statement in handle.cached.values { sqlite3_finalize(statement) }
         if let database = handle.database { sqlite3_close_v2(database) }
         handle = Handle(database: nil)
         Self.moveAside(path, warn: warn)
@@ -179,7 +192,9 @@ public final class BuildState: @unchecked Sendable {
         var result: [String: JobRecord] = [:]
         result.reserveCapacity(count(of: "jobs"))
         query("SELECT key, record FROM jobs") { statement in
-            guard let key = Self.text(statement, 0), let record = Self.decodeRecord(Self.blob(statement, 1)) else { return }
+            guard let key = Self.text(statement, 0), let record = Self.decodeRecord(Self.blob(statement, 1)) else {
+                return
+            }
             result[key] = record
         }
         return result
@@ -189,7 +204,9 @@ public final class BuildState: @unchecked Sendable {
     public func loadFiles() -> [String: HashedFile] {
         var result: [String: HashedFile] = [:]
         result.reserveCapacity(count(of: "files"))
-        query("SELECT path, modified, changed, size, inode, device, hash_high, hash_low, hashed_at, algorithm FROM files") { statement in
+        query(
+            "SELECT path, modified, changed, size, inode, device, hash_high, hash_low, hashed_at, algorithm FROM files"
+        ) { statement in
             guard let path = Self.text(statement, 0) else { return }
             result[path] = Self.hashedFile(statement, from: 1)
         }
@@ -200,16 +217,21 @@ public final class BuildState: @unchecked Sendable {
     private static func hashedFile(_ statement: OpaquePointer, from first: Int32) -> HashedFile {
         let stat = FileSignature(
             device: UInt64(bitPattern: sqlite3_column_int64(statement, first + 4)),
-            inode: UInt64(bitPattern: sqlite3_column_int64(statement, first + 3)), size: sqlite3_column_int64(statement, first + 2),
-            modified: sqlite3_column_int64(statement, first), changed: sqlite3_column_int64(statement, first + 1)
+            inode: UInt64(bitPattern: sqlite3_column_int64(statement, first + 3)),
+            size: sqlite3_column_int64(statement, first + 2),
+            modified: sqlite3_column_int64(statement, first),
+            changed: sqlite3_column_int64(statement, first + 1)
         )
         let hash = ContentHash(
             high: UInt64(bitPattern: sqlite3_column_int64(statement, first + 5)),
             low: UInt64(bitPattern: sqlite3_column_int64(statement, first + 6))
         )
         return HashedFile(
-            stat: stat, hash: hash, hashedAt: sqlite3_column_int64(statement, first + 7),
-            algorithm: HashAlgorithm(rawValue: UInt8(truncatingIfNeeded: sqlite3_column_int64(statement, first + 8))) ?? .xxh3
+            stat: stat,
+            hash: hash,
+            hashedAt: sqlite3_column_int64(statement, first + 7),
+            algorithm: HashAlgorithm(rawValue: UInt8(truncatingIfNeeded: sqlite3_column_int64(statement, first + 8)))
+                ?? .xxh3
         )
     }
 
@@ -225,7 +247,10 @@ public final class BuildState: @unchecked Sendable {
     /// One file's recorded hash, read when it is needed.
     public func loadFile(path: String) -> HashedFile? {
         var result: HashedFile?
-        lookup("SELECT modified, changed, size, inode, device, hash_high, hash_low, hashed_at, algorithm FROM files WHERE path = ?1", path) { statement in
+        lookup(
+            "SELECT modified, changed, size, inode, device, hash_high, hash_low, hashed_at, algorithm FROM files WHERE path = ?1",
+            path
+        ) { statement in
             result = Self.hashedFile(statement, from: 0)
         }
         return result
@@ -235,17 +260,153 @@ public final class BuildState: @unchecked Sendable {
     /// to the job's directory: what `kiln affected` adds to a task's declared sources.
     public func discoveredInputs() -> [JobKey: [String]] {
         var result: [JobKey: [String]] = [:]
-        for (key, record) in loadJobs() where !record.discovered.isEmpty { result[JobKey(stored: key)] = Array(record.discovered.keys) }
+        for (key, record) in loadJobs() where !record.discovered.isEmpty {
+            result[JobKey(stored: key)] = Array(record.discovered.keys)
+        }
         return result
     }
 
     /// Saves a job's record, committed before this returns.
     public func save(_ record: JobRecord, for key: String) {
-        let encoded = Self.encodeRecord(record)
-        execute("INSERT OR REPLACE INTO jobs(key, record) VALUES (?1, ?2)") { statement in
-            Self.bind(key, to: statement, at: 1)
-            _ = encoded.withUnsafeBytes { sqlite3_bind_blob(statement, 2, $0.baseAddress, Int32($0.count), Self.transient) }
+        save(record, for: key, changedFiles: [:])
+    }
+
+    /// Saves a job's record and the file hashes learned with it (`nil` forgets a file), committed
+    /// together before this returns.
+    ///
+    /// Jobs finishing at once share a transaction (a group commit): the first to come commits
+    /// its own write and every write that arrives meanwhile, batch after batch, while the others
+    /// wait for the batch that holds theirs. A commit costs far more than a row, so under load
+    /// the cost per job falls; and each write is still committed before its caller goes on, so a
+    /// `kill -9` loses only the jobs not yet reported finished.
+    public func save(_ record: JobRecord, for key: String, changedFiles: [String: HashedFile?]) {
+        groupSave(JobWrite(key: key, record: Self.encodeRecord(record), files: changedFiles))
+    }
+
+    /// Commits `write` with whatever else is waiting (see ``save(_:for:changedFiles:)``).
+    private func groupSave(_ write: JobWrite) {
+        let waiter = groupCommit.withLock { group -> DispatchSemaphore? in
+            guard group.committing else {
+                group.committing = true
+                return nil
+            }
+            let waiter = DispatchSemaphore(value: 0)
+            group.writes.append(write)
+            group.waiters.append(waiter)
+            return waiter
         }
+        if let waiter {
+            waiter.wait()
+            return
+        }
+        var batch = [write]
+        var waiters: [DispatchSemaphore] = []
+        while true {
+            commit(batch)
+            for waiter in waiters { waiter.signal() }
+            let next = groupCommit.withLock { group -> ([JobWrite], [DispatchSemaphore])? in
+                guard !group.writes.isEmpty else {
+                    group.committing = false
+                    return nil
+                }
+                defer {
+                    group.writes.removeAll(keepingCapacity: true)
+                    group.waiters.removeAll(keepingCapacity: true)
+                }
+                return (group.writes, group.waiters)
+            }
+            guard let next else { return }
+            (batch, waiters) = next
+        }
+    }
+
+    /// One job's rows: its record (none when `key` is `nil`) and the files hashed with it.
+    private struct JobWrite: Sendable {
+        var key: String?
+        var record: [UInt8]
+        var files: [String: HashedFile?]
+    }
+
+    /// The writes waiting for the transaction under way, and who waits for them.
+    private struct GroupCommit: Sendable {
+        var committing = false
+        var writes: [JobWrite] = []
+        var waiters: [DispatchSemaphore] = []
+    }
+
+    private let groupCommit = HostMutex(GroupCommit())
+
+    private static let insertJob = "INSERT OR REPLACE INTO jobs(key, record) VALUES (?1, ?2)"
+    private static let insertFile = """
+        INSERT OR REPLACE INTO files(path, modified, changed, size, inode, device, hash_high, hash_low, hashed_at, algorithm)
+        VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
+        """
+    private static let deleteFile = "DELETE FROM files WHERE path = ?1"
+
+    /// Writes `batch` in one transaction, with statements prepared once and kept.
+    private func commit(_ batch: [JobWrite]) {
+        connection.withLock { handle in
+            guard let database = handle.database else { return }
+            sqlite3_exec(database, "BEGIN", nil, nil, nil)
+            for write in batch {
+                if let key = write.key {
+                    guard let statement = cachedStatement(Self.insertJob, &handle) else { return cannotRecord(&handle) }
+                    Self.bind(key, to: statement, at: 1)
+                    _ = write.record.withUnsafeBytes {
+                        sqlite3_bind_blob(statement, 2, $0.baseAddress, Int32($0.count), Self.transient)
+                    }
+                    guard step(statement, &handle) else { return }
+                }
+                for (path, file) in write.files {
+                    guard let statement = cachedStatement(file == nil ? Self.deleteFile : Self.insertFile, &handle)
+                    else { return cannotRecord(&handle) }
+                    if let file {
+                        Self.bind(file, at: path, to: statement)
+                    } else {
+                        Self.bind(path, to: statement, at: 1)
+                    }
+                    guard step(statement, &handle) else { return }
+                }
+            }
+            if sqlite3_exec(database, "COMMIT", nil, nil, nil) != SQLITE_OK {
+                if Self.isDamage(sqlite3_errcode(database)) { damaged(&handle) } else { cannotRecord(&handle) }
+            }
+        }
+    }
+
+    /// Runs a kept write statement and resets it; on failure, closes the database as a failed
+    /// write does (``damaged(_:)`` or ``cannotRecord(_:)``: the open transaction goes with it)
+    /// and returns false.
+    private func step(_ statement: OpaquePointer, _ handle: inout Handle) -> Bool {
+        let status = sqlite3_step(statement)
+        sqlite3_reset(statement)
+        guard status == SQLITE_DONE || status == SQLITE_ROW else {
+            if Self.isDamage(status) { damaged(&handle) } else { cannotRecord(&handle) }
+            return false
+        }
+        return true
+    }
+
+    /// `sql` prepared, from the handle's cache (prepared and kept on first use).
+    private func cachedStatement(_ sql: String, _ handle: inout Handle) -> OpaquePointer? {
+        if let cached = handle.cached[sql] { return cached }
+        guard let prepared = prepare(sql, &handle) else { return nil }
+        handle.cached[sql] = prepared
+        return prepared
+    }
+
+    /// Binds a file's row to the ten parameters of ``insertFile``.
+    private static func bind(_ file: HashedFile, at path: String, to statement: OpaquePointer) {
+        bind(path, to: statement, at: 1)
+        sqlite3_bind_int64(statement, 2, file.stat.modified)
+        sqlite3_bind_int64(statement, 3, file.stat.changed)
+        sqlite3_bind_int64(statement, 4, file.stat.size)
+        sqlite3_bind_int64(statement, 5, Int64(bitPattern: file.stat.inode))
+        sqlite3_bind_int64(statement, 6, Int64(bitPattern: file.stat.device))
+        sqlite3_bind_int64(statement, 7, Int64(bitPattern: file.hash.high))
+        sqlite3_bind_int64(statement, 8, Int64(bitPattern: file.hash.low))
+        sqlite3_bind_int64(statement, 9, file.hashedAt)
+        sqlite3_bind_int64(statement, 10, Int64(file.algorithm.rawValue))
     }
 
     /// Forgets a job (its outputs were removed, or it failed).
@@ -255,15 +416,8 @@ public final class BuildState: @unchecked Sendable {
 
     /// Saves file hashes in one transaction; `nil` forgets a file.
     public func save(changedFiles: [String: HashedFile?]) {
-        var present: [String: HashedFile] = [:]
-        var gone: [String] = []
-        for (path, file) in changedFiles {
-            if let file { present[path] = file } else { gone.append(path) }
-        }
-        save(files: present)
-        for path in gone {
-            execute("DELETE FROM files WHERE path = ?1") { Self.bind(path, to: $0, at: 1) }
-        }
+        guard !changedFiles.isEmpty else { return }
+        groupSave(JobWrite(key: nil, record: [], files: changedFiles))
     }
 
     /// Saves file hashes in one transaction.
@@ -272,28 +426,11 @@ public final class BuildState: @unchecked Sendable {
         connection.withLock { handle in
             guard let database = handle.database else { return }
             sqlite3_exec(database, "BEGIN", nil, nil, nil)
-            var statement: OpaquePointer?
-            let sql = """
-                INSERT OR REPLACE INTO files(path, modified, changed, size, inode, device, hash_high, hash_low, hashed_at, algorithm)
-                VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
-                """
-            if sqlite3_prepare_v2(database, sql, -1, &statement, nil) == SQLITE_OK {
-                for (path, file) in files {
-                    sqlite3_reset(statement)
-                    Self.bind(path, to: statement, at: 1)
-                    sqlite3_bind_int64(statement, 2, file.stat.modified)
-                    sqlite3_bind_int64(statement, 3, file.stat.changed)
-                    sqlite3_bind_int64(statement, 4, file.stat.size)
-                    sqlite3_bind_int64(statement, 5, Int64(bitPattern: file.stat.inode))
-                    sqlite3_bind_int64(statement, 6, Int64(bitPattern: file.stat.device))
-                    sqlite3_bind_int64(statement, 7, Int64(bitPattern: file.hash.high))
-                    sqlite3_bind_int64(statement, 8, Int64(bitPattern: file.hash.low))
-                    sqlite3_bind_int64(statement, 9, file.hashedAt)
-                    sqlite3_bind_int64(statement, 10, Int64(file.algorithm.rawValue))
-                    sqlite3_step(statement)
-                }
+            for (path, file) in files {
+                guard let statement = cachedStatement(Self.insertFile, &handle) else { return cannotRecord(&handle) }
+                Self.bind(file, at: path, to: statement)
+                guard step(statement, &handle) else { return }
             }
-            sqlite3_finalize(statement)
             if sqlite3_exec(database, "COMMIT", nil, nil, nil) != SQLITE_OK {
                 if Self.isDamage(sqlite3_errcode(database)) { damaged(&handle) } else { cannotRecord(&handle) }
             }
@@ -327,7 +464,12 @@ public final class BuildState: @unchecked Sendable {
     /// The open database, or `nil` and why not.
     private static func openDatabase(_ path: String) -> (OpaquePointer?, Failure) {
         var database: OpaquePointer?
-        let opened = sqlite3_open_v2(path, &database, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nil)
+        let opened = sqlite3_open_v2(
+            path,
+            &database,
+            SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+            nil
+        )
         guard opened == SQLITE_OK, let database else {
             let failure = Failure(database, fallback: opened)
             sqlite3_close_v2(database)
@@ -349,7 +491,8 @@ public final class BuildState: @unchecked Sendable {
             """
         // No `quick_check` here: it reads the whole file on every run. Damage shows up as
         // SQLITE_CORRUPT or SQLITE_NOTADB when a page is used, and is handled there.
-        guard sqlite3_exec(database, setup, nil, nil, nil) == SQLITE_OK, sqlite3_exec(database, tables, nil, nil, nil) == SQLITE_OK
+        guard sqlite3_exec(database, setup, nil, nil, nil) == SQLITE_OK,
+            sqlite3_exec(database, tables, nil, nil, nil) == SQLITE_OK
         else {
             let failure = Failure(database)
             sqlite3_close_v2(database)
@@ -359,14 +502,16 @@ public final class BuildState: @unchecked Sendable {
         let expected = "\(format)/\(ContentHash.algorithm)"
         var current: String?
         var statement: OpaquePointer?
-        if sqlite3_prepare_v2(database, "SELECT value FROM meta WHERE key = 'format'", -1, &statement, nil) == SQLITE_OK,
+        if sqlite3_prepare_v2(database, "SELECT value FROM meta WHERE key = 'format'", -1, &statement, nil)
+            == SQLITE_OK,
             sqlite3_step(statement) == SQLITE_ROW
         {
             current = text(statement, 0)
         }
         sqlite3_finalize(statement)
         if current != expected {
-            let reset = "DROP TABLE jobs; DROP TABLE files; \(tables) INSERT OR REPLACE INTO meta(key, value) VALUES ('format', '\(expected)');"
+            let reset =
+                "DROP TABLE jobs; DROP TABLE files; \(tables) INSERT OR REPLACE INTO meta(key, value) VALUES ('format', '\(expected)');"
             guard sqlite3_exec(database, reset, nil, nil, nil) == SQLITE_OK else {
                 let failure = Failure(database)
                 sqlite3_close_v2(database)
@@ -446,7 +591,9 @@ public final class BuildState: @unchecked Sendable {
         handle.cached = [:]
         sqlite3_close_v2(database)
         handle = Handle(database: nil)
-        warn("kiln: can't record results in the build state \(path): \(Self.describe(code)); the next run redoes what this one couldn't record")
+        warn(
+            "kiln: can't record results in the build state \(path): \(Self.describe(code)); the next run redoes what this one couldn't record"
+        )
     }
 
     /// What a failure means for the user: the system's reason when there is one (a full disk is
@@ -456,7 +603,8 @@ public final class BuildState: @unchecked Sendable {
             return "the disk is full (\(String(cString: strerror(failure.systemError)))); free some space"
         }
         if failure.systemError == EROFS || failure.systemError == EACCES {
-            return "it is read-only (\(String(cString: strerror(failure.systemError)))); kiln must be able to write .kiln/"
+            return
+                "it is read-only (\(String(cString: strerror(failure.systemError)))); kiln must be able to write .kiln/"
         }
         let code = failure.code
         let reason = String(cString: sqlite3_errstr(code))
@@ -550,7 +698,8 @@ public final class BuildState: @unchecked Sendable {
             guard let count = reader.readInteger(), count >= 0, count <= bytes.count else { return nil }
             var table: [String: ContentHash] = [:]
             for _ in 0..<count {
-                guard let path = reader.readString(), let entryHigh = reader.readUInt64(), let entryLow = reader.readUInt64()
+                guard let path = reader.readString(), let entryHigh = reader.readUInt64(),
+                    let entryLow = reader.readUInt64()
                 else { return nil }
                 table[path] = ContentHash(high: entryHigh, low: entryLow)
             }
@@ -560,7 +709,8 @@ public final class BuildState: @unchecked Sendable {
             guard let count = reader.readInteger(), count >= 0, count <= bytes.count else { return nil }
             var table: [String: FileDigest] = [:]
             for _ in 0..<count {
-                guard let path = reader.readString(), let byte = reader.readByte(), let algorithm = HashAlgorithm(rawValue: byte),
+                guard let path = reader.readString(), let byte = reader.readByte(),
+                    let algorithm = HashAlgorithm(rawValue: byte),
                     let entryHigh = reader.readUInt64(), let entryLow = reader.readUInt64()
                 else { return nil }
                 table[path] = FileDigest(ContentHash(high: entryHigh, low: entryLow), algorithm)
@@ -571,8 +721,12 @@ public final class BuildState: @unchecked Sendable {
             reader.offset == bytes.count
         else { return nil }
         return JobRecord(
-            signature: ContentHash(high: high, low: low), outputs: outputs, finishedAt: Int64(finishedAt),
-            definition: ContentHash(high: definitionHigh, low: definitionLow), inputs: inputs, dependencies: dependencies,
+            signature: ContentHash(high: high, low: low),
+            outputs: outputs,
+            finishedAt: Int64(finishedAt),
+            definition: ContentHash(high: definitionHigh, low: definitionLow),
+            inputs: inputs,
+            dependencies: dependencies,
             discovered: discovered
         )
     }
@@ -595,7 +749,10 @@ public final class ProjectLock: Sendable {
     /// - Throws: ``BuildStateError`` when another run holds it (and `wait` is false), or `.kiln`
     ///   can't be created.
     public init(
-        root: String, wait: Bool, waitLimit: Double? = nil, waiting: ((_ holder: String) -> Void)? = nil
+        root: String,
+        wait: Bool,
+        waitLimit: Double? = nil,
+        waiting: ((_ holder: String) -> Void)? = nil
     ) throws(BuildStateError) {
         let kiln = KilnDirectory(root: root)
         let made = kiln.create()
@@ -628,7 +785,10 @@ public final class ProjectLock: Sendable {
                 continue
             }
             Glibc.close(descriptor)
-            let advice = wait ? "it was still running after \(Int(waitLimit ?? 0)) s" : "wait for it to finish, or pass --wait to wait for it"
+            let advice =
+                wait
+                ? "it was still running after \(Int(waitLimit ?? 0)) s"
+                : "wait for it to finish, or pass --wait to wait for it"
             throw BuildStateError(message: "\(who) is using this project; \(advice)", isBusy: true)
         }
         let pid = "\(getpid())\n"
@@ -654,7 +814,8 @@ public final class ProjectLock: Sendable {
         let reason = String(cString: strerror(error))
         switch error {
         case EROFS, EACCES, EPERM:
-            return "can't write kiln's state at \(path): \(reason); kiln keeps its build state in .kiln/ and must be able to write it — make it writable (or remove it), or run kiln on a writable copy"
+            return
+                "can't write kiln's state at \(path): \(reason); kiln keeps its build state in .kiln/ and must be able to write it — make it writable (or remove it), or run kiln on a writable copy"
         case ENOSPC, EDQUOT:
             return "can't write kiln's state at \(path): \(reason) (the disk is full); free some space and run again"
         default:

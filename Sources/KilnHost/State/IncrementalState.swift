@@ -584,8 +584,7 @@ public final class IncrementalState: Sendable {
             dependencies: parts.dependencies,
             discovered: discovered
         )
-        state?.save(record, for: key.stored)
-        state?.save(changedFiles: hasher.takeChangedRecords())
+        state?.save(record, for: key.stored, changedFiles: hasher.takeChangedRecords())
         recorder.record(
             key: key.stored,
             alwaysRuns: check.reason == .alwaysRuns || check.hasStatus,

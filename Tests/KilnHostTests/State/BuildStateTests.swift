@@ -28,6 +28,44 @@ struct BuildStateTests {
         #expect(state.loadJobs().isEmpty)
     }
 
+    @Test("jobs saved from many threads at once are each committed with their files, and a forgotten file is gone")
+    func concurrentSavesAreAllCommitted() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let stat = FileSignature(device: 9, inode: 4, size: 3, modified: 1, changed: 2)
+        let threads = 8
+        let jobsPerThread = 150
+        @Sendable func file(_ index: Int) -> HashedFile {
+            HashedFile(stat: stat, hash: ContentHash(high: UInt64(index), low: 1), hashedAt: 7)
+        }
+        do {
+            let state = try BuildState(root: directory.path) { _ in }
+            state.save(files: ["stale.txt": file(0)])
+            DispatchQueue.concurrentPerform(iterations: threads) { thread in
+                for job in 0..<jobsPerThread {
+                    let index = thread * jobsPerThread + job
+                    var changed: [String: HashedFile?] = ["in/\(index).txt": file(index)]
+                    if index == 77 { changed["stale.txt"] = .some(nil) }
+                    state.save(
+                        JobRecord(signature: ContentHash(high: UInt64(index), low: 0), outputs: [:], finishedAt: Int64(index)),
+                        for: "job \(index)",
+                        changedFiles: changed
+                    )
+                }
+            }
+        }
+        let state = try BuildState(root: directory.path) { _ in }
+        let jobs = state.loadJobs()
+        let files = state.loadFiles()
+        #expect(jobs.count == threads * jobsPerThread)
+        #expect(files.count == threads * jobsPerThread)
+        #expect(files["stale.txt"] == nil)
+        for index in 0..<(threads * jobsPerThread) {
+            #expect(jobs["job \(index)"]?.finishedAt == Int64(index))
+            #expect(files["in/\(index).txt"]?.hash == ContentHash(high: UInt64(index), low: 1))
+        }
+    }
+
     @Test("each file hash keeps the algorithm that made it: in the files table and in job records")
     func algorithmsAreRecorded() throws {
         let directory = try TemporaryDirectory()
