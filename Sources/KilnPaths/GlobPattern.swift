@@ -120,7 +120,26 @@ public struct GlobPattern: Sendable, Hashable, CustomStringConvertible {
 
     /// The segments of a `/`-separated path or pattern, without empty ones and `.`.
     static func normalizedSegments(_ text: String) -> [String] {
-        text.split(separator: "/", omittingEmptySubsequences: true).filter { $0 != "." }.map(String.init)
+        // Split on the UTF-8 bytes: `/` and `.` are ASCII, so each piece is whole characters.
+        var segments: [String] = []
+        let utf8 = text.utf8
+        var start = utf8.startIndex
+        var index = start
+        func take() {
+            let piece = utf8[start..<index]
+            if !piece.isEmpty, !(piece.count == 1 && piece.first == UInt8(ascii: ".")) {
+                segments.append(String(Substring(piece)))
+            }
+        }
+        while index != utf8.endIndex {
+            if utf8[index] == UInt8(ascii: "/") {
+                take()
+                start = utf8.index(after: index)
+            }
+            index = utf8.index(after: index)
+        }
+        take()
+        return segments
     }
 
     private static func segment(_ text: String) -> Segment {
@@ -170,6 +189,8 @@ enum BraceExpansion {
     static let limit = 4096
 
     static func expand(_ text: String) -> [String] {
+        // No brace, no group: most patterns. Splitting into Characters is the costly part.
+        guard text.utf8.contains(UInt8(ascii: "{")) else { return [text] }
         let characters = Array(text)
         var results: [String] = []
         expand(characters[...], into: &results)

@@ -36,6 +36,7 @@ enum Path {
 
     /// Resolves `.` and `..` and repeated slashes, lexically; relative paths stay relative.
     static func normalize(_ path: String) -> String {
+        if isNormal(path) { return path }
         let absolute = path.hasPrefix("/")
         var parts: [Substring] = []
         for part in path.split(separator: "/", omittingEmptySubsequences: true) {
@@ -50,6 +51,37 @@ enum Path {
         let joined = parts.joined(separator: "/")
         if absolute { return "/" + joined }
         return joined.isEmpty ? "." : joined
+    }
+
+    /// Whether `path` is plainly normal, so ``normalize(_:)`` returns it as it is: not empty, and
+    /// no empty, `.` or `..` component (so no repeated or trailing slash), `/` itself aside. One
+    /// byte scan, no allocation: most paths kiln meets are already normal.
+    static func isNormal(_ path: String) -> Bool {
+        var utf8 = path.utf8
+        if let normal = utf8.withContiguousStorageIfAvailable({ isNormal(bytes: $0) }) { return normal }
+        var copy = path
+        copy.makeContiguousUTF8()
+        utf8 = copy.utf8
+        return utf8.withContiguousStorageIfAvailable { isNormal(bytes: $0) } ?? false
+    }
+
+    private static func isNormal(bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        let slash = UInt8(ascii: "/")
+        let dot = UInt8(ascii: ".")
+        guard !bytes.isEmpty else { return false }
+        if bytes.count == 1, bytes[0] == slash { return true }
+        var start = bytes[0] == slash ? 1 : 0
+        var index = start
+        while true {
+            if index == bytes.count || bytes[index] == slash {
+                let length = index - start
+                if length == 0 { return false }
+                if bytes[start] == dot, length == 1 || (length == 2 && bytes[start + 1] == dot) { return false }
+                if index == bytes.count { return true }
+                start = index + 1
+            }
+            index += 1
+        }
     }
 
     /// `path` made absolute against `base` and normalized.

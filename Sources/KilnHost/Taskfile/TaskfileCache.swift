@@ -303,27 +303,40 @@ struct BinaryWriter {
                 )
             )
         }
-        // Tasks of one file share their variables dictionary: write each distinct one once.
+        // Tasks of one file share their variables dictionary: write each distinct one once. A
+        // task's tables are most often its predecessor's (the same storage, so `==` is quick):
+        // hashing a whole dictionary costs thousands of instructions.
         var variableTables: [[String: TemplateValue]: Int] = [:]
         var variableOrder: [[String: TemplateValue]] = []
         var tables: [[String: String]: Int] = [:]
         var order: [[String: String]] = []
-        for task in taskfile.tasks {
-            if variableTables[task.variables] == nil {
-                variableTables[task.variables] = variableOrder.count
+        var tableIndices: [(variables: Int, environment: Int)] = []
+        tableIndices.reserveCapacity(taskfile.tasks.count)
+        for (position, task) in taskfile.tasks.enumerated() {
+            if position > 0, let previous = tableIndices.last, task.variables == taskfile.tasks[position - 1].variables,
+                task.environment == taskfile.tasks[position - 1].environment
+            {
+                tableIndices.append(previous)
+                continue
+            }
+            let variables = variableTables[task.variables] ?? variableOrder.count
+            if variables == variableOrder.count {
+                variableTables[task.variables] = variables
                 variableOrder.append(task.variables)
             }
-            if tables[task.environment] == nil {
-                tables[task.environment] = order.count
+            let environment = tables[task.environment] ?? order.count
+            if environment == order.count {
+                tables[task.environment] = environment
                 order.append(task.environment)
             }
+            tableIndices.append((variables, environment))
         }
         write(variableOrder.count)
         for dictionary in variableOrder { write(dictionary) }
         write(order.count)
         for dictionary in order { write(dictionary) }
         write(taskfile.tasks.count)
-        for task in taskfile.tasks {
+        for (task, indices) in zip(taskfile.tasks, tableIndices) {
             write(task.name)
             write(task.location)
             write(task.summary)
@@ -332,13 +345,13 @@ struct BinaryWriter {
             write(task.commands)
             write(task.sources)
             write(task.generates)
-            write(variableTables[task.variables] ?? 0)
+            write(indices.variables)
             write(task.renderedSources == task.sources.map(\.value))
             if task.renderedSources != task.sources.map(\.value) {
                 write(task.renderedSources.count)
                 for pattern in task.renderedSources { write(pattern) }
             }
-            write(tables[task.environment] ?? 0)
+            write(indices.environment)
             write(task.directory)
             write(task.resources)
             write(task.each == .sources)
