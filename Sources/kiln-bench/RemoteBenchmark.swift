@@ -19,6 +19,8 @@ struct RemoteBenchmark {
     /// The repository's scripts directory: `remote-up` and `remote-down` start and stop the farm.
     var scripts: String
     var quick: Bool
+    /// Only the cache table (`--cache-only`): no farm is started.
+    var cacheOnly: Bool
     var workDirectory: String
 
     func run() throws {
@@ -91,7 +93,7 @@ struct RemoteBenchmark {
         }
         print(table.render())
         print("\nTarget: B's build from a warm cache ≤ 0.25× kiln's local full build.\n")
-        try runExecution()
+        if !cacheOnly { try runExecution() }
     }
 
     /// Remote execution: a CPU-heavy C project (compiles of ~0.5 s each) built locally at -j2, and

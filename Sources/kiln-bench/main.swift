@@ -12,7 +12,7 @@ import Foundation
 //       what loading every bundled plugin adds to kiln's start-up
 //   kiln-bench git --kiln PATH --lefthook PATH [--files N] [--work DIR]
 //       changed files vs git status; a pre-commit hook with nothing affected vs lefthook
-//   kiln-bench remote --kiln PATH --ninja PATH --casd PATH --scripts DIR [--work DIR] [--quick]
+//   kiln-bench remote --kiln PATH --ninja PATH --casd PATH --scripts DIR [--work DIR] [--quick] [--cache-only]
 //       a second checkout's build from a warm remote cache (buildbox-casd) vs local and ninja;
 //       remote execution on BuildGrid with 1 and 2 kiln workers (scripts/remote-up) vs local -j2
 //   kiln-bench jobs [--quick] [--engines kiln,foundation,dispatch] [--repeat N]
@@ -111,7 +111,7 @@ case "remote":
     guard let kiln = value("--kiln"), let ninja = value("--ninja"), let casd = value("--casd"),
         let scripts = value("--scripts")
     else {
-        print("usage: kiln-bench remote --kiln PATH --ninja PATH --casd PATH --scripts DIR [--work DIR] [--quick]")
+        print("usage: kiln-bench remote --kiln PATH --ninja PATH --casd PATH --scripts DIR [--work DIR] [--quick] [--cache-only]")
         exit(2)
     }
     do {
@@ -121,6 +121,7 @@ case "remote":
             casd: casd,
             scripts: scripts,
             quick: arguments.contains("--quick"),
+            cacheOnly: arguments.contains("--cache-only"),
             // tmpfs when there is one: on this project's VMs, ext4 takes ~1 ms to create a file
             // once thousands were just deleted (each repetition deletes the last one's outputs),
             // which would swamp what the tools themselves do, both of them.
