@@ -216,6 +216,76 @@ struct IncrementalTests {
         #expect(directory.read("slow.txt") == "0\n")
     }
 
+    @Test(
+        "kill -9 at random moments of a build: each time the next run redoes every job that hadn't finished, none that kiln had reported finished, and then nothing"
+    )
+    func killNineAtRandomMoments() async throws {
+        let directory = try TemporaryDirectory(prefix: "kiln-incremental")
+        defer { directory.remove() }
+        let count = 40
+        var tasks = ""
+        for index in 0..<count {
+            try directory.write("src/f\(index).txt", "\(index)\n")
+            tasks += "  t\(index):\n    sources: [src/f\(index).txt]\n    generates: [out/f\(index).txt]\n    cmds:\n"
+            tasks += "      - echo t\(index) >> started.log\n      - mkdir -p out\n      - sleep 0.02\n"
+            tasks += "      - cp src/f\(index).txt out/f\(index).txt\n      - echo t\(index) >> done.log\n"
+        }
+        tasks += "  default:\n    deps: [\((0..<count).map { "t\($0)" }.joined(separator: ", "))]\n"
+        try directory.write("Taskfile.yml", "version: '3'\ntasks:\n" + tasks)
+        func lines(_ name: String) -> Set<String> {
+            Set((directory.read(name) ?? "").split(separator: "\n").map(String.init))
+        }
+        let everyTask = Set((0..<count).map { "t\($0)" })
+        var killedMidway = 0
+        for round in 0..<6 {
+            for name in [".kiln", "out", "started.log", "done.log"] {
+                try? FileManager.default.removeItem(atPath: directory.path(name))
+            }
+            let delay = Int.random(in: 50...900)
+            let first = try KilnProcess.start(["run", "-j2", "--json"], in: directory.path)
+            try await Task.sleep(for: .milliseconds(delay))
+            first.send(SIGKILL)
+            let killed = try await first.wait(within: 30)
+            // What kiln had said was finished (so recorded), and what had finished at all.
+            let reported = Set(
+                killed.standardOutput.split(separator: "\n").compactMap { line -> String? in
+                    guard line.contains("\"event\":\"finished\""), line.contains("\"status\":\"succeeded\""),
+                        let range = line.range(of: "\"task\":\"")
+                    else { return nil }
+                    return String(line[range.upperBound...].prefix { $0 != "\"" })
+                }
+            )
+            let done = lines("done.log")
+            if !reported.isEmpty, done.count < count { killedMidway += 1 }
+            try? FileManager.default.removeItem(atPath: directory.path("started.log"))
+            let second = try await KilnProcess.run(["run", "-j2"], in: directory.path)
+            #expect(second.status == 0, "round \(round), killed after \(delay) ms: \(second)")
+            let redone = lines("started.log")
+            #expect(
+                everyTask.subtracting(done).isSubset(of: redone),
+                "round \(round), killed after \(delay) ms: an unfinished job wasn't redone"
+            )
+            #expect(
+                reported.isDisjoint(with: redone),
+                "round \(round), killed after \(delay) ms: a job reported finished was redone"
+            )
+            // Only jobs caught between their last command and their record: at most -j of them.
+            #expect(
+                redone.subtracting(everyTask.subtracting(done)).count <= 2,
+                "round \(round), killed after \(delay) ms"
+            )
+            for index in 0..<count { #expect(directory.read("out/f\(index).txt") == "\(index)\n") }
+            try? FileManager.default.removeItem(atPath: directory.path("started.log"))
+            let third = try await KilnProcess.run(["run", "-j2"], in: directory.path)
+            #expect(
+                third.status == 0 && lines("started.log").isEmpty,
+                "round \(round): the run after the redo ran something"
+            )
+        }
+        // The kills must land while jobs finish, or the test proves nothing.
+        #expect(killedMidway >= 2, "only \(killedMidway) of 6 kills came after a job finished and before the last")
+    }
+
     @Test("a second run on a busy project fails at once with exit status 3")
     func busyProjectFails() async throws {
         let directory = try TemporaryDirectory(prefix: "kiln-incremental")
