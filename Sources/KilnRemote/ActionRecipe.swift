@@ -198,13 +198,15 @@ struct InputTree {
 extension Sequence<UInt8> {
     /// Lower-case hexadecimal.
     var hexadecimal: String {
-        let digits = Array("0123456789abcdef".utf8)
-        var bytes: [UInt8] = []
-        for byte in self {
-            bytes.append(digits[Int(byte >> 4)])
-            bytes.append(digits[Int(byte & 15)])
+        let bytes = Array(self)
+        return String(unsafeUninitializedCapacity: bytes.count * 2) { text in
+            @inline(__always) func digit(_ value: UInt8) -> UInt8 { value < 10 ? 48 + value : 87 + value }
+            for (index, byte) in bytes.enumerated() {
+                text[2 * index] = digit(byte >> 4)
+                text[2 * index + 1] = digit(byte & 15)
+            }
+            return bytes.count * 2
         }
-        return String(decoding: bytes, as: UTF8.self)
     }
 }
 
