@@ -4,7 +4,7 @@ import Foundation
 //
 //   kiln-bench hash [--megabytes N]
 //       content-hashing throughput (XXH3-128) beside md5sum and sha256sum
-//   kiln-bench host --kiln PATH --ninja PATH --task PATH [--work DIR] [--quick]
+//   kiln-bench host --kiln PATH --ninja PATH --task PATH [--work DIR] [--quick] [--only dry-run|critical-path]
 //       kiln vs ninja vs go-task on generated projects
 //   kiln-bench incremental --kiln PATH --ninja PATH --task PATH [--work DIR] [--quick]
 //       no-op and one-changed-file runs: kiln vs ninja vs go-task
@@ -111,7 +111,9 @@ case "remote":
     guard let kiln = value("--kiln"), let ninja = value("--ninja"), let casd = value("--casd"),
         let scripts = value("--scripts")
     else {
-        print("usage: kiln-bench remote --kiln PATH --ninja PATH --casd PATH --scripts DIR [--work DIR] [--quick] [--cache-only]")
+        print(
+            "usage: kiln-bench remote --kiln PATH --ninja PATH --casd PATH --scripts DIR [--work DIR] [--quick] [--cache-only]"
+        )
         exit(2)
     }
     do {
@@ -143,7 +145,19 @@ case "host":
         workDirectory: value("--work") ?? "/tmp/kiln-bench-host"
     )
     do {
-        if value("--only") == "dry-run" { try benchmark.runDryRunsOnly() } else { try benchmark.run() }
+        let criticalPath = CriticalPathBenchmark(
+            kiln: kiln,
+            ninja: ninja,
+            quick: arguments.contains("--quick"),
+            workDirectory: value("--work") ?? "/tmp/kiln-bench-host"
+        )
+        switch value("--only") {
+        case "dry-run": try benchmark.runDryRunsOnly()
+        case "critical-path": try criticalPath.run()
+        default:
+            try benchmark.run()
+            try criticalPath.run()
+        }
     } catch {
         print("kiln-bench host: \(error)")
         exit(1)

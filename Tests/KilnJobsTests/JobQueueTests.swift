@@ -43,7 +43,9 @@ extension JobEngineTests {
             for _ in 0..<50 {
                 queue.addJob { probe.inside { for _ in 0..<50 { sched_yield() } } }
             }
-            #expect(queue.empties())
+            // A bound, not a timing: on a loaded machine each sched_yield may give up a whole
+            // time slice, and 2,500 of them took more than 10 s while another build ran.
+            #expect(queue.empties(within: 120))
             #expect(probe.peak == 1)
         }
 

@@ -926,8 +926,14 @@ public final class BuildRun: @unchecked Sendable {
         let hasDone =
             (incremental != nil || mayBeSkipped) && precomputed == nil || !promised.isEmpty || ignoresFailure
             || remote != nil
+        // When the job started running here: its duration weighs its task next time (the
+        // critical path first, see BuildPlan.startOrder).
+        let startedAt = LockedValue<UInt64?>(nil)
         let observation = realJob.observe(.isExecuting) { [self] change in
-            if change.kind == .didChange, change.value { observer.jobStarted(info, at: now) }
+            if change.kind == .didChange, change.value {
+                startedAt.withLock { $0 = DispatchTime.now().uptimeNanoseconds }
+                observer.jobStarted(info, at: now)
+            }
         }
         // `each:` jobs were counted when their task listed its sources.
         if source == nil { observer.jobsPlanned(1) }
@@ -1100,7 +1106,9 @@ public final class BuildRun: @unchecked Sendable {
                         request: request,
                         depfile: depfile,
                         keepDepfile: task.definition.keepsDepfile || !removable,
-                        definition: task.definition
+                        definition: task.definition,
+                        duration: outcome == .succeeded && remoteRan.value == nil
+                            ? startedAt.value.map { Int64(DispatchTime.now().uptimeNanoseconds - $0) } : nil
                     )
                 case .upToDate:
                     incremental.upToDate(key: key, check: result)

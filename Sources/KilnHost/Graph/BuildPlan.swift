@@ -31,6 +31,42 @@ public struct BuildPlan: Sendable {
     /// The project root as a boundary (links resolved): what a run may write or remove.
     let boundary: ProjectBoundary
 
+    /// The plan with its tasks in the order to start them: the longest remaining path first.
+    ///
+    /// A task's remaining path is its own weight plus the longest remaining path among the tasks
+    /// that depend on it. Its weight is how long its job last ran (`durations`, by task name, from
+    /// the build state); a task never timed weighs the mean of those that were, and when none
+    /// was (a first build) every task weighs the same, so the order is by depth. Every weight is
+    /// at least 1, so a dependency's remaining path is always longer than its dependent's: sorted
+    /// by it (ties in plan order), the tasks stay in dependency order. Among tasks equally ready,
+    /// a queue starts the one created first, so the long poles start first instead of last.
+    ///
+    /// A plan whose tasks call others (`- task:` in `cmds`) keeps its order: calls run in the
+    /// order written.
+    public func startingLongestPathFirst(durations: [String: Int64]) -> BuildPlan {
+        guard gating == nil, tasks.count > 1 else { return self }
+        let known = tasks.compactMap { durations[$0.definition.name] }
+        let fallback = known.isEmpty ? 1 : max(1, known.reduce(0, +) / Int64(known.count))
+        var dependents = Array(repeating: [Int](), count: tasks.count)
+        for (position, dependencies) in dependencyPositions.enumerated() {
+            for dependency in dependencies { dependents[dependency].append(position) }
+        }
+        // Dependents come later in the plan: one pass from the end.
+        var remaining = Array(repeating: Int64(0), count: tasks.count)
+        for position in tasks.indices.reversed() {
+            let own = max(1, durations[tasks[position].definition.name] ?? fallback)
+            remaining[position] = own &+ (dependents[position].lazy.map { remaining[$0] }.max() ?? 0)
+        }
+        let order = tasks.indices.sorted { remaining[$0] != remaining[$1] ? remaining[$0] > remaining[$1] : $0 < $1 }
+        if order == Array(tasks.indices) { return self }
+        var newPosition = Array(repeating: 0, count: tasks.count)
+        for (new, old) in order.enumerated() { newPosition[old] = new }
+        var reordered = self
+        reordered.tasks = order.map { tasks[$0] }
+        reordered.dependencyPositions = order.map { dependencyPositions[$0].map { newPosition[$0] } }
+        return reordered
+    }
+
     /// The files an `each:` task's jobs are for now: its sources, limited by ``eachSourceFilter``.
     /// Calls `body` with each file the plan's tasks declare as outputs (`generates:`), as the
     /// patterns match now — for an `each:` task, those of the files its sources match now —

@@ -210,8 +210,12 @@ public enum BuildSession {
             } ?? [:]
         )
         defer { options.remote?.close() }
-        let run = BuildRun(plan: plan, queues: queues, options: options, observer: settings.observers(queues))
-        if request.exitsAfterwards { keepUntilExit([project, plan, state, incremental, run, queues, scan as Any]) }
+        // The long poles first: by the durations the last runs recorded, or by depth.
+        let ordered = plan.startingLongestPathFirst(durations: plan.tasks.count > 1 ? state.loadDurations() : [:])
+        let run = BuildRun(plan: ordered, queues: queues, options: options, observer: settings.observers(queues))
+        if request.exitsAfterwards {
+            keepUntilExit([project, plan, ordered, state, incremental, run, queues, scan as Any])
+        }
         settings.started(run)
         System.markRunInProgress(true)
         run.start()

@@ -279,8 +279,27 @@ public final class BuildState: @unchecked Sendable {
     /// wait for the batch that holds theirs. A commit costs far more than a row, so under load
     /// the cost per job falls; and each write is still committed before its caller goes on, so a
     /// `kill -9` loses only the jobs not yet reported finished.
-    public func save(_ record: JobRecord, for key: String, changedFiles: [String: HashedFile?]) {
-        groupSave(JobWrite(key: key, record: Self.encodeRecord(record), files: changedFiles))
+    ///
+    /// `duration`, when given, is how long the job ran, remembered for its task: the next run
+    /// starts the tasks on the longest path first (``loadDurations()``).
+    public func save(
+        _ record: JobRecord,
+        for key: String,
+        changedFiles: [String: HashedFile?],
+        duration: (task: String, nanoseconds: Int64)? = nil
+    ) {
+        groupSave(JobWrite(key: key, record: Self.encodeRecord(record), files: changedFiles, duration: duration))
+    }
+
+    /// How long each task's job last ran, in nanoseconds, by task name. `kiln clean` keeps them,
+    /// as ninja keeps `.ninja_log`.
+    public func loadDurations() -> [String: Int64] {
+        var result: [String: Int64] = [:]
+        query("SELECT task, nanoseconds FROM durations") { statement in
+            guard let task = Self.text(statement, 0) else { return }
+            result[task] = sqlite3_column_int64(statement, 1)
+        }
+        return result
     }
 
     /// Commits `write` with whatever else is waiting (see ``save(_:for:changedFiles:)``).
@@ -320,11 +339,13 @@ public final class BuildState: @unchecked Sendable {
         }
     }
 
-    /// One job's rows: its record (none when `key` is `nil`) and the files hashed with it.
+    /// One job's rows: its record (none when `key` is `nil`), the files hashed with it, and how
+    /// long its task's job ran.
     private struct JobWrite: Sendable {
         var key: String?
         var record: [UInt8]
         var files: [String: HashedFile?]
+        var duration: (task: String, nanoseconds: Int64)? = nil
     }
 
     /// The writes waiting for the transaction under way, and who waits for them.
@@ -342,6 +363,7 @@ public final class BuildState: @unchecked Sendable {
         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
         """
     private static let deleteFile = "DELETE FROM files WHERE path = ?1"
+    private static let insertDuration = "INSERT OR REPLACE INTO durations(task, nanoseconds) VALUES (?1, ?2)"
 
     /// Writes `batch` in one transaction, with statements prepared once and kept.
     private func commit(_ batch: [JobWrite]) {
@@ -355,6 +377,14 @@ public final class BuildState: @unchecked Sendable {
                     _ = write.record.withUnsafeBytes {
                         sqlite3_bind_blob(statement, 2, $0.baseAddress, Int32($0.count), Self.transient)
                     }
+                    guard step(statement, &handle) else { return }
+                }
+                if let (task, nanoseconds) = write.duration {
+                    guard let statement = cachedStatement(Self.insertDuration, &handle) else {
+                        return cannotRecord(&handle)
+                    }
+                    Self.bind(task, to: statement, at: 1)
+                    sqlite3_bind_int64(statement, 2, nanoseconds)
                     guard step(statement, &handle) else { return }
                 }
                 for (path, file) in write.files {
@@ -488,6 +518,7 @@ public final class BuildState: @unchecked Sendable {
             CREATE TABLE IF NOT EXISTS jobs(key TEXT PRIMARY KEY, record BLOB NOT NULL) WITHOUT ROWID;
             CREATE TABLE IF NOT EXISTS files(path TEXT PRIMARY KEY, modified INTEGER, changed INTEGER, size INTEGER,
                 inode INTEGER, device INTEGER, hash_high INTEGER, hash_low INTEGER, hashed_at INTEGER, algorithm INTEGER) WITHOUT ROWID;
+            CREATE TABLE IF NOT EXISTS durations(task TEXT PRIMARY KEY, nanoseconds INTEGER NOT NULL) WITHOUT ROWID;
             """
         // No `quick_check` here: it reads the whole file on every run. Damage shows up as
         // SQLITE_CORRUPT or SQLITE_NOTADB when a page is used, and is handled there.
@@ -511,7 +542,7 @@ public final class BuildState: @unchecked Sendable {
         sqlite3_finalize(statement)
         if current != expected {
             let reset =
-                "DROP TABLE jobs; DROP TABLE files; \(tables) INSERT OR REPLACE INTO meta(key, value) VALUES ('format', '\(expected)');"
+                "DROP TABLE jobs; DROP TABLE files; DROP TABLE durations; \(tables) INSERT OR REPLACE INTO meta(key, value) VALUES ('format', '\(expected)');"
             guard sqlite3_exec(database, reset, nil, nil, nil) == SQLITE_OK else {
                 let failure = Failure(database)
                 sqlite3_close_v2(database)

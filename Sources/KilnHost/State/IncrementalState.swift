@@ -517,14 +517,16 @@ public final class IncrementalState: Sendable {
     /// publishes its output signature under `key` (a plain task's key is its task's name).
     ///
     /// With `definition` (the job's task), what the job left that may be a mistake is a warning:
-    /// an output glob that matched nothing, a declared depfile it didn't write.
+    /// an output glob that matched nothing, a declared depfile it didn't write. `duration` (how
+    /// long the job ran here, in nanoseconds) is remembered for that task, with the record.
     public func succeeded(
         key: JobKey,
         check: Check,
         request: JobRequest,
         depfile: String? = nil,
         keepDepfile: Bool = false,
-        definition: TaskDefinition? = nil
+        definition: TaskDefinition? = nil,
+        duration: Int64? = nil
     ) {
         precondition(!dryRun, "a dry run records nothing")
         if let guardKey = check.follows {
@@ -584,7 +586,12 @@ public final class IncrementalState: Sendable {
             dependencies: parts.dependencies,
             discovered: discovered
         )
-        state?.save(record, for: key.stored, changedFiles: hasher.takeChangedRecords())
+        state?.save(
+            record,
+            for: key.stored,
+            changedFiles: hasher.takeChangedRecords(),
+            duration: definition.flatMap { definition in duration.map { (definition.name, $0) } }
+        )
         recorder.record(
             key: key.stored,
             alwaysRuns: check.reason == .alwaysRuns || check.hasStatus,
