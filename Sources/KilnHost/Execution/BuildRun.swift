@@ -927,7 +927,7 @@ public final class BuildRun: @unchecked Sendable {
             (incremental != nil || mayBeSkipped) && precomputed == nil || !promised.isEmpty || ignoresFailure
             || remote != nil
         // When the job started running here: its duration weighs its task next time (the
-        // critical path first, see BuildPlan.startOrder).
+        // critical path first, see BuildPlan.startingLongestPathFirst).
         let startedAt = LockedValue<UInt64?>(nil)
         let observation = realJob.observe(.isExecuting) { [self] change in
             if change.kind == .didChange, change.value {
