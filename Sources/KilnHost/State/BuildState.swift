@@ -452,19 +452,7 @@ public final class BuildState: @unchecked Sendable {
 
     /// Saves file hashes in one transaction.
     public func save(files: [String: HashedFile]) {
-        guard !files.isEmpty else { return }
-        connection.withLock { handle in
-            guard let database = handle.database else { return }
-            sqlite3_exec(database, "BEGIN", nil, nil, nil)
-            for (path, file) in files {
-                guard let statement = cachedStatement(Self.insertFile, &handle) else { return cannotRecord(&handle) }
-                Self.bind(file, at: path, to: statement)
-                guard step(statement, &handle) else { return }
-            }
-            if sqlite3_exec(database, "COMMIT", nil, nil, nil) != SQLITE_OK {
-                if Self.isDamage(sqlite3_errcode(database)) { damaged(&handle) } else { cannotRecord(&handle) }
-            }
-        }
+        save(changedFiles: files.mapValues { $0 })
     }
 
     /// Removes every record (`kiln clean`).

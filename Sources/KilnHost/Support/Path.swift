@@ -57,12 +57,8 @@ enum Path {
     /// no empty, `.` or `..` component (so no repeated or trailing slash), `/` itself aside. One
     /// byte scan, no allocation: most paths kiln meets are already normal.
     static func isNormal(_ path: String) -> Bool {
-        var utf8 = path.utf8
-        if let normal = utf8.withContiguousStorageIfAvailable({ isNormal(bytes: $0) }) { return normal }
-        var copy = path
-        copy.makeContiguousUTF8()
-        utf8 = copy.utf8
-        return utf8.withContiguousStorageIfAvailable { isNormal(bytes: $0) } ?? false
+        var path = path
+        return path.withUTF8(isNormal(bytes:))
     }
 
     private static func isNormal(bytes: UnsafeBufferPointer<UInt8>) -> Bool {

@@ -50,8 +50,8 @@ final class ProjectBoundary: Sendable {
     func contains(_ path: String, followingLastLink: Bool, fresh: Bool = false) -> Bool {
         // Most tasks run in the root itself.
         if path == root { return true }
-        // Most paths are normal already: normalizing costs more than the rest together.
-        let normalized = Self.isNormal(path) ? path : Path.normalize(path)
+        // Most paths are normal already: Path.normalize returns those as they are.
+        let normalized = Path.normalize(path)
         guard normalized == root || normalized.hasPrefix(rootPrefix) else { return false }
         if normalized == root { return true }
         let slash = normalized.utf8.lastIndex(of: UInt8(ascii: "/"))!
@@ -72,32 +72,6 @@ final class ProjectBoundary: Sendable {
     /// The directories ``contains(_:followingLastLink:fresh:)`` has resolved (and remembered).
     var consultedDirectories: [String] {
         directories.withLock { Array($0.byPath.keys) }
-    }
-
-    /// Whether `path` is absolute and has no empty, `.` or `..` component (a byte scan over the
-    /// string's own storage).
-    static func isNormal(_ path: String) -> Bool {
-        if let answer = path.utf8.withContiguousStorageIfAvailable({ isNormal(bytes: $0) }) { return answer }
-        return isNormal(bytes: Array(path.utf8)[...])
-    }
-
-    private static func isNormal<Bytes: Collection<UInt8>>(bytes: Bytes) -> Bool {
-        var utf8 = bytes.makeIterator()
-        guard utf8.next() == UInt8(ascii: "/") else { return false }
-        var componentLength = 0
-        var dots = 0
-        while let byte = utf8.next() {
-            if byte == UInt8(ascii: "/") {
-                if componentLength == 0 || componentLength == dots, componentLength <= 2 { return false }
-                componentLength = 0
-                dots = 0
-            } else {
-                componentLength += 1
-                if byte == UInt8(ascii: ".") { dots += 1 }
-            }
-        }
-        // The last component: not `.` or `..`; a trailing slash is not normal (but "/" is).
-        return componentLength == 0 ? bytes.count == 1 : !(componentLength == dots && componentLength <= 2)
     }
 
     private func directory(_ directory: Substring) -> Directory {

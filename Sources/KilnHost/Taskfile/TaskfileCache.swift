@@ -313,7 +313,7 @@ struct BinaryWriter {
         var tableIndices: [(variables: Int, environment: Int)] = []
         tableIndices.reserveCapacity(taskfile.tasks.count)
         for (position, task) in taskfile.tasks.enumerated() {
-            if position > 0, let previous = tableIndices.last, task.variables == taskfile.tasks[position - 1].variables,
+            if let previous = tableIndices.last, task.variables == taskfile.tasks[position - 1].variables,
                 task.environment == taskfile.tasks[position - 1].environment
             {
                 tableIndices.append(previous)
