@@ -241,8 +241,14 @@ struct IncrementalTests {
             for name in [".kiln", "out", "started.log", "done.log"] {
                 try? FileManager.default.removeItem(atPath: directory.path(name))
             }
-            let delay = Int.random(in: 50...900)
+            // A random moment while jobs finish: after a random number of them have run their
+            // last command, plus a random few milliseconds, so the kill lands anywhere between a
+            // command's end and the next job's start. Counting jobs, not milliseconds, keeps the
+            // moment inside the build however slow the machine is.
+            let target = Int.random(in: 3...(count - 6))
+            let delay = Int.random(in: 0...25)
             let first = try KilnProcess.start(["run", "-j2", "--json"], in: directory.path)
+            _ = await waitUntil(within: 60) { lines("done.log").count >= target }
             try await Task.sleep(for: .milliseconds(delay))
             first.send(SIGKILL)
             let killed = try await first.wait(within: 30)
@@ -259,20 +265,20 @@ struct IncrementalTests {
             if !reported.isEmpty, done.count < count { killedMidway += 1 }
             try? FileManager.default.removeItem(atPath: directory.path("started.log"))
             let second = try await KilnProcess.run(["run", "-j2"], in: directory.path)
-            #expect(second.status == 0, "round \(round), killed after \(delay) ms: \(second)")
+            #expect(second.status == 0, "round \(round), killed \(delay) ms after \(target) jobs: \(second)")
             let redone = lines("started.log")
             #expect(
                 everyTask.subtracting(done).isSubset(of: redone),
-                "round \(round), killed after \(delay) ms: an unfinished job wasn't redone"
+                "round \(round), killed \(delay) ms after \(target) jobs: an unfinished job wasn't redone"
             )
             #expect(
                 reported.isDisjoint(with: redone),
-                "round \(round), killed after \(delay) ms: a job reported finished was redone"
+                "round \(round), killed \(delay) ms after \(target) jobs: a job reported finished was redone"
             )
             // Only jobs caught between their last command and their record: at most -j of them.
             #expect(
                 redone.subtracting(everyTask.subtracting(done)).count <= 2,
-                "round \(round), killed after \(delay) ms"
+                "round \(round), killed \(delay) ms after \(target) jobs"
             )
             for index in 0..<count { #expect(directory.read("out/f\(index).txt") == "\(index)\n") }
             try? FileManager.default.removeItem(atPath: directory.path("started.log"))
