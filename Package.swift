@@ -52,8 +52,9 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .target(name: "CKilnHost"),
-        // Path rules the host and the hook launcher share: Taskfile discovery, `sources:` matching.
-        .target(name: "KilnPaths", swiftSettings: swiftSettings),
+        // What the host and the launcher share: Taskfile discovery, `sources:` matching, content
+        // hashes, the Taskfile cache's header, the up-to-date snapshot, the run lock.
+        .target(name: "KilnPaths", dependencies: ["CXXHash"], swiftSettings: swiftSettings),
         .systemLibrary(name: "CGit2", pkgConfig: "libgit2", providers: [.apt(["libgit2-dev"])]),
         // Git's on-disk formats read directly (index, objects, packs, references): no libgit2,
         // so a hook with nothing to do never starts it.
@@ -145,7 +146,8 @@ let package = Package(
         .systemLibrary(name: "CYAML", pkgConfig: "yaml-0.1", providers: [.apt(["libyaml-dev"])]),
         .systemLibrary(name: "CXXHash", pkgConfig: "libxxhash", providers: [.apt(["libxxhash-dev"])]),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
-        // What a hook with nothing to do needs, and no more: the saved hook plan, git's formats.
+        // What a hook or a run with nothing to do needs, and no more: the saved hook plan, git's
+        // formats, the up-to-date snapshot (in KilnPaths).
         .target(name: "KilnHookPlan", dependencies: ["KilnGitFormat", "KilnPaths"], swiftSettings: swiftSettings),
         .target(
             name: "KilnCLI",
@@ -159,11 +161,11 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        // The launcher: answers a hook with nothing to do itself, loads libKilnCLI.so otherwise.
+        // The launcher: answers a hook or a run with nothing to do itself, loads libKilnCLI.so otherwise.
         .executableTarget(name: "kiln", dependencies: ["KilnHookPlan"], swiftSettings: swiftSettings),
         .executableTarget(
             name: "kiln-bench",
-            dependencies: [.product(name: "KilnJobs", package: "KilnRuntime"), "KilnHost"],
+            dependencies: [.product(name: "KilnJobs", package: "KilnRuntime"), "KilnHost", "KilnPaths"],
             path: "Sources/kiln-bench",
             swiftSettings: swiftSettings
         ),

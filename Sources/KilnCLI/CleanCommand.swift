@@ -1,11 +1,14 @@
 import ArgumentParser
 import KilnHost
+import KilnPaths
 
 extension Kiln {
     struct Clean: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Remove the declared outputs ('generates') of the tasks given (all when none) and forget the build state.",
-            discussion: "The next run rebuilds everything. Outputs of 'each: sources' tasks are found from the files matching their sources now."
+            abstract:
+                "Remove the declared outputs ('generates') of the tasks given (all when none) and forget the build state.",
+            discussion:
+                "The next run rebuilds everything. Outputs of 'each: sources' tasks are found from the files matching their sources now."
         )
 
         @OptionGroup var options: TaskfileOptions
@@ -17,7 +20,12 @@ extension Kiln {
         var wait = false
 
         func run() throws {
-            let (project, plan) = try loadAndPlan(options, targets: tasks, everyTaskWhenEmpty: true, runner: ProcessMonitor())
+            let (project, plan) = try loadAndPlan(
+                options,
+                targets: tasks,
+                everyTaskWhenEmpty: true,
+                runner: ProcessMonitor()
+            )
             let state = try openBuildState(root: project.taskfile.root, wait: wait)
             UpToDateSnapshot.remove(root: project.taskfile.root)
             let removed = Project.removeOutputs(plan)

@@ -1,5 +1,6 @@
 import Foundation
 import KilnHost
+import KilnPaths
 
 /// `kiln-bench hash`: content-hashing throughput on one large file (warm page cache), beside
 /// `md5sum` (what go-task used) and `sha256sum` (what a remote action cache wants) in the same run.
@@ -41,7 +42,9 @@ struct HashBenchmark {
             var runs: [Double] = []
             for _ in 0..<3 { runs.append(runChild([tool, path], in: directory).seconds) }
             let median = runs.sorted()[1]
-            table.add([tool, format(median, digits: 3), format(gigabytes / median), format(kiln / median, digits: 3) + "×"])
+            table.add([
+                tool, format(median, digits: 3), format(gigabytes / median), format(kiln / median, digits: 3) + "×",
+            ])
         }
         print(table.render())
         print("\nTarget: ≥ 2 GB/s on a 1 GB file.")

@@ -1,15 +1,16 @@
 // The `kiln` executable: a launcher small enough to start in a few milliseconds.
 //
-// A pre-commit hook with nothing to do — what a person waits for on every commit — is answered
-// here (``QuickHook``). Everything else is kiln's CLI, in `libKilnCLI.so` beside this file,
-// loaded now: opening it costs what linking it would have, and only commands that need it pay.
+// A pre-commit hook with nothing to do — what a person waits for on every commit — and a
+// `kiln run` with nothing to do are answered here (``QuickHook``, ``QuickRun``). Everything else
+// is kiln's CLI, in `libKilnCLI.so` beside this file, loaded now: opening it costs what linking
+// it would have, and only commands that need it pay.
 import KilnHookPlan
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
-if let status = QuickHook.answer(CommandLine.arguments) { exit(status) }
+if let status = QuickHook.answer(CommandLine.arguments) ?? QuickRun.answer(CommandLine.arguments) { exit(status) }
 
 /// Writes `text` to standard error and exits with status 70 (EX_SOFTWARE).
 func fail(_ text: String) -> Never {
@@ -24,7 +25,11 @@ let executable = String(decoding: resolved.prefix { $0 != 0 }.map { UInt8(bitPat
 let library = String(executable[..<executable.lastIndex(of: "/")!]) + "/libKilnCLI.so"
 guard let handle = dlopen(library, RTLD_NOW | RTLD_LOCAL) else {
     let reason = dlerror().map { String(cString: $0) } ?? "unknown error"
-    fail("can't load its command-line library \(library): \(reason). Build every product with `swift build` (`swift run kiln` builds only this launcher), and keep libKilnCLI.so beside kiln.")
+    fail(
+        "can't load its command-line library \(library): \(reason). Build every product with `swift build` (`swift run kiln` builds only this launcher), and keep libKilnCLI.so beside kiln."
+    )
 }
-guard let entry = dlsym(handle, "kiln_cli_main") else { fail("\(library) has no kiln_cli_main: it isn't kiln's CLI library") }
+guard let entry = dlsym(handle, "kiln_cli_main") else {
+    fail("\(library) has no kiln_cli_main: it isn't kiln's CLI library")
+}
 exit(unsafeBitCast(entry, to: (@convention(c) () -> Int32).self)())

@@ -1,8 +1,9 @@
+import KilnPaths
 import KilnPluginAPI
 import Synchronization
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Where kiln looks for plugins, and whether it may load insecure ones.
@@ -83,11 +84,15 @@ public final class PluginLoader: Sendable {
     ///   - environmentPath: `KILN_PLUGIN_PATH`.
     ///   - executableDirectory: The directory of the running `kiln`.
     public init(
-        options: PluginOptions, registry: TaskKindRegistry, environmentPath: String? = System.variable("KILN_PLUGIN_PATH"),
+        options: PluginOptions,
+        registry: TaskKindRegistry,
+        environmentPath: String? = System.variable("KILN_PLUGIN_PATH"),
         executableDirectory: String? = System.executableDirectory
     ) {
         var directories = options.searchPaths.map { Path.absolute($0, base: Path.currentDirectory) }
-        directories += (environmentPath ?? "").split(separator: ":").map { Path.absolute(String($0), base: Path.currentDirectory) }
+        directories += (environmentPath ?? "").split(separator: ":").map {
+            Path.absolute(String($0), base: Path.currentDirectory)
+        }
         if let executableDirectory { directories.append(executableDirectory) }
         var seen = Set<String>()
         self.directories = directories.filter { seen.insert($0).inserted }
@@ -118,7 +123,9 @@ public final class PluginLoader: Sendable {
         var result: [(String, String)] = []
         var names = Set<String>()
         for directory in directories {
-            let files = Glob.entries(of: directory).map(\.name).filter { $0.hasPrefix(Self.filePrefix) && $0.hasSuffix(".so") }
+            let files = Glob.entries(of: directory).map(\.name).filter {
+                $0.hasPrefix(Self.filePrefix) && $0.hasSuffix(".so")
+            }
             for file in files.sorted() {
                 let name = String(file.dropFirst(Self.filePrefix.count).dropLast(3))
                 if names.insert(name).inserted { result.append((name, Path.join(directory, file))) }
@@ -134,7 +141,10 @@ public final class PluginLoader: Sendable {
         if nameOrPath.contains("/") { return try load(file: nameOrPath) }
         let (file, looked) = find(nameOrPath)
         guard let file else {
-            throw PluginError(message: "plugin '\(nameOrPath)' not found; looked for \(looked.joined(separator: ", ")); add its directory with --plugin-path or KILN_PLUGIN_PATH")
+            throw PluginError(
+                message:
+                    "plugin '\(nameOrPath)' not found; looked for \(looked.joined(separator: ", ")); add its directory with --plugin-path or KILN_PLUGIN_PATH"
+            )
         }
         return try load(file: file)
     }
@@ -150,7 +160,9 @@ public final class PluginLoader: Sendable {
         // Opened once, without blocking (a FIFO would wait forever); the file checked is the
         // file loaded — through its descriptor — so nothing can be swapped in between.
         let descriptor = open(file, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
-        guard descriptor >= 0 else { throw PluginError(message: "can't open plugin \(file): \(String(cString: strerror(errno)))") }
+        guard descriptor >= 0 else {
+            throw PluginError(message: "can't open plugin \(file): \(String(cString: strerror(errno)))")
+        }
         // Kept open once loaded, as the library stays loaded: glibc knows a library by the name it
         // was opened under, so /proc/self/fd/N must never name another plugin later.
         var keepOpen = false
@@ -167,7 +179,10 @@ public final class PluginLoader: Sendable {
         keepOpen = true
         // Never dlclose: see the type's documentation.
         guard let symbol = dlsym(handle, KILN_PLUGIN_ENTRY_SYMBOL) else {
-            throw PluginError(message: "\(file) is not a kiln plugin: it has no '\(KILN_PLUGIN_ENTRY_SYMBOL)' entry point (\(Self.lastError()))")
+            throw PluginError(
+                message:
+                    "\(file) is not a kiln plugin: it has no '\(KILN_PLUGIN_ENTRY_SYMBOL)' entry point (\(Self.lastError()))"
+            )
         }
         typealias EntryPoint = @convention(c) (UnsafeMutablePointer<KilnPluginEntry>) -> Void
         let entryPoint = unsafeBitCast(symbol, to: EntryPoint.self)
@@ -175,12 +190,15 @@ public final class PluginLoader: Sendable {
         entryPoint(&entry)
         guard entry.abi_version == Self.abiVersion else {
             throw PluginError(
-                message: "plugin \(file) was built against plugin ABI \(entry.abi_version), but this kiln has plugin ABI "
+                message:
+                    "plugin \(file) was built against plugin ABI \(entry.abi_version), but this kiln has plugin ABI "
                     + "\(Self.abiVersion); rebuild the plugin against this kiln's KilnPluginAPI"
             )
         }
         guard let registerKinds = entry.register_kinds else {
-            throw PluginError(message: "plugin \(file) set no register_kinds in its entry point, so it provides no task kinds")
+            throw PluginError(
+                message: "plugin \(file) set no register_kinds in its entry point, so it provides no task kinds"
+            )
         }
         let registrar = PluginRegistrar(registry: registry, origin: file)
         withExtendedLifetime(registrar) { registerKinds(registrar.opaquePointer) }
@@ -190,7 +208,13 @@ public final class PluginLoader: Sendable {
         guard let name = registrar.declaredName, let version = registrar.declaredVersion else {
             throw PluginError(message: "plugin \(file) registered no name and version (call declare(name:version:))")
         }
-        let plugin = LoadedPlugin(name: name, version: version, file: file, abiVersion: entry.abi_version, kinds: registrar.kindNames)
+        let plugin = LoadedPlugin(
+            name: name,
+            version: version,
+            file: file,
+            abiVersion: entry.abi_version,
+            kinds: registrar.kindNames
+        )
         loaded.withLock { $0[file] = plugin }
         return plugin
     }
@@ -204,7 +228,8 @@ public final class PluginLoader: Sendable {
         let user = getuid()
         var real = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
         let length = readlink("/proc/self/fd/\(descriptor)", &real, real.count - 1)
-        let realPath = length > 0 ? String(decoding: real[0..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self) : file
+        let realPath =
+            length > 0 ? String(decoding: real[0..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self) : file
         // The directories of the path as named (whoever can write one could have swapped the
         // name before it was opened), then the real file and the directories above it.
         var checks: [(path: String, info: stat)] = []
@@ -222,18 +247,21 @@ public final class PluginLoader: Sendable {
         }
         for (path, info) in checks {
             let isDirectoryOfPlugin = path == Path.directory(of: file) || path == Path.directory(of: realPath)
-            let what = path == realPath ? "plugin file" : isDirectoryOfPlugin ? "plugin directory" : "directory above it"
+            let what =
+                path == realPath ? "plugin file" : isDirectoryOfPlugin ? "plugin directory" : "directory above it"
             let shared = info.st_mode & S_ISVTX != 0 && info.st_uid == 0 && path != realPath
             if info.st_mode & (S_IWGRP | S_IWOTH) != 0, !shared {
                 throw PluginError(
-                    message: "refusing to load \(file): the \(what) \(path) is writable by \(info.st_mode & S_IWOTH != 0 ? "others" : "its group") "
+                    message:
+                        "refusing to load \(file): the \(what) \(path) is writable by \(info.st_mode & S_IWOTH != 0 ? "others" : "its group") "
                         + "(mode \(String(info.st_mode & 0o7777, radix: 8))), and loading a plugin runs its code; "
                         + "run 'chmod go-w \(path)', or pass --allow-insecure-plugins"
                 )
             }
             if info.st_uid != user, info.st_uid != 0 {
                 throw PluginError(
-                    message: "refusing to load \(file): the \(what) \(path) belongs to user \(info.st_uid), not to you (\(user)) or root, "
+                    message:
+                        "refusing to load \(file): the \(what) \(path) belongs to user \(info.st_uid), not to you (\(user)) or root, "
                         + "and loading a plugin runs its code; pass --allow-insecure-plugins if you trust it"
                 )
             }

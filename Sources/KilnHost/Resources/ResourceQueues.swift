@@ -1,4 +1,5 @@
 import KilnJobs
+import KilnPaths
 import Synchronization
 
 #if canImport(Glibc)

@@ -779,22 +779,15 @@ public final class ProjectLock: Sendable {
             throw BuildStateError(message: Self.unwritable(kiln.path, made))
         }
         let path = kiln.lock
-        let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0o644)
+        let descriptor = RunLockFile.open(path, create: true)
         guard descriptor >= 0 else {
-            throw BuildStateError(message: Self.unwritable(path, errno))
-        }
-        func holder() -> String {
-            var bytes = [UInt8](repeating: 0, count: 32)
-            let count = bytes.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, $0.count, 0) }
-            let pid = String(decoding: bytes.prefix(max(0, count)), as: UTF8.self).trimmingNewlines
-            return "another kiln run\(pid.isEmpty ? "" : " (pid \(pid))")"
+            throw BuildStateError(message: Self.unwritable(path, -descriptor))
         }
         // Polled rather than blocked on, so a wait can be bounded and said once.
         let deadline = waitLimit.map { FileHasher.realTime() + Int64($0 * 1e9) }
         var said = false
-        while flock(descriptor, LOCK_EX | LOCK_NB) != 0 {
-            if errno == EINTR { continue }
-            let who = holder()
+        while !RunLockFile.take(descriptor) {
+            let who = RunLockFile.holder(descriptor)
             if wait, deadline.map({ FileHasher.realTime() < $0 }) ?? true {
                 if !said {
                     waiting?(who)
@@ -810,9 +803,6 @@ public final class ProjectLock: Sendable {
                 : "wait for it to finish, or pass --wait to wait for it"
             throw BuildStateError(message: "\(who) is using this project; \(advice)", isBusy: true)
         }
-        let pid = "\(getpid())\n"
-        _ = ftruncate(descriptor, 0)
-        _ = pid.withCString { pwrite(descriptor, $0, strlen($0), 0) }
         self.descriptor = HostMutex(descriptor)
     }
 
@@ -822,8 +812,7 @@ public final class ProjectLock: Sendable {
     public func release() {
         descriptor.withLock { descriptor in
             guard descriptor >= 0 else { return }
-            flock(descriptor, LOCK_UN)
-            Glibc.close(descriptor)
+            RunLockFile.release(descriptor)
             descriptor = -1
         }
     }

@@ -3,7 +3,7 @@ import KilnPaths
 import Synchronization
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A file's hash as recorded: the status it had, how and when it was hashed.
@@ -104,8 +104,11 @@ public final class FileHasher: Sendable {
     ///   - lookup: Asked for a path's record when `known` has none; called from any thread.
     ///   - tracked: Content ids of clean tracked files (git's index), or `nil`.
     public init(
-        known: [String: HashedFile] = [:], root: String = "", now: @escaping @Sendable () -> Int64 = FileHasher.realTime,
-        lookup: (@Sendable (String) -> HashedFile?)? = nil, tracked: (any TrackedContent)? = nil
+        known: [String: HashedFile] = [:],
+        root: String = "",
+        now: @escaping @Sendable () -> Int64 = FileHasher.realTime,
+        lookup: (@Sendable (String) -> HashedFile?)? = nil,
+        tracked: (any TrackedContent)? = nil
     ) {
         self.root = root
         self.tracked = tracked
@@ -118,11 +121,7 @@ public final class FileHasher: Sendable {
     }
 
     /// `CLOCK_REALTIME` in nanoseconds.
-    public static let realTime: @Sendable () -> Int64 = {
-        var time = timespec()
-        clock_gettime(CLOCK_REALTIME, &time)
-        return Int64(time.tv_sec) * 1_000_000_000 + Int64(time.tv_nsec)
-    }
+    public static let realTime: @Sendable () -> Int64 = { FileSignature.now() }
 
     /// How a file's hash was obtained.
     public enum Source: Sendable, Equatable {
@@ -160,13 +159,19 @@ public final class FileHasher: Sendable {
     public func hash(_ path: String, as algorithm: HashAlgorithm? = nil) throws(FileContent.Failure) -> Found? {
         let file = path.hasPrefix("/") || root.isEmpty ? path : root + "/" + path
         guard let status = FileSignature.of(file) else {
-            if shard(path).table.withLock({ $0.removeValue(forKey: path) }) != nil { changed.withLock { _ = $0.insert(path) } }
+            if shard(path).table.withLock({ $0.removeValue(forKey: path) }) != nil {
+                changed.withLock { _ = $0.insert(path) }
+            }
             return nil
         }
         if algorithm != .xxh3, let tracked, !path.hasPrefix("/"), let id = tracked.contentID(of: path, status: status) {
             // Not kept in the table: the index is where such hashes live.
             counts.withLock { $0.fromIndex += 1 }
-            return Found(digest: FileDigest(id, .gitBlob), source: .index, record: HashedFile(stat: status, hash: id, hashedAt: now(), algorithm: .gitBlob))
+            return Found(
+                digest: FileDigest(id, .gitBlob),
+                source: .index,
+                record: HashedFile(stat: status, hash: id, hashedAt: now(), algorithm: .gitBlob)
+            )
         }
         // A blob id the index can't vouch for is computed from the bytes (without git, XXH3: it
         // won't match, and the job reruns).
@@ -176,14 +181,17 @@ public final class FileHasher: Sendable {
             known = found
             shard(path).table.withLock { $0[path] = $0[path] ?? found }
         }
-        if let record = known, record.algorithm == wanted, record.stat == status, status.isSettled(at: record.hashedAt) {
+        if let record = known, record.algorithm == wanted, record.stat == status, status.isSettled(at: record.hashedAt)
+        {
             counts.withLock { $0.fromRecords += 1 }
             return Found(digest: record.digest, source: .recorded, record: record)
         }
         let hashedAt = now()
         let hash: ContentHash
         if wanted == .gitBlob, let tracked {
-            guard let id = tracked.computeContentID(of: file) else { throw FileContent.Failure(path: file, reason: "can't be read") }
+            guard let id = tracked.computeContentID(of: file) else {
+                throw FileContent.Failure(path: file, reason: "can't be read")
+            }
             hash = id
         } else {
             hash = try FileContent.hash(file)
@@ -194,7 +202,9 @@ public final class FileHasher: Sendable {
         }
         // If the file changed while it was read, the hash may mix old and new bytes: keep no
         // record, so it is read again next time.
-        let record = FileSignature.of(file) == status ? HashedFile(stat: status, hash: hash, hashedAt: hashedAt, algorithm: wanted) : nil
+        let record =
+            FileSignature.of(file) == status
+            ? HashedFile(stat: status, hash: hash, hashedAt: hashedAt, algorithm: wanted) : nil
         shard(path).table.withLock { $0[path] = record }
         changed.withLock { _ = $0.insert(path) }
         return Found(digest: FileDigest(hash, wanted), source: .read, record: record)

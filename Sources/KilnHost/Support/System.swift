@@ -1,7 +1,8 @@
 import CKilnHost
+import KilnPaths
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Process-level facts and output, without Foundation.
@@ -46,7 +47,9 @@ public enum System {
     /// mapping only this user. SIGINT and SIGQUIT are at their defaults in the child.
     ///
     /// Threading: any thread.
-    public static func spawn(_ argv: [String], showing view: [(source: String, target: String)]) -> Result<pid_t, ViewFailure> {
+    public static func spawn(_ argv: [String], showing view: [(source: String, target: String)]) -> Result<
+        pid_t, ViewFailure
+    > {
         let arguments = argv.map { strdup($0) } + [nil]
         let sources = view.map { UnsafePointer(strdup($0.source)) } + [nil]
         let targets = view.map { UnsafePointer(strdup($0.target)) } + [nil]
@@ -57,15 +60,27 @@ public enum System {
         var pid = pid_t()
         var step: Int32 = 0
         var index: Int32 = -1
-        let error = ckiln_spawn_with_view(arguments[0], arguments, environ, sources, targets, Int32(view.count), &pid, &step, &index)
+        let error = ckiln_spawn_with_view(
+            arguments[0],
+            arguments,
+            environ,
+            sources,
+            targets,
+            Int32(view.count),
+            &pid,
+            &step,
+            &index
+        )
         guard error != 0 else { return .success(pid) }
         let reason = String(cString: strerror(error))
         let what =
             switch step {
-            case 1: "can't make a private mount namespace (unshare: \(reason)); this system may not allow user namespaces"
+            case 1:
+                "can't make a private mount namespace (unshare: \(reason)); this system may not allow user namespaces"
             case 2: "can't map the user into a private namespace: \(reason)"
             case 3: "can't make the private namespace's mounts private: \(reason)"
-            case 4 where index >= 0 && Int(index) < view.count: "can't show \(view[Int(index)].source) at \(view[Int(index)].target): \(reason)"
+            case 4 where index >= 0 && Int(index) < view.count:
+                "can't show \(view[Int(index)].source) at \(view[Int(index)].target): \(reason)"
             case 5: "can't run \(argv[0]): \(reason)"
             default: "can't start \(argv[0]): \(reason)"
             }
@@ -80,7 +95,9 @@ public enum System {
     /// The running executable's absolute path (`/proc/self/exe`), or `nil`.
     public static var executablePath: String? {
         var buffer = [UInt8](repeating: 0, count: 4096)
-        let count = buffer.withUnsafeMutableBytes { readlink("/proc/self/exe", $0.baseAddress!.assumingMemoryBound(to: CChar.self), $0.count) }
+        let count = buffer.withUnsafeMutableBytes {
+            readlink("/proc/self/exe", $0.baseAddress!.assumingMemoryBound(to: CChar.self), $0.count)
+        }
         guard count > 0 else { return nil }
         return String(decoding: buffer.prefix(count), as: UTF8.self)
     }
@@ -133,11 +150,16 @@ public enum System {
         pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED))
         var thread = pthread_t()
         let box = Unmanaged.passRetained(Box(body)).toOpaque()
-        let status = pthread_create(&thread, &attributes, { argument in
-            guard let argument else { return nil }
-            Unmanaged<Box>.fromOpaque(argument).takeRetainedValue().body()
-            return nil
-        }, box)
+        let status = pthread_create(
+            &thread,
+            &attributes,
+            { argument in
+                guard let argument else { return nil }
+                Unmanaged<Box>.fromOpaque(argument).takeRetainedValue().body()
+                return nil
+            },
+            box
+        )
         precondition(status == 0, "pthread_create failed: \(status)")
     }
 }

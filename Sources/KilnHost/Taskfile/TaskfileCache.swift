@@ -17,9 +17,7 @@ import KilnPluginAPI
 ///
 /// Threading: stateless; safe from any thread.
 enum TaskfileCache {
-    static let magic = Array("KILNTFC\u{2}".utf8)
-    /// Bump when the encoding or the meaning of ``Taskfile`` changes.
-    static let formatVersion = 30
+    static let magic = TaskfileCacheHeader.magic
 
     /// The cache file of a project.
     static func path(root: String) -> String { KilnDirectory(root: root).taskfileCache }
@@ -39,10 +37,9 @@ enum TaskfileCache {
     /// the hash of its contents — or `nil` when there is no valid cache. Equal identities mean
     /// the same Taskfiles with the same contents; kiln's up-to-date snapshot is keyed on it.
     static func identity(taskfilePath: String, root: String, context: TaskfileContext) -> ContentHash? {
-        guard let bytes = Files.readSealed(path(root: root), magic: magic) else { return nil }
-        var reader = BinaryReader(bytes: bytes)
-        guard validHeader(&reader, taskfilePath: taskfilePath, context: context) != nil else { return nil }
-        return ContentHash.of(bytes[0..<reader.offset])
+        TaskfileCacheHeader.identity(taskfilePath: taskfilePath, root: root) { key, hash in
+            TaskfileRequirement(key: key, valueHash: hash).holds(in: context)
+        }
     }
 
     /// Every file the cached load read, and each optional include it looked for and didn't find;
@@ -58,36 +55,14 @@ enum TaskfileCache {
         unlink(path(root: root))
     }
 
-    /// Reads the header: magic, format, path, the fingerprint of every file the load read, each
-    /// checked against the file now (`absent`: it must not exist), and what else the load read
-    /// (``TaskfileRequirement``: environment variables, the command line's variables), each
-    /// checked against `context`. Returns those files when all match, `nil` otherwise.
+    /// Reads the header (``TaskfileCacheHeader/read(_:taskfilePath:holds:)``), each recorded
+    /// requirement checked against `context`.
     private static func validHeader(_ reader: inout BinaryReader, taskfilePath: String, context: TaskfileContext)
         -> [String]?
     {
-        guard reader.readBytes(count: magic.count) == magic, reader.readInteger() == formatVersion,
-            reader.readString() == taskfilePath
-        else { return nil }
-        guard let fileCount = reader.readInteger(), fileCount < 100_000 else { return nil }
-        var files: [String] = []
-        for _ in 0..<fileCount {
-            guard let file = reader.readString(), let high = reader.readUInt64(), let low = reader.readUInt64() else {
-                return nil
-            }
-            if fingerprint(file) != ContentHash(high: high, low: low) { return nil }
-            files.append(file)
+        TaskfileCacheHeader.read(&reader, taskfilePath: taskfilePath) { key, hash in
+            TaskfileRequirement(key: key, valueHash: hash).holds(in: context)
         }
-        guard let requirementCount = reader.readInteger(), requirementCount < 100_000 else { return nil }
-        for _ in 0..<requirementCount {
-            guard let key = reader.readString(), let present = reader.readBool() else { return nil }
-            var hash: UInt64?
-            if present {
-                guard let value = reader.readUInt64() else { return nil }
-                hash = value
-            }
-            guard TaskfileRequirement(key: key, valueHash: hash).holds(in: context) else { return nil }
-        }
-        return files
     }
 
     /// Saves `taskfile`, whose load read `files` (with `missingOptional` includes absent).
@@ -95,7 +70,7 @@ enum TaskfileCache {
     static func save(_ taskfile: inout Taskfile, missingOptional: [String], requirements: [TaskfileRequirement] = []) {
         var writer = BinaryWriter()
         writer.append(magic)
-        writer.write(formatVersion)
+        writer.write(TaskfileCacheHeader.formatVersion)
         writer.write(taskfile.path)
         var entries: [(String, ContentHash)] = []
         for file in taskfile.files {
@@ -126,62 +101,15 @@ enum TaskfileCache {
     }
 
     /// Stands for a file that doesn't exist (or can't be read).
-    static let absent = ContentHash(high: 0, low: 0)
+    static let absent = TaskfileCacheHeader.absent
 
     /// The content hash of a file, or ``absent``.
-    static func fingerprint(_ path: String) -> ContentHash {
-        (try? FileContent.hash(path)) ?? absent
-    }
+    static func fingerprint(_ path: String) -> ContentHash { TaskfileCacheHeader.fingerprint(path) }
 }
 
 // MARK: - Encoding
 
-/// Appends values in a compact binary form: LEB128 integers, length-prefixed UTF-8 strings, and
-/// a table so each distinct file path (repeated in every location) is written once.
-struct BinaryWriter {
-    var bytes: [UInt8] = []
-    private var strings: [String: Int] = [:]
-
-    mutating func append(_ raw: [UInt8]) { bytes += raw }
-
-    mutating func write(_ value: Int) {
-        var value = UInt64(bitPattern: Int64(value)) << 1 ^ UInt64(bitPattern: Int64(value) >> 63)  // zigzag
-        while value >= 0x80 {
-            bytes.append(UInt8(value & 0x7f) | 0x80)
-            value >>= 7
-        }
-        bytes.append(UInt8(value))
-    }
-
-    mutating func write(_ value: UInt64) {
-        withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) }
-    }
-
-    mutating func write(_ value: Bool) { bytes.append(value ? 1 : 0) }
-
-    mutating func write(byte: UInt8) { bytes.append(byte) }
-
-    /// A string, in full.
-    mutating func write(_ value: String) {
-        write(value.utf8.count)
-        bytes.append(contentsOf: value.utf8)
-    }
-
-    /// A string that repeats (a file path): a back-reference if it was written before.
-    mutating func writeShared(_ value: String) {
-        if let index = strings[value] {
-            write(-1 - index)
-            return
-        }
-        strings[value] = strings.count
-        write(value)
-    }
-
-    mutating func write(_ value: String?) {
-        write(value != nil)
-        if let value { write(value) }
-    }
-
+extension BinaryWriter {
     mutating func write(_ location: SourceLocation) {
         writeShared(location.file)
         write(location.line)
@@ -478,80 +406,7 @@ struct BinaryWriter {
     }
 }
 
-/// Reads what ``BinaryWriter`` wrote; every read returns `nil` on truncated or malformed input.
-struct BinaryReader {
-    let bytes: [UInt8]
-    var offset = 0
-    private var strings: [String] = []
-
-    init(bytes: [UInt8]) { self.bytes = bytes }
-
-    mutating func readByte() -> UInt8? {
-        guard offset < bytes.count else { return nil }
-        defer { offset += 1 }
-        return bytes[offset]
-    }
-
-    mutating func readBytes(count: Int) -> [UInt8]? {
-        guard count >= 0, offset + count <= bytes.count else { return nil }
-        defer { offset += count }
-        return Array(bytes[offset..<offset + count])
-    }
-
-    mutating func readInteger() -> Int? {
-        var value: UInt64 = 0
-        var shift: UInt64 = 0
-        while offset < bytes.count, shift < 64 {
-            let byte = bytes[offset]
-            offset += 1
-            value |= UInt64(byte & 0x7f) << shift
-            if byte < 0x80 { return Int(Int64(bitPattern: (value >> 1) ^ (0 &- (value & 1)))) }
-            shift += 7
-        }
-        return nil
-    }
-
-    mutating func readUInt64() -> UInt64? {
-        guard offset + 8 <= bytes.count else { return nil }
-        let value = bytes.withUnsafeBytes {
-            UInt64(littleEndian: $0.loadUnaligned(fromByteOffset: offset, as: UInt64.self))
-        }
-        offset += 8
-        return value
-    }
-
-    mutating func readBool() -> Bool? {
-        guard offset < bytes.count else { return nil }
-        defer { offset += 1 }
-        return bytes[offset] != 0
-    }
-
-    mutating func readString() -> String? {
-        guard let length = readInteger(), length >= 0, offset + length <= bytes.count else { return nil }
-        let string = String(decoding: bytes[offset..<offset + length], as: UTF8.self)
-        offset += length
-        return string
-    }
-
-    /// A string written with ``BinaryWriter/writeShared(_:)``.
-    mutating func readSharedString() -> String? {
-        guard let length = readInteger() else { return nil }
-        if length < 0 {
-            let index = -1 - length
-            return index < strings.count ? strings[index] : nil
-        }
-        guard offset + length <= bytes.count else { return nil }
-        let string = String(decoding: bytes[offset..<offset + length], as: UTF8.self)
-        offset += length
-        strings.append(string)
-        return string
-    }
-
-    mutating func readOptionalString() -> String?? {
-        guard let present = readBool() else { return nil }
-        return present ? readString().map { Optional($0) } : .some(nil)
-    }
-
+extension BinaryReader {
     mutating func readLocation() -> SourceLocation? {
         guard let file = readSharedString(), let line = readInteger(), let column = readInteger() else { return nil }
         return SourceLocation(file: file, line: line, column: column)

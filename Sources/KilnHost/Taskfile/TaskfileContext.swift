@@ -127,7 +127,7 @@ struct TaskfileRequirement: Sendable, Hashable {
     /// The requirement as `context` has it now.
     init(key: String, context: TaskfileContext) {
         self.key = key
-        valueHash = context.value(of: key).map { FileChecksum.of(Array($0.utf8)[...]) }
+        valueHash = TaskfileCacheHeader.requirementHash(context.value(of: key))
     }
 
     init(key: String, valueHash: UInt64?) {

@@ -1,5 +1,6 @@
 import Foundation
 import KilnHost
+import KilnPaths
 import KilnTestSupport
 import Testing
 

@@ -52,7 +52,7 @@ public struct ContentHash: Hashable, Sendable, CustomStringConvertible {
         return text.utf8.withContiguousStorageIfAvailable { ContentHash(XXH3_128bits($0.baseAddress, $0.count)) }!
     }
 
-    init(_ raw: XXH128_hash_t) {
+    package init(_ raw: XXH128_hash_t) {
         high = raw.high64
         low = raw.low64
     }
@@ -162,6 +162,11 @@ public enum FileContent {
         public var reason: String
         /// `path: reason`.
         public var description: String { "\(path): \(reason)" }
+
+        package init(path: String, reason: String) {
+            self.path = path
+            self.reason = reason
+        }
     }
 
     /// XXH3-128 of the file's contents. Large files are mapped into memory, not copied.

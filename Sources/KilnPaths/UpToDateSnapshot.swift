@@ -1,6 +1,4 @@
 import Dispatch
-import KilnJobs
-import KilnPaths
 import Synchronization
 
 #if canImport(Glibc)
@@ -36,26 +34,15 @@ public struct WatchedPath: Sendable, Equatable {
     /// older than this by more than ``FileSignature/racyWindow``.
     public var seenAt: Int64
 
-    static let zeroStat = FileSignature(device: 0, inode: 0, size: 0, modified: 0, changed: 0)
-    static let zeroHash = ContentHash(high: 0, low: 0)
-
-    /// A file as the hasher recorded it.
-    init(path: String, file: HashedFile) {
-        self.init(
-            path: path,
-            kind: file.algorithm == .gitBlob ? .trackedFile : .file,
-            stat: file.stat,
-            hash: file.hash,
-            seenAt: file.hashedAt
-        )
-    }
+    package static let zeroStat = FileSignature(device: 0, inode: 0, size: 0, modified: 0, changed: 0)
+    package static let zeroHash = ContentHash(high: 0, low: 0)
 
     /// A path that didn't exist at `seenAt`.
-    init(absent path: String, seenAt: Int64) {
+    package init(absent path: String, seenAt: Int64) {
         self.init(path: path, kind: .absent, stat: Self.zeroStat, hash: Self.zeroHash, seenAt: seenAt)
     }
 
-    init(path: String, kind: Kind, stat: FileSignature, hash: ContentHash, seenAt: Int64) {
+    package init(path: String, kind: Kind, stat: FileSignature, hash: ContentHash, seenAt: Int64) {
         self.path = path
         self.kind = kind
         self.stat = stat
@@ -64,12 +51,12 @@ public struct WatchedPath: Sendable, Equatable {
     }
 
     /// Whether two records say the same of the path (whenever each was taken).
-    func describesSameState(as other: WatchedPath) -> Bool {
+    package func describesSameState(as other: WatchedPath) -> Bool {
         kind == other.kind && stat == other.stat && hash == other.hash
     }
 
     /// What a path looks like now, against the record.
-    enum Comparison {
+    package enum Comparison {
         /// As recorded, by `stat` alone.
         case unchanged
         /// The same content, but the status couldn't vouch for it (a racy or touched file): this
@@ -82,8 +69,10 @@ public struct WatchedPath: Sendable, Equatable {
     /// Compares the path with the record: by `stat` alone when the recorded status can be
     /// trusted, and by reading a file whose status can't — or, for a file hashed through git, by
     /// asking the index (`tracked`) for its blob id. `root` resolves relative paths.
-    func compare(root: String, rootDescriptor: Int32 = AT_FDCWD, tracked: (any TrackedContent)? = nil) -> Comparison {
-        let seen = FileHasher.realTime()
+    package func compare(root: String, rootDescriptor: Int32 = AT_FDCWD, tracked: (any TrackedContent)? = nil)
+        -> Comparison
+    {
+        let seen = FileSignature.now()
         let status =
             rootDescriptor == AT_FDCWD
             ? FileSignature.of(path.hasPrefix("/") ? path : root + "/" + path)
@@ -138,9 +127,15 @@ public struct UpToDateSnapshot: Sendable {
         public var alwaysRuns: Bool
         /// Indices into ``UpToDateSnapshot/paths``.
         public var paths: [Int32]
+
+        package init(key: String, alwaysRuns: Bool, paths: [Int32]) {
+            self.key = key
+            self.alwaysRuns = alwaysRuns
+            self.paths = paths
+        }
     }
 
-    /// Identifies the Taskfile files and their contents (see ``TaskfileCache/identity(taskfilePath:root:)``).
+    /// Identifies the Taskfile files and their contents (see ``TaskfileCacheHeader/identity(taskfilePath:root:holds:)``).
     public var taskfileIdentity: ContentHash
     /// The targets the run was given (empty: `default`).
     public var targets: [String]
@@ -159,9 +154,29 @@ public struct UpToDateSnapshot: Sendable {
     /// Whether a task the run was given says `watch: true`: a no-op run of it goes on watching.
     public var watches = false
 
-    static let magic = Array("KILNSNP\u{4}".utf8)
+    package init(
+        taskfileIdentity: ContentHash,
+        targets: [String],
+        paths: [WatchedPath],
+        jobs: [Job],
+        published: [String: ContentHash],
+        complete: Bool,
+        jobCount: Int,
+        anyAlwaysRuns: Bool
+    ) {
+        self.taskfileIdentity = taskfileIdentity
+        self.targets = targets
+        self.paths = paths
+        self.jobs = jobs
+        self.published = published
+        self.complete = complete
+        self.jobCount = jobCount
+        self.anyAlwaysRuns = anyAlwaysRuns
+    }
+
+    package static let magic = Array("KILNSNP\u{4}".utf8)
     /// Bump when the encoding or the meaning of the snapshot changes.
-    static let formatVersion = 4
+    package static let formatVersion = 4
 
     /// The snapshot file of a project.
     public static func path(root: String) -> String { KilnDirectory(root: root).snapshot }
@@ -200,17 +215,24 @@ public struct UpToDateSnapshot: Sendable {
     ///     rewritten with the fresh statuses of files it had to read (a reader without the lock
     ///     must not: a run may be replacing the snapshot meanwhile).
     ///   - tracked: The git index, which can vouch for a touched file hashed through git.
-    public static func scan(
+    ///   - requirementHolds: Whether what the Taskfile's load read besides its files (a
+    ///     requirement's key and the hash of its value then) is the same now
+    ///     (``TaskfileCacheHeader/read(_:taskfilePath:holds:)``).
+    package static func scan(
         root: String,
         taskfilePath: String,
         targets: [String],
         mayRewrite: Bool = true,
         tracked: (any TrackedContent)? = nil,
-        context: TaskfileContext = .process
+        requirementHolds: (_ key: String, _ valueHash: UInt64?) -> Bool
     ) -> Scan? {
         guard let bytes = Files.readSealed(path(root: root), magic: magic), let (head, tail) = decodeHead(bytes),
             head.targets == targets,
-            let identity = TaskfileCache.identity(taskfilePath: taskfilePath, root: root, context: context),
+            let identity = TaskfileCacheHeader.identity(
+                taskfilePath: taskfilePath,
+                root: root,
+                holds: requirementHolds
+            ),
             identity == head.taskfileIdentity
         else { return nil }
         var snapshot = head
@@ -218,7 +240,7 @@ public struct UpToDateSnapshot: Sendable {
         // Chunks of paths, checked on every core: mostly `stat` calls.
         let chunk = 512
         let chunks = (paths.count + chunk - 1) / chunk
-        let found = LockedValue<(changed: [Int], refreshed: [(Int, WatchedPath)])>(([], []))
+        let found = Mutex<(changed: [Int], refreshed: [(Int, WatchedPath)])>(([], []))
         let rootDescriptor = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         defer { if rootDescriptor >= 0 { close(rootDescriptor) } }
         let base = rootDescriptor >= 0 ? rootDescriptor : AT_FDCWD
@@ -239,7 +261,7 @@ public struct UpToDateSnapshot: Sendable {
                 }
             }
         }
-        let (changed, refreshed) = found.value
+        let (changed, refreshed) = found.withLock { $0 }
         if changed.isEmpty, snapshot.complete, !snapshot.anyAlwaysRuns, refreshed.isEmpty {
             // A no-op: the jobs and signatures aren't needed.
             return Scan(snapshot: snapshot, dirtyJobs: [], changedPaths: 0)
@@ -262,7 +284,7 @@ public struct UpToDateSnapshot: Sendable {
 
     // MARK: Encoding
 
-    func encoded() -> [UInt8] {
+    package func encoded() -> [UInt8] {
         var writer = BinaryWriter()
         writer.append(Self.magic)
         writer.write(Self.formatVersion)
@@ -307,7 +329,7 @@ public struct UpToDateSnapshot: Sendable {
     }
 
     /// Decodes a whole snapshot.
-    static func decode(_ sealed: [UInt8]) -> UpToDateSnapshot? {
+    package static func decode(_ sealed: [UInt8]) -> UpToDateSnapshot? {
         var bytes = sealed
         guard FileChecksum.unseal(&bytes), let (head, offset) = decodeHead(bytes) else { return nil }
         var snapshot = head
@@ -317,7 +339,7 @@ public struct UpToDateSnapshot: Sendable {
 
     /// Decodes all but the jobs and the published signatures (a no-op needs only the paths);
     /// returns where the rest starts.
-    static func decodeHead(_ bytes: [UInt8]) -> (UpToDateSnapshot, Int)? {
+    package static func decodeHead(_ bytes: [UInt8]) -> (UpToDateSnapshot, Int)? {
         var reader = BinaryReader(bytes: bytes)
         guard reader.readBytes(count: magic.count) == magic, reader.readInteger() == formatVersion,
             let identityHigh = reader.readUInt64(), let identityLow = reader.readUInt64(),
@@ -373,7 +395,7 @@ public struct UpToDateSnapshot: Sendable {
     }
 
     /// Decodes the jobs and the published signatures, from `offset`.
-    static func decodeTail(_ bytes: [UInt8], from offset: Int, into snapshot: inout UpToDateSnapshot) -> Bool {
+    package static func decodeTail(_ bytes: [UInt8], from offset: Int, into snapshot: inout UpToDateSnapshot) -> Bool {
         var reader = BinaryReader(bytes: bytes)
         reader.offset = offset
         guard let jobCount = reader.readInteger(), jobCount == snapshot.jobCount, jobCount >= 0, jobCount <= bytes.count
@@ -410,184 +432,9 @@ public struct UpToDateSnapshot: Sendable {
     }
 }
 
-/// Collects, as a run goes, what each settled job's verdict rested on, and writes the snapshot
-/// when the run ends well.
-///
-/// Threading: every member from any thread; guarded by its mutex.
-final class SnapshotRecorder: Sendable {
-    private enum Paths {
-        /// Checked or run in this run: the paths its verdict and record rest on.
-        case fresh([WatchedPath])
-        /// Up to date on the previous snapshot's word: that snapshot's job at this index.
-        case carried(Int)
-    }
-    private struct Entry {
-        var alwaysRuns: Bool
-        var paths: Paths
-    }
-    private let entries = HostMutex<[String: Entry]>([:])
-    /// Directories `each:` tasks listed, by task.
-    private let listings = HostMutex<[String: [WatchedPath]]>([:])
-    /// Jobs whose paths couldn't be captured faithfully (a file changed while it was read).
-    private let missed = HostMutex(0)
-    /// The snapshot carried entries refer to.
-    private let previous: UpToDateSnapshot?
-
-    init(previous: UpToDateSnapshot?) {
-        self.previous = previous
-    }
-
-    /// Records a job's paths; `nil` when they couldn't be captured (the snapshot then won't claim
-    /// the job is up to date: the next run checks it against the build state).
-    func record(key: String, alwaysRuns: Bool, paths: [WatchedPath]?) {
-        guard let paths else {
-            missed.withLock { $0 += 1 }
-            return
-        }
-        entries.withLock { $0[key] = Entry(alwaysRuns: alwaysRuns, paths: .fresh(paths)) }
-    }
-
-    /// Records the directories an `each:` task read to list its files. They belong to no job: a
-    /// change there only keeps the next run from being a no-op (it lists the files again).
-    func recordListing(task: String, paths: [WatchedPath]) {
-        listings.withLock { $0[task] = paths }
-    }
-
-    /// Records a job found up to date on the previous snapshot's word (its job at `index`).
-    func carry(key: String, index: Int) {
-        entries.withLock { $0[key] = Entry(alwaysRuns: false, paths: .carried(index)) }
-    }
-
-    /// The snapshot of this run. A path that jobs saw in different states (one job rewrote what
-    /// another had read) keeps its newest state, and the jobs that saw another are left out, so
-    /// the next run checks them against the build state.
-    ///
-    /// After a small change most jobs are carried from the previous snapshot: its path table is
-    /// the starting point (carried jobs keep their index lists as they are), the few fresh paths
-    /// are merged into it, and paths no job watches any more are dropped.
-    func snapshot(
-        taskfileIdentity: ContentHash,
-        targets: [String],
-        published: [String: ContentHash],
-        expectedJobs: Int
-    ) -> UpToDateSnapshot {
-        let recorded = entries.withLock { $0 }
-        let listed = listings.withLock { $0 }
-        var paths = previous?.paths ?? []
-        var conflicting = Set<Int32>()
-        var index: [String: Int32]?
-        var freshIndex: [String: Int32] = [:]
-        /// Where `path` is in the table: fresh paths first, then the previous table (searched
-        /// through a table by path only when many fresh paths need it).
-        func position(of path: String, freshCount: Int) -> Int32? {
-            if let known = freshIndex[path] { return known }
-            guard let previous, !previous.paths.isEmpty else { return nil }
-            if freshCount > 64 {
-                if index == nil {
-                    var table: [String: Int32] = [:]
-                    table.reserveCapacity(previous.paths.count)
-                    for (position, entry) in previous.paths.enumerated() { table[entry.path] = Int32(position) }
-                    index = table
-                }
-                return index?[path]
-            }
-            return previous.paths.firstIndex { $0.path == path }.map(Int32.init)
-        }
-        var freshCount = listed.values.reduce(0) { $0 + $1.count }
-        for (_, entry) in recorded {
-            if case .fresh(let fresh) = entry.paths { freshCount += fresh.count }
-        }
-        func add(_ path: WatchedPath) -> Int32 {
-            if let known = position(of: path.path, freshCount: freshCount) {
-                let current = paths[Int(known)]
-                if !current.describesSameState(as: path) {
-                    conflicting.insert(known)
-                    if path.seenAt > current.seenAt { paths[Int(known)] = path }
-                }
-                freshIndex[path.path] = known
-                return known
-            }
-            let position = Int32(paths.count)
-            freshIndex[path.path] = position
-            paths.append(path)
-            return position
-        }
-
-        var jobs: [UpToDateSnapshot.Job] = []
-        jobs.reserveCapacity(recorded.count)
-        // What each fresh job saw (carried ones saw what the previous table held); compared again
-        // only for conflicting paths.
-        var seen: [[WatchedPath]?] = []
-        seen.reserveCapacity(recorded.count)
-        var original: [WatchedPath] = []
-        for (key, entry) in recorded {
-            switch entry.paths {
-            case .fresh(let fresh):
-                jobs.append(UpToDateSnapshot.Job(key: key, alwaysRuns: entry.alwaysRuns, paths: fresh.map(add)))
-                seen.append(fresh)
-            case .carried(let position):
-                guard let previous else { continue }
-                jobs.append(UpToDateSnapshot.Job(key: key, alwaysRuns: false, paths: previous.jobs[position].paths))
-                seen.append(nil)
-            }
-        }
-        for (_, listing) in listed {
-            for path in listing { _ = add(path) }
-        }
-        if let previous { original = previous.paths }
-
-        var dropped = 0
-        if !conflicting.isEmpty {
-            var kept: [UpToDateSnapshot.Job] = []
-            for (job, saw) in zip(jobs, seen) {
-                let consistent = job.paths.enumerated().allSatisfy { offset, position in
-                    guard conflicting.contains(position) else { return true }
-                    let path = saw?[offset] ?? original[Int(position)]
-                    return paths[Int(position)].describesSameState(as: path)
-                }
-                if consistent { kept.append(job) } else { dropped += 1 }
-            }
-            jobs = kept
-        }
-
-        // Keep only the paths something still watches (a deleted source's job is gone).
-        var used = [Bool](repeating: false, count: paths.count)
-        for job in jobs { for position in job.paths { used[Int(position)] = true } }
-        for (_, listing) in listed {
-            for path in listing { if let known = freshIndex[path.path] { used[Int(known)] = true } }
-        }
-        if used.contains(false) {
-            var remap = [Int32](repeating: -1, count: paths.count)
-            var compact: [WatchedPath] = []
-            compact.reserveCapacity(paths.count)
-            for (position, entry) in paths.enumerated() where used[position] {
-                remap[position] = Int32(compact.count)
-                compact.append(entry)
-            }
-            paths = compact
-            jobs = jobs.map { job in
-                var job = job
-                job.paths = job.paths.map { remap[Int($0)] }
-                return job
-            }
-        }
-        let complete = dropped == 0 && missed.withLock { $0 } == 0 && recorded.count == expectedJobs
-        return UpToDateSnapshot(
-            taskfileIdentity: taskfileIdentity,
-            targets: targets,
-            paths: paths,
-            jobs: jobs,
-            published: published,
-            complete: complete,
-            jobCount: jobs.count,
-            anyAlwaysRuns: jobs.contains { $0.alwaysRuns }
-        )
-    }
-}
-
 extension UpToDateSnapshot {
     /// Writes the snapshot of a project atomically.
-    func write(root: String) {
+    package func write(root: String) {
         Files.writeAtomically(Self.path(root: root), bytes: encoded())
     }
 }

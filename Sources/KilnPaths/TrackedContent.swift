@@ -1,5 +1,3 @@
-import KilnPaths
-
 /// What a version-control index knows of the project's files: for a tracked file that is clean,
 /// the id of its content, without reading it (git's blob id). The host's seam for git (KilnGit
 /// implements it; the host doesn't import it), passed to ``IncrementalState``.

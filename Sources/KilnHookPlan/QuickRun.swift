@@ -1,0 +1,114 @@
+import KilnGitFormat
+import KilnPaths
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The launcher's answer to `kiln run` (or `kiln`) when nothing changed since the last complete
+/// run: what a person waits for after every save in a small project, where loading kiln's CLI
+/// costs ten times the check.
+///
+/// It decides the way the full command does, with the same code: the run lock is taken, the
+/// Taskfile cache's header says the Taskfiles and what their load read are the same
+/// (``TaskfileCacheHeader``), and the up-to-date snapshot says every path it watches is
+/// unchanged (``UpToDateSnapshot/scan(root:taskfilePath:targets:mayRewrite:tracked:requirementHolds:)``).
+/// Whatever it can't decide alone it hands to the full command, which gives the same answer or
+/// runs: options on the command line (`--force`, `--json`…; `-j` alone is taken), `NAME=value` variables or
+/// `--`, a remote configured in the environment, a Taskfile whose load read a special variable,
+/// a file hashed through git whose status moved (only the git index can vouch for it), a task
+/// that watches, another run holding the lock, anything changed.
+///
+/// Threading: runs on the caller's thread; call it once, from `main`.
+public enum QuickRun {
+    /// The exit status of `kiln ARGUMENTS…` when this path can answer it (having printed what
+    /// the full command would), or `nil` to run the full command.
+    ///
+    /// - Parameter arguments: The command line, the executable's name first.
+    public static func answer(_ arguments: [String]) -> Int32? {
+        guard let targets = targets(arguments) else { return nil }
+        // The remote settings are checked by the full command even when it has nothing to run.
+        for name in ["KILN_REMOTE_CACHE", "KILN_REMOTE_EXECUTOR", "KILN_REMOTE_INSTANCE", "KILN_REMOTE_TIMEOUT"]
+        where getenv(name) != nil {
+            return nil
+        }
+        let started = FileSignature.now()
+        let clock = PhaseClock(title: "quick run")
+        guard let jobs = upToDateJobs(targets: targets, clock: clock) else { return nil }
+        let seconds = Double(FileSignature.now() - started) / 1e9
+        var line = "kiln: done: 0 ran"
+        if jobs > 0 { line += ", \(jobs) up to date" }
+        line += " in \(formatDecimal(seconds, digits: 2)) s\n"
+        _ = line.utf8CString.withUnsafeBufferPointer { write(1, $0.baseAddress, $0.count - 1) }
+        clock.print()
+        return 0
+    }
+
+    /// The targets of `kiln` or `kiln run TASK…`, or `nil` for any other command line: an option
+    /// other than `-j` (the width of the cpu queue, which a no-op doesn't use), a `NAME=value`
+    /// variable, `--`.
+    static func targets(_ arguments: [String]) -> [String]? {
+        guard arguments.count == 1 || arguments[1] == "run" else { return nil }
+        var targets: [String] = []
+        var words = arguments.dropFirst(2).makeIterator()
+        while let word = words.next() {
+            if word == "-j" || word == "--jobs" {
+                guard let width = words.next(), isWidth(width) else { return nil }
+            } else if word.hasPrefix("--jobs=") {
+                guard isWidth(word.dropFirst(7)) else { return nil }
+            } else if word.hasPrefix("-j") {
+                guard isWidth(word.dropFirst(2)) else { return nil }
+            } else if word.isEmpty || word.hasPrefix("-") || word.contains("=") {
+                return nil
+            } else {
+                targets.append(word)
+            }
+        }
+        return targets
+    }
+
+    /// Whether `text` is a width the full command accepts for `-j` (a whole number, at least 1).
+    private static func isWidth(_ text: Substring) -> Bool {
+        !text.isEmpty && text.count < 10 && text.allSatisfy { $0 >= "0" && $0 <= "9" } && Int(text)! >= 1
+    }
+
+    private static func isWidth(_ text: String) -> Bool { isWidth(Substring(text)) }
+
+    /// How many jobs the snapshot vouches for, when a run of `targets` would do nothing; `nil`
+    /// when it can't tell.
+    private static func upToDateJobs(targets: [String], clock: PhaseClock) -> Int? {
+        guard let taskfile = TaskfileDiscovery.discover(from: currentDirectory()) else { return nil }
+        let slash = taskfile.lastIndex(of: "/")!
+        let root = slash == taskfile.startIndex ? "/" : String(taskfile[..<slash])
+        // As any run: one at a time. A run holding the lock is the full command's to report.
+        let lock = RunLockFile.open(KilnDirectory(root: root).lock, create: false)
+        guard lock >= 0 else { return nil }
+        guard RunLockFile.take(lock) else {
+            close(lock)
+            return nil
+        }
+        defer { RunLockFile.release(lock) }
+        clock.mark("lock")
+        let scan = UpToDateSnapshot.scan(
+            root: root,
+            taskfilePath: taskfile,
+            targets: targets,
+            requirementHolds: requirementHolds
+        )
+        clock.mark("snapshot")
+        guard let scan, scan.isNoOp, !scan.snapshot.watches else { return nil }
+        return scan.snapshot.jobCount
+    }
+
+    /// Whether something the Taskfile's load read besides its files is the same now: an
+    /// environment variable, or the command line's variables (none here). A special variable
+    /// (`CLI_ARGS`, `USER_WORKING_DIR`…) is the full command's to check.
+    static func requirementHolds(_ key: String, _ valueHash: UInt64?) -> Bool {
+        if key.hasPrefix("env:") {
+            let value = getenv(String(key.dropFirst(4))).map { String(cString: $0) }
+            return TaskfileCacheHeader.requirementHash(value) == valueHash
+        }
+        if key == "cli:variables" { return TaskfileCacheHeader.requirementHash("") == valueHash }
+        return false
+    }
+}

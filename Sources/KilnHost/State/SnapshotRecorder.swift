@@ -1,0 +1,223 @@
+import KilnJobs
+import KilnPaths
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+extension WatchedPath {
+    /// A file as the hasher recorded it.
+    init(path: String, file: HashedFile) {
+        self.init(
+            path: path,
+            kind: file.algorithm == .gitBlob ? .trackedFile : .file,
+            stat: file.stat,
+            hash: file.hash,
+            seenAt: file.hashedAt
+        )
+    }
+}
+
+/// Collects, as a run goes, what each settled job's verdict rested on, and writes the snapshot
+/// when the run ends well.
+///
+/// Threading: every member from any thread; guarded by its mutex.
+final class SnapshotRecorder: Sendable {
+    private enum Paths {
+        /// Checked or run in this run: the paths its verdict and record rest on.
+        case fresh([WatchedPath])
+        /// Up to date on the previous snapshot's word: that snapshot's job at this index.
+        case carried(Int)
+    }
+    private struct Entry {
+        var alwaysRuns: Bool
+        var paths: Paths
+    }
+    private let entries = HostMutex<[String: Entry]>([:])
+    /// Directories `each:` tasks listed, by task.
+    private let listings = HostMutex<[String: [WatchedPath]]>([:])
+    /// Jobs whose paths couldn't be captured faithfully (a file changed while it was read).
+    private let missed = HostMutex(0)
+    /// The snapshot carried entries refer to.
+    private let previous: UpToDateSnapshot?
+
+    init(previous: UpToDateSnapshot?) {
+        self.previous = previous
+    }
+
+    /// Records a job's paths; `nil` when they couldn't be captured (the snapshot then won't claim
+    /// the job is up to date: the next run checks it against the build state).
+    func record(key: String, alwaysRuns: Bool, paths: [WatchedPath]?) {
+        guard let paths else {
+            missed.withLock { $0 += 1 }
+            return
+        }
+        entries.withLock { $0[key] = Entry(alwaysRuns: alwaysRuns, paths: .fresh(paths)) }
+    }
+
+    /// Records the directories an `each:` task read to list its files. They belong to no job: a
+    /// change there only keeps the next run from being a no-op (it lists the files again).
+    func recordListing(task: String, paths: [WatchedPath]) {
+        listings.withLock { $0[task] = paths }
+    }
+
+    /// Records a job found up to date on the previous snapshot's word (its job at `index`).
+    func carry(key: String, index: Int) {
+        entries.withLock { $0[key] = Entry(alwaysRuns: false, paths: .carried(index)) }
+    }
+
+    /// The snapshot of this run. A path that jobs saw in different states (one job rewrote what
+    /// another had read) keeps its newest state, and the jobs that saw another are left out, so
+    /// the next run checks them against the build state.
+    ///
+    /// After a small change most jobs are carried from the previous snapshot: its path table is
+    /// the starting point (carried jobs keep their index lists as they are), the few fresh paths
+    /// are merged into it, and paths no job watches any more are dropped.
+    func snapshot(
+        taskfileIdentity: ContentHash,
+        targets: [String],
+        published: [String: ContentHash],
+        expectedJobs: Int
+    ) -> UpToDateSnapshot {
+        let recorded = entries.withLock { $0 }
+        let listed = listings.withLock { $0 }
+        var paths = previous?.paths ?? []
+        var conflicting = Set<Int32>()
+        var index: [String: Int32]?
+        var freshIndex: [String: Int32] = [:]
+        /// Where `path` is in the table: fresh paths first, then the previous table (searched
+        /// through a table by path only when many fresh paths need it).
+        func position(of path: String, freshCount: Int) -> Int32? {
+            if let known = freshIndex[path] { return known }
+            guard let previous, !previous.paths.isEmpty else { return nil }
+            if freshCount > 64 {
+                if index == nil {
+                    var table: [String: Int32] = [:]
+                    table.reserveCapacity(previous.paths.count)
+                    for (position, entry) in previous.paths.enumerated() { table[entry.path] = Int32(position) }
+                    index = table
+                }
+                return index?[path]
+            }
+            return previous.paths.firstIndex { $0.path == path }.map(Int32.init)
+        }
+        var freshCount = listed.values.reduce(0) { $0 + $1.count }
+        for (_, entry) in recorded {
+            if case .fresh(let fresh) = entry.paths { freshCount += fresh.count }
+        }
+        func add(_ path: WatchedPath) -> Int32 {
+            if let known = position(of: path.path, freshCount: freshCount) {
+                let current = paths[Int(known)]
+                if !current.describesSameState(as: path) {
+                    conflicting.insert(known)
+                    if path.seenAt > current.seenAt { paths[Int(known)] = path }
+                } else if path.seenAt > current.seenAt {
+                    // The same state seen later: a status too fresh to trust then (a directory a
+                    // run had just written to) may be settled now. Every job watching a path
+                    // that was too fresh was checked again in this run, so none rests on the
+                    // earlier look alone.
+                    paths[Int(known)] = path
+                }
+                freshIndex[path.path] = known
+                return known
+            }
+            let position = Int32(paths.count)
+            freshIndex[path.path] = position
+            paths.append(path)
+            return position
+        }
+
+        var jobs: [UpToDateSnapshot.Job] = []
+        jobs.reserveCapacity(recorded.count)
+        // What each fresh job saw (carried ones saw what the previous table held); compared again
+        // only for conflicting paths.
+        var seen: [[WatchedPath]?] = []
+        seen.reserveCapacity(recorded.count)
+        var original: [WatchedPath] = []
+        for (key, entry) in recorded {
+            switch entry.paths {
+            case .fresh(let fresh):
+                jobs.append(UpToDateSnapshot.Job(key: key, alwaysRuns: entry.alwaysRuns, paths: fresh.map(add)))
+                seen.append(fresh)
+            case .carried(let position):
+                guard let previous else { continue }
+                jobs.append(UpToDateSnapshot.Job(key: key, alwaysRuns: false, paths: previous.jobs[position].paths))
+                seen.append(nil)
+            }
+        }
+        for (_, listing) in listed {
+            for path in listing { _ = add(path) }
+        }
+        if let previous { original = previous.paths }
+
+        var dropped = 0
+        if !conflicting.isEmpty {
+            var kept: [UpToDateSnapshot.Job] = []
+            for (job, saw) in zip(jobs, seen) {
+                let consistent = job.paths.enumerated().allSatisfy { offset, position in
+                    guard conflicting.contains(position) else { return true }
+                    let path = saw?[offset] ?? original[Int(position)]
+                    return paths[Int(position)].describesSameState(as: path)
+                }
+                if consistent { kept.append(job) } else { dropped += 1 }
+            }
+            jobs = kept
+        }
+
+        // Keep only the paths something still watches (a deleted source's job is gone).
+        var used = [Bool](repeating: false, count: paths.count)
+        for job in jobs { for position in job.paths { used[Int(position)] = true } }
+        for (_, listing) in listed {
+            for path in listing { if let known = freshIndex[path.path] { used[Int(known)] = true } }
+        }
+        if used.contains(false) {
+            var remap = [Int32](repeating: -1, count: paths.count)
+            var compact: [WatchedPath] = []
+            compact.reserveCapacity(paths.count)
+            for (position, entry) in paths.enumerated() where used[position] {
+                remap[position] = Int32(compact.count)
+                compact.append(entry)
+            }
+            paths = compact
+            jobs = jobs.map { job in
+                var job = job
+                job.paths = job.paths.map { remap[Int($0)] }
+                return job
+            }
+        }
+        let complete = dropped == 0 && missed.withLock { $0 } == 0 && recorded.count == expectedJobs
+        return UpToDateSnapshot(
+            taskfileIdentity: taskfileIdentity,
+            targets: targets,
+            paths: paths,
+            jobs: jobs,
+            published: published,
+            complete: complete,
+            jobCount: jobs.count,
+            anyAlwaysRuns: jobs.contains { $0.alwaysRuns }
+        )
+    }
+}
+
+extension UpToDateSnapshot {
+    /// ``scan(root:taskfilePath:targets:mayRewrite:tracked:requirementHolds:)``, each requirement
+    /// of the Taskfile's load checked against `context`.
+    static func scan(
+        root: String,
+        taskfilePath: String,
+        targets: [String],
+        mayRewrite: Bool = true,
+        tracked: (any TrackedContent)? = nil,
+        context: TaskfileContext = .process
+    ) -> Scan? {
+        scan(
+            root: root,
+            taskfilePath: taskfilePath,
+            targets: targets,
+            mayRewrite: mayRewrite,
+            tracked: tracked
+        ) { key, hash in
+            TaskfileRequirement(key: key, valueHash: hash).holds(in: context)
+        }
+    }
+}

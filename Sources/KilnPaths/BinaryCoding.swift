@@ -1,0 +1,126 @@
+// The compact binary form of kiln's own files (the Taskfile cache, the up-to-date snapshot):
+// LEB128 integers, length-prefixed UTF-8 strings, fixed-width 64-bit words.
+
+/// Appends values in a compact binary form: LEB128 integers, length-prefixed UTF-8 strings, and
+/// a table so each distinct file path (repeated in every location) is written once.
+package struct BinaryWriter {
+    package var bytes: [UInt8] = []
+    private var strings: [String: Int] = [:]
+
+    package init() {}
+
+    package mutating func append(_ raw: [UInt8]) { bytes += raw }
+
+    package mutating func write(_ value: Int) {
+        var value = UInt64(bitPattern: Int64(value)) << 1 ^ UInt64(bitPattern: Int64(value) >> 63)  // zigzag
+        while value >= 0x80 {
+            bytes.append(UInt8(value & 0x7f) | 0x80)
+            value >>= 7
+        }
+        bytes.append(UInt8(value))
+    }
+
+    package mutating func write(_ value: UInt64) {
+        withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) }
+    }
+
+    package mutating func write(_ value: Bool) { bytes.append(value ? 1 : 0) }
+
+    package mutating func write(byte: UInt8) { bytes.append(byte) }
+
+    /// A string, in full.
+    package mutating func write(_ value: String) {
+        write(value.utf8.count)
+        bytes.append(contentsOf: value.utf8)
+    }
+
+    /// A string that repeats (a file path): a back-reference if it was written before.
+    package mutating func writeShared(_ value: String) {
+        if let index = strings[value] {
+            write(-1 - index)
+            return
+        }
+        strings[value] = strings.count
+        write(value)
+    }
+
+    package mutating func write(_ value: String?) {
+        write(value != nil)
+        if let value { write(value) }
+    }
+}
+
+/// Reads what ``BinaryWriter`` wrote; every read returns `nil` on truncated or malformed input.
+package struct BinaryReader {
+    package let bytes: [UInt8]
+    package var offset = 0
+    private var strings: [String] = []
+
+    package init(bytes: [UInt8]) { self.bytes = bytes }
+
+    package mutating func readByte() -> UInt8? {
+        guard offset < bytes.count else { return nil }
+        defer { offset += 1 }
+        return bytes[offset]
+    }
+
+    package mutating func readBytes(count: Int) -> [UInt8]? {
+        guard count >= 0, offset + count <= bytes.count else { return nil }
+        defer { offset += count }
+        return Array(bytes[offset..<offset + count])
+    }
+
+    package mutating func readInteger() -> Int? {
+        var value: UInt64 = 0
+        var shift: UInt64 = 0
+        while offset < bytes.count, shift < 64 {
+            let byte = bytes[offset]
+            offset += 1
+            value |= UInt64(byte & 0x7f) << shift
+            if byte < 0x80 { return Int(Int64(bitPattern: (value >> 1) ^ (0 &- (value & 1)))) }
+            shift += 7
+        }
+        return nil
+    }
+
+    package mutating func readUInt64() -> UInt64? {
+        guard offset + 8 <= bytes.count else { return nil }
+        let value = bytes.withUnsafeBytes {
+            UInt64(littleEndian: $0.loadUnaligned(fromByteOffset: offset, as: UInt64.self))
+        }
+        offset += 8
+        return value
+    }
+
+    package mutating func readBool() -> Bool? {
+        guard offset < bytes.count else { return nil }
+        defer { offset += 1 }
+        return bytes[offset] != 0
+    }
+
+    package mutating func readString() -> String? {
+        guard let length = readInteger(), length >= 0, offset + length <= bytes.count else { return nil }
+        let string = String(decoding: bytes[offset..<offset + length], as: UTF8.self)
+        offset += length
+        return string
+    }
+
+    /// A string written with ``BinaryWriter/writeShared(_:)``.
+    package mutating func readSharedString() -> String? {
+        guard let length = readInteger() else { return nil }
+        if length < 0 {
+            let index = -1 - length
+            return index < strings.count ? strings[index] : nil
+        }
+        guard offset + length <= bytes.count else { return nil }
+        let string = String(decoding: bytes[offset..<offset + length], as: UTF8.self)
+        offset += length
+        strings.append(string)
+        return string
+    }
+
+    package mutating func readOptionalString() -> String?? {
+        guard let present = readBool() else { return nil }
+        return present ? readString().map { Optional($0) } : .some(nil)
+    }
+}

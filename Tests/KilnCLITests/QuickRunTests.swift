@@ -1,0 +1,225 @@
+import Foundation
+import KilnTestSupport
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The launcher's answer to a no-op `kiln run`: from the snapshot of the last complete run, with
+/// the full command's words, and never when something changed or it can't tell.
+@Suite("The launcher's quick no-op run")
+struct QuickRunTests {
+    let incremental = IncrementalTests()
+
+    /// `kiln ARGUMENTS…` with `KILN_DEBUG=phases` (and `environment`): its result, and whether the
+    /// launcher answered it (its phases line says `quick run`).
+    func kiln(
+        _ arguments: [String],
+        _ directory: TemporaryDirectory,
+        environment: [String: String] = [:]
+    ) async throws -> (result: KilnProcess.Result, quick: Bool) {
+        var environment = environment
+        environment["KILN_DEBUG"] = "phases"
+        let result = try await KilnProcess.run(arguments, in: directory.path, environment: environment)
+        return (result, result.standardError.contains("phases (ms): quick run"))
+    }
+
+    /// Standard output with the seconds masked: `kiln: done: 0 ran, 3 up to date in S s`.
+    func words(_ result: KilnProcess.Result) -> String {
+        result.standardOutput.replacingOccurrences(
+            of: #"in [0-9]+\.[0-9]{2} s"#,
+            with: "in S s",
+            options: .regularExpression
+        )
+    }
+
+    /// The incremental tests' project, built once, and up to date.
+    func builtProject() async throws -> TemporaryDirectory {
+        let directory = try incremental.project()
+        let first = try await KilnProcess.run(["run"], in: directory.path)
+        #expect(first.status == 0, "\(first)")
+        #expect(incremental.ran(directory) == ["copy src/a.txt", "copy src/b.txt", "join"])
+        return directory
+    }
+
+    @Test("a no-op run is answered by the launcher, with the words of the full command, for the targets given")
+    func answeredWithTheFullCommandsWords() async throws {
+        let directory = try await builtProject()
+        defer { directory.remove() }
+        // `--wait` changes nothing here, but it is an option the launcher doesn't take: the full
+        // command answers.
+        let full = try await kiln(["run", "--wait"], directory)
+        #expect(!full.quick && full.result.status == 0, "\(full.result)")
+        #expect(words(full.result) == "kiln: done: 0 ran, 3 up to date in S s\n")
+        for arguments in [["run"], [], ["run", "-j", "2"]] {
+            let quick = try await kiln(arguments, directory)
+            #expect(quick.quick && quick.result.status == 0, "\(arguments): \(quick.result)")
+            #expect(words(quick.result) == words(full.result))
+        }
+        #expect(incremental.ran(directory).isEmpty)
+        // Other targets: the snapshot is of `default`, so the full command decides, then the
+        // launcher answers for them.
+        let other = try await kiln(["run", "copy"], directory)
+        #expect(!other.quick && other.result.status == 0, "\(other.result)")
+        let again = try await kiln(["run", "copy"], directory)
+        #expect(again.quick && words(again.result) == "kiln: done: 0 ran, 2 up to date in S s\n", "\(again.result)")
+        #expect(incremental.ran(directory).isEmpty)
+    }
+
+    /// A change, and what the next run must then run.
+    struct Change: Sendable, CustomStringConvertible {
+        var description: String
+        var apply: @Sendable (TemporaryDirectory) throws -> Void
+        var runs: [String]
+    }
+
+    static let changes: [Change] = [
+        Change(
+            description: "a source edited",
+            apply: { try $0.write("src/a.txt", "alpha, edited\n") },
+            runs: ["copy src/a.txt", "join"]
+        ),
+        Change(
+            description: "a source added to a glob",
+            apply: { try $0.write("src/c.txt", "gamma\n") },
+            runs: ["copy src/c.txt", "join"]
+        ),
+        Change(
+            description: "a source deleted",
+            apply: { try FileManager.default.removeItem(atPath: $0.path("src/b.txt")) },
+            runs: ["join"]
+        ),
+        Change(
+            description: "an output deleted",
+            apply: { try FileManager.default.removeItem(atPath: $0.path("out/a.txt")) },
+            runs: ["copy src/a.txt"]
+        ),
+        Change(description: "an output edited", apply: { try $0.write("joined.txt", "tampered\n") }, runs: ["join"]),
+        Change(
+            description: "the Taskfile's command edited",
+            apply: { directory in
+                let taskfile = directory.read("Taskfile.yml")!
+                try directory.write(
+                    "Taskfile.yml",
+                    taskfile.replacingOccurrences(of: "cat out/a.txt", with: "cat  out/a.txt")
+                )
+            },
+            runs: ["join"]
+        ),
+        Change(
+            description: "an included Taskfile added",
+            apply: { directory in
+                try directory.write("extra.yml", "version: '3'\ntasks:\n  hello: ['echo hello >> ran.log']\n")
+                let taskfile = directory.read("Taskfile.yml")!
+                try directory.write(
+                    "Taskfile.yml",
+                    taskfile.replacingOccurrences(of: "tasks:\n", with: "includes:\n  extra: ./extra.yml\ntasks:\n")
+                )
+            },
+            runs: []
+        ),
+    ]
+
+    @Test(
+        "after a change the launcher hands over, the full command runs what changed, and the next no-op is quick again",
+        arguments: changes
+    )
+    func changesAreTheFullCommands(_ change: Change) async throws {
+        let directory = try await builtProject()
+        defer { directory.remove() }
+        try change.apply(directory)
+        let changed = try await kiln(["run"], directory)
+        #expect(!changed.quick && changed.result.status == 0, "\(change): \(changed.result)")
+        #expect(incremental.ran(directory) == change.runs.sorted(), "\(change)")
+        // The run wrote into directories its globs read moments before it looked: the next
+        // no-op may be the full command's, to look again; the one after it is the launcher's.
+        try await Task.sleep(for: .milliseconds(60))
+        let settling = try await kiln(["run"], directory)
+        #expect(settling.result.status == 0 && incremental.ran(directory).isEmpty, "\(change): \(settling.result)")
+        let next = try await kiln(["run"], directory)
+        #expect(next.quick && next.result.status == 0, "\(change): \(next.result)")
+        #expect(incremental.ran(directory).isEmpty, "\(change)")
+    }
+
+    @Test("what the launcher can't vouch for is the full command's: options, variables, the remote, another run")
+    func handsOverWhatItCannotDecide() async throws {
+        let directory = try await builtProject()
+        defer { directory.remove() }
+        let forced = try await kiln(["run", "--force"], directory)
+        #expect(!forced.quick && forced.result.status == 0, "\(forced.result)")
+        #expect(incremental.ran(directory) == ["copy src/a.txt", "copy src/b.txt", "join"])
+        let variable = try await kiln(["run", "NAME=value"], directory)
+        #expect(!variable.quick && variable.result.status == 0, "\(variable.result)")
+        let remote = try await kiln(["run"], directory, environment: ["KILN_REMOTE_CACHE": "grpc://127.0.0.1:9"])
+        #expect(!remote.quick, "\(remote.result)")
+        let json = try await kiln(["run", "--json"], directory)
+        #expect(!json.quick && json.result.standardOutput.contains("\"event\""), "\(json.result)")
+        let quick = try await kiln(["run"], directory)
+        #expect(quick.quick, "\(quick.result)")
+        #expect(incremental.ran(directory).isEmpty)
+
+        // Another run holds the project: the full command says so (exit 3), as it would anyway.
+        let descriptor = open(directory.path(".kiln/lock"), O_RDWR)
+        #expect(descriptor >= 0)
+        defer { close(descriptor) }
+        #expect(flock(descriptor, LOCK_EX | LOCK_NB) == 0)
+        let busy = try await kiln(["run"], directory)
+        #expect(!busy.quick && busy.result.status == 3, "\(busy.result)")
+        #expect(busy.result.standardError.contains("another kiln run"))
+        flock(descriptor, LOCK_UN)
+        let free = try await kiln(["run"], directory)
+        #expect(free.quick && free.result.status == 0, "\(free.result)")
+    }
+
+    @Test("a Taskfile that reads the environment: the same value is a quick no-op, another is the full command's")
+    func environmentTheTaskfileReads() async throws {
+        let directory = try TemporaryDirectory(prefix: "kiln-quick-run")
+        defer { directory.remove() }
+        try directory.write(
+            "Taskfile.yml",
+            """
+            version: '3'
+            tasks:
+              default:
+                generates: [greeting.txt]
+                cmds: ['echo "{{.KILN_TEST_GREETING}}" > greeting.txt']
+
+            """
+        )
+        let first = try await kiln(["run"], directory, environment: ["KILN_TEST_GREETING": "hello"])
+        #expect(first.result.status == 0 && directory.read("greeting.txt") == "hello\n", "\(first.result)")
+        let same = try await kiln(["run"], directory, environment: ["KILN_TEST_GREETING": "hello"])
+        #expect(same.quick, "\(same.result)")
+        let other = try await kiln(["run"], directory, environment: ["KILN_TEST_GREETING": "bonjour"])
+        #expect(!other.quick && other.result.status == 0, "\(other.result)")
+        #expect(directory.read("greeting.txt") == "bonjour\n")
+        // Unset: kiln refuses a template that reads an undefined variable (a documented
+        // difference from go-task), and the launcher must not answer for the Taskfile first.
+        let unset = try await kiln(["run"], directory)
+        #expect(!unset.quick && unset.result.status == 2, "\(unset.result)")
+        #expect(unset.result.standardError.contains("undefined variable 'KILN_TEST_GREETING'"))
+    }
+
+    @Test("a Taskfile that reads a special variable: every no-op is the full command's")
+    func specialVariablesAreTheFullCommands() async throws {
+        let directory = try TemporaryDirectory(prefix: "kiln-quick-run")
+        defer { directory.remove() }
+        try directory.write(
+            "Taskfile.yml",
+            """
+            version: '3'
+            tasks:
+              default:
+                generates: [where.txt]
+                cmds: ['echo "{{.USER_WORKING_DIR}}" > where.txt']
+
+            """
+        )
+        let first = try await kiln(["run"], directory)
+        #expect(first.result.status == 0, "\(first.result)")
+        let second = try await kiln(["run"], directory)
+        #expect(!second.quick && second.result.status == 0, "\(second.result)")
+        #expect(words(second.result) == "kiln: done: 0 ran, 1 up to date in S s\n")
+    }
+}
