@@ -12,7 +12,8 @@ import KilnPaths
 /// It decides the way the full command does, with the same code: the run lock is taken, the
 /// Taskfile cache's header says the Taskfiles and what their load read are the same
 /// (``TaskfileCacheHeader``), and the up-to-date snapshot says every path it watches is
-/// unchanged (``UpToDateSnapshot/scan(root:taskfilePath:targets:mayRewrite:tracked:requirementHolds:)``).
+/// unchanged (``UpToDateSnapshot/noOp(root:taskfilePath:targets:requirementHolds:)``, the rule of
+/// the full command's scan, which gives up at the first change: the full command looks again).
 /// Whatever it can't decide alone it hands to the full command, which gives the same answer or
 /// runs: options on the command line (`--force`, `--json`…; `-j` alone is taken), `NAME=value` variables or
 /// `--`, a remote configured in the environment, a Taskfile whose load read a special variable,
@@ -89,15 +90,15 @@ public enum QuickRun {
         }
         defer { RunLockFile.release(lock) }
         clock.mark("lock")
-        let scan = UpToDateSnapshot.scan(
+        let snapshot = UpToDateSnapshot.noOp(
             root: root,
             taskfilePath: taskfile,
             targets: targets,
             requirementHolds: requirementHolds
         )
         clock.mark("snapshot")
-        guard let scan, scan.isNoOp, !scan.snapshot.watches else { return nil }
-        return scan.snapshot.jobCount
+        guard let snapshot, !snapshot.watches else { return nil }
+        return snapshot.jobCount
     }
 
     /// Whether something the Taskfile's load read besides its files is the same now: an

@@ -200,9 +200,14 @@ public struct UpToDateSnapshot: Sendable {
         public var changedPaths: Int
         /// Nothing changed and the snapshot covers the whole run: a run would do nothing.
         public var isNoOp: Bool {
-            snapshot.complete && !snapshot.anyAlwaysRuns && dirtyJobs.isEmpty && changedPaths == 0
+            snapshot.vouchesForWholeRun && dirtyJobs.isEmpty && changedPaths == 0
         }
     }
+
+    /// Whether, with none of its paths changed, the snapshot says a run does nothing: it covers
+    /// every job of the run, and none of them always runs. **The one no-op rule**, for the full
+    /// command's scan and the launcher's.
+    var vouchesForWholeRun: Bool { complete && !anyAlwaysRuns }
 
     /// Loads the project's snapshot and checks every path it watches, in parallel; `nil` when
     /// there is none or it doesn't apply (another Taskfile, other targets, another format).
@@ -226,43 +231,17 @@ public struct UpToDateSnapshot: Sendable {
         tracked: (any TrackedContent)? = nil,
         requirementHolds: (_ key: String, _ valueHash: UInt64?) -> Bool
     ) -> Scan? {
-        guard let bytes = Files.readSealed(path(root: root), magic: magic), let (head, tail) = decodeHead(bytes),
-            head.targets == targets,
-            let identity = TaskfileCacheHeader.identity(
-                taskfilePath: taskfilePath,
+        guard
+            let (bytes, head, tail) = load(
                 root: root,
-                holds: requirementHolds
-            ),
-            identity == head.taskfileIdentity
+                taskfilePath: taskfilePath,
+                targets: targets,
+                requirementHolds: requirementHolds
+            )
         else { return nil }
         var snapshot = head
-        let paths = snapshot.paths
-        // Chunks of paths, checked on every core: mostly `stat` calls.
-        let chunk = 512
-        let chunks = (paths.count + chunk - 1) / chunk
-        let found = Mutex<(changed: [Int], refreshed: [(Int, WatchedPath)])>(([], []))
-        let rootDescriptor = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        defer { if rootDescriptor >= 0 { close(rootDescriptor) } }
-        let base = rootDescriptor >= 0 ? rootDescriptor : AT_FDCWD
-        DispatchQueue.concurrentPerform(iterations: chunks) { index in
-            var changed: [Int] = []
-            var refreshed: [(Int, WatchedPath)] = []
-            for position in index * chunk..<min(paths.count, (index + 1) * chunk) {
-                switch paths[position].compare(root: root, rootDescriptor: base, tracked: tracked) {
-                case .unchanged: break
-                case .sameContent(let entry): refreshed.append((position, entry))
-                case .changed: changed.append(position)
-                }
-            }
-            if !changed.isEmpty || !refreshed.isEmpty {
-                found.withLock {
-                    $0.changed += changed
-                    $0.refreshed += refreshed
-                }
-            }
-        }
-        let (changed, refreshed) = found.withLock { $0 }
-        if changed.isEmpty, snapshot.complete, !snapshot.anyAlwaysRuns, refreshed.isEmpty {
+        let (changed, refreshed) = look(at: head.paths, root: root, tracked: tracked, untilChanged: false)
+        if changed.isEmpty, snapshot.vouchesForWholeRun, refreshed.isEmpty {
             // A no-op: the jobs and signatures aren't needed.
             return Scan(snapshot: snapshot, dirtyJobs: [], changedPaths: 0)
         }
@@ -280,6 +259,97 @@ public struct UpToDateSnapshot: Sendable {
             snapshot.write(root: root)
         }
         return Scan(snapshot: snapshot, dirtyJobs: dirty, changedPaths: changed.count)
+    }
+
+    /// The launcher's question: whether a run of `targets` would do nothing — the snapshot, when
+    /// it would, `nil` when it wouldn't or can't tell. The same rule as ``scan(root:taskfilePath:targets:mayRewrite:tracked:requirementHolds:)``'s
+    /// ``Scan/isNoOp``, but it gives up at the first changed path (the full command, which runs
+    /// next, looks at them all) and asks no git index. The caller holds the project's lock: a
+    /// file re-read because its status was too fresh is recorded as it is now.
+    package static func noOp(
+        root: String,
+        taskfilePath: String,
+        targets: [String],
+        requirementHolds: (_ key: String, _ valueHash: UInt64?) -> Bool
+    ) -> UpToDateSnapshot? {
+        guard
+            let (bytes, head, tail) = load(
+                root: root,
+                taskfilePath: taskfilePath,
+                targets: targets,
+                requirementHolds: requirementHolds
+            ),
+            head.vouchesForWholeRun
+        else { return nil }
+        let (changed, refreshed) = look(at: head.paths, root: root, tracked: nil, untilChanged: true)
+        guard changed.isEmpty else { return nil }
+        if !refreshed.isEmpty {
+            var snapshot = head
+            guard decodeTail(bytes, from: tail, into: &snapshot) else { return nil }
+            for (position, entry) in refreshed { snapshot.paths[position] = entry }
+            snapshot.write(root: root)
+        }
+        return head
+    }
+
+    /// The project's snapshot — its bytes, its head (all but the jobs and the published
+    /// signatures) and where the rest starts — when it is of this Taskfile, as it is now, and of
+    /// these targets.
+    private static func load(
+        root: String,
+        taskfilePath: String,
+        targets: [String],
+        requirementHolds: (_ key: String, _ valueHash: UInt64?) -> Bool
+    ) -> (bytes: [UInt8], head: UpToDateSnapshot, tail: Int)? {
+        guard let bytes = Files.readSealed(path(root: root), magic: magic), let (head, tail) = decodeHead(bytes),
+            head.targets == targets,
+            let identity = TaskfileCacheHeader.identity(
+                taskfilePath: taskfilePath,
+                root: root,
+                holds: requirementHolds
+            ),
+            identity == head.taskfileIdentity
+        else { return nil }
+        return (bytes, head, tail)
+    }
+
+    /// Compares every path with what it was, in chunks on every core (mostly `stat` calls): the
+    /// positions of those that changed, and the fresh records of those whose content was read
+    /// and is the same. With `untilChanged`, every chunk stops once one path changed.
+    private static func look(
+        at paths: [WatchedPath],
+        root: String,
+        tracked: (any TrackedContent)?,
+        untilChanged: Bool
+    ) -> (changed: [Int], refreshed: [(Int, WatchedPath)]) {
+        let chunk = 512
+        let chunks = (paths.count + chunk - 1) / chunk
+        let found = Mutex<(changed: [Int], refreshed: [(Int, WatchedPath)])>(([], []))
+        let stop = Atomic<Bool>(false)
+        let rootDescriptor = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        defer { if rootDescriptor >= 0 { close(rootDescriptor) } }
+        let base = rootDescriptor >= 0 ? rootDescriptor : AT_FDCWD
+        DispatchQueue.concurrentPerform(iterations: chunks) { index in
+            var changed: [Int] = []
+            var refreshed: [(Int, WatchedPath)] = []
+            for position in index * chunk..<min(paths.count, (index + 1) * chunk) {
+                if untilChanged, stop.load(ordering: .relaxed) { break }
+                switch paths[position].compare(root: root, rootDescriptor: base, tracked: tracked) {
+                case .unchanged: break
+                case .sameContent(let entry): refreshed.append((position, entry))
+                case .changed:
+                    changed.append(position)
+                    if untilChanged { stop.store(true, ordering: .relaxed) }
+                }
+            }
+            if !changed.isEmpty || !refreshed.isEmpty {
+                found.withLock {
+                    $0.changed += changed
+                    $0.refreshed += refreshed
+                }
+            }
+        }
+        return found.withLock { $0 }
     }
 
     // MARK: Encoding

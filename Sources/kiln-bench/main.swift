@@ -6,8 +6,8 @@ import Foundation
 //       content-hashing throughput (XXH3-128) beside md5sum and sha256sum
 //   kiln-bench host --kiln PATH --ninja PATH --task PATH [--work DIR] [--quick] [--only dry-run|critical-path]
 //       kiln vs ninja vs go-task on generated projects
-//   kiln-bench incremental --kiln PATH --ninja PATH --task PATH [--work DIR] [--quick]
-//       no-op and one-changed-file runs: kiln vs ninja vs go-task
+//   kiln-bench incremental --kiln PATH --ninja PATH --task PATH [--work DIR] [--quick] [--only small]
+//       no-op and one-changed-file runs: kiln vs ninja vs go-task; a small C project's no-op vs make
 //   kiln-bench plugins --kiln PATH [--work DIR]
 //       what loading every bundled plugin adds to kiln's start-up
 //   kiln-bench git --kiln PATH --lefthook PATH [--files N] [--work DIR]
@@ -75,7 +75,8 @@ case "incremental":
         workDirectory: value("--work") ?? "/tmp/kiln-bench-host"
     )
     do {
-        try benchmark.run()
+        if value("--only") != "small" { try benchmark.run() }
+        try SmallProjectBenchmark(kiln: kiln, ninja: ninja, workDirectory: benchmark.workDirectory).run()
     } catch {
         print("kiln-bench incremental: \(error)")
         exit(1)

@@ -17,6 +17,9 @@ import KilnPluginAPI
 ///
 /// Threading: stateless; safe from any thread.
 enum TaskfileCache {
+    /// The header — magic, format version, what the load read — is ``TaskfileCacheHeader``'s, which
+    /// the launcher reads too. **Bump ``TaskfileCacheHeader/formatVersion`` when the encoding or the
+    /// meaning of ``Taskfile`` changes.**
     static let magic = TaskfileCacheHeader.magic
 
     /// The cache file of a project.
