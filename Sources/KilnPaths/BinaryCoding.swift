@@ -3,6 +3,8 @@
 
 /// Appends values in a compact binary form: LEB128 integers, length-prefixed UTF-8 strings, and
 /// a table so each distinct file path (repeated in every location) is written once.
+///
+/// Threading: a value type.
 package struct BinaryWriter {
     package var bytes: [UInt8] = []
     private var strings: [String: Int] = [:]
@@ -51,6 +53,8 @@ package struct BinaryWriter {
 }
 
 /// Reads what ``BinaryWriter`` wrote; every read returns `nil` on truncated or malformed input.
+///
+/// Threading: a value type.
 package struct BinaryReader {
     package let bytes: [UInt8]
     package var offset = 0

@@ -231,13 +231,8 @@ public struct UpToDateSnapshot: Sendable {
         tracked: (any TrackedContent)? = nil,
         requirementHolds: (_ key: String, _ valueHash: UInt64?) -> Bool
     ) -> Scan? {
-        guard
-            let (bytes, head, tail) = load(
-                root: root,
-                taskfilePath: taskfilePath,
-                targets: targets,
-                requirementHolds: requirementHolds
-            )
+        guard let (bytes, head, tail) = load(root: root, targets: targets),
+            identityHolds(head, root: root, taskfilePath: taskfilePath, requirementHolds)
         else { return nil }
         var snapshot = head
         let (changed, refreshed) = look(at: head.paths, root: root, tracked: tracked, untilChanged: false)
@@ -272,17 +267,14 @@ public struct UpToDateSnapshot: Sendable {
         targets: [String],
         requirementHolds: (_ key: String, _ valueHash: UInt64?) -> Bool
     ) -> UpToDateSnapshot? {
-        guard
-            let (bytes, head, tail) = load(
-                root: root,
-                taskfilePath: taskfilePath,
-                targets: targets,
-                requirementHolds: requirementHolds
-            ),
-            head.vouchesForWholeRun
-        else { return nil }
+        // The cheapest test that fails first: a changed path is the usual reason a run isn't a
+        // no-op, and the Taskfile's identity (reading its cache, hashing every Taskfile) waits
+        // until every path is found unchanged.
+        guard let (bytes, head, tail) = load(root: root, targets: targets), head.vouchesForWholeRun else { return nil }
         let (changed, refreshed) = look(at: head.paths, root: root, tracked: nil, untilChanged: true)
-        guard changed.isEmpty else { return nil }
+        guard changed.isEmpty, identityHolds(head, root: root, taskfilePath: taskfilePath, requirementHolds) else {
+            return nil
+        }
         if !refreshed.isEmpty {
             var snapshot = head
             guard decodeTail(bytes, from: tail, into: &snapshot) else { return nil }
@@ -293,24 +285,24 @@ public struct UpToDateSnapshot: Sendable {
     }
 
     /// The project's snapshot — its bytes, its head (all but the jobs and the published
-    /// signatures) and where the rest starts — when it is of this Taskfile, as it is now, and of
-    /// these targets.
-    private static func load(
-        root: String,
-        taskfilePath: String,
-        targets: [String],
-        requirementHolds: (_ key: String, _ valueHash: UInt64?) -> Bool
-    ) -> (bytes: [UInt8], head: UpToDateSnapshot, tail: Int)? {
+    /// signatures) and where the rest starts — when it is of these targets.
+    private static func load(root: String, targets: [String]) -> (bytes: [UInt8], head: UpToDateSnapshot, tail: Int)? {
         guard let bytes = Files.readSealed(path(root: root), magic: magic), let (head, tail) = decodeHead(bytes),
-            head.targets == targets,
-            let identity = TaskfileCacheHeader.identity(
-                taskfilePath: taskfilePath,
-                root: root,
-                holds: requirementHolds
-            ),
-            identity == head.taskfileIdentity
+            head.targets == targets
         else { return nil }
         return (bytes, head, tail)
+    }
+
+    /// Whether the snapshot was made with the Taskfiles as they are now, loaded in a context
+    /// `requirementHolds` says is the same.
+    private static func identityHolds(
+        _ head: UpToDateSnapshot,
+        root: String,
+        taskfilePath: String,
+        _ requirementHolds: (_ key: String, _ valueHash: UInt64?) -> Bool
+    ) -> Bool {
+        TaskfileCacheHeader.identity(taskfilePath: taskfilePath, root: root, holds: requirementHolds)
+            == head.taskfileIdentity
     }
 
     /// Compares every path with what it was, in chunks on every core (mostly `stat` calls): the

@@ -45,21 +45,36 @@ public struct BuildPlan: Sendable {
     /// order written.
     public func startingLongestPathFirst(durations: [String: Int64]) -> BuildPlan {
         guard gating == nil, tasks.count > 1 else { return self }
-        let known = tasks.compactMap { durations[$0.definition.name] }
-        let fallback = known.isEmpty ? 1 : max(1, known.reduce(0, +) / Int64(known.count))
-        var dependents = Array(repeating: [Int](), count: tasks.count)
-        for (position, dependencies) in dependencyPositions.enumerated() {
-            for dependency in dependencies { dependents[dependency].append(position) }
+        let count = tasks.count
+        // Each task's recorded duration, looked up once (-1: never timed).
+        var own = [Int64](repeating: -1, count: count)
+        var timed: Int64 = 0
+        var total: Int64 = 0
+        if !durations.isEmpty {
+            for position in 0..<count {
+                guard let duration = durations[tasks[position].definition.name] else { continue }
+                own[position] = duration
+                timed += 1
+                total &+= duration
+            }
         }
-        // Dependents come later in the plan: one pass from the end.
-        var remaining = Array(repeating: Int64(0), count: tasks.count)
-        for position in tasks.indices.reversed() {
-            let own = max(1, durations[tasks[position].definition.name] ?? fallback)
-            remaining[position] = own &+ (dependents[position].lazy.map { remaining[$0] }.max() ?? 0)
+        let fallback = timed == 0 ? 1 : max(1, total / timed)
+        // Dependents come later in the plan: one pass from the end, each task handing its
+        // remaining path to its dependencies.
+        var remaining = [Int64](repeating: 0, count: count)
+        var longestAfter = [Int64](repeating: 0, count: count)
+        for position in (0..<count).reversed() {
+            let path = max(1, own[position] < 0 ? fallback : own[position]) &+ longestAfter[position]
+            remaining[position] = path
+            for dependency in dependencyPositions[position] where longestAfter[dependency] < path {
+                longestAfter[dependency] = path
+            }
         }
-        let order = tasks.indices.sorted { remaining[$0] != remaining[$1] ? remaining[$0] > remaining[$1] : $0 < $1 }
-        if order == Array(tasks.indices) { return self }
-        var newPosition = Array(repeating: 0, count: tasks.count)
+        let order = remaining.withUnsafeBufferPointer { remaining in
+            (0..<count).sorted { remaining[$0] != remaining[$1] ? remaining[$0] > remaining[$1] : $0 < $1 }
+        }
+        if order.elementsEqual(0..<count) { return self }
+        var newPosition = [Int](repeating: 0, count: count)
         for (new, old) in order.enumerated() { newPosition[old] = new }
         var reordered = self
         reordered.tasks = order.map { tasks[$0] }

@@ -211,7 +211,9 @@ public enum BuildSession {
         )
         defer { options.remote?.close() }
         // The long poles first: by the durations the last runs recorded, or by depth.
-        let ordered = plan.startingLongestPathFirst(durations: plan.tasks.count > 1 ? state.loadDurations() : [:])
+        let ordered = plan.startingLongestPathFirst(
+            durations: plan.tasks.count > 1 ? state.loadDurations(expecting: plan.tasks.count) : [:]
+        )
         let run = BuildRun(plan: ordered, queues: queues, options: options, observer: settings.observers(queues))
         if request.exitsAfterwards {
             keepUntilExit([project, plan, ordered, state, incremental, run, queues, scan as Any])

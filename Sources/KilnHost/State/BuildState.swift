@@ -292,9 +292,10 @@ public final class BuildState: @unchecked Sendable {
     }
 
     /// How long each task's job last ran, in nanoseconds, by task name. `kiln clean` keeps them,
-    /// as ninja keeps `.ninja_log`.
-    public func loadDurations() -> [String: Int64] {
+    /// as ninja keeps `.ninja_log`. `count`: how many the caller expects (room is made for them).
+    public func loadDurations(expecting count: Int = 0) -> [String: Int64] {
         var result: [String: Int64] = [:]
+        result.reserveCapacity(count)
         query("SELECT task, nanoseconds FROM durations") { statement in
             guard let task = Self.text(statement, 0) else { return }
             result[task] = sqlite3_column_int64(statement, 1)
