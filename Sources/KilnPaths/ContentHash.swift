@@ -152,22 +152,9 @@ public struct ContentHasher: ~Copyable {
 ///
 /// Threading: stateless; safe from any thread.
 public enum FileContent {
-    /// A file that can't be hashed.
-    ///
-    /// Threading: a value type.
-    public struct Failure: Error, CustomStringConvertible, Sendable {
-        /// The file.
-        public var path: String
-        /// The system's reason.
-        public var reason: String
-        /// `path: reason`.
-        public var description: String { "\(path): \(reason)" }
-
-        package init(path: String, reason: String) {
-            self.path = path
-            self.reason = reason
-        }
-    }
+    /// A file that can't be hashed: its path and the system's reason, as any file kiln can't
+    /// read.
+    public typealias Failure = Files.ReadError
 
     /// XXH3-128 of the file's contents. Large files are mapped into memory, not copied.
     ///
