@@ -15,10 +15,10 @@ import KilnPaths
 /// unchanged (``UpToDateSnapshot/noOp(root:taskfilePath:targets:requirementHolds:)``, the rule of
 /// the full command's scan, which gives up at the first change: the full command looks again).
 /// Whatever it can't decide alone it hands to the full command, which gives the same answer or
-/// runs: options on the command line (`--force`, `--json`…; `-j` alone is taken), `NAME=value` variables or
-/// `--`, a remote configured in the environment, a Taskfile whose load read a special variable,
-/// a file hashed through git whose status moved (only the git index can vouch for it), a task
-/// that watches, another run holding the lock, anything changed.
+/// runs: options on the command line (`--force`, `--json`…; only `-j` is taken), `NAME=value`
+/// variables or `--`, a remote configured in the environment, a Taskfile whose load read a
+/// special variable, a file hashed through git whose status moved (only the git index can vouch
+/// for it), a task that watches, another run holding the lock, anything changed.
 ///
 /// Threading: runs on the caller's thread; call it once, from `main`.
 public enum QuickRun {
@@ -28,10 +28,12 @@ public enum QuickRun {
     /// - Parameter arguments: The command line, the executable's name first.
     public static func answer(_ arguments: [String]) -> Int32? {
         guard let targets = targets(arguments) else { return nil }
-        // The remote settings are checked by the full command even when it has nothing to run.
-        for name in ["KILN_REMOTE_CACHE", "KILN_REMOTE_EXECUTOR", "KILN_REMOTE_INSTANCE", "KILN_REMOTE_TIMEOUT"]
-        where getenv(name) != nil {
-            return nil
+        // The remote settings (`KILN_REMOTE_…`) are checked by the full command even when it has
+        // nothing to run.
+        var variable = environ
+        while let entry = variable.pointee {
+            if strncmp(entry, "KILN_REMOTE_", 12) == 0 { return nil }
+            variable += 1
         }
         let started = FileSignature.now()
         let clock = PhaseClock(title: "quick run")

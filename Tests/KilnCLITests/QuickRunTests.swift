@@ -151,8 +151,10 @@ struct QuickRunTests {
         #expect(incremental.ran(directory) == ["copy src/a.txt", "copy src/b.txt", "join"])
         let variable = try await kiln(["run", "NAME=value"], directory)
         #expect(!variable.quick && variable.result.status == 0, "\(variable.result)")
-        let remote = try await kiln(["run"], directory, environment: ["KILN_REMOTE_CACHE": "grpc://127.0.0.1:9"])
-        #expect(!remote.quick, "\(remote.result)")
+        for (name, value) in [("KILN_REMOTE_CACHE", "grpc://127.0.0.1:9"), ("KILN_REMOTE_INSTANCE", "main")] {
+            let remote = try await kiln(["run"], directory, environment: [name: value])
+            #expect(!remote.quick, "\(name): \(remote.result)")
+        }
         let json = try await kiln(["run", "--json"], directory)
         #expect(!json.quick && json.result.standardOutput.contains("\"event\""), "\(json.result)")
         let quick = try await kiln(["run"], directory)
