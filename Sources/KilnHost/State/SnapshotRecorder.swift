@@ -113,9 +113,10 @@ final class SnapshotRecorder: Sendable {
                     if path.seenAt > current.seenAt { paths[Int(known)] = path }
                 } else if path.seenAt > current.seenAt {
                     // The same state seen later: a status too fresh to trust then (a directory a
-                    // run had just written to) may be settled now. Every job watching a path
-                    // that was too fresh was checked again in this run, so none rests on the
-                    // earlier look alone.
+                    // run had just written to) may be settled now. A look is a proof taken at its
+                    // time — a file's, a hash read then (its `seenAt` is when it was hashed); a
+                    // directory's, its listing read then — so the later one vouches for the same
+                    // content as the earlier, for a longer time.
                     paths[Int(known)] = path
                 }
                 freshIndex[path.path] = known
