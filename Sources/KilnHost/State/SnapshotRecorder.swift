@@ -216,9 +216,8 @@ extension UpToDateSnapshot {
             taskfilePath: taskfilePath,
             targets: targets,
             mayRewrite: mayRewrite,
-            tracked: tracked
-        ) { key, hash in
-            TaskfileRequirement(key: key, valueHash: hash).holds(in: context)
-        }
+            tracked: tracked,
+            requirementHolds: context.holds
+        )
     }
 }

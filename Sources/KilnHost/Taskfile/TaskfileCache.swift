@@ -40,9 +40,7 @@ enum TaskfileCache {
     /// the hash of its contents — or `nil` when there is no valid cache. Equal identities mean
     /// the same Taskfiles with the same contents; kiln's up-to-date snapshot is keyed on it.
     static func identity(taskfilePath: String, root: String, context: TaskfileContext) -> ContentHash? {
-        TaskfileCacheHeader.identity(taskfilePath: taskfilePath, root: root) { key, hash in
-            TaskfileRequirement(key: key, valueHash: hash).holds(in: context)
-        }
+        TaskfileCacheHeader.identity(taskfilePath: taskfilePath, root: root, holds: context.holds)
     }
 
     /// Every file the cached load read, and each optional include it looked for and didn't find;
@@ -63,9 +61,7 @@ enum TaskfileCache {
     private static func validHeader(_ reader: inout BinaryReader, taskfilePath: String, context: TaskfileContext)
         -> [String]?
     {
-        TaskfileCacheHeader.read(&reader, taskfilePath: taskfilePath) { key, hash in
-            TaskfileRequirement(key: key, valueHash: hash).holds(in: context)
-        }
+        TaskfileCacheHeader.read(&reader, taskfilePath: taskfilePath, holds: context.holds)
     }
 
     /// Saves `taskfile`, whose load read `files` (with `missingOptional` includes absent).

@@ -99,6 +99,12 @@ public struct TaskfileContext: Sendable {
         return String(decoding: buffer[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }()
 
+    /// Whether this context still gives a recorded requirement's value: its key, and the hash of
+    /// its value then (``TaskfileCacheHeader/read(_:taskfilePath:holds:)``).
+    func holds(_ key: String, _ valueHash: UInt64?) -> Bool {
+        TaskfileRequirement(key: key, context: self).valueHash == valueHash
+    }
+
     /// The current value of a recorded requirement (``TaskfileRequirement``).
     func value(of requirement: String) -> String? {
         if requirement.hasPrefix("env:") { return environment[String(requirement.dropFirst(4))] }
@@ -135,8 +141,4 @@ struct TaskfileRequirement: Sendable, Hashable {
         self.valueHash = valueHash
     }
 
-    /// Whether `context` still gives the value recorded.
-    func holds(in context: TaskfileContext) -> Bool {
-        TaskfileRequirement(key: key, context: context).valueHash == valueHash
-    }
 }
