@@ -174,21 +174,27 @@ struct QuickRunTests {
         #expect(free.quick && free.result.status == 0, "\(free.result)")
     }
 
-    @Test("a Taskfile that reads the environment: the same value is a quick no-op, another is the full command's")
-    func environmentTheTaskfileReads() async throws {
+    /// A project whose one task writes the variable `name` into `file`.
+    func echoProject(of name: String, into file: String) throws -> TemporaryDirectory {
         let directory = try TemporaryDirectory(prefix: "kiln-quick-run")
-        defer { directory.remove() }
         try directory.write(
             "Taskfile.yml",
             """
             version: '3'
             tasks:
               default:
-                generates: [greeting.txt]
-                cmds: ['echo "{{.KILN_TEST_GREETING}}" > greeting.txt']
+                generates: [\(file)]
+                cmds: ['echo "{{.\(name)}}" > \(file)']
 
             """
         )
+        return directory
+    }
+
+    @Test("a Taskfile that reads the environment: the same value is a quick no-op, another is the full command's")
+    func environmentTheTaskfileReads() async throws {
+        let directory = try echoProject(of: "KILN_TEST_GREETING", into: "greeting.txt")
+        defer { directory.remove() }
         let first = try await kiln(["run"], directory, environment: ["KILN_TEST_GREETING": "hello"])
         #expect(first.result.status == 0 && directory.read("greeting.txt") == "hello\n", "\(first.result)")
         let same = try await kiln(["run"], directory, environment: ["KILN_TEST_GREETING": "hello"])
@@ -205,19 +211,8 @@ struct QuickRunTests {
 
     @Test("a Taskfile that reads a special variable: every no-op is the full command's")
     func specialVariablesAreTheFullCommands() async throws {
-        let directory = try TemporaryDirectory(prefix: "kiln-quick-run")
+        let directory = try echoProject(of: "USER_WORKING_DIR", into: "where.txt")
         defer { directory.remove() }
-        try directory.write(
-            "Taskfile.yml",
-            """
-            version: '3'
-            tasks:
-              default:
-                generates: [where.txt]
-                cmds: ['echo "{{.USER_WORKING_DIR}}" > where.txt']
-
-            """
-        )
         let first = try await kiln(["run"], directory)
         #expect(first.result.status == 0, "\(first.result)")
         let second = try await kiln(["run"], directory)
