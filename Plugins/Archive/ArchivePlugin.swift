@@ -3,7 +3,7 @@ import KilnJobs
 import KilnPluginAPI
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The `archive` task kind: packs files and directories into a `.tar.gz`.
@@ -37,7 +37,9 @@ struct ArchiveKind: TaskKind {
     let name = "archive"
     let version = "1"
 
-    func configuration(from value: ConfigurationValue, task: TaskDescription) throws(TaskConfigurationError) -> Configuration {
+    func configuration(from value: ConfigurationValue, task: TaskDescription) throws(TaskConfigurationError)
+        -> Configuration
+    {
         try value.rejectUnknownKeys(["output", "files", "prefix", "level"], in: "the archive plugin's 'with'")
         guard let output = value["output"] else {
             throw TaskConfigurationError("the archive plugin needs 'output: PATH.tar.gz' in 'with'", at: value.location)
@@ -46,17 +48,25 @@ struct ArchiveKind: TaskKind {
             throw TaskConfigurationError("the archive plugin needs 'files: [PATH, …]' in 'with'", at: value.location)
         }
         let list = try files.requireStrings("'files'")
-        if list.isEmpty { throw TaskConfigurationError("'files' is empty: name at least one file or directory", at: files.location) }
+        if list.isEmpty {
+            throw TaskConfigurationError("'files' is empty: name at least one file or directory", at: files.location)
+        }
         var level = 6
         if let node = value["level"] {
             level = try node.requireInteger("'level'")
             guard (1...9).contains(level) else {
-                throw TaskConfigurationError("'level' must be 1 (fastest) to 9 (smallest), not \(level)", at: node.location)
+                throw TaskConfigurationError(
+                    "'level' must be 1 (fastest) to 9 (smallest), not \(level)",
+                    at: node.location
+                )
             }
         }
         let prefix = try value["prefix"]?.requireString("'prefix'") ?? ""
         if prefix.hasPrefix("/") || prefix.split(separator: "/").contains("..") {
-            throw TaskConfigurationError("'prefix' must be a relative directory without '..'", at: value["prefix"]?.location)
+            throw TaskConfigurationError(
+                "'prefix' must be a relative directory without '..'",
+                at: value["prefix"]?.location
+            )
         }
         return Configuration(output: try output.requireString("'output'"), files: list, prefix: prefix, level: level)
     }
@@ -72,8 +82,11 @@ struct ArchiveKind: TaskKind {
         for file in configuration.files { files.append(try request.render(file)) }
         return ArchiveJob(
             output: absolute(try request.render(configuration.output), in: request.directory),
-            files: files, prefix: try request.render(configuration.prefix),
-            level: configuration.level, directory: request.directory, context: context
+            files: files,
+            prefix: try request.render(configuration.prefix),
+            level: configuration.level,
+            directory: request.directory,
+            context: context
         )
     }
 }
@@ -188,7 +201,9 @@ enum Walk {
         defer { closedir(handle) }
         var result: [String] = []
         while let entry = readdir(handle) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            let name = withUnsafeBytes(of: entry.pointee.d_name) {
+                String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self)
+            }
             if name != ".", name != "..", fnmatch(last, name, FNM_PERIOD) == 0 { result.append(parent + "/" + name) }
         }
         return result.sorted()
@@ -209,14 +224,17 @@ enum Walk {
         case S_IFLNK:
             var buffer = [CChar](repeating: 0, count: 4096)
             let count = readlink(path, &buffer, buffer.count - 1)
-            let target = count > 0 ? String(decoding: buffer[0..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self) : ""
+            let target =
+                count > 0 ? String(decoding: buffer[0..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self) : ""
             entries.append(Entry(name: name, path: path, kind: .symlink, mode: mode, size: 0, linkTarget: target))
         case S_IFDIR:
             if name != "." { entries.append(Entry(name: name, path: path, kind: .directory, mode: mode, size: 0)) }
             guard let handle = opendir(path) else { throw TaskFailure("can't list \(path): \(TaskFiles.lastError)") }
             var children: [String] = []
             while let entry = readdir(handle) {
-                let child = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+                let child = withUnsafeBytes(of: entry.pointee.d_name) {
+                    String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self)
+                }
                 if child != ".", child != ".." { children.append(child) }
             }
             closedir(handle)
@@ -237,13 +255,21 @@ enum TarHeader {
         var prefixPart: [UInt8] = []
         if bytes.count > 100 {
             // Split at a '/' so the name is ≤ 100 bytes and the prefix ≤ 155.
-            guard let split = bytes.indices.reversed().first(where: { bytes[$0] == UInt8(ascii: "/") && bytes.count - $0 - 1 <= 100 && $0 <= 155 }) else {
-                throw TaskFailure("the path \(fullName) is too long for a tar archive (ustar allows 255 bytes, split at a '/')")
+            guard
+                let split = bytes.indices.reversed().first(where: {
+                    bytes[$0] == UInt8(ascii: "/") && bytes.count - $0 - 1 <= 100 && $0 <= 155
+                })
+            else {
+                throw TaskFailure(
+                    "the path \(fullName) is too long for a tar archive (ustar allows 255 bytes, split at a '/')"
+                )
             }
             prefixPart = Array(bytes[..<split])
             namePart = Array(bytes[(split + 1)...])
         }
-        func put(_ field: [UInt8], at offset: Int) { for (index, byte) in field.enumerated() { block[offset + index] = byte } }
+        func put(_ field: [UInt8], at offset: Int) {
+            for (index, byte) in field.enumerated() { block[offset + index] = byte }
+        }
         func octal(_ value: Int, width: Int) -> [UInt8] {
             let digits = String(value, radix: 8)
             return Array((String(repeating: "0", count: max(0, width - 1 - digits.count)) + digits).utf8) + [0]
@@ -255,14 +281,17 @@ enum TarHeader {
         put(octal(entry.kind == .file ? entry.size : 0, width: 12), at: 124)
         put(octal(0, width: 12), at: 136)  // mtime: zero, so archives are reproducible
         put(Array("        ".utf8), at: 148)  // checksum placeholder
-        block[156] = switch entry.kind {
-        case .file: UInt8(ascii: "0")
-        case .symlink: UInt8(ascii: "2")
-        case .directory: UInt8(ascii: "5")
-        }
+        block[156] =
+            switch entry.kind {
+            case .file: UInt8(ascii: "0")
+            case .symlink: UInt8(ascii: "2")
+            case .directory: UInt8(ascii: "5")
+            }
         if entry.kind == .symlink {
             let target = Array(entry.linkTarget.utf8)
-            guard target.count <= 100 else { throw TaskFailure("the link target of \(fullName) is longer than 100 bytes") }
+            guard target.count <= 100 else {
+                throw TaskFailure("the link target of \(fullName) is longer than 100 bytes")
+            }
             put(target, at: 157)
         }
         put(Array("ustar".utf8) + [0], at: 257)

@@ -3,7 +3,7 @@ import KilnJobs
 import KilnPluginAPI
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The `compress` task kind: gzip-compresses files at the highest level, the way a web project
@@ -35,16 +35,24 @@ struct CompressKind: TaskKind {
     let name = "compress"
     let version = "1"
 
-    func configuration(from value: ConfigurationValue, task: TaskDescription) throws(TaskConfigurationError) -> Configuration {
+    func configuration(from value: ConfigurationValue, task: TaskDescription) throws(TaskConfigurationError)
+        -> Configuration
+    {
         try value.rejectUnknownKeys(["level", "keep-smaller-only"], in: "the compress plugin's 'with'")
         var level = 9
         if let node = value["level"] {
             level = try node.requireInteger("'level'")
             guard (1...9).contains(level) else {
-                throw TaskConfigurationError("'level' must be 1 (fastest) to 9 (smallest), not \(level)", at: node.location)
+                throw TaskConfigurationError(
+                    "'level' must be 1 (fastest) to 9 (smallest), not \(level)",
+                    at: node.location
+                )
             }
         }
-        return Configuration(level: level, keepSmallerOnly: try value["keep-smaller-only"]?.requireBool("'keep-smaller-only'") ?? false)
+        return Configuration(
+            level: level,
+            keepSmallerOnly: try value["keep-smaller-only"]?.requireBool("'keep-smaller-only'") ?? false
+        )
     }
 
     func summary(of configuration: Configuration, request: JobRequest) -> String {
@@ -59,8 +67,10 @@ struct CompressKind: TaskKind {
             )
         }
         let pairs = request.inputs.enumerated().map { index, input in
-            (input: path(input, in: request.directory),
-             output: path(request.outputs.isEmpty ? input + ".gz" : request.outputs[index], in: request.directory))
+            (
+                input: path(input, in: request.directory),
+                output: path(request.outputs.isEmpty ? input + ".gz" : request.outputs[index], in: request.directory)
+            )
         }
         return CompressJob(pairs: pairs, configuration: configuration, context: context)
     }

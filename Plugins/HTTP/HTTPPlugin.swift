@@ -4,7 +4,7 @@ import KilnPluginAPI
 import Synchronization
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The `http` task kind: downloads a URL to a file, or uploads a file to a URL, as an
@@ -49,10 +49,16 @@ struct HTTPKind: TaskKind {
     let name = "http"
     let version = "1"
 
-    func configuration(from value: ConfigurationValue, task: TaskDescription) throws(TaskConfigurationError) -> Configuration {
-        let keys: Set<String> = ["url", "method", "output", "input", "headers", "timeout", "connect-timeout", "retries", "backoff"]
+    func configuration(from value: ConfigurationValue, task: TaskDescription) throws(TaskConfigurationError)
+        -> Configuration
+    {
+        let keys: Set<String> = [
+            "url", "method", "output", "input", "headers", "timeout", "connect-timeout", "retries", "backoff",
+        ]
         try value.rejectUnknownKeys(keys, in: "the http plugin's 'with'")
-        guard let url = value["url"] else { throw TaskConfigurationError("the http plugin needs 'url: …' in 'with'", at: value.location) }
+        guard let url = value["url"] else {
+            throw TaskConfigurationError("the http plugin needs 'url: …' in 'with'", at: value.location)
+        }
         let text = try url.requireString("'url'")
         let lowered = text.lowercased()
         guard lowered.hasPrefix("http://") || lowered.hasPrefix("https://") || text.hasPrefix("{{") else {
@@ -60,28 +66,43 @@ struct HTTPKind: TaskKind {
         }
         let method = try value["method"]?.requireString("'method'").uppercased() ?? "GET"
         guard ["GET", "PUT", "POST", "DELETE"].contains(method) else {
-            throw TaskConfigurationError("'method' must be GET, PUT, POST or DELETE, not '\(method)'", at: value["method"]?.location)
+            throw TaskConfigurationError(
+                "'method' must be GET, PUT, POST or DELETE, not '\(method)'",
+                at: value["method"]?.location
+            )
         }
         var headers: [(String, String)] = []
         if let node = value["headers"] {
-            guard let map = node.map else { throw TaskConfigurationError("'headers' must be a map of names to values", at: node.location) }
+            guard let map = node.map else {
+                throw TaskConfigurationError("'headers' must be a map of names to values", at: node.location)
+            }
             for (key, _, entry) in map { headers.append((key, try entry.requireString("header '\(key)'"))) }
         }
         func seconds(_ key: String, _ fallback: Double) throws(TaskConfigurationError) -> Double {
             guard let node = value[key] else { return fallback }
             let number = try node.requireDouble("'\(key)'")
-            guard number > 0 else { throw TaskConfigurationError("'\(key)' must be more than 0 seconds", at: node.location) }
+            guard number > 0 else {
+                throw TaskConfigurationError("'\(key)' must be more than 0 seconds", at: node.location)
+            }
             return number
         }
         var retries = 3
         if let node = value["retries"] {
             retries = try node.requireInteger("'retries'")
-            guard (0...20).contains(retries) else { throw TaskConfigurationError("'retries' must be 0 to 20", at: node.location) }
+            guard (0...20).contains(retries) else {
+                throw TaskConfigurationError("'retries' must be 0 to 20", at: node.location)
+            }
         }
         return Configuration(
-            url: text, method: method, output: try value["output"]?.requireString("'output'"),
-            input: try value["input"]?.requireString("'input'"), headers: headers, timeout: try seconds("timeout", 60),
-            connectTimeout: try seconds("connect-timeout", 10), retries: retries, backoff: try seconds("backoff", 0.5)
+            url: text,
+            method: method,
+            output: try value["output"]?.requireString("'output'"),
+            input: try value["input"]?.requireString("'input'"),
+            headers: headers,
+            timeout: try seconds("timeout", 60),
+            connectTimeout: try seconds("connect-timeout", 10),
+            retries: retries,
+            backoff: try seconds("backoff", 0.5)
         )
     }
 
@@ -101,13 +122,19 @@ struct HTTPKind: TaskKind {
     func makeJob(configuration: Configuration, request: JobRequest, context: TaskContext) throws -> Job {
         let absolute = { (path: String) in path.hasPrefix("/") ? path : request.directory + "/" + path }
         // Rendered for real here: a template that fails fails the job, naming why.
-        for template in [configuration.url, configuration.output, configuration.input].compactMap({ $0 }) + configuration.headers.map(\.1) {
+        for template in [configuration.url, configuration.output, configuration.input].compactMap({ $0 })
+            + configuration.headers.map(\.1)
+        {
             _ = try request.render(template)
         }
         return HTTPJob(
-            url: request.display(configuration.url), method: configuration.method,
-            output: download(configuration, request).map(absolute), input: upload(configuration, request).map(absolute),
-            headers: configuration.headers.map { ($0.0, request.display($0.1)) }, configuration: configuration, context: context
+            url: request.display(configuration.url),
+            method: configuration.method,
+            output: download(configuration, request).map(absolute),
+            input: upload(configuration, request).map(absolute),
+            headers: configuration.headers.map { ($0.0, request.display($0.1)) },
+            configuration: configuration,
+            context: context
         )
     }
 
@@ -124,7 +151,9 @@ struct HTTPKind: TaskKind {
     /// The host of a URL (`example.com:8080` keeps its port), for its queue's name.
     static func host(of url: String) -> String {
         var rest = Substring(url)
-        if let colon = rest.firstIndex(of: ":"), rest[colon...].hasPrefix("://") { rest = rest[rest.index(colon, offsetBy: 3)...] }
+        if let colon = rest.firstIndex(of: ":"), rest[colon...].hasPrefix("://") {
+            rest = rest[rest.index(colon, offsetBy: 3)...]
+        }
         let authority = rest.prefix { $0 != "/" && $0 != "?" && $0 != "#" }
         let host = authority.split(separator: "@").last.map(String.init) ?? ""
         return host.isEmpty ? "unknown" : host.lowercased()
@@ -142,8 +171,13 @@ final class HTTPJob: Job, @unchecked Sendable {
     let context: TaskContext
 
     init(
-        url: String, method: String, output: String?, input: String?, headers: [(String, String)],
-        configuration: HTTPKind.Configuration, context: TaskContext
+        url: String,
+        method: String,
+        output: String?,
+        input: String?,
+        headers: [(String, String)],
+        configuration: HTTPKind.Configuration,
+        context: TaskContext
     ) {
         self.url = url
         self.method = method
@@ -228,10 +262,15 @@ final class CurlLoop: @unchecked Sendable {
         multi = kiln_curl_multi_init()!
         var thread = pthread_t()
         let box = Unmanaged.passRetained(self).toOpaque()
-        pthread_create(&thread, nil, { argument in
-            Unmanaged<CurlLoop>.fromOpaque(argument!).takeRetainedValue().loop()
-            return nil
-        }, box)
+        pthread_create(
+            &thread,
+            nil,
+            { argument in
+                Unmanaged<CurlLoop>.fromOpaque(argument!).takeRetainedValue().loop()
+                return nil
+            },
+            box
+        )
         pthread_detach(thread)
     }
 
@@ -273,7 +312,9 @@ final class CurlLoop: @unchecked Sendable {
             }
             // Sleep until there is network activity, a wake-up, or the next retry is due.
             var timeout: Int32 = 1000
-            if let next = waiting.map(\.due).min() { timeout = Int32(clamping: max(0, (Int64(next) - Int64(Self.now())) / 1_000_000)) }
+            if let next = waiting.map(\.due).min() {
+                timeout = Int32(clamping: max(0, (Int64(next) - Int64(Self.now())) / 1_000_000))
+            }
             kiln_curl_multi_poll(multi, timeout)
         }
     }
@@ -345,7 +386,11 @@ final class CurlLoop: @unchecked Sendable {
                 var info = stat()
                 fstat(transfer.uploadDescriptor, &info)
                 kiln_curl_set_long(easy, job.method == "PUT" ? CURLOPT_UPLOAD : CURLOPT_POST, 1)
-                kiln_curl_set_offset(easy, job.method == "PUT" ? CURLOPT_INFILESIZE_LARGE : CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(info.st_size))
+                kiln_curl_set_offset(
+                    easy,
+                    job.method == "PUT" ? CURLOPT_INFILESIZE_LARGE : CURLOPT_POSTFIELDSIZE_LARGE,
+                    curl_off_t(info.st_size)
+                )
                 kiln_curl_set_pointer(easy, CURLOPT_READDATA, Unmanaged.passUnretained(transfer).toOpaque())
                 kiln_curl_set_read_function(easy) { buffer, size, count, user in
                     let transfer = Unmanaged<Transfer>.fromOpaque(user!).takeUnretainedValue()
@@ -357,7 +402,11 @@ final class CurlLoop: @unchecked Sendable {
                 }
             } else {
                 kiln_curl_set_long(easy, job.method == "PUT" ? CURLOPT_UPLOAD : CURLOPT_POST, 1)
-                kiln_curl_set_offset(easy, job.method == "PUT" ? CURLOPT_INFILESIZE_LARGE : CURLOPT_POSTFIELDSIZE_LARGE, 0)
+                kiln_curl_set_offset(
+                    easy,
+                    job.method == "PUT" ? CURLOPT_INFILESIZE_LARGE : CURLOPT_POSTFIELDSIZE_LARGE,
+                    0
+                )
             }
         default:
             kiln_curl_set_string(easy, CURLOPT_CUSTOMREQUEST, job.method)
@@ -385,12 +434,16 @@ final class CurlLoop: @unchecked Sendable {
             let what: String
             switch result {
             case CURLE_COULDNT_CONNECT: what = "connection refused (\(detail))"
-            case CURLE_OPERATION_TIMEDOUT: what = "timed out after \(formatSeconds(job.configuration.timeout)) s (\(detail))"
+            case CURLE_OPERATION_TIMEDOUT:
+                what = "timed out after \(formatSeconds(job.configuration.timeout)) s (\(detail))"
             case CURLE_COULDNT_RESOLVE_HOST: what = "can't resolve the host (\(detail))"
             default: what = detail
             }
             failure = TaskFailure("\(job.method) \(job.url): \(what)")
-            mayRetry = [CURLE_COULDNT_CONNECT, CURLE_OPERATION_TIMEDOUT, CURLE_COULDNT_RESOLVE_HOST, CURLE_RECV_ERROR, CURLE_SEND_ERROR, CURLE_GOT_NOTHING, CURLE_PARTIAL_FILE].contains(result)
+            mayRetry = [
+                CURLE_COULDNT_CONNECT, CURLE_OPERATION_TIMEDOUT, CURLE_COULDNT_RESOLVE_HOST, CURLE_RECV_ERROR,
+                CURLE_SEND_ERROR, CURLE_GOT_NOTHING, CURLE_PARTIAL_FILE,
+            ].contains(result)
         } else if !(200...299).contains(status) {
             failure = TaskFailure("\(job.method) \(job.url): HTTP \(status) \(Self.reason(status))")
             mayRetry = status >= 500 || status == 429
@@ -399,7 +452,9 @@ final class CurlLoop: @unchecked Sendable {
             discard(transfer)
             if mayRetry, transfer.attempt <= job.configuration.retries {
                 let delay = job.configuration.backoff * Double(1 << (transfer.attempt - 1))
-                job.context.log("\(failure.description); retrying in \(formatSeconds(delay)) s (attempt \(transfer.attempt + 1) of \(job.configuration.retries + 1))")
+                job.context.log(
+                    "\(failure.description); retrying in \(formatSeconds(delay)) s (attempt \(transfer.attempt + 1) of \(job.configuration.retries + 1))"
+                )
                 waiting.append((Self.now() + UInt64(delay * 1e9), transfer))
                 return
             }
@@ -414,7 +469,9 @@ final class CurlLoop: @unchecked Sendable {
                 try? job.finish(error: TaskFailure("GET \(job.url): can't move the download to \(output): \(reason)"))
                 return
             }
-            job.context.log("GET \(job.url) → \(TaskFiles.shown(output, relativeTo: job.context.projectRoot)): \(transfer.received) bytes")
+            job.context.log(
+                "GET \(job.url) → \(TaskFiles.shown(output, relativeTo: job.context.projectRoot)): \(transfer.received) bytes"
+            )
         } else {
             job.context.log("\(job.method) \(job.url): HTTP \(status)")
         }

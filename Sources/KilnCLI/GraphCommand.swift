@@ -40,7 +40,8 @@ extension Kiln {
                     let definition = task.definition
                     let resources = task.resourceClaims
                     return .object([
-                        ("name", .string(definition.name)), ("deps", .array(definition.dependencies.map { .string($0.value) })),
+                        ("name", .string(definition.name)),
+                        ("deps", .array(definition.dependencies.map { .string($0.value) })),
                         ("kind", .string(definition.kind.value)), ("each", .string(definition.each.rawValue)),
                         ("resources", .array(resources.map(JSONValue.string))),
                     ])

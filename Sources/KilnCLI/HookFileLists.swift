@@ -2,7 +2,7 @@ import KilnHost
 import KilnPaths
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The file lists `kiln hook` hands the `kiln run` it starts: the changed files (absolute, for
@@ -142,7 +142,9 @@ struct HookFileLists {
     /// Whether `pid` is a process that hasn't ended (a zombie has).
     private static func isAlive(_ pid: pid_t) -> Bool {
         guard kill(pid, 0) == 0 || errno == EPERM else { return false }
-        guard let stat = try? Files.readText("/proc/\(pid)/stat"), let close = stat.lastIndex(of: ")") else { return true }
+        guard let stat = try? Files.readText("/proc/\(pid)/stat"), let close = stat.lastIndex(of: ")") else {
+            return true
+        }
         return stat[stat.index(after: close)...].dropFirst().first != "Z"
     }
 

@@ -1,12 +1,12 @@
-import KilnPaths
 import ArgumentParser
 import KilnGit
 import KilnGitFormat
 import KilnHookPlan
 import KilnHost
+import KilnPaths
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The line that marks a hook script as Kiln's.
@@ -26,7 +26,9 @@ extension Kiln {
         )
 
         struct Install: ParsableCommand {
-            static let configuration = CommandConfiguration(abstract: "Write a hook script for each hook the Taskfile maps.")
+            static let configuration = CommandConfiguration(
+                abstract: "Write a hook script for each hook the Taskfile maps."
+            )
             @OptionGroup var options: TaskfileOptions
 
             func run() throws {
@@ -52,15 +54,21 @@ extension Kiln {
                     }
                     try System.writeFile(path, contents: script(name: name, kiln: kiln))
                     chmod(path, 0o755)
-                    print("kiln: installed \(path) → \(project.taskfile.hooks[name]?.map(\.value).joined(separator: ", ") ?? "")")
+                    print(
+                        "kiln: installed \(path) → \(project.taskfile.hooks[name]?.map(\.value).joined(separator: ", ") ?? "")"
+                    )
                 }
-                if project.taskfile.hooks.isEmpty { print("kiln: the Taskfile maps no hooks (add 'hooks: {pre-commit: [TASK]}')") }
+                if project.taskfile.hooks.isEmpty {
+                    print("kiln: the Taskfile maps no hooks (add 'hooks: {pre-commit: [TASK]}')")
+                }
                 if refused { Kiln.exit(withError: ExitCode(ExitStatus.jobFailed)) }
             }
         }
 
         struct Uninstall: ParsableCommand {
-            static let configuration = CommandConfiguration(abstract: "Remove Kiln's hook scripts, restoring hooks they chained.")
+            static let configuration = CommandConfiguration(
+                abstract: "Remove Kiln's hook scripts, restoring hooks they chained."
+            )
             @OptionGroup var options: TaskfileOptions
 
             func run() throws {
@@ -89,9 +97,13 @@ extension Kiln {
                 for name in TaskfileLoader.hookNames {
                     let tasks = project.taskfile.hooks[name]?.map(\.value) ?? []
                     let text = try? Files.readText(directory + "/" + name)
-                    let installed = text?.contains(hookMarker) == true ? "installed" : text == nil ? "not installed" : "another hook (not Kiln's)"
+                    let installed =
+                        text?.contains(hookMarker) == true
+                        ? "installed" : text == nil ? "not installed" : "another hook (not Kiln's)"
                     let chained = Files.exists(directory + "/" + name + ".kiln-chained") ? ", chains your own" : ""
-                    print("  \(name): \(tasks.isEmpty ? "no tasks" : tasks.joined(separator: ", ")); \(installed)\(chained)")
+                    print(
+                        "  \(name): \(tasks.isEmpty ? "no tasks" : tasks.joined(separator: ", ")); \(installed)\(chained)"
+                    )
                 }
             }
         }
@@ -132,7 +144,9 @@ extension Kiln {
             let bypass = "KILN_SKIP_HOOKS=1 skips the hook; 'kiln hooks uninstall' removes it"
             guard let located = locateTaskfile(options) else {
                 // The hook's checks can't run: say so, and block, rather than pass unchecked.
-                System.writeError("kiln hook \(name): no Taskfile in \(System.currentDirectory) or a parent, so its checks can't run; \(bypass)\n")
+                System.writeError(
+                    "kiln hook \(name): no Taskfile in \(System.currentDirectory) or a parent, so its checks can't run; \(bypass)\n"
+                )
                 Kiln.exit(withError: ExitCode(ExitStatus.invalidTaskfile))
             }
             let taskfile: Taskfile
@@ -141,7 +155,9 @@ extension Kiln {
                 context.dynamicScope = .hook(name)
                 taskfile = try TaskfileLoader(context: context).load(path: located.path)
             } catch {
-                System.writeError("\(error.description)\nkiln hook \(name): the Taskfile doesn't load, so its checks can't run; \(bypass)\n")
+                System.writeError(
+                    "\(error.description)\nkiln hook \(name): the Taskfile doesn't load, so its checks can't run; \(bypass)\n"
+                )
                 Kiln.exit(withError: ExitCode(ExitStatus.invalidTaskfile))
             }
             guard let tasks = taskfile.hooks[name]?.map(\.value), !tasks.isEmpty else {
@@ -174,7 +190,9 @@ extension Kiln {
                 let project = try Project(taskfile: taskfile, runner: ProcessMonitor(), plugins: options.plugins)
                 plan = try BuildPlanner(taskfile: project.taskfile, registry: project.registry).plan(targets: tasks)
             } catch {
-                System.writeError("\(error.description)\nkiln hook \(name): the hook's tasks can't be planned, so its checks can't run; \(bypass)\n")
+                System.writeError(
+                    "\(error.description)\nkiln hook \(name): the hook's tasks can't be planned, so its checks can't run; \(bypass)\n"
+                )
                 Kiln.exit(withError: ExitCode(ExitStatus.invalidTaskfile))
             }
             let discovered = BuildSession.discoveredInputs(for: plan)
@@ -183,7 +201,9 @@ extension Kiln {
             saveHookPlan(plan, discovered: discovered, taskfile: taskfile, madeAt: madeAt)
             phases.print()
             if affected.tasks.isEmpty {
-                System.writeError("kiln hook \(name): nothing affected (\(affected.changedFiles.count) changed file\(affected.changedFiles.count == 1 ? "" : "s"))\n")
+                System.writeError(
+                    "kiln hook \(name): nothing affected (\(affected.changedFiles.count) changed file\(affected.changedFiles.count == 1 ? "" : "s"))\n"
+                )
                 Kiln.exit()
             }
             // Run them: `kiln run --affected` with the hook's files, passed in files of this run's
@@ -234,19 +254,23 @@ extension Kiln {
 
         /// Saves what this hook's tasks look at, for the launcher's quick answer next time
         /// (``QuickHook``): for the hooks it answers, called as the hook scripts call it.
-        private func saveHookPlan(_ plan: BuildPlan?, discovered: [JobKey: [String]], taskfile: Taskfile, madeAt: Int64) {
-            guard QuickHook.answers(name), options.taskfile == nil, options.pluginPath.isEmpty, !options.allowInsecurePlugins,
+        private func saveHookPlan(_ plan: BuildPlan?, discovered: [JobKey: [String]], taskfile: Taskfile, madeAt: Int64)
+        {
+            guard QuickHook.answers(name), options.taskfile == nil, options.pluginPath.isEmpty,
+                !options.allowInsecurePlugins,
                 var watched = TaskfileLoader.filesRead(byTaskfileAt: taskfile.path)
             else { return }
             var tasks: [HookPlan.Task] = []
             for task in plan?.tasks ?? [] {
                 let definition = task.definition
                 let files = discovered.filter { $0.key.task == definition.name }.values.joined()
-                tasks.append(HookPlan.Task(
-                    directory: definition.directory,
-                    patterns: definition.renderedSources,
-                    discovered: Array(Set(files))
-                ))
+                tasks.append(
+                    HookPlan.Task(
+                        directory: definition.directory,
+                        patterns: definition.renderedSources,
+                        discovered: Array(Set(files))
+                    )
+                )
             }
             if plan?.tasks.contains(where: { $0.definition.depfile != nil }) == true {
                 let kiln = KilnDirectory(root: taskfile.root)
@@ -257,8 +281,11 @@ extension Kiln {
                 watched += [executable, directory + "/libKilnCLI.so"]
             }
             HookPlan(
-                taskfilePath: taskfile.path, root: taskfile.root, taskfiles: Array(Set((plan?.tasks ?? []).map(\.definition.file))),
-                tasks: tasks, watched: watched.map(HookPlan.Watched.init(path:))
+                taskfilePath: taskfile.path,
+                root: taskfile.root,
+                taskfiles: Array(Set((plan?.tasks ?? []).map(\.definition.file))),
+                tasks: tasks,
+                watched: watched.map(HookPlan.Watched.init(path:))
             ).save(hook: name, madeAt: madeAt)
         }
 

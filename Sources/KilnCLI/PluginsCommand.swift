@@ -33,11 +33,13 @@ extension Kiln {
             for candidate in candidates where seen.insert(candidate).inserted {
                 do {
                     let plugin = try loader.load(candidate)
-                    rows.append(.object([
-                        ("name", .string(plugin.name)), ("version", .string(plugin.version)),
-                        ("abi", .integer(Int(plugin.abiVersion))), ("file", .string(plugin.file)),
-                        ("kinds", .array(plugin.kinds.map { .string($0) })),
-                    ]))
+                    rows.append(
+                        .object([
+                            ("name", .string(plugin.name)), ("version", .string(plugin.version)),
+                            ("abi", .integer(Int(plugin.abiVersion))), ("file", .string(plugin.file)),
+                            ("kinds", .array(plugin.kinds.map { .string($0) })),
+                        ])
+                    )
                     text += "\(plugin.name) \(plugin.version)  ABI \(plugin.abiVersion)  \(plugin.file)\n"
                     text += "    kinds: \(plugin.kinds.joined(separator: ", "))\n"
                 } catch {

@@ -60,7 +60,8 @@ struct StagedView {
         var partly: [(path: String, entry: GitIndex.Entry)] = []
         for path in stagedFiles where path.hasPrefix(top) {
             let relative = String(path.dropFirst(top.count))
-            guard let entry = index.entry(for: relative), entry.stage == 0 else { continue }  // deleted: not in the commit
+            // Deleted: not in the commit.
+            guard let entry = index.entry(for: relative), entry.stage == 0 else { continue }
             let kind = entry.mode & 0o170000
             guard kind == 0o100000 || kind == 0o120000 else { continue }  // a submodule: its own repository
             var info = stat()

@@ -1,11 +1,11 @@
 import CGit2
+import Dispatch
 import KilnGitFormat
 import KilnHost
-import Dispatch
 import Synchronization
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 extension GitRepository {
@@ -28,7 +28,7 @@ extension GitRepository {
         let index: GitIndex
         do {
             index = try self.index()
-        } catch where error.code == .unsupportedIndex {
+        } catch  where error.code == .unsupportedIndex {
             return try workingTreeChanges()
         }
         var changes = try stagedChanges(in: index)
@@ -61,13 +61,23 @@ extension GitRepository {
                 for position in part * chunk..<min(entries.count, (part + 1) * chunk) {
                     let entry = entries[position]
                     guard entry.stage == 0, entry.mode != 0o160000, !entry.skipsWorktree else { continue }
-                    if entry.directoryLength != directory.length || !index.sameDirectory(entry, startingAt: directory.start) {
+                    if entry.directoryLength != directory.length
+                        || !index.sameDirectory(entry, startingAt: directory.start)
+                    {
                         if directory.descriptor >= 0, directory.descriptor != base { close(directory.descriptor) }
-                        directory = (entry.nameStart, entry.directoryLength, entry.directoryLength == 0 ? base : index.openDirectory(of: entry, in: base))
+                        directory = (
+                            entry.nameStart, entry.directoryLength,
+                            entry.directoryLength == 0 ? base : index.openDirectory(of: entry, in: base)
+                        )
                     }
                     let status = index.withPath(of: entry) { path in
                         directory.descriptor >= 0
-                            ? fstatat(directory.descriptor, path + Int(entry.directoryLength), &info, AT_SYMLINK_NOFOLLOW)
+                            ? fstatat(
+                                directory.descriptor,
+                                path + Int(entry.directoryLength),
+                                &info,
+                                AT_SYMLINK_NOFOLLOW
+                            )
                             : fstatat(base, path, &info, AT_SYMLINK_NOFOLLOW)
                     }
                     guard status == 0 else {
@@ -77,21 +87,27 @@ extension GitRepository {
                     let kind = info.st_mode & S_IFMT
                     if kind != S_IFREG, kind != S_IFLNK {
                         // A directory where a file was: the file is gone (what is inside is untracked).
-                        local.append(GitChange(path: index.path(of: entry), kind: kind == S_IFDIR ? .deleted : .typeChanged))
+                        local.append(
+                            GitChange(path: index.path(of: entry), kind: kind == S_IFDIR ? .deleted : .typeChanged)
+                        )
                         continue
                     }
                     presentFlags[position] = true
                     let mode: UInt32 = kind == S_IFLNK ? 0o120000 : (info.st_mode & 0o100 != 0 ? 0o100755 : 0o100644)
                     if mode != entry.mode {
                         let typeChanged = entry.mode == 0o120000 || mode == 0o120000
-                        local.append(GitChange(path: index.path(of: entry), kind: typeChanged ? .typeChanged : .modified))
+                        local.append(
+                            GitChange(path: index.path(of: entry), kind: typeChanged ? .typeChanged : .modified)
+                        )
                         continue
                     }
-                    let sameStat = UInt32(truncatingIfNeeded: info.st_size) == entry.size
+                    let sameStat =
+                        UInt32(truncatingIfNeeded: info.st_size) == entry.size
                         && UInt32(truncatingIfNeeded: info.st_mtim.tv_sec) == entry.modified.seconds
                         && UInt32(truncatingIfNeeded: info.st_mtim.tv_nsec) == entry.modified.nanoseconds
                         && UInt32(truncatingIfNeeded: info.st_ino) == entry.inode
-                    let racy = Int64(entry.modified.seconds) * 1_000_000_000 + Int64(entry.modified.nanoseconds) >= indexTime
+                    let racy =
+                        Int64(entry.modified.seconds) * 1_000_000_000 + Int64(entry.modified.nanoseconds) >= indexTime
                     if sameStat, !racy { continue }
                     if UInt32(truncatingIfNeeded: info.st_size) != entry.size, kind == S_IFREG {
                         local.append(GitChange(path: index.path(of: entry), kind: .modified))
@@ -123,14 +139,18 @@ extension GitRepository {
             var subdirectories: [String] = []
             while let item = readdir(handle) {
                 let isDot = withUnsafeBytes(of: item.pointee.d_name) { name in
-                    name[0] == UInt8(ascii: ".") && (name[1] == 0 || (name[1] == UInt8(ascii: ".") && name[2] == 0)
-                        || (name[1] == UInt8(ascii: "g") && name[2] == UInt8(ascii: "i") && name[3] == UInt8(ascii: "t") && name[4] == 0))
+                    name[0] == UInt8(ascii: ".")
+                        && (name[1] == 0 || (name[1] == UInt8(ascii: ".") && name[2] == 0)
+                            || (name[1] == UInt8(ascii: "g") && name[2] == UInt8(ascii: "i")
+                                && name[3] == UInt8(ascii: "t") && name[4] == 0))
                 }
                 if isDot { continue }  // ".", "..", and any ".git"
                 var isDirectory = item.pointee.d_type == UInt8(DT_DIR)
                 if item.pointee.d_type == UInt8(DT_UNKNOWN) {
                     var info = stat()
-                    let name = withUnsafeBytes(of: item.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+                    let name = withUnsafeBytes(of: item.pointee.d_name) {
+                        String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self)
+                    }
                     isDirectory = lstat(absolute + "/" + name, &info) == 0 && info.st_mode & S_IFMT == S_IFDIR
                 }
                 withUnsafeBytes(of: item.pointee.d_name) { name in
@@ -160,14 +180,22 @@ extension GitRepository {
             if !countable || trackedHere != fileCount {
                 var known = Set<String>()
                 for position in range where Int(index.entries[position].directoryLength) == depth {
-                    known.insert(index.pathBytes(of: index.entries[position], from: depth, count: Int(index.entries[position].nameLength) - depth))
+                    known.insert(
+                        index.pathBytes(
+                            of: index.entries[position],
+                            from: depth,
+                            count: Int(index.entries[position].nameLength) - depth
+                        )
+                    )
                 }
                 trackedNames = known
             }
             if let trackedNames {
                 for name in names.split(separator: 0) {
                     let name = String(decoding: name, as: UTF8.self)
-                    if !trackedNames.contains(name), !isIgnored(directory + name) { changes.append(GitChange(path: directory + name, kind: .untracked)) }
+                    if !trackedNames.contains(name), !isIgnored(directory + name) {
+                        changes.append(GitChange(path: directory + name, kind: .untracked))
+                    }
                 }
             }
             for name in subdirectories {
@@ -202,7 +230,8 @@ extension GitRepository {
         let count = readlink(file, &buffer, buffer.count)
         guard count >= 0 else { return nil }
         var id = git_oid()
-        return buffer.withUnsafeBytes { git_odb_hash(&id, $0.baseAddress, count, GIT_OBJECT_BLOB) } == 0 ? GitObjectID(id) : nil
+        return buffer.withUnsafeBytes { git_odb_hash(&id, $0.baseAddress, count, GIT_OBJECT_BLOB) } == 0
+            ? GitObjectID(id) : nil
     }
 }
 
@@ -215,7 +244,8 @@ extension GitIndex {
     /// (of the same directory length).
     func sameDirectory(_ entry: Entry, startingAt start: UInt32) -> Bool {
         withNames { raw in
-            memcmp(raw.baseAddress! + Int(entry.nameStart), raw.baseAddress! + Int(start), Int(entry.directoryLength)) == 0
+            memcmp(raw.baseAddress! + Int(entry.nameStart), raw.baseAddress! + Int(start), Int(entry.directoryLength))
+                == 0
         }
     }
 

@@ -1,10 +1,10 @@
 import CGit2
-import KilnGitFormat
 import Dispatch
+import KilnGitFormat
 import Synchronization
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 extension GitError {
@@ -40,12 +40,15 @@ public final class GitRepository: @unchecked Sendable {
     /// a Taskfile. The first ``init(containing:)`` waits for it.
     ///
     /// Threading: any thread, any number of times.
-    static func ensureLibgit2() {
-        _ = initialized
-    }
-
     public static func startLibgit2() {
         DispatchQueue.global().async { _ = initialized }
+    }
+
+    /// Initialises libgit2 if ``startLibgit2()`` hasn't, or waits for it to finish.
+    ///
+    /// Threading: any thread, any number of times.
+    static func ensureLibgit2() {
+        _ = initialized
     }
 
     /// Opens the repository that holds `path` (searching upwards, like git).
@@ -58,10 +61,15 @@ public final class GitRepository: @unchecked Sendable {
         if status == GIT_ENOTFOUND.rawValue {
             throw GitError(code: .notARepository, message: "\(path) is not inside a git repository")
         }
-        guard status == 0, let opened else { throw GitError.last(status, doing: "can't open the git repository at \(path)") }
+        guard status == 0, let opened else {
+            throw GitError.last(status, doing: "can't open the git repository at \(path)")
+        }
         guard let workdir = git_repository_workdir(opened) else {
             git_repository_free(opened)
-            throw GitError(code: .notARepository, message: "the git repository holding \(path) is bare: it has no working directory")
+            throw GitError(
+                code: .notARepository,
+                message: "the git repository holding \(path) is bare: it has no working directory"
+            )
         }
         var directory = String(cString: workdir)
         while directory.count > 1, directory.hasSuffix("/") { directory.removeLast() }
@@ -108,7 +116,8 @@ public final class GitRepository: @unchecked Sendable {
             var changes: [GitChange] = []
             for line in input.split(separator: "\n") {
                 let fields = line.split(separator: " ").map(String.init)
-                guard fields.count == 4, fields[1].contains(where: { $0 != "0" }) else { continue }  // a deleted ref pushes nothing
+                // A deleted ref (all-zero local id) pushes nothing.
+                guard fields.count == 4, fields[1].contains(where: { $0 != "0" }) else { continue }
                 let local = fields[1]
                 let remote = fields[3]
                 if remote.contains(where: { $0 != "0" }), (try? commit(named: remote)) != nil {
@@ -136,13 +145,17 @@ public final class GitRepository: @unchecked Sendable {
     /// with (every file of `head`'s tree when it shares none).
     private func changesNotOnAnyRemote(_ head: String) throws(GitError) -> [GitChange] {
         var iterator: OpaquePointer?
-        guard git_branch_iterator_new(&iterator, repository, GIT_BRANCH_REMOTE) == 0, let iterator else { return try everything(in: head) }
+        guard git_branch_iterator_new(&iterator, repository, GIT_BRANCH_REMOTE) == 0, let iterator else {
+            return try everything(in: head)
+        }
         defer { git_branch_iterator_free(iterator) }
         var reference: OpaquePointer?
         var type = GIT_BRANCH_REMOTE
         while git_branch_next(&reference, &type, iterator) == 0, let current = reference {
             defer { git_reference_free(current) }
-            if let name = git_reference_name(current).map({ String(cString: $0) }), let changes = try? changes(base: name, head: head) {
+            if let name = git_reference_name(current).map({ String(cString: $0) }),
+                let changes = try? changes(base: name, head: head)
+            {
                 return changes
             }
         }
@@ -166,7 +179,9 @@ public final class GitRepository: @unchecked Sendable {
     }
 
     /// The changes from one tree (`nil`: the empty tree) to another, with renames detected.
-    private func treeChanges(from oldTree: OpaquePointer?, to newTree: OpaquePointer, describing what: String) throws(GitError) -> [GitChange] {
+    private func treeChanges(from oldTree: OpaquePointer?, to newTree: OpaquePointer, describing what: String)
+        throws(GitError) -> [GitChange]
+    {
         var diff: OpaquePointer?
         let status = git_diff_tree_to_tree(&diff, repository, oldTree, newTree, nil)
         guard status == 0, let diff else { throw GitError.last(status, doing: "can't \(what)") }
@@ -208,7 +223,9 @@ public final class GitRepository: @unchecked Sendable {
         posix_spawn_file_actions_adddup2(&actions, pipe[1], 1)
         posix_spawn_file_actions_addclose(&actions, pipe[0])
         posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
-        let arguments = [executable, "-C", workingDirectory, "diff", "--cached", "--name-status", "-M", "-z", "--no-ext-diff"]
+        let arguments = [
+            executable, "-C", workingDirectory, "diff", "--cached", "--name-status", "-M", "-z", "--no-ext-diff",
+        ]
         let argv = arguments.map { strdup($0) } + [nil]
         defer { for pointer in argv { free(pointer) } }
         var pid: pid_t = 0
@@ -228,7 +245,9 @@ public final class GitRepository: @unchecked Sendable {
         while waitpid(pid, &status, 0) < 0, errno == EINTR {}
         guard status == 0 else { return nil }
         // Records: STATUS \0 PATH \0, or for renames and copies STATUS \0 OLD \0 NEW \0.
-        let fields = output.split(separator: 0, omittingEmptySubsequences: false).map { String(decoding: $0, as: UTF8.self) }
+        let fields = output.split(separator: 0, omittingEmptySubsequences: false).map {
+            String(decoding: $0, as: UTF8.self)
+        }
         var changes: [GitChange] = []
         var index = 0
         while index + 1 < fields.count, !fields[index].isEmpty {
@@ -237,15 +256,18 @@ public final class GitRepository: @unchecked Sendable {
             case "R", "C":
                 guard index + 2 < fields.count else { return nil }
                 let kind: GitChange.Kind = code == "R" ? .renamed : .added
-                changes.append(GitChange(path: fields[index + 2], kind: kind, oldPath: code == "R" ? fields[index + 1] : nil))
+                changes.append(
+                    GitChange(path: fields[index + 2], kind: kind, oldPath: code == "R" ? fields[index + 1] : nil)
+                )
                 index += 3
             default:
-                let kind: GitChange.Kind = switch code {
-                case "A": .added
-                case "D": .deleted
-                case "T": .typeChanged
-                default: .modified
-                }
+                let kind: GitChange.Kind =
+                    switch code {
+                    case "A": .added
+                    case "D": .deleted
+                    case "T": .typeChanged
+                    default: .modified
+                    }
                 changes.append(GitChange(path: fields[index + 1], kind: kind))
                 index += 2
             }
@@ -259,7 +281,7 @@ public final class GitRepository: @unchecked Sendable {
     public func fastStagedChanges() throws(GitError) -> [GitChange] {
         do throws(GitError) {
             return try stagedChanges(in: try self.index(decoding: .onDemand))
-        } catch where error.code == .unsupportedIndex {
+        } catch  where error.code == .unsupportedIndex {
             if let changes = stagedChangesFromGit() { return changes }
             return try stagedChanges()
         }
@@ -274,7 +296,8 @@ public final class GitRepository: @unchecked Sendable {
         var options = git_status_options()
         git_status_options_init(&options, UInt32(GIT_STATUS_OPTIONS_VERSION))
         options.show = show
-        options.flags = GIT_STATUS_OPT_INCLUDE_UNTRACKED.rawValue | GIT_STATUS_OPT_RECURSE_UNTRACKED_DIRS.rawValue
+        options.flags =
+            GIT_STATUS_OPT_INCLUDE_UNTRACKED.rawValue | GIT_STATUS_OPT_RECURSE_UNTRACKED_DIRS.rawValue
             | GIT_STATUS_OPT_RENAMES_HEAD_TO_INDEX.rawValue | GIT_STATUS_OPT_RENAMES_INDEX_TO_WORKDIR.rawValue
             | GIT_STATUS_OPT_EXCLUDE_SUBMODULES.rawValue
         var list: OpaquePointer?
@@ -362,7 +385,11 @@ public final class GitRepository: @unchecked Sendable {
         default: return nil
         }
         guard let path = kind == .deleted ? (oldPath ?? newPath) : (newPath ?? oldPath) else { return nil }
-        return GitChange(path: path, kind: untracked ? .untracked : kind, oldPath: kind == .renamed && oldPath != path ? oldPath : nil)
+        return GitChange(
+            path: path,
+            kind: untracked ? .untracked : kind,
+            oldPath: kind == .renamed && oldPath != path ? oldPath : nil
+        )
     }
 }
 
@@ -416,8 +443,14 @@ extension GitRepository: GitTreeReading {
         guard status == 0, let tree else { throw GitError.last(status, doing: "can't read tree \(id)") }
         defer { git_tree_free(tree) }
         return (0..<git_tree_entrycount(tree)).compactMap { position in
-            guard let entry = git_tree_entry_byindex(tree, position), let name = git_tree_entry_name(entry) else { return nil }
-            return GitTreeEntry(name: String(cString: name), mode: git_tree_entry_filemode(entry).rawValue, id: GitObjectID(git_tree_entry_id(entry).pointee))
+            guard let entry = git_tree_entry_byindex(tree, position), let name = git_tree_entry_name(entry) else {
+                return nil
+            }
+            return GitTreeEntry(
+                name: String(cString: name),
+                mode: git_tree_entry_filemode(entry).rawValue,
+                id: GitObjectID(git_tree_entry_id(entry).pointee)
+            )
         }
     }
 }

@@ -1,7 +1,7 @@
-import KilnPaths
 import CGit2
 import KilnGitFormat
 import KilnHost
+import KilnPaths
 import Synchronization
 
 /// Hashing through git: the index's blob ids as the content hashes of a project's clean tracked
@@ -53,13 +53,16 @@ public final class GitTrackedContent: TrackedContent {
     ///
     /// Threading: any thread, concurrently.
     public func contentID(of path: String, status: FileSignature) -> ContentHash? {
-        guard let index, let entry = index.entry(for: prefix.isEmpty ? path : prefix + path), entry.mode & 0o170000 == 0o100000,
+        guard let index, let entry = index.entry(for: prefix.isEmpty ? path : prefix + path),
+            entry.mode & 0o170000 == 0o100000,
             !entry.skipsWorktree, !entry.isIntentToAdd
         else { return nil }
         func seconds(_ time: Int64) -> UInt32 { UInt32(truncatingIfNeeded: time / 1_000_000_000) }
         func nanoseconds(_ time: Int64) -> UInt32 { UInt32(truncatingIfNeeded: time % 1_000_000_000) }
-        guard UInt32(truncatingIfNeeded: status.size) == entry.size, UInt32(truncatingIfNeeded: status.inode) == entry.inode,
-            seconds(status.modified) == entry.modified.seconds, nanoseconds(status.modified) == entry.modified.nanoseconds,
+        guard UInt32(truncatingIfNeeded: status.size) == entry.size,
+            UInt32(truncatingIfNeeded: status.inode) == entry.inode,
+            seconds(status.modified) == entry.modified.seconds,
+            nanoseconds(status.modified) == entry.modified.nanoseconds,
             seconds(status.changed) == entry.changed.seconds, nanoseconds(status.changed) == entry.changed.nanoseconds,
             Int64(entry.modified.seconds) * 1_000_000_000 + Int64(entry.modified.nanoseconds) < index.modified
         else { return nil }

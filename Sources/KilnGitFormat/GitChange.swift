@@ -32,6 +32,8 @@ public struct GitChange: Sendable, Hashable, CustomStringConvertible {
     /// `changes` without repeats, sorted by path (then kind): the order every reader reports.
     public static func uniqueSorted(_ changes: [GitChange]) -> [GitChange] {
         var seen = Set<GitChange>()
-        return changes.filter { seen.insert($0).inserted }.sorted { ($0.path, $0.kind.rawValue) < ($1.path, $1.kind.rawValue) }
+        return changes.filter { seen.insert($0).inserted }.sorted {
+            ($0.path, $0.kind.rawValue) < ($1.path, $1.kind.rawValue)
+        }
     }
 }

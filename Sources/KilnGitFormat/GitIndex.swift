@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The git index (`.git/index`, or `$GIT_INDEX_FILE`) read directly, as git reads it: versions
@@ -112,7 +112,12 @@ public final class GitIndex: Sendable {
     public init(path: String, decoding: Decoding = .upFront) throws(GitError) {
         self.path = path
         guard let file = MappedFile(path: path) else {
-            guard errno == ENOENT else { throw GitError(code: .failed, message: "can't read the git index \(path): \(String(cString: strerror(errno)))") }
+            guard errno == ENOENT else {
+                throw GitError(
+                    code: .failed,
+                    message: "can't read the git index \(path): \(String(cString: strerror(errno)))"
+                )
+            }
             entries = Entries(decoded: [], offsets: [], file: nil)
             decodedNames = []
             cacheTree = nil
@@ -122,13 +127,21 @@ public final class GitIndex: Sendable {
         }
         self.file = file
         modified = file.modified
-        guard file.bytes.count > 0 else { throw GitError(code: .failed, message: "the git index \(path) is empty; 'git status' rewrites it") }
-        guard file.bytes.count < Int(UInt32.max) else { throw GitError(code: .unsupportedIndex, message: "the git index \(path) is over 4 GiB") }
+        guard file.bytes.count > 0 else {
+            throw GitError(code: .failed, message: "the git index \(path) is empty; 'git status' rewrites it")
+        }
+        guard file.bytes.count < Int(UInt32.max) else {
+            throw GitError(code: .unsupportedIndex, message: "the git index \(path) is over 4 GiB")
+        }
         let parsed = try Self.parse(file.bytes, path: path)
         decodedNames = parsed.names
         cacheTree = parsed.cacheTree
         if !parsed.offsets.isEmpty, decoding == .upFront {
-            entries = Entries(decoded: parsed.offsets.map { Self.entry(in: file.bytes, at: Int($0)) }, offsets: [], file: file)
+            entries = Entries(
+                decoded: parsed.offsets.map { Self.entry(in: file.bytes, at: Int($0)) },
+                offsets: [],
+                file: file
+            )
         } else {
             entries = Entries(decoded: parsed.entries, offsets: parsed.offsets, file: file)
         }
@@ -151,15 +164,28 @@ public final class GitIndex: Sendable {
     /// The entry whose 62 (or 64) byte header starts at `header`, its path at `nameStart` in
     /// `names`, `nameLength` bytes.
     private static func entry(
-        _ raw: UnsafeRawBufferPointer, header: Int, flags: UInt16, extended: UInt16, names: UnsafeRawBufferPointer, nameStart: Int, nameLength: Int
+        _ raw: UnsafeRawBufferPointer,
+        header: Int,
+        flags: UInt16,
+        extended: UInt16,
+        names: UnsafeRawBufferPointer,
+        nameStart: Int,
+        nameLength: Int
     ) -> Entry {
         var slash = nameStart + nameLength - 1
         while slash >= nameStart, names[slash] != UInt8(ascii: "/") { slash -= 1 }
         return Entry(
-            changed: (be32(raw, header), be32(raw, header + 4)), modified: (be32(raw, header + 8), be32(raw, header + 12)),
-            inode: be32(raw, header + 20), mode: be32(raw, header + 24), size: be32(raw, header + 36),
-            id: GitObjectID(raw.baseAddress! + header + 40), flags: flags, extendedFlags: extended,
-            nameStart: UInt32(nameStart), nameLength: UInt32(nameLength), directoryLength: UInt32(slash - nameStart + 1)
+            changed: (be32(raw, header), be32(raw, header + 4)),
+            modified: (be32(raw, header + 8), be32(raw, header + 12)),
+            inode: be32(raw, header + 20),
+            mode: be32(raw, header + 24),
+            size: be32(raw, header + 36),
+            id: GitObjectID(raw.baseAddress! + header + 40),
+            flags: flags,
+            extendedFlags: extended,
+            nameStart: UInt32(nameStart),
+            nameLength: UInt32(nameLength),
+            directoryLength: UInt32(slash - nameStart + 1)
         )
     }
 
@@ -169,14 +195,25 @@ public final class GitIndex: Sendable {
         let extended: UInt16 = flags & 0x4000 != 0 ? be16(raw, offset + 62) : 0
         let nameStart = offset + (flags & 0x4000 != 0 ? 64 : 62)
         var nameLength = Int(flags & 0xfff)
-        if nameLength == 0xfff { nameLength = strlen(raw.baseAddress!.advanced(by: nameStart).assumingMemoryBound(to: CChar.self)) }
-        return entry(raw, header: offset, flags: flags, extended: extended, names: raw, nameStart: nameStart, nameLength: nameLength)
+        if nameLength == 0xfff {
+            nameLength = strlen(raw.baseAddress!.advanced(by: nameStart).assumingMemoryBound(to: CChar.self))
+        }
+        return entry(
+            raw,
+            header: offset,
+            flags: flags,
+            extended: extended,
+            names: raw,
+            nameStart: nameStart,
+            nameLength: nameLength
+        )
     }
 
     /// One pass over the file: for versions 2 and 3, where each entry starts (each checked to lie
     /// inside the file); for version 4, the entries decoded with their paths. Then the extensions.
     private static func parse(
-        _ raw: UnsafeRawBufferPointer, path: String
+        _ raw: UnsafeRawBufferPointer,
+        path: String
     ) throws(GitError) -> (offsets: [UInt32], entries: [Entry], names: [UInt8], cacheTree: CacheTree?) {
         func damaged(_ what: String) -> GitError {
             GitError(code: .failed, message: "the git index \(path) is damaged (\(what)); 'git status' rewrites it")
@@ -234,7 +271,15 @@ public final class GitIndex: Sendable {
                 names.append(contentsOf: previous)
                 names.append(0)
                 let entry = names.withUnsafeBytes { buffer in
-                    Self.entry(raw, header: offset, flags: flags, extended: extended, names: buffer, nameStart: nameStart, nameLength: previous.count)
+                    Self.entry(
+                        raw,
+                        header: offset,
+                        flags: flags,
+                        extended: extended,
+                        names: buffer,
+                        nameStart: nameStart,
+                        nameLength: previous.count
+                    )
                 }
                 entries.append(entry)
                 offset = suffixEnd + 1
@@ -310,7 +355,8 @@ public final class GitIndex: Sendable {
             var childNameEnd = childName
             while childNameEnd < end, raw[childNameEnd] != 0 { childNameEnd += 1 }
             guard let child = parseCacheTree(raw, at: &position, end: end) else { return nil }
-            children[String(decoding: UnsafeRawBufferPointer(rebasing: raw[childName..<childNameEnd]), as: UTF8.self)] = child
+            children[String(decoding: UnsafeRawBufferPointer(rebasing: raw[childName..<childNameEnd]), as: UTF8.self)] =
+                child
         }
         return CacheTree(id: id, children: children)
     }
@@ -320,13 +366,19 @@ public final class GitIndex: Sendable {
     /// An entry's path.
     public func path(of entry: Entry) -> String {
         withNames { buffer in
-            String(decoding: UnsafeRawBufferPointer(rebasing: buffer[Int(entry.nameStart)..<Int(entry.nameStart + entry.nameLength)]), as: UTF8.self)
+            String(
+                decoding: UnsafeRawBufferPointer(
+                    rebasing: buffer[Int(entry.nameStart)..<Int(entry.nameStart + entry.nameLength)]
+                ),
+                as: UTF8.self
+            )
         }
     }
 
     /// Calls `body` with an entry's path as NUL-terminated bytes (valid only inside `body`).
     package func withPath<Result>(of entry: Entry, _ body: (UnsafePointer<CChar>) -> Result) -> Result {
-        withNames { raw in body(raw.baseAddress!.advanced(by: Int(entry.nameStart)).assumingMemoryBound(to: CChar.self)) }
+        withNames { raw in body(raw.baseAddress!.advanced(by: Int(entry.nameStart)).assumingMemoryBound(to: CChar.self))
+        }
     }
 
     /// Compares an entry's path with `key` (bytes), as git orders paths (bytewise).
@@ -343,7 +395,12 @@ public final class GitIndex: Sendable {
 
     /// The first position whose path is not before `key` (with `prefixOnly`, the first whose path
     /// doesn't sort before the paths starting with `key`), searching `range`.
-    private func lowerBound(_ key: UnsafeRawBufferPointer, in range: Range<Int>, prefixOnly: Bool = false, after: Bool = false) -> Int {
+    private func lowerBound(
+        _ key: UnsafeRawBufferPointer,
+        in range: Range<Int>,
+        prefixOnly: Bool = false,
+        after: Bool = false
+    ) -> Int {
         var low = range.lowerBound
         var high = range.upperBound
         while low < high {
@@ -402,4 +459,3 @@ public final class GitIndex: Sendable {
         }
     }
 }
-

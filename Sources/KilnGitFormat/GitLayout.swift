@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Where a repository's parts are, found the way git finds them, without libgit2 (whose start-up
@@ -32,12 +32,19 @@ public struct GitLayout: Sendable, Equatable {
             var info = stat()
             let dotGit = current + "/.git"
             if stat(dotGit, &info) == 0 {
-                if info.st_mode & S_IFMT == S_IFDIR { return GitLayout(gitDirectory: dotGit, workingDirectory: current) }
-                guard let text = readSmallFile(dotGit).map({ String(decoding: $0, as: UTF8.self) }), text.hasPrefix("gitdir: ") else {
+                if info.st_mode & S_IFMT == S_IFDIR {
+                    return GitLayout(gitDirectory: dotGit, workingDirectory: current)
+                }
+                guard let text = readSmallFile(dotGit).map({ String(decoding: $0, as: UTF8.self) }),
+                    text.hasPrefix("gitdir: ")
+                else {
                     return nil
                 }
                 let gitDirectory = String(text.dropFirst("gitdir: ".count).prefix { $0 != "\n" && $0 != "\r" })
-                return GitLayout(gitDirectory: gitDirectory.hasPrefix("/") ? gitDirectory : current + "/" + gitDirectory, workingDirectory: current)
+                return GitLayout(
+                    gitDirectory: gitDirectory.hasPrefix("/") ? gitDirectory : current + "/" + gitDirectory,
+                    workingDirectory: current
+                )
             }
             guard let slash = current.lastIndex(of: "/"), current != "/" else { return nil }
             current = slash == current.startIndex ? "/" : String(current[..<slash])
@@ -103,7 +110,9 @@ package func readSmallFile(_ path: String) -> [UInt8]? {
 /// Threading: immutable; any thread.
 package final class MappedFile: Sendable {
     /// The file's bytes.
-    package var bytes: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: UnsafeRawPointer(bitPattern: address), count: count) }
+    package var bytes: UnsafeRawBufferPointer {
+        UnsafeRawBufferPointer(start: UnsafeRawPointer(bitPattern: address), count: count)
+    }
     /// The file's modification time when mapped, ns since the epoch.
     package let modified: Int64
     private let address: Int
@@ -123,7 +132,9 @@ package final class MappedFile: Sendable {
             address = 0
             return
         }
-        guard let mapped = mmap(nil, count, PROT_READ, MAP_PRIVATE, descriptor, 0), mapped != MAP_FAILED else { return nil }
+        guard let mapped = mmap(nil, count, PROT_READ, MAP_PRIVATE, descriptor, 0), mapped != MAP_FAILED else {
+            return nil
+        }
         address = Int(bitPattern: mapped)
     }
 

@@ -1,7 +1,7 @@
 import CKilnZlib
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A repository's objects read directly, as git stores them: loose objects (`objects/xx/…`,
@@ -49,7 +49,10 @@ public final class GitObjectDatabase {
         if let config = readSmallFile(layout.commonDirectory + "/config"),
             String(decoding: config, as: UTF8.self).lowercased().contains("objectformat")
         {
-            throw GitError(code: .unsupportedRepository, message: "the repository at \(layout.workingDirectory) sets extensions.objectFormat")
+            throw GitError(
+                code: .unsupportedRepository,
+                message: "the repository at \(layout.workingDirectory) sets extensions.objectFormat"
+            )
         }
         self.init(objectsDirectory: layout.objectsDirectory, layout: layout)
     }
@@ -65,7 +68,8 @@ public final class GitObjectDatabase {
         func add(_ directory: String, depth: Int) {
             guard depth < 5, !directories.contains(directory) else { return }
             directories.append(directory)
-            guard let text = readSmallFile(directory + "/info/alternates").map({ String(decoding: $0, as: UTF8.self) }) else { return }
+            guard let text = readSmallFile(directory + "/info/alternates").map({ String(decoding: $0, as: UTF8.self) })
+            else { return }
             for line in text.split(separator: "\n") where !line.hasPrefix("#") && !line.isEmpty {
                 let path = String(line)
                 add(path.hasPrefix("/") ? path : directory + "/" + path, depth: depth + 1)
@@ -119,9 +123,12 @@ public final class GitObjectDatabase {
 
     /// `TYPE SIZE\0CONTENT`, deflated.
     private static func looseObject(_ compressed: [UInt8], id: String) throws(GitError) -> (kind: Kind, data: [UInt8]) {
-        let inflated = try compressed.withUnsafeBytes { raw in Result { () throws(GitError) in try inflate(raw, size: nil, what: "object \(id)") } }.get()
+        let inflated = try compressed.withUnsafeBytes { raw in
+            Result { () throws(GitError) in try inflate(raw, size: nil, what: "object \(id)") }
+        }.get()
         guard let space = inflated.firstIndex(of: UInt8(ascii: " ")), let nul = inflated[space...].firstIndex(of: 0),
-            let size = Int(String(decoding: inflated[(space + 1)..<nul], as: UTF8.self)), inflated.count - nul - 1 == size
+            let size = Int(String(decoding: inflated[(space + 1)..<nul], as: UTF8.self)),
+            inflated.count - nul - 1 == size
         else {
             throw GitError(code: .unsupportedRepository, message: "object \(id) has no valid header")
         }
@@ -146,7 +153,9 @@ public final class GitObjectDatabase {
             defer { closedir(stream) }
             var names: [String] = []
             while let entry = readdir(stream) {
-                let name = withUnsafeBytes(of: entry.pointee.d_name) { String(cString: $0.baseAddress!.assumingMemoryBound(to: CChar.self)) }
+                let name = withUnsafeBytes(of: entry.pointee.d_name) {
+                    String(cString: $0.baseAddress!.assumingMemoryBound(to: CChar.self))
+                }
                 if name.hasSuffix(".idx") { names.append(name) }
             }
             // Newest first is what git does; any order finds the same objects.
@@ -178,7 +187,12 @@ public final class GitObjectDatabase {
                 current = entry.baseOffset
                 continue
             case 7:  // reference delta: the base is named by id, in this pack or another
-                guard let baseID = entry.baseID else { throw GitError(code: .unsupportedRepository, message: "pack \(pack.path) has a delta without a base at \(current)") }
+                guard let baseID = entry.baseID else {
+                    throw GitError(
+                        code: .unsupportedRepository,
+                        message: "pack \(pack.path) has a delta without a base at \(current)"
+                    )
+                }
                 deltas.append(try pack.inflate(at: entry.dataOffset, size: entry.size))
                 if let base = pack.offset(of: baseID) {
                     current = base
@@ -186,7 +200,10 @@ public final class GitObjectDatabase {
                 }
                 result = try read(baseID)
             default:
-                throw GitError(code: .unsupportedRepository, message: "pack \(pack.path) has an object of type \(entry.type) at \(current)")
+                throw GitError(
+                    code: .unsupportedRepository,
+                    message: "pack \(pack.path) has an object of type \(entry.type) at \(current)"
+                )
             }
             break
         }
@@ -213,7 +230,9 @@ extension GitObjectDatabase: Sendable {}
 
 /// zlib's inflate over `input`: `size` bytes expected (then exactly that many), or as many as
 /// the stream holds.
-package func inflate(_ input: UnsafeRawBufferPointer, size: Int?, what: @autoclosure () -> String) throws(GitError) -> [UInt8] {
+package func inflate(_ input: UnsafeRawBufferPointer, size: Int?, what: @autoclosure () -> String) throws(GitError)
+    -> [UInt8]
+{
     var stream = z_stream()
     guard inflateInit_(&stream, ZLIB_VERSION, Int32(MemoryLayout<z_stream>.size)) == Z_OK else {
         throw GitError(code: .failed, message: "zlib can't start")

@@ -7,8 +7,10 @@ public struct GitObjectID: Hashable, Sendable, CustomStringConvertible {
 
     /// The id whose 20 bytes start at `raw`.
     package init(_ raw: UnsafeRawPointer) {
-        bytes = (raw.loadUnaligned(as: UInt64.self), raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self),
-                 raw.loadUnaligned(fromByteOffset: 16, as: UInt32.self))
+        bytes = (
+            raw.loadUnaligned(as: UInt64.self), raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self),
+            raw.loadUnaligned(fromByteOffset: 16, as: UInt32.self)
+        )
     }
 
     /// The id spelt by 40 hex digits (either case); `nil` for anything else.

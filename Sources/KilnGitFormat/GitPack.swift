@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// One pack file and its version-2 index (`objects/pack/pack-….idx` and `.pack`), mapped.
@@ -21,11 +21,15 @@ final class GitPack: Sendable {
     init?(indexPath: String) {
         guard let index = MappedFile(path: indexPath), index.bytes.count >= 8 + 1024 + 40 else { return nil }
         let raw = index.bytes
-        guard raw.loadUnaligned(as: UInt32.self) == UInt32(0xff744f63).bigEndian, Self.be32(raw, 4) == 2 else { return nil }
+        guard raw.loadUnaligned(as: UInt32.self) == UInt32(0xff744f63).bigEndian, Self.be32(raw, 4) == 2 else {
+            return nil
+        }
         let count = Int(Self.be32(raw, 8 + 255 * 4))
         guard raw.count >= 8 + 1024 + count * 28 + 40 else { return nil }
         path = String(indexPath.dropLast(4)) + ".pack"
-        guard let pack = MappedFile(path: path), pack.bytes.count >= 12 + 20, pack.bytes.starts(with: Array("PACK".utf8)) else { return nil }
+        guard let pack = MappedFile(path: path), pack.bytes.count >= 12 + 20,
+            pack.bytes.starts(with: Array("PACK".utf8))
+        else { return nil }
         self.index = index
         self.pack = pack
         self.count = count
@@ -80,7 +84,9 @@ final class GitPack: Sendable {
     func entry(at offset: Int) throws(GitError) -> Entry {
         let raw = pack.bytes
         let end = raw.count - 20
-        func damaged() -> GitError { GitError(code: .unsupportedRepository, message: "pack \(path) is damaged at \(offset)") }
+        func damaged() -> GitError {
+            GitError(code: .unsupportedRepository, message: "pack \(path) is damaged at \(offset)")
+        }
         guard offset >= 12, offset < end else { throw damaged() }
         var position = offset
         var byte = raw[position]
@@ -121,7 +127,11 @@ final class GitPack: Sendable {
     /// The `size` bytes the zlib stream at `offset` inflates to.
     func inflate(at offset: Int, size: Int) throws(GitError) -> [UInt8] {
         let raw = pack.bytes
-        return try KilnGitFormat.inflate(UnsafeRawBufferPointer(rebasing: raw[offset..<(raw.count - 20)]), size: size, what: "pack \(path) at \(offset)")
+        return try KilnGitFormat.inflate(
+            UnsafeRawBufferPointer(rebasing: raw[offset..<(raw.count - 20)]),
+            size: size,
+            what: "pack \(path) at \(offset)"
+        )
     }
 }
 
@@ -132,7 +142,9 @@ enum GitDelta {
     ///
     /// - Throws: ``GitError`` `.unsupportedRepository` when the delta doesn't fit the base.
     static func apply(_ delta: [UInt8], to base: [UInt8], what: @autoclosure () -> String) throws(GitError) -> [UInt8] {
-        func damaged() -> GitError { GitError(code: .unsupportedRepository, message: "a delta of \(what()) is damaged") }
+        func damaged() -> GitError {
+            GitError(code: .unsupportedRepository, message: "a delta of \(what()) is damaged")
+        }
         var position = 0
         func size() throws(GitError) -> Int {
             var value = 0

@@ -39,10 +39,16 @@ public struct GitTreeEntry: Sendable, Equatable {
                 var nameEnd = nameStart
                 while nameEnd < raw.count, raw[nameEnd] != 0 { nameEnd += 1 }
                 guard nameEnd + 21 <= raw.count else { return false }
-                entries.append(GitTreeEntry(
-                    name: String(decoding: UnsafeRawBufferPointer(rebasing: raw[nameStart..<nameEnd]), as: UTF8.self), mode: mode,
-                    id: GitObjectID(raw.baseAddress! + nameEnd + 1)
-                ))
+                entries.append(
+                    GitTreeEntry(
+                        name: String(
+                            decoding: UnsafeRawBufferPointer(rebasing: raw[nameStart..<nameEnd]),
+                            as: UTF8.self
+                        ),
+                        mode: mode,
+                        id: GitObjectID(raw.baseAddress! + nameEnd + 1)
+                    )
+                )
                 position = nameEnd + 21
             }
             return true

@@ -19,9 +19,18 @@ public enum StagedChanges {
     /// The changes from HEAD (read through `trees`) to `index`, sorted by path.
     ///
     /// - Throws: ``GitError`` when HEAD or a tree can't be read.
-    public static func between(_ index: GitIndex, andHeadOf trees: some GitTreeReading) throws(GitError) -> [GitChange] {
+    public static func between(_ index: GitIndex, andHeadOf trees: some GitTreeReading) throws(GitError) -> [GitChange]
+    {
         var found = StagedDiff()
-        try compare(trees.headTree(), with: index, range: index.entries.indices, directory: "", cache: index.cacheTree, trees: trees, into: &found)
+        try compare(
+            trees.headTree(),
+            with: index,
+            range: index.entries.indices,
+            directory: "",
+            cache: index.cacheTree,
+            trees: trees,
+            into: &found
+        )
         return GitChange.uniqueSorted(found.changes())
     }
 
@@ -44,7 +53,9 @@ public enum StagedChanges {
                     result.append(GitChange(path: path, kind: .added))
                 }
             }
-            for (path, _) in deleted where !renamedFrom.contains(path) { result.append(GitChange(path: path, kind: .deleted)) }
+            for (path, _) in deleted where !renamedFrom.contains(path) {
+                result.append(GitChange(path: path, kind: .deleted))
+            }
             return result
         }
     }
@@ -52,8 +63,13 @@ public enum StagedChanges {
     /// Compares a directory of HEAD (`tree`, `nil` when HEAD has none) with the index entries
     /// under it (`range`, whose paths start with `directory`).
     private static func compare(
-        _ tree: GitObjectID?, with index: GitIndex, range: Range<Int>, directory: String, cache: GitIndex.CacheTree?,
-        trees: some GitTreeReading, into found: inout StagedDiff
+        _ tree: GitObjectID?,
+        with index: GitIndex,
+        range: Range<Int>,
+        directory: String,
+        cache: GitIndex.CacheTree?,
+        trees: some GitTreeReading,
+        into found: inout StagedDiff
     ) throws(GitError) {
         if let tree, let cached = cache?.id, cached == tree { return }
         var head: [String: GitTreeEntry] = [:]
@@ -70,7 +86,15 @@ public enum StagedChanges {
             if isDirectory {
                 let group = index.range(ofPrefix: path + "/", in: position..<range.upperBound)
                 if let item = head.removeValue(forKey: name), item.isTree {
-                    try compare(item.id, with: index, range: group, directory: path + "/", cache: cache?.children[name], trees: trees, into: &found)
+                    try compare(
+                        item.id,
+                        with: index,
+                        range: group,
+                        directory: path + "/",
+                        cache: cache?.children[name],
+                        trees: trees,
+                        into: &found
+                    )
                 } else {
                     if let item = head[name] { found.deleted.append((path, item.id)) }
                     head[name] = nil
@@ -86,7 +110,9 @@ public enum StagedChanges {
             }
             // A file: all its stages sit together; a conflict is a change of the path.
             var next = position + 1
-            while next < range.upperBound, index.entries[next].nameLength == entry.nameLength, index.path(of: index.entries[next]) == path {
+            while next < range.upperBound, index.entries[next].nameLength == entry.nameLength,
+                index.path(of: index.entries[next]) == path
+            {
                 next += 1
             }
             let item = head.removeValue(forKey: name)
@@ -113,12 +139,19 @@ public enum StagedChanges {
     }
 
     /// A path of HEAD the index no longer has: a file, or every file under a directory.
-    private static func deleted(_ item: GitTreeEntry, at path: String, trees: some GitTreeReading, into found: inout StagedDiff) throws(GitError) {
+    private static func deleted(
+        _ item: GitTreeEntry,
+        at path: String,
+        trees: some GitTreeReading,
+        into found: inout StagedDiff
+    ) throws(GitError) {
         guard item.isTree else {
             found.deleted.append((path, item.id))
             return
         }
-        for inner in try trees.entries(ofTree: item.id) { try deleted(inner, at: path + "/" + inner.name, trees: trees, into: &found) }
+        for inner in try trees.entries(ofTree: item.id) {
+            try deleted(inner, at: path + "/" + inner.name, trees: trees, into: &found)
+        }
     }
 
     /// Regular file (either mode), symbolic link, or submodule.
@@ -130,7 +163,9 @@ public enum StagedChanges {
 extension GitObjectDatabase: GitTreeReading {
     /// HEAD's root tree, as the references under `layout` say.
     public func headTree() throws(GitError) -> GitObjectID? {
-        guard let layout else { throw GitError(code: .failed, message: "an object database made from a directory has no HEAD") }
+        guard let layout else {
+            throw GitError(code: .failed, message: "an object database made from a directory has no HEAD")
+        }
         return try layout.headCommit().map { commit throws(GitError) in try treeOfCommit(commit) }
     }
 
@@ -145,7 +180,8 @@ extension GitLayout {
     /// paths of a rename — absolute, read without libgit2; `nil` when the index or the objects are
     /// in a format this module doesn't read (then ask libgit2).
     public func stagedFiles() -> [String]? {
-        guard let index = try? GitIndex(path: indexPath, decoding: .onDemand), let objects = try? GitObjectDatabase(layout: self),
+        guard let index = try? GitIndex(path: indexPath, decoding: .onDemand),
+            let objects = try? GitObjectDatabase(layout: self),
             let changes = try? StagedChanges.between(index, andHeadOf: objects)
         else { return nil }
         return changes.flatMap(\.paths).map { workingDirectory + "/" + $0 }

@@ -1,8 +1,8 @@
-import KilnPaths
 import KilnGitFormat
+import KilnPaths
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 extension HookPlan {
@@ -37,7 +37,14 @@ extension HookPlan {
         writer.write(Int64(watched.count))
         for file in watched {
             writer.write(file.path)
-            writer.write(file.signature.map { [$0.device, $0.inode, UInt64(bitPattern: $0.size), UInt64(bitPattern: $0.modified), UInt64(bitPattern: $0.changed)].map(Int64.init(bitPattern:)) } ?? [])
+            writer.write(
+                file.signature.map {
+                    [
+                        $0.device, $0.inode, UInt64(bitPattern: $0.size), UInt64(bitPattern: $0.modified),
+                        UInt64(bitPattern: $0.changed),
+                    ].map(Int64.init(bitPattern:))
+                } ?? []
+            )
         }
         FileChecksum.seal(&writer.bytes)
         let destination = Self.path(root: root, hook: hook)
@@ -59,28 +66,48 @@ extension HookPlan {
     public static func load(root: String, hook: String) -> HookPlan? {
         let file = path(root: root, hook: hook)
         // A damaged plan is ignored: the full hook answers, and saves a sound one.
-        guard let raw = readSmallFile(file), let bytes = FileChecksum.opened(raw, magic: magic, path: file) else { return nil }
+        guard let raw = readSmallFile(file), let bytes = FileChecksum.opened(raw, magic: magic, path: file) else {
+            return nil
+        }
         var reader = PlanReader(bytes: bytes)
-        guard reader.take(magic.count).map(Array.init) == magic, let madeAt = reader.integer(), let taskfilePath = reader.string(),
-            let root = reader.string(), let taskfiles = reader.strings(), let taskCount = reader.integer(), taskCount < 1_000_000
+        guard reader.take(magic.count).map(Array.init) == magic, let madeAt = reader.integer(),
+            let taskfilePath = reader.string(),
+            let root = reader.string(), let taskfiles = reader.strings(), let taskCount = reader.integer(),
+            taskCount < 1_000_000
         else { return nil }
         var tasks: [Task] = []
         for _ in 0..<taskCount {
-            guard let directory = reader.string(), let patterns = reader.strings(), let discovered = reader.strings() else { return nil }
+            guard let directory = reader.string(), let patterns = reader.strings(), let discovered = reader.strings()
+            else { return nil }
             tasks.append(Task(directory: directory, patterns: patterns, discovered: discovered))
         }
         guard let watchedCount = reader.integer(), watchedCount < 1_000_000 else { return nil }
         var watched: [Watched] = []
         for _ in 0..<watchedCount {
-            guard let path = reader.string(), let values = reader.integers(), values.isEmpty || values.count == 5 else { return nil }
+            guard let path = reader.string(), let values = reader.integers(), values.isEmpty || values.count == 5 else {
+                return nil
+            }
             var file = Watched(path: path)
-            file.signature = values.isEmpty ? nil : FileSignature(
-                device: UInt64(bitPattern: values[0]), inode: UInt64(bitPattern: values[1]), size: values[2], modified: values[3], changed: values[4]
-            )
+            file.signature =
+                values.isEmpty
+                ? nil
+                : FileSignature(
+                    device: UInt64(bitPattern: values[0]),
+                    inode: UInt64(bitPattern: values[1]),
+                    size: values[2],
+                    modified: values[3],
+                    changed: values[4]
+                )
             watched.append(file)
         }
         guard reader.isAtEnd else { return nil }
-        let plan = HookPlan(taskfilePath: taskfilePath, root: root, taskfiles: taskfiles, tasks: tasks, watched: watched)
+        let plan = HookPlan(
+            taskfilePath: taskfilePath,
+            root: root,
+            taskfiles: taskfiles,
+            tasks: tasks,
+            watched: watched
+        )
         return plan.isCurrent(madeAt: madeAt) ? plan : nil
     }
 }

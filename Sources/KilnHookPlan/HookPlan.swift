@@ -1,7 +1,7 @@
 import KilnPaths
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// What a git hook's tasks look at — their `sources:` patterns, the inputs their depfiles named,
@@ -75,12 +75,16 @@ public struct HookPlan: Sendable, Equatable {
     /// test `kiln affected` makes for a task directly touched — and how many of them are inside
     /// the project (kiln's own `.kiln/` left out), as the hook reports.
     public func affects(_ changedFiles: [String]) -> (affected: Bool, changedInside: Int) {
-        let inside = changedFiles.filter { Self.isInside($0, root) && !Self.isInside($0, KilnDirectory(root: root).path) }
+        let inside = changedFiles.filter {
+            Self.isInside($0, root) && !Self.isInside($0, KilnDirectory(root: root).path)
+        }
         let lists = tasks.map { GlobList($0.patterns) }
         for file in inside {
             if taskfiles.contains(file) { return (true, inside.count) }
             for (task, list) in zip(tasks, lists) where Self.isInside(file, task.directory) {
-                let relative = file == task.directory ? "." : String(file.dropFirst(task.directory.count + (task.directory == "/" ? 0 : 1)))
+                let relative =
+                    file == task.directory
+                    ? "." : String(file.dropFirst(task.directory.count + (task.directory == "/" ? 0 : 1)))
                 if list.matches(relative) || task.discovered.contains(relative) {
                     return (true, inside.count)
                 }

@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// With `KILN_DEBUG=phases` in the environment, how long each phase of a command took, printed to

@@ -2,7 +2,7 @@ import KilnGitFormat
 import KilnPaths
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The launcher's answer to `kiln hook pre-commit` (and `commit-msg`) when a commit affects

@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The checksum every file kiln keeps under `.kiln/` ends with (the Taskfile cache, the
@@ -52,7 +52,10 @@ public enum FileChecksum {
         guard bytes.starts(with: magic) else { return nil }
         var bytes = bytes
         guard unseal(&bytes) else {
-            let note = Array("kiln: warning: \(path) is damaged (its checksum doesn't match its contents); ignored, and written anew\n".utf8)
+            let note = Array(
+                "kiln: warning: \(path) is damaged (its checksum doesn't match its contents); ignored, and written anew\n"
+                    .utf8
+            )
             _ = note.withUnsafeBytes { Glibc.write(2, $0.baseAddress, $0.count) }
             return nil
         }

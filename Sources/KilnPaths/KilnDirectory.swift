@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The `.kiln/` directory of a project: the one place that knows its layout.

@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Where kiln looks for a project's Taskfile when none is named: in the directory it runs in,

@@ -1,7 +1,7 @@
 import Foundation
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// One run of a peer tool: wall time, its own peak RSS (from `wait4`), and its exit status.
@@ -16,7 +16,10 @@ struct ChildRun {
 /// here, peak RSS through GNU time (a small parent: a child spawned straight from this process
 /// would inherit this process's RSS high-water mark at exec), killed after `timeout` seconds.
 func runChild(
-    _ arguments: [String], in directory: String, captureOutput: Bool = false, environment: [String: String] = [:],
+    _ arguments: [String],
+    in directory: String,
+    captureOutput: Bool = false,
+    environment: [String: String] = [:],
     timeout: Int = 600
 ) -> ChildRun {
     let rssPath = NSTemporaryDirectory() + "kiln-bench-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).rss"
@@ -25,14 +28,23 @@ func runChild(
     posix_spawn_file_actions_init(&fileActions)
     defer { posix_spawn_file_actions_destroy(&fileActions) }
     let outputPath = NSTemporaryDirectory() + "kiln-bench-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).out"
-    posix_spawn_file_actions_addopen(&fileActions, 1, captureOutput ? outputPath : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+    posix_spawn_file_actions_addopen(
+        &fileActions,
+        1,
+        captureOutput ? outputPath : "/dev/null",
+        O_WRONLY | O_CREAT | O_TRUNC,
+        0o644
+    )
     posix_spawn_file_actions_adddup2(&fileActions, 1, 2)
     var env = ProcessInfo.processInfo.environment
     env.merge(environment) { _, new in new }
     let envp = env.map { strdup("\($0.key)=\($0.value)") } + [nil]
     // `cd` through a shell that then `exec`s the tool: the measured process is the tool itself.
-    let shellArguments = ["/bin/sh", "-c", "cd \"$1\" && shift && exec \"$@\"", "sh", directory,
-        "/usr/bin/time", "-f", "%M", "-o", rssPath, "timeout", "-s", "KILL", "\(timeout)"] + arguments
+    let shellArguments =
+        [
+            "/bin/sh", "-c", "cd \"$1\" && shift && exec \"$@\"", "sh", directory,
+            "/usr/bin/time", "-f", "%M", "-o", rssPath, "timeout", "-s", "KILL", "\(timeout)",
+        ] + arguments
     let argv = shellArguments.map { strdup($0) } + [nil]
     defer {
         for pointer in envp { free(pointer) }
@@ -42,7 +54,12 @@ func runChild(
     var pid: pid_t = 0
     let spawned = posix_spawn(&pid, "/bin/sh", &fileActions, nil, argv, envp)
     guard spawned == 0 else {
-        return ChildRun(seconds: 0, peakMegabytes: 0, status: -1, output: "spawn failed: \(String(cString: strerror(spawned)))")
+        return ChildRun(
+            seconds: 0,
+            peakMegabytes: 0,
+            status: -1,
+            output: "spawn failed: \(String(cString: strerror(spawned)))"
+        )
     }
     var status: Int32 = 0
     var usage = rusage()

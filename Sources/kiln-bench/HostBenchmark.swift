@@ -31,7 +31,8 @@ struct HostBenchmark {
         projects.append(try generateDeepDAG(layers: quick ? 20 : 100, width: 100))
 
         var table = Table(headers: [
-            "project", "tool", "wall s", "peak RSS MB", "kiln warm / cold ÷ tool (time)", "kiln warm / cold ÷ tool (RSS)",
+            "project", "tool", "wall s", "peak RSS MB", "kiln warm / cold ÷ tool (time)",
+            "kiln warm / cold ÷ tool (RSS)",
         ])
         for project in projects {
             let repeats = project.name.contains("10000") ? 1 : 3
@@ -45,16 +46,27 @@ struct HostBenchmark {
             let runs = [("kiln (cold)", coldRun), ("kiln (warm)", kilnRun), ("ninja", ninjaRun), ("go-task", taskRun)]
             for (tool, run) in runs {
                 let isKiln = tool.hasPrefix("kiln")
-                let ratio = isKiln ? "" : format(kilnRun.seconds / run.seconds) + "× / " + format(coldRun.seconds / run.seconds) + "×"
-                let rssRatio = isKiln ? "" : format(kilnRun.peakMegabytes / run.peakMegabytes) + "× / " + format(coldRun.peakMegabytes / run.peakMegabytes) + "×"
+                let ratio =
+                    isKiln
+                    ? "" : format(kilnRun.seconds / run.seconds) + "× / " + format(coldRun.seconds / run.seconds) + "×"
+                let rssRatio =
+                    isKiln
+                    ? ""
+                    : format(kilnRun.peakMegabytes / run.peakMegabytes) + "× / "
+                        + format(coldRun.peakMegabytes / run.peakMegabytes) + "×"
                 let failed = run.status == 0 ? "" : run.status == 137 ? " (killed at 300 s)" : " (exit \(run.status))"
-                table.add([project.name, tool + failed, format(run.seconds), format(run.peakMegabytes, digits: 1), ratio, rssRatio])
+                table.add([
+                    project.name, tool + failed, format(run.seconds), format(run.peakMegabytes, digits: 1), ratio,
+                    rssRatio,
+                ])
             }
             FileHandle.standardError.write(Data("  done: \(project.name)\n".utf8))
         }
         print(table.render())
         print("\nTargets: kiln's full build ≤ 1.0× ninja's wall time; peak RSS ≤ 2× ninja's.")
-        print("cold: no .kiln (kiln parses the YAML, no build state); warm: .kiln from an earlier run (outputs removed: every job runs).\n")
+        print(
+            "cold: no .kiln (kiln parses the YAML, no build state); warm: .kiln from an earlier run (outputs removed: every job runs).\n"
+        )
 
         try printDryRuns(projects)
 
@@ -65,8 +77,11 @@ struct HostBenchmark {
             // A real run: without state every file's job runs.
             try? FileManager.default.removeItem(atPath: directory + "/.kiln")
             let result = runChild([kiln, "run", "-j2", "--json"], in: directory, captureOutput: true)
-            let peak = result.output.split(separator: "\n").last { $0.contains("run-finished") }
-                .flatMap { line in line.range(of: "\"peakLiveEachJobs\":").map { line[$0.upperBound...].prefix { $0.isNumber } } }
+            let peak =
+                result.output.split(separator: "\n").last { $0.contains("run-finished") }
+                .flatMap { line in
+                    line.range(of: "\"peakLiveEachJobs\":").map { line[$0.upperBound...].prefix { $0.isNumber } }
+                }
                 .map(String.init) ?? "?"
             batching.add(["\(files)", format(result.seconds), format(result.peakMegabytes, digits: 1), peak])
         }
@@ -78,11 +93,17 @@ struct HostBenchmark {
     /// description and state, and deciding that nothing needs to run.
     func printDryRuns(_ projects: [Project]) throws {
         var startup = Table(headers: ["10k-task project, up to date", "command", "median ms", "peak RSS MB"])
-        if let big = projects.first(where: { $0.name.hasPrefix("independent") && $0.name.contains(quick ? "1000" : "10000") }) {
+        if let big = projects.first(where: {
+            $0.name.hasPrefix("independent") && $0.name.contains(quick ? "1000" : "10000")
+        }) {
             // Each tool brings the project up to date its own way first.
             _ = runChild([kiln, "run", "-j2"], in: big.directory)
             _ = runChild([ninja, "-j2"], in: big.directory)
-            _ = runChild([task, "--taskfile", "Taskfile.gotask.yml", "--concurrency", "2", "default"], in: big.directory, timeout: 300)
+            _ = runChild(
+                [task, "--taskfile", "Taskfile.gotask.yml", "--concurrency", "2", "default"],
+                in: big.directory,
+                timeout: 300
+            )
             for (label, arguments) in [
                 ("kiln", [kiln, "run", "--dry-run"]), ("ninja", [ninja, "-n"]),
                 ("go-task", [task, "--taskfile", "Taskfile.gotask.yml", "--dry", "default"]),
@@ -90,12 +111,17 @@ struct HostBenchmark {
                 var samples: [ChildRun] = []
                 for _ in 0..<5 { samples.append(runChild(arguments, in: big.directory)) }
                 let median = samples.map(\.seconds).sorted()[2]
-                startup.add([big.name, "\(label) " + arguments.dropFirst().joined(separator: " "), format(median * 1000, digits: 1),
-                             format(samples.map(\.peakMegabytes).max() ?? 0, digits: 1)])
+                startup.add([
+                    big.name, "\(label) " + arguments.dropFirst().joined(separator: " "),
+                    format(median * 1000, digits: 1),
+                    format(samples.map(\.peakMegabytes).max() ?? 0, digits: 1),
+                ])
             }
         }
         print(startup.render())
-        print("\nTarget: kiln's start-up plus graph construction for 10k tasks ≤ 50 ms (here: plus deciding that nothing runs).\n")
+        print(
+            "\nTarget: kiln's start-up plus graph construction for 10k tasks ≤ 50 ms (here: plus deciding that nothing runs).\n"
+        )
     }
 
     /// Only the dry-run table (`kiln-bench host --only dry-run`).
@@ -111,7 +137,11 @@ struct HostBenchmark {
 
     /// Median of `repeats` clean builds.
     private func measureBuild(
-        _ project: Project, repeats: Int, timeout: Int = 600, keepCache: Bool = true, command: () -> [String]
+        _ project: Project,
+        repeats: Int,
+        timeout: Int = 600,
+        keepCache: Bool = true,
+        command: () -> [String]
     ) -> ChildRun {
         var runs: [ChildRun] = []
         for _ in 0..<repeats {
@@ -135,7 +165,8 @@ struct HostBenchmark {
         var ninjaFile = "rule cp\n  command = cp $in $out\n"
         var names: [String] = []
         for index in 0..<count {
-            taskfile += "  t\(index):\n    sources: [src/f\(index).txt]\n    generates: [out/f\(index).txt]\n    cmds: ['cp src/f\(index).txt out/f\(index).txt']\n"
+            taskfile +=
+                "  t\(index):\n    sources: [src/f\(index).txt]\n    generates: [out/f\(index).txt]\n    cmds: ['cp src/f\(index).txt out/f\(index).txt']\n"
             ninjaFile += "build out/f\(index).txt: cp src/f\(index).txt\n"
             names.append("t\(index)")
         }
@@ -163,13 +194,16 @@ struct HostBenchmark {
                 dependencies = [0, 7, 31].map { base + (index % width + $0) % width }
             }
             taskfile += "  t\(index):\n"
-            if !dependencies.isEmpty { taskfile += "    deps: [\(dependencies.map { "t\($0)" }.joined(separator: ", "))]\n" }
+            if !dependencies.isEmpty {
+                taskfile += "    deps: [\(dependencies.map { "t\($0)" }.joined(separator: ", "))]\n"
+            }
             if declaresFiles {
                 let sources = ["src/f\(index).txt"] + dependencies.map { "out/f\($0).txt" }
                 taskfile += "    sources: [\(sources.joined(separator: ", "))]\n    generates: [out/f\(index).txt]\n"
             }
             taskfile += "    cmds: ['cp src/f\(index).txt out/f\(index).txt']\n"
-            let implicit = dependencies.isEmpty ? "" : " | " + dependencies.map { "out/f\($0).txt" }.joined(separator: " ")
+            let implicit =
+                dependencies.isEmpty ? "" : " | " + dependencies.map { "out/f\($0).txt" }.joined(separator: " ")
             ninjaFile += "build out/f\(index).txt: cp src/f\(index).txt\(implicit)\n"
         }
         let last = ((layers - 1) * width..<count).map { "t\($0)" }

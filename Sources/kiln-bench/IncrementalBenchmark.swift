@@ -21,7 +21,9 @@ struct IncrementalBenchmark {
     }
 
     func run() throws {
-        print("kiln-bench incremental — \(ProcessInfo.processInfo.activeProcessorCount) cores, -j2; wall clock, median of 5 (go-task: 1 run)")
+        print(
+            "kiln-bench incremental — \(ProcessInfo.processInfo.activeProcessorCount) cores, -j2; wall clock, median of 5 (go-task: 1 run)"
+        )
         print("each tool builds each project once from clean first; 'ran' is the jobs a tool ran\n")
         try FileManager.default.createDirectory(atPath: workDirectory, withIntermediateDirectories: true)
         let size = quick ? 1_000 : 10_000
@@ -51,13 +53,15 @@ struct IncrementalBenchmark {
             }
         }
         print(table.render())
-        print("""
+        print(
+            """
 
             Targets (10k tasks): kiln's no-op ≤ ninja's no-op and ≥ 20× faster than go-task's; one changed file reruns
             exactly 1 job in ≤ 100 ms; state for 10k jobs ≤ 5 MB. 'kiln (no snapshot)': .kiln/snapshot deleted before
             each run, so every job is checked against the build state (content signatures through the stat cache).
             state on disk — kiln: .kiln/state.db + .kiln/snapshot; ninja: .ninja_log + .ninja_deps; go-task: .task
-            """)
+            """
+        )
     }
 
     private struct Result {
@@ -79,7 +83,9 @@ struct IncrementalBenchmark {
         let repeats = tool == "go-task" ? 1 : 5
         let prepare = { if tool == "kiln (no snapshot)" { unlink(directory + "/.kiln/snapshot") } }
         // From clean.
-        for state in [".kiln", ".task", ".ninja_log", ".ninja_deps"] { try? FileManager.default.removeItem(atPath: directory + "/" + state) }
+        for state in [".kiln", ".task", ".ninja_log", ".ninja_deps"] {
+            try? FileManager.default.removeItem(atPath: directory + "/" + state)
+        }
         try? FileManager.default.removeItem(atPath: project.outputs)
         try? FileManager.default.createDirectory(atPath: project.outputs, withIntermediateDirectories: true)
         let build = runChild(command, in: directory, timeout: 600)

@@ -49,7 +49,9 @@ struct JobsBenchmark {
     func run() {
         let cores = ProcessInfo.processInfo.activeProcessorCount
         print("kiln-bench jobs — \(cores) cores, empty job bodies, µs per job = wall time / jobs (lower is better)")
-        print("median of \(repeats) runs per cell; peak RSS is the process high-water mark during a run (reset before each)\n")
+        print(
+            "median of \(repeats) runs per cell; peak RSS is the process high-water mark during a run (reset before each)\n"
+        )
         var table = Table(headers: ["shape", "jobs", "engine", "µs/job", "total s", "peak RSS MB", "note"])
         let scale = quick ? 10 : 1
         let plan: [(Shape, [Int])] = [
@@ -67,8 +69,10 @@ struct JobsBenchmark {
                         let growth = Double(jobs) / Double(previous.jobs)
                         let projected = previous.seconds * growth * (shape == .independent ? 1 : growth)
                         if projected > foundationBudgetSeconds {
-                            table.add([shape.rawValue, "\(jobs)", engine.rawValue, "—", "—", "—",
-                                "skipped: projected \(format(projected, digits: 0)) s > \(Int(foundationBudgetSeconds)) s budget"])
+                            table.add([
+                                shape.rawValue, "\(jobs)", engine.rawValue, "—", "—", "—",
+                                "skipped: projected \(format(projected, digits: 0)) s > \(Int(foundationBudgetSeconds)) s budget",
+                            ])
                             continue
                         }
                     }
@@ -98,7 +102,9 @@ struct JobsBenchmark {
             }
         }
         print(table.render())
-        print("\nTargets (2 cores): KilnJobs ≤ 1.0 µs/job independent; ≤ 2 µs/job chain and layered DAG, flat as n grows 10×;")
+        print(
+            "\nTargets (2 cores): KilnJobs ≤ 1.0 µs/job independent; ≤ 2 µs/job chain and layered DAG, flat as n grows 10×;"
+        )
         print("≤ 500 MB peak RSS for 1M queued jobs.")
     }
 
@@ -221,7 +227,9 @@ struct JobsBenchmark {
             let layer = index / 100
             if layer > 0 {
                 let base = (layer - 1) * 100
-                for offset in [0, 1, 37, 73] { operation.addDependency(operations[base + (index % 100 + offset) % 100]) }
+                for offset in [0, 1, 37, 73] {
+                    operation.addDependency(operations[base + (index % 100 + offset) % 100])
+                }
             }
             operations.append(operation)
         }

@@ -28,7 +28,10 @@ import Testing
         let file = directory.path("Taskfile.yml")
         let lines = result.standardError.split(separator: "\n").map(String.init)
         #expect(lines.contains { $0.hasPrefix("\(file):5:12: error: unknown task 'nope'") }, "\(result)")
-        #expect(lines.contains { $0.hasPrefix("\(file):6:25: error: template: function \"uper\" not defined") }, "\(result)")
+        #expect(
+            lines.contains { $0.hasPrefix("\(file):6:25: error: template: function \"uper\" not defined") },
+            "\(result)"
+        )
     }
 
     @Test func aTaskfileMistakeOnlyThePlannerSeesRunsNothingAndExitsWithStatus2() async throws {

@@ -19,10 +19,22 @@ struct GitIndexTests {
 
     /// Asserts that the fast staged changes equal the git executable's and (unless told not to)
     /// libgit2's.
-    func staged(_ repository: GitRepository, libgit2: Bool = true, sourceLocation: SourceLocation = #_sourceLocation) throws -> [String] {
+    func staged(_ repository: GitRepository, libgit2: Bool = true, sourceLocation: SourceLocation = #_sourceLocation)
+        throws -> [String]
+    {
         let fast = base.summary(try repository.fastStagedChanges())
-        if libgit2 { #expect(fast == base.summary(try repository.stagedChanges()), "differs from libgit2", sourceLocation: sourceLocation) }
-        #expect(fast == base.summary(try #require(repository.stagedChangesFromGit())), "differs from git", sourceLocation: sourceLocation)
+        if libgit2 {
+            #expect(
+                fast == base.summary(try repository.stagedChanges()),
+                "differs from libgit2",
+                sourceLocation: sourceLocation
+            )
+        }
+        #expect(
+            fast == base.summary(try #require(repository.stagedChangesFromGit())),
+            "differs from git",
+            sourceLocation: sourceLocation
+        )
         return fast
     }
 
@@ -31,12 +43,20 @@ struct GitIndexTests {
         let directory = try base.repository()
         defer { directory.remove() }
         for folder in 0..<5 {
-            for file in 0..<20 { _ = try directory.write("deep/f\(folder)/sub/file-with-a-longer-name-\(file).txt", "\(folder) \(file)\n") }
+            for file in 0..<20 {
+                _ = try directory.write(
+                    "deep/f\(folder)/sub/file-with-a-longer-name-\(file).txt",
+                    "\(folder) \(file)\n"
+                )
+            }
         }
         try base.git(["add", "."], in: directory)
         try base.git(["commit", "-q", "-m", "more"], in: directory)
         let long = Array(repeating: String(repeating: "d", count: 200), count: 21).joined(separator: "/") + "/long.txt"
-        try base.git(["update-index", "--add", "--cacheinfo", "100644,e69de29bb2d1d6434b8b1d5391dd3e8a2e2f1e4a,\(long)"], in: directory)
+        try base.git(
+            ["update-index", "--add", "--cacheinfo", "100644,e69de29bb2d1d6434b8b1d5391dd3e8a2e2f1e4a,\(long)"],
+            in: directory
+        )
         try base.git(["update-index", "--skip-worktree", long], in: directory)  // an extended flag: version 3
         let repository = try GitRepository(containing: directory.path)
         for version in ["3", "4", "2"] {
@@ -64,7 +84,12 @@ struct GitIndexTests {
         try base.git(["status", "--porcelain"], in: directory)  // git writes the cache-tree when it can
         let repository = try GitRepository(containing: directory.path)
         let clean = try #require(try repository.index().cacheTree)
-        #expect(clean.id?.description == (try base.git(["rev-parse", "HEAD^{tree}"], in: directory)).trimmingCharacters(in: .whitespacesAndNewlines))
+        #expect(
+            clean.id?.description
+                == (try base.git(["rev-parse", "HEAD^{tree}"], in: directory)).trimmingCharacters(
+                    in: .whitespacesAndNewlines
+                )
+        )
         #expect(try staged(repository).isEmpty)
 
         _ = try directory.write("src/a.c", "int a = 1;\n")
@@ -93,10 +118,13 @@ struct GitIndexTests {
         try base.git(["mv", "old/name.txt", "new-name.txt"], in: directory)
         try base.git(["add", "-A"], in: directory)
         let repository = try GitRepository(containing: directory.path)
-        #expect(try staged(repository) == [
-            "added lib/x", "deleted lib/x/one.c", "deleted lib/x/two.c", "renamed old/name.txt → new-name.txt", "modified src/a.c",
-            "deleted tools/run.sh",
-        ])
+        #expect(
+            try staged(repository) == [
+                "added lib/x", "deleted lib/x/one.c", "deleted lib/x/two.c", "renamed old/name.txt → new-name.txt",
+                "modified src/a.c",
+                "deleted tools/run.sh",
+            ]
+        )
         #expect(try base.workingTree(repository).count == 6)
     }
 
@@ -181,16 +209,24 @@ struct GitIndexTests {
         let worktree = directory.path + "-worktree"
         defer { try? FileManager.default.removeItem(atPath: worktree) }
         try base.git(["worktree", "add", "-q", worktree], in: directory)
-        let expected = try requireGit(["rev-parse", "--path-format=absolute", "--git-path", "index"], in: worktree + "/src")
+        let expected = try requireGit(
+            ["rev-parse", "--path-format=absolute", "--git-path", "index"],
+            in: worktree + "/src"
+        )
         let layout = try #require(GitLayout.locate(from: worktree + "/src"))
         let located = layout.indexPath
         #expect(located == expected.trimmingCharacters(in: .whitespacesAndNewlines))
         #expect(listing(try GitIndex(path: located)) == (try requireGit(["ls-files", "-s"], in: worktree)))
         // The worktree's objects and branches are the main repository's (its `commondir`).
         let common = try requireGit(["rev-parse", "--path-format=absolute", "--git-common-dir"], in: worktree)
-        #expect(layout.commonDirectory.hasSuffix("/.git/worktrees/" + (worktree as NSString).lastPathComponent + "/../..")
-            || layout.commonDirectory == common.trimmingCharacters(in: .whitespacesAndNewlines))
-        #expect(try layout.headCommit()?.description == (try requireGit(["rev-parse", "HEAD"], in: worktree)).trimmingCharacters(in: .whitespacesAndNewlines))
+        #expect(
+            layout.commonDirectory.hasSuffix("/.git/worktrees/" + (worktree as NSString).lastPathComponent + "/../..")
+                || layout.commonDirectory == common.trimmingCharacters(in: .whitespacesAndNewlines)
+        )
+        #expect(
+            try layout.headCommit()?.description
+                == (try requireGit(["rev-parse", "HEAD"], in: worktree)).trimmingCharacters(in: .whitespacesAndNewlines)
+        )
         #expect(GitLayout.locate(from: "/") == nil)
     }
 
@@ -212,8 +248,11 @@ struct GitIndexTests {
         _ = try directory.write("tree/d7/f3.c", "staged\n")
         try base.git(["add", "tree/d7/f3.c"], in: directory)
         let repository = try GitRepository(containing: directory.path)
-        #expect(try base.workingTree(repository) == [
-            "modified tree/d3/f7.c", "untracked tree/d4/new.c", "deleted tree/d6/f2.c", "untracked tree/d6/other.c", "modified tree/d7/f3.c",
-        ])
+        #expect(
+            try base.workingTree(repository) == [
+                "modified tree/d3/f7.c", "untracked tree/d4/new.c", "deleted tree/d6/f2.c", "untracked tree/d6/other.c",
+                "modified tree/d7/f3.c",
+            ]
+        )
     }
 }

@@ -40,9 +40,15 @@ struct GitObjectDatabaseTests {
         var trees = Set<String>()
         for commit in commits {
             let tree = try objects.treeOfCommit(try #require(GitObjectID(hex: commit)))
-            #expect(tree.description == (try base.git(["rev-parse", commit + "^{tree}"], in: directory)).trimmingCharacters(in: .newlines))
+            #expect(
+                tree.description
+                    == (try base.git(["rev-parse", commit + "^{tree}"], in: directory)).trimmingCharacters(
+                        in: .newlines
+                    )
+            )
             trees.insert(tree.description)
-            for line in try base.git(["ls-tree", "-r", "-t", commit], in: directory).split(separator: "\n") where line.contains(" tree ") {
+            for line in try base.git(["ls-tree", "-r", "-t", commit], in: directory).split(separator: "\n")
+            where line.contains(" tree ") {
                 trees.insert(String(line.split(separator: " ")[2].prefix(40)))
             }
         }
@@ -50,9 +56,14 @@ struct GitObjectDatabaseTests {
             let listed = try objects.tree(try #require(GitObjectID(hex: tree))).map { entry in
                 let mode = String(entry.mode, radix: 8)
                 let type = entry.isTree ? "tree" : (entry.mode == 0o160000 ? "commit" : "blob")
-                return "\(String(repeating: "0", count: max(0, 6 - mode.count)))\(mode) \(type) \(entry.id)\t\(entry.name)\n"
+                return
+                    "\(String(repeating: "0", count: max(0, 6 - mode.count)))\(mode) \(type) \(entry.id)\t\(entry.name)\n"
             }.joined()
-            #expect(listed == (try base.git(["ls-tree", tree], in: directory)), "tree \(tree)", sourceLocation: sourceLocation)
+            #expect(
+                listed == (try base.git(["ls-tree", tree], in: directory)),
+                "tree \(tree)",
+                sourceLocation: sourceLocation
+            )
         }
         let blob = try base.git(["rev-parse", "HEAD:run.sh"], in: directory).trimmingCharacters(in: .newlines)
         let (kind, data) = try objects.read(try #require(GitObjectID(hex: blob)))
@@ -62,11 +73,16 @@ struct GitObjectDatabaseTests {
 
     /// How many objects of a pack are stored as deltas, from `git verify-pack -v`.
     func deltaCount(_ directory: TemporaryDirectory) throws -> Int {
-        let packs = try FileManager.default.contentsOfDirectory(atPath: directory.path(".git/objects/pack")).filter { $0.hasSuffix(".idx") }
+        let packs = try FileManager.default.contentsOfDirectory(atPath: directory.path(".git/objects/pack")).filter {
+            $0.hasSuffix(".idx")
+        }
         var count = 0
         for pack in packs {
             let verbose = try base.git(["verify-pack", "-v", ".git/objects/pack/" + pack], in: directory)
-            count += verbose.split(separator: "\n").filter { $0.split(separator: " ", omittingEmptySubsequences: true).count >= 7 }.count
+            count +=
+                verbose.split(separator: "\n").filter {
+                    $0.split(separator: " ", omittingEmptySubsequences: true).count >= 7
+                }.count
         }
         return count
     }
@@ -94,7 +110,10 @@ struct GitObjectDatabaseTests {
     func referenceDeltas() throws {
         let directory = try history()
         defer { directory.remove() }
-        try base.git(["-c", "repack.useDeltaBaseOffset=false", "repack", "-q", "-a", "-d", "-f", "--depth=50"], in: directory)
+        try base.git(
+            ["-c", "repack.useDeltaBaseOffset=false", "repack", "-q", "-a", "-d", "-f", "--depth=50"],
+            in: directory
+        )
         try base.git(["prune-packed"], in: directory)
         #expect(try deltaCount(directory) > 10)
         try base.git(["checkout", "-q", "--detach", "HEAD"], in: directory)
@@ -112,7 +131,9 @@ struct GitObjectDatabaseTests {
         let layout = try #require(GitLayout.locate(from: clone))
         let objects = try GitObjectDatabase(layout: layout)
         let head = try #require(try layout.headCommit())
-        #expect(head.description == (try requireGit(["rev-parse", "HEAD"], in: clone)).trimmingCharacters(in: .newlines))
+        #expect(
+            head.description == (try requireGit(["rev-parse", "HEAD"], in: clone)).trimmingCharacters(in: .newlines)
+        )
         #expect(try objects.entries(ofTree: try objects.treeOfCommit(head)).map(\.name).contains("lib"))
     }
 
@@ -160,9 +181,12 @@ struct GitObjectDatabaseTests {
         let direct = base.summary(try StagedChanges.between(index, andHeadOf: try GitObjectDatabase(layout: layout)))
         #expect(direct == base.summary(try StagedChanges.between(index, andHeadOf: repository)))
         #expect(direct == base.summary(try #require(repository.stagedChangesFromGit())))
-        #expect(direct == [
-            "modified lib/d2/deep/er/f1.c", "added lib/d3/deep/new.c", "renamed lib/d5/deep/er/f0.c → lib/d5/moved.c",
-            "deleted notes/round-3.md",
-        ])
+        #expect(
+            direct == [
+                "modified lib/d2/deep/er/f1.c", "added lib/d3/deep/new.c",
+                "renamed lib/d5/deep/er/f0.c → lib/d5/moved.c",
+                "deleted notes/round-3.md",
+            ]
+        )
     }
 }

@@ -28,7 +28,8 @@ struct GitRepositoryTests {
 
     /// The working-tree changes, asserting the fast path (index stat data, parallel) finds
     /// exactly what libgit2's status does.
-    func workingTree(_ repository: GitRepository, sourceLocation: SourceLocation = #_sourceLocation) throws -> [String] {
+    func workingTree(_ repository: GitRepository, sourceLocation: SourceLocation = #_sourceLocation) throws -> [String]
+    {
         let slow = summary(try repository.workingTreeChanges())
         let fast = summary(try repository.fastWorkingTreeChanges())
         #expect(fast == slow, "the fast status differs from libgit2's", sourceLocation: sourceLocation)
@@ -56,9 +57,12 @@ struct GitRepositoryTests {
         try git(["add", "src/staged.c"], in: directory)
         let repository = try GitRepository(containing: directory.path("src"))
         #expect(repository.workingDirectory == directory.path)
-        #expect(try workingTree(repository) == [
-            "untracked notes/todo.txt", "modified src/a.c", "deleted src/b.c", "untracked src/new.c", "added src/staged.c",
-        ])
+        #expect(
+            try workingTree(repository) == [
+                "untracked notes/todo.txt", "modified src/a.c", "deleted src/b.c", "untracked src/new.c",
+                "added src/staged.c",
+            ]
+        )
     }
 
     @Test("staged only: the index against HEAD, and a partly staged file counts once")
@@ -142,7 +146,10 @@ struct GitRepositoryTests {
         defer { inner.remove() }
         let directory = try repository()
         defer { directory.remove() }
-        try git(["-c", "protocol.file.allow=always", "submodule", "add", "-q", inner.path, "vendor/inner"], in: directory)
+        try git(
+            ["-c", "protocol.file.allow=always", "submodule", "add", "-q", inner.path, "vendor/inner"],
+            in: directory
+        )
         try git(["commit", "-q", "-m", "submodule"], in: directory)
         _ = try directory.write("vendor/inner/src/a.c", "int a = 9;\n")  // a change inside the submodule
         _ = try directory.write("src/a.c", "int a = 4;\n")

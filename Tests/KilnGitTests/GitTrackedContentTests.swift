@@ -1,8 +1,8 @@
-import KilnPaths
 import Foundation
 import KilnGit
 import KilnGitFormat
 import KilnHost
+import KilnPaths
 import KilnTestSupport
 import Testing
 
@@ -16,7 +16,9 @@ struct GitTrackedContentTests {
         String(try base.git(["hash-object", file], in: directory).prefix(32))
     }
 
-    @Test("a clean tracked file's hash is its blob id from the index; dirty, untracked and racily clean files have none")
+    @Test(
+        "a clean tracked file's hash is its blob id from the index; dirty, untracked and racily clean files have none"
+    )
     func vouching() throws {
         let directory = try base.repository()
         defer { directory.remove() }
@@ -32,19 +34,35 @@ struct GitTrackedContentTests {
         _ = try directory.write("src/b.c", "int b = 2;\n")
         _ = try directory.write("src/new.c", "int n;\n")
         let fresh = try #require(GitTrackedContent(projectRoot: directory.path))
-        #expect(FileSignature.of(directory.path("src/b.c")).flatMap { fresh.contentID(of: "src/b.c", status: $0) } == nil, "dirty")
-        #expect(FileSignature.of(directory.path("src/new.c")).flatMap { fresh.contentID(of: "src/new.c", status: $0) } == nil, "untracked")
-        #expect(fresh.computeContentID(of: directory.path("src/b.c"))?.description == (try blobPrefix("src/b.c", in: directory)))
+        #expect(
+            FileSignature.of(directory.path("src/b.c")).flatMap { fresh.contentID(of: "src/b.c", status: $0) } == nil,
+            "dirty"
+        )
+        #expect(
+            FileSignature.of(directory.path("src/new.c")).flatMap { fresh.contentID(of: "src/new.c", status: $0) }
+                == nil,
+            "untracked"
+        )
+        #expect(
+            fresh.computeContentID(of: directory.path("src/b.c"))?.description
+                == (try blobPrefix("src/b.c", in: directory))
+        )
 
         // Staged within the index's own timestamp (the index's mtime not after the file's): the
         // file may have changed since without its status showing it, so it isn't vouched for.
         try setModificationTime(directory.path("src/b.c"), secondsAgo: 5)
         try base.git(["add", "src/b.c"], in: directory)
         let status = try #require(FileSignature.of(directory.path("src/b.c")))
-        #expect(try #require(GitTrackedContent(projectRoot: directory.path)).contentID(of: "src/b.c", status: status) != nil)
-        let fileTime = try #require(try FileManager.default.attributesOfItem(atPath: directory.path("src/b.c"))[.modificationDate] as? Date)
+        #expect(
+            try #require(GitTrackedContent(projectRoot: directory.path)).contentID(of: "src/b.c", status: status) != nil
+        )
+        let fileTime = try #require(
+            try FileManager.default.attributesOfItem(atPath: directory.path("src/b.c"))[.modificationDate] as? Date
+        )
         try FileManager.default.setAttributes([.modificationDate: fileTime], ofItemAtPath: directory.path(".git/index"))
-        #expect(try #require(GitTrackedContent(projectRoot: directory.path)).contentID(of: "src/b.c", status: status) == nil)
+        #expect(
+            try #require(GitTrackedContent(projectRoot: directory.path)).contentID(of: "src/b.c", status: status) == nil
+        )
     }
 
     @Test("a project in a subdirectory of the repository, an intent-to-add entry, and no repository at all")

@@ -1,6 +1,6 @@
-import KilnPaths
 import Foundation
 import KilnHookPlan
+import KilnPaths
 import KilnTestSupport
 import Testing
 
@@ -12,16 +12,24 @@ struct HookPlanTests {
         let taskfile = try directory.write("Taskfile.yml", "version: '3'\n")
         try setModificationTime(taskfile, secondsAgo: 60)
         return HookPlan(
-            taskfilePath: taskfile, root: directory.path, taskfiles: [taskfile, directory.path("lib/Taskfile.yml")],
+            taskfilePath: taskfile,
+            root: directory.path,
+            taskfiles: [taskfile, directory.path("lib/Taskfile.yml")],
             tasks: [
-                HookPlan.Task(directory: directory.path, patterns: ["src/**/*.c", "docs/*.md", "web/**"], discovered: []),
+                HookPlan.Task(
+                    directory: directory.path,
+                    patterns: ["src/**/*.c", "docs/*.md", "web/**"],
+                    discovered: []
+                ),
                 HookPlan.Task(directory: directory.path("lib"), patterns: ["*.h"], discovered: ["gen/config.h"]),
             ],
             watched: [HookPlan.Watched(path: taskfile), HookPlan.Watched(path: directory.path("missing.yml"))]
         )
     }
 
-    @Test("affected: a task's patterns relative to its directory, a depfile's file, a Taskfile; .kiln and outside files don't count")
+    @Test(
+        "affected: a task's patterns relative to its directory, a depfile's file, a Taskfile; .kiln and outside files don't count"
+    )
     func affects() throws {
         let directory = try TemporaryDirectory(prefix: "kiln-hook-plan")
         defer { directory.remove() }
@@ -50,7 +58,9 @@ struct HookPlanTests {
         #expect(HookPlan.load(root: directory.path, hook: "pre-commit") == plan)
         #expect(HookPlan.load(root: directory.path, hook: "commit-msg") == nil)
 
-        let saved = try #require(FileManager.default.contents(atPath: HookPlan.path(root: directory.path, hook: "pre-commit")))
+        let saved = try #require(
+            FileManager.default.contents(atPath: HookPlan.path(root: directory.path, hook: "pre-commit"))
+        )
         try saved.dropLast(3).write(to: URL(fileURLWithPath: HookPlan.path(root: directory.path, hook: "pre-commit")))
         #expect(HookPlan.load(root: directory.path, hook: "pre-commit") == nil, "a truncated plan")
         try saved.write(to: URL(fileURLWithPath: HookPlan.path(root: directory.path, hook: "pre-commit")))
@@ -94,7 +104,9 @@ extension TimeInterval {
         let taskfile = try directory.write("Taskfile.yml", "version: '3'\n")
         try setModificationTime(taskfile, secondsAgo: 60)
         let plan = HookPlan(
-            taskfilePath: taskfile, root: directory.path, taskfiles: [taskfile],
+            taskfilePath: taskfile,
+            root: directory.path,
+            taskfiles: [taskfile],
             tasks: [HookPlan.Task(directory: directory.path, patterns: ["src/*.c"], discovered: [])],
             watched: [HookPlan.Watched(path: taskfile)]
         )

@@ -11,8 +11,10 @@ import Testing
     func duplicateOutputAcrossTasks() throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        let errors = try loadErrors(in: directory, [
-            "Taskfile.yml": """
+        let errors = try loadErrors(
+            in: directory,
+            [
+                "Taskfile.yml": """
                 version: '3'
                 vars:
                   OUT: out
@@ -24,7 +26,8 @@ import Testing
                     generates: [other.txt, './out//lib.a']
                     cmds: ['true']
                 """
-        ])
+            ]
+        )
         let error = try #require(errors.only)
         #expect(error.code == .duplicateOutput)
         #expect(error.message == "tasks 'a' and 'b' both declare the output out/lib.a; only one task may write a file")
@@ -36,7 +39,9 @@ import Testing
     func notDuplicates() throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        try directory.write("Taskfile.yml", """
+        try directory.write(
+            "Taskfile.yml",
+            """
             version: '3'
             tasks:
               a:
@@ -45,7 +50,8 @@ import Testing
               b:
                 generates: ['build/*.o', {exclude: x.txt}]
                 cmds: ['true']
-            """)
+            """
+        )
         _ = try TaskfileLoader(usesCache: false).load(path: directory.path("Taskfile.yml"))
     }
 

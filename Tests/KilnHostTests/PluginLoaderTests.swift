@@ -18,7 +18,12 @@ struct PluginLoaderTests {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         let registry = TaskKindRegistry()
-        let loader = PluginLoader(options: PluginOptions(), registry: registry, environmentPath: nil, executableDirectory: try buildDirectory())
+        let loader = PluginLoader(
+            options: PluginOptions(),
+            registry: registry,
+            environmentPath: nil,
+            executableDirectory: try buildDirectory()
+        )
         let plugin = try loader.load("archive")
         #expect(plugin.name == "archive")
         #expect(plugin.kinds == ["archive"])
@@ -27,16 +32,31 @@ struct PluginLoaderTests {
         let kind = try #require(registry.kind(named: "archive"))
         #expect(kind.pluginVersion == "1.0.0")
         let location = SourceLocation(file: directory.path("Taskfile.yml"), line: 1, column: 1)
-        let configuration = ConfigurationValue(.map([
-            (key: "output", keyLocation: location, value: ConfigurationValue(.scalar("out.tar.gz"), at: location)),
-            (key: "files", keyLocation: location, value: ConfigurationValue(.list([ConfigurationValue(.scalar("a.txt"), at: location)]), at: location)),
-        ]), at: location)
-        let prepared = try kind.prepare(configuration, for: TaskDescription(name: "pack", location: location, variables: [:]))
+        let configuration = ConfigurationValue(
+            .map([
+                (key: "output", keyLocation: location, value: ConfigurationValue(.scalar("out.tar.gz"), at: location)),
+                (
+                    key: "files", keyLocation: location,
+                    value: ConfigurationValue(.list([ConfigurationValue(.scalar("a.txt"), at: location)]), at: location)
+                ),
+            ]),
+            at: location
+        )
+        let prepared = try kind.prepare(
+            configuration,
+            for: TaskDescription(name: "pack", location: location, variables: [:])
+        )
         #expect(prepared.kindVersion == "1 (plugin 1.0.0)", "the plugin's version is signed with the kind's")
         _ = try directory.write("a.txt", "alpha\n")
         let request = JobRequest(
-            taskName: "pack", label: "pack", inputs: ["a.txt"], outputs: ["out.tar.gz"], resources: [], variables: [:],
-            directory: directory.path, environment: [:]
+            taskName: "pack",
+            label: "pack",
+            inputs: ["a.txt"],
+            outputs: ["out.tar.gz"],
+            resources: [],
+            variables: [:],
+            directory: directory.path,
+            environment: [:]
         )
         #expect(prepared.defaultResources(for: request) == ["disk"])
         let job = try prepared.makeJob(request, context: TaskContext(output: TaskOutput(), projectRoot: directory.path))
@@ -61,7 +81,12 @@ struct PluginLoaderTests {
     @Test("the same file loads once; kiln never unloads a plugin")
     func loadsOnce() throws {
         let registry = TaskKindRegistry()
-        let loader = PluginLoader(options: PluginOptions(), registry: registry, environmentPath: nil, executableDirectory: try buildDirectory())
+        let loader = PluginLoader(
+            options: PluginOptions(),
+            registry: registry,
+            environmentPath: nil,
+            executableDirectory: try buildDirectory()
+        )
         let first = try loader.load("compress")
         let second = try loader.load(first.file)
         #expect(first == second)
@@ -76,7 +101,12 @@ struct PluginLoaderTests {
         let copy = directory.path("libkiln-archive.so")
         try FileManager.default.copyItem(atPath: try buildDirectory() + "/libkiln-archive.so", toPath: copy)
         chown(copy, 65534, 65534)
-        let loader = PluginLoader(options: PluginOptions(), registry: TaskKindRegistry(), environmentPath: nil, executableDirectory: nil)
+        let loader = PluginLoader(
+            options: PluginOptions(),
+            registry: TaskKindRegistry(),
+            environmentPath: nil,
+            executableDirectory: nil
+        )
         #expect {
             try loader.load(file: copy)
         } throws: { error in

@@ -46,7 +46,12 @@ import Testing
         let result = HostMutex<CommandResult?>(nil)
         let output = TaskOutput()
         let done = Gate()
-        _ = monitor.run("echo hello; exit \(status)", directory: directory.path, environment: System.environment, output: output) { ending in
+        _ = monitor.run(
+            "echo hello; exit \(status)",
+            directory: directory.path,
+            environment: System.environment,
+            output: output
+        ) { ending in
             result.withLock { $0 = ending }
             done.open()
         }
@@ -62,7 +67,12 @@ import Testing
         let monitor = ProcessMonitor(terminationGrace: 1, usePidDescriptors: false)
         let result = HostMutex<CommandResult?>(nil)
         let done = Gate()
-        let handle = monitor.run("touch started; sleep 1000", directory: directory.path, environment: System.environment, output: TaskOutput()) {
+        let handle = monitor.run(
+            "touch started; sleep 1000",
+            directory: directory.path,
+            environment: System.environment,
+            output: TaskOutput()
+        ) {
             ending in
             result.withLock { $0 = ending }
             done.open()

@@ -22,7 +22,10 @@ import Testing
             for index in 0..<count {
                 let fails = Int.random(in: 0..<100, using: &random) < 12
                 let claims = ["cpu", "x", "y"].filter { _ in Bool.random(using: &random) }
-                let deps = index == 0 ? [] : (0..<Int.random(in: 0...3, using: &random)).map { _ in Int.random(in: 0..<index, using: &random) }
+                let deps =
+                    index == 0
+                    ? []
+                    : (0..<Int.random(in: 0...3, using: &random)).map { _ in Int.random(in: 0..<index, using: &random) }
                 dependencies.append(Array(Set(deps)))
                 text += "  t\(index):\n    plugin: probe\n    with: {fail: \(fails)}\n"
                 if !claims.isEmpty { text += "    resources: [\(claims.joined(separator: ", "))]\n" }
@@ -46,21 +49,32 @@ import Testing
             guard let summary = await waitForResult(within: 60, { buildRun.wait() }) else {
                 let pending = buildRun.pendingDescription
                 buildRun.interrupt()
-                Issue.record("seed \(seed): the run did not end within 60 s (\(observer.finished.count) of \(count) jobs reported): \(pending)")
+                Issue.record(
+                    "seed \(seed): the run did not end within 60 s (\(observer.finished.count) of \(count) jobs reported): \(pending)"
+                )
                 return
             }
             let reported = observer.finished.map(\.job.task)
             #expect(reported.count == count && Set(reported).count == count, "seed \(seed): \(reported.sorted())")
             #expect(summary.succeeded + summary.failed + summary.cancelled == count, "seed \(seed): \(summary)")
-            let outcomes = Dictionary(observer.finished.map { ($0.job.task, $0.outcome) }, uniquingKeysWith: { first, _ in first })
+            let outcomes = Dictionary(
+                observer.finished.map { ($0.job.task, $0.outcome) },
+                uniquingKeysWith: { first, _ in first }
+            )
             for started in observer.started {
                 let index = Int(started.job.task.dropFirst())!
                 for dependency in dependencies[index] {
-                    #expect(outcomes["t\(dependency)"] == .succeeded, "seed \(seed): t\(index) started though t\(dependency) didn't succeed")
+                    #expect(
+                        outcomes["t\(dependency)"] == .succeeded,
+                        "seed \(seed): t\(index) started though t\(dependency) didn't succeed"
+                    )
                 }
             }
             let peaks = lab.peaks
-            #expect((peaks["x"] ?? 0) <= 1 && (peaks["y"] ?? 0) <= 2 && (peaks["cpu"] ?? 0) <= 2, "seed \(seed): \(peaks)")
+            #expect(
+                (peaks["x"] ?? 0) <= 1 && (peaks["y"] ?? 0) <= 2 && (peaks["cpu"] ?? 0) <= 2,
+                "seed \(seed): \(peaks)"
+            )
         }
     }
 }

@@ -34,7 +34,9 @@ import Testing
                 do throws(TaskfileErrors) {
                     let taskfile = try TaskfileLoader(usesCache: false).load(path: path)
                     let project = try Project(taskfile: taskfile, runner: runner)
-                    _ = try BuildPlanner(taskfile: taskfile, registry: project.registry).plan(targets: taskfile.tasks.filter { $0.partOf == nil }.map(\.name))
+                    _ = try BuildPlanner(taskfile: taskfile, registry: project.registry).plan(
+                        targets: taskfile.tasks.filter { $0.partOf == nil }.map(\.name)
+                    )
                     return nil
                 } catch {
                     let unlocated = error.errors.filter { $0.location == nil }
@@ -79,31 +81,67 @@ enum TaskfileFuzzer {
         if Bool.random(using: &random) {
             text += "vars:\n"
             for index in 0..<Int.random(in: 1...5, using: &random) {
-                text += "  V\(index): " + pick(["plain", "'{{.V0}}-x'", "\"{{.NOPE}}\"", "{sh: echo}", "[1, 2]", "'{{.V0}}{{.V0}}'", "'{{'", "~"], &random) + "\n"
+                text +=
+                    "  V\(index): "
+                    + pick(
+                        [
+                            "plain", "'{{.V0}}-x'", "\"{{.NOPE}}\"", "{sh: echo}", "[1, 2]", "'{{.V0}}{{.V0}}'", "'{{'",
+                            "~",
+                        ],
+                        &random
+                    ) + "\n"
             }
         }
         if includes, Bool.random(using: &random) {
             text += "includes:\n"
-            text += "  one: " + pick(["a.yml", "./b.yml", "{taskfile: a.yml, optional: true}", "missing.yml", "Taskfile.yml", "{dir: x}", "'{{.V0}}.yml'"], &random) + "\n"
+            text +=
+                "  one: "
+                + pick(
+                    [
+                        "a.yml", "./b.yml", "{taskfile: a.yml, optional: true}", "missing.yml", "Taskfile.yml",
+                        "{dir: x}", "'{{.V0}}.yml'",
+                    ],
+                    &random
+                ) + "\n"
         }
-        if Int.random(in: 0..<5, using: &random) == 0 { text += pick(["resources:\n  link: 1\n", "resources: {gpu: -1}\n", "hooks:\n  pre-commit: [t0]\n", "plugins: [nope]\n", "output: group\n"], &random) }
+        if Int.random(in: 0..<5, using: &random) == 0 {
+            text += pick(
+                [
+                    "resources:\n  link: 1\n", "resources: {gpu: -1}\n", "hooks:\n  pre-commit: [t0]\n",
+                    "plugins: [nope]\n", "output: group\n",
+                ],
+                &random
+            )
+        }
         text += "tasks:\n"
         let count = Int.random(in: 0...6, using: &random)
         for index in 0..<count {
             text += "  t\(index):\n"
             for _ in 0..<Int.random(in: 0...4, using: &random) {
-                text += "    " + pick([
-                    "cmds: ['echo {{.V0}}', 'true']", "cmds: [{cmd: 'echo x'}, {task: t0}]", "cmd: echo", "deps: [t\(Int.random(in: 0...count, using: &random))]",
-                    "sources: ['src/**/*.c', {exclude: 'x.c'}]", "sources: ['!x', '$HOME/y']", "generates: ['out/{{.source_stem}}.o']",
-                    "generates: [shared.txt]", "each: sources", "batch: 0", "batch: 99999999999999999999", "dir: '..'", "dir: sub",
-                    "resources: [cpu, link]", "resources: [net:]", "plugin: archive", "with: {format: tgz, output: x.tgz, files: [a]}",
-                    "depfile: '../x.d'", "silent: true", "internal: yes", "desc: '{{.UNDEFINED}}'", "env: {A: '{{.V1}}'}", "vars: {L: '{{.V0}}'}",
-                    "allow-outside-root: maybe", "status: [test -f x]", "unknownkey: 1", "deps: [{task: t0, vars: {A: 1}}]",
-                    "cmds: [echo a, {task: 't{{.V0}}', vars: {A: '{{.V0}}'}}, echo b]",
-                    "cmds: [{for: [a, b], task: t0, vars: {X: '{{.ITEM}}'}}, {task: t1}]",
-                    "cmds: [{task: t\(index), vars: {N: '{{.N | default 0 | add 1}}'}}]", "deps: [{for: {var: V0}, task: t0}]",
-                    "run: once", "cmds: [{task: t0, vars: 7}]",
-                ], &random) + "\n"
+                text +=
+                    "    "
+                    + pick(
+                        [
+                            "cmds: ['echo {{.V0}}', 'true']", "cmds: [{cmd: 'echo x'}, {task: t0}]", "cmd: echo",
+                            "deps: [t\(Int.random(in: 0...count, using: &random))]",
+                            "sources: ['src/**/*.c', {exclude: 'x.c'}]", "sources: ['!x', '$HOME/y']",
+                            "generates: ['out/{{.source_stem}}.o']",
+                            "generates: [shared.txt]", "each: sources", "batch: 0", "batch: 99999999999999999999",
+                            "dir: '..'", "dir: sub",
+                            "resources: [cpu, link]", "resources: [net:]", "plugin: archive",
+                            "with: {format: tgz, output: x.tgz, files: [a]}",
+                            "depfile: '../x.d'", "silent: true", "internal: yes", "desc: '{{.UNDEFINED}}'",
+                            "env: {A: '{{.V1}}'}", "vars: {L: '{{.V0}}'}",
+                            "allow-outside-root: maybe", "status: [test -f x]", "unknownkey: 1",
+                            "deps: [{task: t0, vars: {A: 1}}]",
+                            "cmds: [echo a, {task: 't{{.V0}}', vars: {A: '{{.V0}}'}}, echo b]",
+                            "cmds: [{for: [a, b], task: t0, vars: {X: '{{.ITEM}}'}}, {task: t1}]",
+                            "cmds: [{task: t\(index), vars: {N: '{{.N | default 0 | add 1}}'}}]",
+                            "deps: [{for: {var: V0}, task: t0}]",
+                            "run: once", "cmds: [{task: t0, vars: 7}]",
+                        ],
+                        &random
+                    ) + "\n"
             }
             if Int.random(in: 0..<4, using: &random) == 0 { text += "    cmds: [echo]\n" }
         }
@@ -119,17 +157,32 @@ enum TaskfileFuzzer {
             for index in 1..<40 { text += "  V\(index): '{{.V\(index - 1)}}{{.V\(index - 1)}}'\n" }
             return text + "tasks:\n  t: echo {{.V39}}\n"
         case 1:
-            var text = "version: '3'\ntasks:\n  t:\n    plugin: archive\n    with:\n      a0: &a0 [x, x, x, x, x, x, x, x, x]\n"
-            for index in 1..<14 { text += "      a\(index): &a\(index) [" + Array(repeating: "*a\(index - 1)", count: 9).joined(separator: ", ") + "]\n" }
+            var text =
+                "version: '3'\ntasks:\n  t:\n    plugin: archive\n    with:\n      a0: &a0 [x, x, x, x, x, x, x, x, x]\n"
+            for index in 1..<14 {
+                text +=
+                    "      a\(index): &a\(index) ["
+                    + Array(repeating: "*a\(index - 1)", count: 9).joined(separator: ", ") + "]\n"
+            }
             return text
         case 2:
             let depth = Int.random(in: 300...5_000, using: &random)
-            return "version: '3'\ntasks:\n  t: " + String(repeating: "[", count: depth) + String(repeating: "]", count: depth) + "\n"
+            return "version: '3'\ntasks:\n  t: " + String(repeating: "[", count: depth)
+                + String(repeating: "]", count: depth) + "\n"
         case 3:
-            for level in 0..<150 { files.append(("n\(level).yml", "version: '3'\nincludes:\n  i: n\(level + 1).yml\ntasks:\n  t: echo\n")) }
+            for level in 0..<150 {
+                files.append(("n\(level).yml", "version: '3'\nincludes:\n  i: n\(level + 1).yml\ntasks:\n  t: echo\n"))
+            }
             return "version: '3'\nincludes:\n  i: n0.yml\ntasks:\n  default: echo\n"
         case 4:
-            for level in 0..<22 { files.append(("d\(level).yml", "version: '3'\nincludes:\n  a: d\(level + 1).yml\n  b: d\(level + 1).yml\ntasks:\n  t: echo\n")) }
+            for level in 0..<22 {
+                files.append(
+                    (
+                        "d\(level).yml",
+                        "version: '3'\nincludes:\n  a: d\(level + 1).yml\n  b: d\(level + 1).yml\ntasks:\n  t: echo\n"
+                    )
+                )
+            }
             return "version: '3'\nincludes:\n  a: d0.yml\n  b: d0.yml\ntasks:\n  default: echo\n"
         case 5:
             var text = "version: '3'\ntasks:\n  t:\n    cmds:\n"

@@ -132,7 +132,8 @@ import Testing
         // Go's time.Time methods without arguments (go-task's TIMESTAMP is a time).
         "{{$t := toDate \"2006-01-02 15:04:05\" \"2021-03-04 05:06:07\"}}{{$t.Unix}} {{$t.Year}} {{$t.Month}} {{$t.Day}} {{$t.Hour}} {{$t.Minute}} {{$t.Second}} {{$t.Weekday}} {{$t.UnixMilli}} {{$t.Nanosecond}} {{$t.UTC}}",
         // go-task's toYaml (yaml.v3): block style, key order, quoting and literal blocks.
-        "{{toYaml .M}}", "{{toYaml .L}}|{{toYaml .MIXED}}|{{mustToYaml .NUMS}}", "{{toYaml .S}}|{{toYaml .N}}|{{toYaml .F}}|{{toYaml .B}}",
+        "{{toYaml .M}}", "{{toYaml .L}}|{{toYaml .MIXED}}|{{mustToYaml .NUMS}}",
+        "{{toYaml .S}}|{{toYaml .N}}|{{toYaml .F}}|{{toYaml .B}}",
         "{{toYaml .MULTI}}|{{toYaml .W}}|{{toYaml .E}}|{{toYaml .UNSET}}|{{toYaml list}}|{{toYaml dict}}",
         "{{toYaml (dict \"b\" 1 \"a10\" 2 \"a2\" (list 1 (dict \"y\" \"n\" \"x\" (list))) \"A\" (dict \"k\" (dict \"j\" 1)))}}",
         "{{toYaml (list (list 1 (list 2 3)) (dict \"k\" (list \"a\" \"b\")) (dict \"m\" \"line\\nbreak\\n\"))}}",

@@ -7,9 +7,13 @@ import Foundation
 ///
 /// Threading: any thread.
 @discardableResult
-public func runGit(_ arguments: [String], in directory: String, environment: [String: String] = [:]) throws -> (status: Int32, output: String) {
+public func runGit(_ arguments: [String], in directory: String, environment: [String: String] = [:]) throws -> (
+    status: Int32, output: String
+) {
     try runProgram(
-        "/usr/bin/git", ["-c", "user.email=kiln@example.invalid", "-c", "user.name=Kiln Tests"] + arguments, in: directory,
+        "/usr/bin/git",
+        ["-c", "user.email=kiln@example.invalid", "-c", "user.name=Kiln Tests"] + arguments,
+        in: directory,
         environment: environment
     )
 }
@@ -22,7 +26,10 @@ public func runGit(_ arguments: [String], in directory: String, environment: [St
 /// Threading: any thread.
 @discardableResult
 public func runProgram(
-    _ executable: String, _ arguments: [String], in directory: String, environment: [String: String] = [:]
+    _ executable: String,
+    _ arguments: [String],
+    in directory: String,
+    environment: [String: String] = [:]
 ) throws -> (status: Int32, output: String) {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: executable)
@@ -41,7 +48,9 @@ public func runProgram(
 
 /// A git command that failed.
 public struct GitCommandFailure: Error, CustomStringConvertible {
+    /// The command and what it printed.
     public var description: String
+    /// A failure described by `description`.
     public init(_ description: String) { self.description = description }
 }
 
@@ -51,6 +60,8 @@ public struct GitCommandFailure: Error, CustomStringConvertible {
 @discardableResult
 public func requireGit(_ arguments: [String], in directory: String) throws -> String {
     let (status, output) = try runGit(arguments, in: directory)
-    guard status == 0 else { throw GitCommandFailure("git \(arguments.joined(separator: " ")) exited with \(status): \(output)") }
+    guard status == 0 else {
+        throw GitCommandFailure("git \(arguments.joined(separator: " ")) exited with \(status): \(output)")
+    }
     return output
 }

@@ -47,6 +47,7 @@ public enum Peers {
 
     /// A peer the tests need is not installed.
     public struct PeerMissing: Error, CustomStringConvertible {
+        /// Which peer is missing and how to install it.
         public var description: String
     }
 }

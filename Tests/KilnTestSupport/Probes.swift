@@ -10,7 +10,11 @@ public final class Counter: Sendable {
     /// Creates a counter at zero.
     public init() {}
     /// Adds one and returns the new value.
-    @discardableResult public func increment() -> Int { value.withLock { $0 += 1; return $0 } }
+    @discardableResult public func increment() -> Int {
+        value.withLock {
+            $0 += 1; return $0
+        }
+    }
     /// The current value.
     public var count: Int { value.withLock { $0 } }
 }

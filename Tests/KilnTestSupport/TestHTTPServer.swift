@@ -1,7 +1,7 @@
 import Synchronization
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A real HTTP/1.1 server on 127.0.0.1 (a port the kernel picks), for testing the http plugin
@@ -13,19 +13,26 @@ import Glibc
 public final class TestHTTPServer: Sendable {
     /// One request as received.
     public struct Request: Sendable {
+        /// The request method, as sent (`GET`, `HEAD`…).
         public var method: String
+        /// The request target, as sent.
         public var path: String
+        /// Header fields, names lowercased.
         public var headers: [String: String]
+        /// The request body.
         public var body: [UInt8]
     }
 
     /// What to answer.
     public struct Response: Sendable {
+        /// The HTTP status code.
         public var status: Int
+        /// The response body.
         public var body: [UInt8]
         /// Seconds to wait before answering (for timeouts and cancellation in flight).
         public var delay: Double
 
+        /// An answer with `status`, the UTF-8 of `body`, sent after `delay` seconds.
         public init(status: Int, body: String = "", delay: Double = 0) {
             self.status = status
             self.body = Array(body.utf8)
@@ -51,7 +58,9 @@ public final class TestHTTPServer: Sendable {
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         address.sin_port = 0
         let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
         }
         guard bound == 0, listen(descriptor, 64) == 0 else {
             close(descriptor)
@@ -129,17 +138,25 @@ public final class TestHTTPServer: Sendable {
             body += buffer[0..<count]
         }
         let request = Request(
-            method: requestLine.first ?? "", path: requestLine.count > 1 ? requestLine[1] : "", headers: headers, body: body
+            method: requestLine.first ?? "",
+            path: requestLine.count > 1 ? requestLine[1] : "",
+            headers: headers,
+            body: body
         )
         received.withLock { $0.append(request) }
         let response = handler(request)
         if response.delay > 0 { usleep(UInt32(response.delay * 1_000_000)) }
-        var reply = Array("HTTP/1.1 \(response.status) \(response.status < 300 ? "OK" : "Error")\r\nContent-Length: \(response.body.count)\r\nConnection: close\r\n\r\n".utf8)
+        var reply = Array(
+            "HTTP/1.1 \(response.status) \(response.status < 300 ? "OK" : "Error")\r\nContent-Length: \(response.body.count)\r\nConnection: close\r\n\r\n"
+                .utf8
+        )
         reply += response.body
         var offset = 0
         while offset < reply.count {
             // MSG_NOSIGNAL: a client that gave up (a timeout, Ctrl-C) must not SIGPIPE the tests.
-            let written = reply[offset...].withUnsafeBytes { send(connection, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            let written = reply[offset...].withUnsafeBytes {
+                send(connection, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
+            }
             guard written > 0 else { return }
             offset += written
         }

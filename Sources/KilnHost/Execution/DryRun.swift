@@ -104,8 +104,9 @@ private final class VerdictCollector: RunObserver {
 public struct RemoteJobKeys: Sendable {
     /// The Action's digest: what the cache is asked for (`nil` when the job isn't looked up).
     public var action: RemoteDigest?
-    /// The Command's and the input root's digests.
+    /// The Command's digest.
     public var command: RemoteDigest?
+    /// The input root's digest.
     public var inputRoot: RemoteDigest?
     /// For a job with a depfile, the discovery action's digest (``RemoteRecipe/RemotePlan``).
     public var discovery: RemoteDigest?

@@ -651,7 +651,8 @@ public final class IncrementalState: Sendable {
         var watched = Watched()
         for file in files { _ = watched.hash(relative(file), as: .xxh3, with: hasher) }
         guard let paths = watched.paths else {
-            recorder.record(key: "\u{0}files the run rests on", alwaysRuns: false, paths: nil)  // can't vouch: incomplete
+            // Can't vouch: the list is incomplete.
+            recorder.record(key: "\u{0}files the run rests on", alwaysRuns: false, paths: nil)
             return
         }
         recorder.recordListing(task: "\u{0}files the run rests on", paths: paths)

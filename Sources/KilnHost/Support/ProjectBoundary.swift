@@ -1,7 +1,7 @@
 import Synchronization
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The project root as a boundary: whether a path is inside it once every symbolic link on the
@@ -55,7 +55,8 @@ final class ProjectBoundary: Sendable {
         guard normalized == root || normalized.hasPrefix(rootPrefix) else { return false }
         if normalized == root { return true }
         let slash = normalized.utf8.lastIndex(of: UInt8(ascii: "/"))!
-        let directory = slash == normalized.startIndex ? normalized[..<normalized.utf8.index(after: slash)] : normalized[..<slash]
+        let directory =
+            slash == normalized.startIndex ? normalized[..<normalized.utf8.index(after: slash)] : normalized[..<slash]
         let name = normalized[normalized.utf8.index(after: slash)...]
         // A normal name in a directory that resolves inside the root is inside, unless the
         // name itself is a link that leads out.
@@ -124,7 +125,9 @@ final class ProjectBoundary: Sendable {
                 }
                 if type == UInt8(DT_UNKNOWN) {
                     var info = stat()
-                    type = lstat(directory + "/" + name, &info) == 0 && (info.st_mode & S_IFMT) == S_IFLNK ? UInt8(DT_LNK) : 0
+                    type =
+                        lstat(directory + "/" + name, &info) == 0 && (info.st_mode & S_IFMT) == S_IFLNK
+                        ? UInt8(DT_LNK) : 0
                 }
                 if type == UInt8(DT_LNK) { names.insert(name) }
             }

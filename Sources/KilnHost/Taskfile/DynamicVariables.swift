@@ -44,7 +44,14 @@ final class DynamicVariables {
         defer { for pointer in pointers { free(pointer) } }
         var pid: pid_t = 0
         let directoryToUse = Files.isDirectory(directory) ? directory : "/"
-        let status = ckiln_spawn_shell_capturing(CommandShell.path(for: command), command, directoryToUse, &pointers, pipe[1], &pid)
+        let status = ckiln_spawn_shell_capturing(
+            CommandShell.path(for: command),
+            command,
+            directoryToUse,
+            &pointers,
+            pipe[1],
+            &pid
+        )
         close(pipe[1])
         guard status == 0 else {
             close(pipe[0])

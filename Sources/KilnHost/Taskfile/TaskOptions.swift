@@ -294,6 +294,7 @@ public struct CommandLoop: Sendable, Hashable {
         /// varying slowest; the item is a map.
         case matrix([(key: String, values: [String])])
 
+        /// Equal when both are the same kind with equal lists (a matrix: equal keys and values, in order).
         public static func == (a: Items, b: Items) -> Bool {
             switch (a, b) {
             case (.list(let x), .list(let y)): x == y
@@ -304,6 +305,7 @@ public struct CommandLoop: Sendable, Hashable {
             }
         }
 
+        /// Hashes what `==` compares.
         public func hash(into hasher: inout Hasher) {
             switch self {
             case .list(let items): hasher.combine(items)

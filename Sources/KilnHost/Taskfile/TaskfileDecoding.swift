@@ -20,13 +20,16 @@ public struct TaskfileLoader: Sendable {
     public static let maximumInstances = 1000
 
     /// Variables every task's templates may use besides the Taskfile's own.
-    public static let builtInVariables: Set<String> = ["ROOT_DIR", "TASK", "TASKFILE_DIR", "TASK_DIR", "ALIAS", "staged_files"]
+    public static let builtInVariables: Set<String> = [
+        "ROOT_DIR", "TASK", "TASKFILE_DIR", "TASK_DIR", "ALIAS", "staged_files",
+    ]
 
     /// Variables the templates of an `each: sources` task may use, set per source file.
     public static let eachVariables: Set<String> = ["source", "output", "source_dir", "source_base", "source_stem"]
 
     static let topLevelKeys: Set<String> = [
-        "version", "vars", "env", "tasks", "includes", "resources", "plugins", "hooks", "silent", "output", "method", "run",
+        "version", "vars", "env", "tasks", "includes", "resources", "plugins", "hooks", "silent", "output", "method",
+        "run",
         "interval", "dotenv", "set", "shopt", "use_gitignore", "remote",
     ]
 
@@ -52,7 +55,7 @@ public struct TaskfileLoader: Sendable {
     /// go-task keys kiln doesn't take yet, and what to do instead. Refused where they are written:
     /// never ignored.
     static let pendingKeys: [String: String] = [
-        "requires_vars": "define the variable under 'vars:' for now",
+        "requires_vars": "define the variable under 'vars:' for now"
     ]
 
     private let readFile: @Sendable (String) throws -> String
@@ -110,8 +113,13 @@ public struct TaskfileLoader: Sendable {
         let session = LoadSession(root: root, readFile: readFile, context: context)
         let version = session.loadTree(
             PendingInclude(
-                path: absolute, namespace: "", directory: session.root, inherited: context.specialVariables(rootTaskfile: absolute),
-                chain: [], includedAt: nil, settings: FileSettings()
+                path: absolute,
+                namespace: "",
+                directory: session.root,
+                inherited: context.specialVariables(rootTaskfile: absolute),
+                chain: [],
+                includedAt: nil,
+                settings: FileSettings()
             )
         )
         // Instances are decoded while references are resolved; the environment layer is laid
@@ -127,12 +135,20 @@ public struct TaskfileLoader: Sendable {
         if !session.errors.isEmpty {
             // Every mistake at once: those waiting for a run to plan their task too.
             var seen = Set<String>()
-            let waiting = session.tasks.flatMap(\.options.deferredErrors).filter { seen.insert("\($0.location.map(String.init(describing:)) ?? "") \($0.message)").inserted }
+            let waiting = session.tasks.flatMap(\.options.deferredErrors).filter {
+                seen.insert("\($0.location.map(String.init(describing:)) ?? "") \($0.message)").inserted
+            }
             throw TaskfileErrors(sorting: session.errors + waiting.map(\.error), fileOrder: session.files)
         }
         var taskfile = Taskfile(
-            path: absolute, root: session.root, version: version ?? "3", resources: session.resources,
-            tasks: session.tasks, files: session.files, plugins: session.plugins, hooks: session.hooks
+            path: absolute,
+            root: session.root,
+            version: version ?? "3",
+            resources: session.resources,
+            tasks: session.tasks,
+            files: session.files,
+            plugins: session.plugins,
+            hooks: session.hooks
         )
         taskfile.outputGroup = session.outputGroup
         taskfile.watchInterval = session.watchInterval
@@ -143,7 +159,11 @@ public struct TaskfileLoader: Sendable {
             if session.isVolatile {
                 TaskfileCache.remove(root: root)
             } else {
-                TaskfileCache.save(&taskfile, missingOptional: session.missingOptional, requirements: session.requirementList)
+                TaskfileCache.save(
+                    &taskfile,
+                    missingOptional: session.missingOptional,
+                    requirements: session.requirementList
+                )
             }
         }
         return taskfile
@@ -283,8 +303,14 @@ private final class LoadSession {
         while let next = stack.popLast() {
             var includes: [PendingInclude] = []
             let fileVersion = loadFile(
-                next.path, namespace: next.namespace, directory: next.directory, inherited: next.inherited, chain: next.chain,
-                includedAt: next.includedAt, settings: next.settings, includes: &includes
+                next.path,
+                namespace: next.namespace,
+                directory: next.directory,
+                inherited: next.inherited,
+                chain: next.chain,
+                includedAt: next.includedAt,
+                settings: next.settings,
+                includes: &includes
             )
             if isMain { version = fileVersion }
             isMain = false
@@ -295,8 +321,14 @@ private final class LoadSession {
 
     /// Loads one file; its includes are appended to `includes`, to load after it.
     func loadFile(
-        _ path: String, namespace: String, directory: String, inherited: [String: TemplateValue], chain: [String],
-        includedAt: SourceLocation?, settings settingsFromInclude: FileSettings, includes: inout [PendingInclude]
+        _ path: String,
+        namespace: String,
+        directory: String,
+        inherited: [String: TemplateValue],
+        chain: [String],
+        includedAt: SourceLocation?,
+        settings settingsFromInclude: FileSettings,
+        includes: inout [PendingInclude]
     ) -> String? {
         if chain.contains(path) {
             fail(.includeCycle, "include cycle: \((chain + [path]).joined(separator: " → "))", at: includedAt)
@@ -338,15 +370,27 @@ private final class LoadSession {
         do {
             // First pass: everything but the tasks, whose decoding needs the file's vars and env
             // (which may come after them). The tasks stream in the second pass, one at a time.
-            let outline = outlines[path] ?? Result { () throws(YAMLSyntaxError) in try YAMLNode.parse(text, mode: .skipping("tasks")) }
+            let outline =
+                outlines[path]
+                ?? Result { () throws(YAMLSyntaxError) in try YAMLNode.parse(text, mode: .skipping("tasks")) }
             outlines[path] = outline
             node = try outline.get()
         } catch {
-            fail(.syntax, "YAML syntax: \(error.message)", at: SourceLocation(file: path, line: Int(error.mark.line), column: Int(error.mark.column)))
+            fail(
+                .syntax,
+                "YAML syntax: \(error.message)",
+                at: SourceLocation(file: path, line: Int(error.mark.line), column: Int(error.mark.column))
+            )
             return nil
         }
         guard let node, let top = mapping(node, file: path, what: "a Taskfile") else {
-            if node == nil { fail(.wrongType, "the Taskfile is empty; expected a map with 'tasks:'", at: .init(file: path, line: 1, column: 1)) }
+            if node == nil {
+                fail(
+                    .wrongType,
+                    "the Taskfile is empty; expected a map with 'tasks:'",
+                    at: .init(file: path, line: 1, column: 1)
+                )
+            }
             return nil
         }
         var version: String?
@@ -374,7 +418,11 @@ private final class LoadSession {
                 if chain.isEmpty {
                     remote = decodeRemote(value, file: path)
                 } else {
-                    fail(.invalidValue, "'remote' belongs in the main Taskfile, not in an included one", at: location(key, path))
+                    fail(
+                        .invalidValue,
+                        "'remote' belongs in the main Taskfile, not in an included one",
+                        at: location(key, path)
+                    )
                 }
             case "plugins":
                 decodePlugins(value, file: path)
@@ -387,13 +435,21 @@ private final class LoadSession {
                     if let duration = GoDuration(text), duration.seconds > 0 {
                         if chain.isEmpty { watchInterval = duration }
                     } else {
-                        fail(.invalidValue, "'interval' must be a duration greater than zero as Go writes one (100ms, 1s), not '\(text)'", at: location(value, path))
+                        fail(
+                            .invalidValue,
+                            "'interval' must be a duration greater than zero as Go writes one (100ms, 1s), not '\(text)'",
+                            at: location(value, path)
+                        )
                     }
                 }
             case "output":
                 if let style = value.string {
                     if !["interleaved", "group", "prefixed"].contains(style) {
-                        fail(.invalidValue, "'output' must be interleaved, group or prefixed, not '\(style)'", at: location(value, path))
+                        fail(
+                            .invalidValue,
+                            "'output' must be interleaved, group or prefixed, not '\(style)'",
+                            at: location(value, path)
+                        )
                     }
                 } else if let group = outputGroup(value, file: path), chain.isEmpty {
                     // go-task reads the main file's only.
@@ -401,38 +457,60 @@ private final class LoadSession {
                 }
             case "use_gitignore":
                 // go-task 3.52: its tasks' sources leave out what the `.gitignore` files list.
-                fileSettings.usesGitignore = bool(value, file: path, what: "'use_gitignore'") == true ? location(key, path) : nil
+                fileSettings.usesGitignore =
+                    bool(value, file: path, what: "'use_gitignore'") == true ? location(key, path) : nil
             case "method":
                 switch scalar(value, file: path, what: "'method'") {
                 case "none": fileSettings.runsEveryTime = true
                 case "timestamp": fileSettings.usesTimestamps = true
                 case "checksum", nil: break
-                case let method?: fail(.invalidValue, "'method' must be checksum, timestamp or none, not '\(method)'", at: location(value, path))
+                case let method?:
+                    fail(
+                        .invalidValue,
+                        "'method' must be checksum, timestamp or none, not '\(method)'",
+                        at: location(value, path)
+                    )
                 }
             case "run":
                 switch scalar(value, file: path, what: "'run'") {
                 case "once": fileSettings.runPolicy = .once
                 case "always": fileSettings.runPolicy = .always
                 case "when_changed", nil: break
-                case let policy?: fail(.invalidValue, "'run' must be always, once or when_changed, not '\(policy)'", at: location(value, path))
+                case let policy?:
+                    fail(
+                        .invalidValue,
+                        "'run' must be always, once or when_changed, not '\(policy)'",
+                        at: location(value, path)
+                    )
                 }
             case "dotenv":
                 if chain.isEmpty {
                     dotenvNode = value
                 } else {
-                    fail(.invalidValue, "'dotenv' belongs in the main Taskfile, not in an included one (as in go-task)", at: location(key, path))
+                    fail(
+                        .invalidValue,
+                        "'dotenv' belongs in the main Taskfile, not in an included one (as in go-task)",
+                        at: location(key, path)
+                    )
                 }
             case "set", "shopt":
                 // The options every command of the file (and of the files it includes) runs under.
                 var options = ShellOptions()
-                if name == "set" { options.posix = shellOptionNames(value, file: path, what: "'set'") }
-                else { options.bash = shellOptionNames(value, file: path, what: "'shopt'") }
+                if name == "set" {
+                    options.posix = shellOptionNames(value, file: path, what: "'set'")
+                } else {
+                    options.bash = shellOptionNames(value, file: path, what: "'shopt'")
+                }
                 fileSettings.shellOptions = fileSettings.shellOptions.adding(options)
             case "hooks":
                 if chain.isEmpty {
                     decodeHooks(value, file: path)
                 } else {
-                    fail(.invalidValue, "'hooks' belong in the main Taskfile, not in an included one", at: location(key, path))
+                    fail(
+                        .invalidValue,
+                        "'hooks' belong in the main Taskfile, not in an included one",
+                        at: location(key, path)
+                    )
                 }
             case "tasks":
                 tasksYAMLNode = value
@@ -466,10 +544,13 @@ private final class LoadSession {
             decodeVariables(variablesYAMLNode, file: path, into: &variables, directory: root, overrides: overrides)
             runsDynamicVariables = true
         }
-        for (name, value) in overrides where !(variablesYAMLNode?.mapping ?? []).contains(where: { $0.key.string == name }) {
+        for (name, value) in overrides
+        where !(variablesYAMLNode?.mapping ?? []).contains(where: { $0.key.string == name }) {
             variables[name] = .string(value)
         }
-        if let environmentYAMLNode { decodeEnvironment(environmentYAMLNode, file: path, variables: variables, into: &environment) }
+        if let environmentYAMLNode {
+            decodeEnvironment(environmentYAMLNode, file: path, variables: variables, into: &environment)
+        }
         for (name, value) in dotenv {
             require("env:" + name)
             environment[name] = context.environment[name] ?? value
@@ -481,7 +562,11 @@ private final class LoadSession {
             let contextIndex = contexts.count
             contexts.append(
                 FileContext(
-                    file: path, namespace: namespace, directory: directory, variables: variables, environment: environment,
+                    file: path,
+                    namespace: namespace,
+                    directory: directory,
+                    variables: variables,
+                    environment: environment,
                     settings: fileSettings
                 )
             )
@@ -489,19 +574,26 @@ private final class LoadSession {
             // what only this pass sees (an alias bomb among the tasks) is reported now.
             let before = errors.count
             do {
-                _ = try YAMLNode.parse(text, mode: .streaming("tasks") { key, value in
-                guard let name = self.scalar(key, file: path, what: "a task name") else { return }
-                // A NUL can't reach a command line, and it separates a job key's parts (JobKey).
-                guard !name.utf8.contains(0) else {
-                    self.fail(.invalidValue, "a task name can't contain a NUL character", at: self.location(key, path))
-                    return
-                }
-                guard seen.insert(name).inserted else {
-                    self.fail(.syntax, "duplicate key '\(name)' in 'tasks'", at: self.location(key, path))
-                    return
-                }
-                self.decodeTask(name: name, key: key, body: value, context: contextIndex)
-            })
+                _ = try YAMLNode.parse(
+                    text,
+                    mode: .streaming("tasks") { key, value in
+                        guard let name = self.scalar(key, file: path, what: "a task name") else { return }
+                        // A NUL can't reach a command line, and it separates a job key's parts (JobKey).
+                        guard !name.utf8.contains(0) else {
+                            self.fail(
+                                .invalidValue,
+                                "a task name can't contain a NUL character",
+                                at: self.location(key, path)
+                            )
+                            return
+                        }
+                        guard seen.insert(name).inserted else {
+                            self.fail(.syntax, "duplicate key '\(name)' in 'tasks'", at: self.location(key, path))
+                            return
+                        }
+                        self.decodeTask(name: name, key: key, body: value, context: contextIndex)
+                    }
+                )
             } catch {
                 let location = SourceLocation(file: path, line: Int(error.mark.line), column: Int(error.mark.column))
                 if !errors[before...].contains(where: { $0.location == location }) {
@@ -515,8 +607,14 @@ private final class LoadSession {
             for (key, value) in entries {
                 guard let name = scalar(key, file: path, what: "an include namespace") else { continue }
                 if let include = decodeInclude(
-                    name: name, value: value, file: path, namespace: namespace, directory: directory,
-                    variables: variables, chain: chain + [path], settings: fileSettings
+                    name: name,
+                    value: value,
+                    file: path,
+                    namespace: namespace,
+                    directory: directory,
+                    variables: variables,
+                    chain: chain + [path],
+                    settings: fileSettings
                 ) {
                     includes.append(include)
                 }
@@ -531,7 +629,11 @@ private final class LoadSession {
         for (key, value) in entries {
             guard let name = scalar(key, file: file, what: "a git hook name") else { continue }
             guard TaskfileLoader.hookNames.contains(name) else {
-                fail(.unknownKey, "unknown git hook '\(name)'; kiln runs \(TaskfileLoader.hookNames.joined(separator: ", "))", at: location(key, file))
+                fail(
+                    .unknownKey,
+                    "unknown git hook '\(name)'; kiln runs \(TaskfileLoader.hookNames.joined(separator: ", "))",
+                    at: location(key, file)
+                )
                 continue
             }
             var tasks: [Located<String>] = []
@@ -539,7 +641,9 @@ private final class LoadSession {
                 tasks = [Located(value: single, location: location(value, file))]
             } else if let list = value.sequence {
                 for entry in list {
-                    if let task = scalar(entry, file: file, what: "a task name") { tasks.append(Located(value: task, location: location(entry, file))) }
+                    if let task = scalar(entry, file: file, what: "a task name") {
+                        tasks.append(Located(value: task, location: location(entry, file)))
+                    }
                 }
             } else {
                 fail(.wrongType, "hook '\(name)' takes a task name or a list of them", at: location(value, file))
@@ -562,8 +666,14 @@ private final class LoadSession {
     }
 
     func decodeInclude(
-        name: String, value: YAMLNode, file: String, namespace: String, directory: String, variables: [String: TemplateValue],
-        chain: [String], settings: FileSettings
+        name: String,
+        value: YAMLNode,
+        file: String,
+        namespace: String,
+        directory: String,
+        variables: [String: TemplateValue],
+        chain: [String],
+        settings: FileSettings
     ) -> PendingInclude? {
         let base = Path.directory(of: file)
         var includePath: Located<String>?
@@ -573,28 +683,40 @@ private final class LoadSession {
         included.excludes = []
         var includeVariables = variables
         var flatten = false
-        let allowed: Set<String> = ["taskfile", "dir", "optional", "internal", "flatten", "aliases", "excludes", "vars", "checksum"]
+        let allowed: Set<String> = [
+            "taskfile", "dir", "optional", "internal", "flatten", "aliases", "excludes", "vars", "checksum",
+        ]
         if let path = value.string {
             includePath = Located(value: path, location: location(value, file))
         } else if let entries = mapping(value, file: file, what: "include '\(name)'") {
             for (key, entry) in entries {
                 switch key.string ?? "" {
                 case "taskfile":
-                    includePath = scalar(entry, file: file, what: "'taskfile'").map { Located(value: $0, location: location(entry, file)) }
+                    includePath = scalar(entry, file: file, what: "'taskfile'").map {
+                        Located(value: $0, location: location(entry, file))
+                    }
                 case "dir":
                     if let dir = scalar(entry, file: file, what: "'dir'") {
                         let located = Located(value: dir, location: location(entry, file))
                         checkTemplate(located, known: KnownVariables(variables: variables, each: false, task: false))
-                        includeDirectory = absolute(renderNow(located, variables: variables, lenient: true) ?? dir, base: base)
+                        includeDirectory = absolute(
+                            renderNow(located, variables: variables, lenient: true) ?? dir,
+                            base: base
+                        )
                     }
                 case "optional": optional = bool(entry, file: file, what: "'optional'") ?? false
-                case "internal": included.isInternal = included.isInternal || (bool(entry, file: file, what: "'internal'") ?? false)
+                case "internal":
+                    included.isInternal = included.isInternal || (bool(entry, file: file, what: "'internal'") ?? false)
                 case "flatten": flatten = bool(entry, file: file, what: "'flatten'") ?? false
-                case "aliases": included.namespaceAliases = strings(entry, file: file, what: "'aliases'").map { namespace + $0.value + ":" }
+                case "aliases":
+                    included.namespaceAliases = strings(entry, file: file, what: "'aliases'").map {
+                        namespace + $0.value + ":"
+                    }
                 case "excludes":
                     // `ns:*`: every task of the namespace (go-task 3.53); a bare name, that task.
                     included.excludes += strings(entry, file: file, what: "'excludes'").map { written in
-                        written.value.hasSuffix(":*") ? .namespace(String(written.value.dropLast())) : .task(written.value)
+                        written.value.hasSuffix(":*")
+                            ? .namespace(String(written.value.dropLast())) : .task(written.value)
                     }
                 case "vars":
                     deferred = included.deferredErrors
@@ -602,7 +724,11 @@ private final class LoadSession {
                     included.deferredErrors = deferred ?? []
                     deferred = nil
                 case "checksum":
-                    fail(.unsupported, "'checksum:' pins a remote Taskfile, and kiln includes only local files", at: location(key, file))
+                    fail(
+                        .unsupported,
+                        "'checksum:' pins a remote Taskfile, and kiln includes only local files",
+                        at: location(key, file)
+                    )
                 default:
                     unknownKey(key.string ?? "", at: location(key, file), allowed: allowed, in: "an include")
                 }
@@ -644,8 +770,13 @@ private final class LoadSession {
         }
         if !flatten { namespaceLevels[namespace + name + ":"] = (namespaceLevels[namespace] ?? []) + [name] }
         return PendingInclude(
-            path: path, namespace: flatten ? namespace : namespace + name + ":", directory: includeDirectory, inherited: includeVariables,
-            chain: chain, includedAt: location(value, file), settings: included
+            path: path,
+            namespace: flatten ? namespace : namespace + name + ":",
+            directory: includeDirectory,
+            inherited: includeVariables,
+            chain: chain,
+            includedAt: location(value, file),
+            settings: included
         )
     }
 
@@ -654,7 +785,11 @@ private final class LoadSession {
     /// Decodes the task `localName` of the file read in `contexts[contextIndex]` — or, given an
     /// `instance`, the same task again as that instance: named so, its variables over the file's.
     func decodeTask(
-        name localName: String, key: YAMLNode, body: YAMLNode, context contextIndex: Int, instance: InstanceRequest? = nil,
+        name localName: String,
+        key: YAMLNode,
+        body: YAMLNode,
+        context contextIndex: Int,
+        instance: InstanceRequest? = nil,
         evaluating: Bool = false
     ) {
         let fileContext = contexts[contextIndex]
@@ -662,7 +797,9 @@ private final class LoadSession {
         let namespace = fileContext.namespace
         let directory = fileContext.directory
         // go-task's order: the file's variables, the call's, then the task's own.
-        let fileVariables = instance.map { fileContext.variables.merging($0.variables) { _, called in called } } ?? fileContext.variables
+        let fileVariables =
+            instance.map { fileContext.variables.merging($0.variables) { _, called in called } }
+            ?? fileContext.variables
         let fileEnvironment = fileContext.environment
         let fileSettings = fileContext.settings
         let baseName = namespace + localName
@@ -739,12 +876,19 @@ private final class LoadSession {
                 case "summary": options.longSummary = scalar(value, file: file, what: "'summary'")
                 case "aliases":
                     let written = strings(value, file: file, what: "'aliases'").map(\.value)
-                    options.aliases += written.map { namespace + $0 } + fileSettings.namespaceAliases.flatMap { prefix in written.map { prefix + $0 } }
-                case "internal": options.isInternal = fileSettings.isInternal || (bool(value, file: file, what: "'internal'") ?? false)
+                    options.aliases +=
+                        written.map { namespace + $0 }
+                        + fileSettings.namespaceAliases.flatMap { prefix in written.map { prefix + $0 } }
+                case "internal":
+                    options.isInternal =
+                        fileSettings.isInternal || (bool(value, file: file, what: "'internal'") ?? false)
                 case "label":
                     if let text = scalar(value, file: file, what: "'label'") {
                         options.label = text
-                        checkTemplate(Located(value: text, location: location(value, file)), known: KnownVariables(variables: fileVariables, each: false))
+                        checkTemplate(
+                            Located(value: text, location: location(value, file)),
+                            known: KnownVariables(variables: fileVariables, each: false)
+                        )
                     }
                 case "silent": options.isSilent = bool(value, file: file, what: "'silent'") ?? false
                 case "ignore_error": options.ignoresError = bool(value, file: file, what: "'ignore_error'") ?? false
@@ -768,7 +912,12 @@ private final class LoadSession {
                         case "checksum", "timestamp":
                             options.runsEveryTime = false
                             usesTimestamps = method == "timestamp"
-                        default: fail(.invalidValue, "'method' must be checksum, timestamp or none, not '\(method)'", at: location(value, file))
+                        default:
+                            fail(
+                                .invalidValue,
+                                "'method' must be checksum, timestamp or none, not '\(method)'",
+                                at: location(value, file)
+                            )
                         }
                     }
                 case "run":
@@ -784,7 +933,12 @@ private final class LoadSession {
                         case "always":
                             runsAlways.insert(baseName)
                             runsOnce.remove(baseName)
-                        default: fail(.invalidValue, "'run' must be always, once or when_changed, not '\(policy)'", at: location(value, file))
+                        default:
+                            fail(
+                                .invalidValue,
+                                "'run' must be always, once or when_changed, not '\(policy)'",
+                                at: location(value, file)
+                            )
                         }
                     }
                 case "cmd":
@@ -814,7 +968,11 @@ private final class LoadSession {
                         if let size = Int(text), size > 0 {
                             batchSize = size
                         } else {
-                            fail(.invalidValue, "'batch' must be a positive integer, not '\(text)'", at: location(value, file))
+                            fail(
+                                .invalidValue,
+                                "'batch' must be a positive integer, not '\(text)'",
+                                at: location(value, file)
+                            )
                         }
                     }
                 case "plugin":
@@ -822,7 +980,8 @@ private final class LoadSession {
                         plugin = Located(value: text, location: location(value, file))
                     }
                 case "with": with = value
-                case "allow-outside-root": allowsOutsideRoot = bool(value, file: file, what: "'allow-outside-root'") ?? false
+                case "allow-outside-root":
+                    allowsOutsideRoot = bool(value, file: file, what: "'allow-outside-root'") ?? false
                 case "depfile":
                     if let text = scalar(value, file: file, what: "'depfile'") {
                         depfile = Located(value: text, location: location(value, file))
@@ -838,7 +997,10 @@ private final class LoadSession {
                     // job's output whole under one name: this one, unless `label:` gives another.
                     if let text = scalar(value, file: file, what: "'prefix'") {
                         prefix = text
-                        checkTemplate(Located(value: text, location: location(value, file)), known: KnownVariables(variables: fileVariables, each: false))
+                        checkTemplate(
+                            Located(value: text, location: location(value, file)),
+                            known: KnownVariables(variables: fileVariables, each: false)
+                        )
                     }
                 case "failfast":
                     // go-task's: the first failing dependency stops the others. Kiln always stops
@@ -848,9 +1010,18 @@ private final class LoadSession {
                 case "watch": options.watches = bool(value, file: file, what: "'watch'") ?? false
                 default:
                     if let instead = TaskfileLoader.pendingKeys[keyName] {
-                        failOrDefer(.unsupported, "go-task's '\(keyName)' isn't supported by kiln yet; \(instead)", at: location(keyYAMLNode, file))
+                        failOrDefer(
+                            .unsupported,
+                            "go-task's '\(keyName)' isn't supported by kiln yet; \(instead)",
+                            at: location(keyYAMLNode, file)
+                        )
                     } else {
-                        unknownKey(keyName, at: location(keyYAMLNode, file), allowed: TaskfileLoader.taskKeys, in: "task '\(name)'")
+                        unknownKey(
+                            keyName,
+                            at: location(keyYAMLNode, file),
+                            allowed: TaskfileLoader.taskKeys,
+                            in: "task '\(name)'"
+                        )
                     }
                 }
             }
@@ -858,19 +1029,21 @@ private final class LoadSession {
         if let taskVariablesYAMLNode {
             // A dynamic variable of the task runs in the task's directory, as far as the file's
             // variables render it (quietly: the directory is rendered, and reported, below).
-            let provisional = directoryText.map { text in
-                let rendered = try? TaskfileTemplates.library.template(text.value).render(.map(layered(variables)))
-                return absolute(rendered ?? text.value, base: directory)
-            } ?? directory
+            let provisional =
+                directoryText.map { text in
+                    let rendered = try? TaskfileTemplates.library.template(text.value).render(.map(layered(variables)))
+                    return absolute(rendered ?? text.value, base: directory)
+                } ?? directory
             decodeVariables(taskVariablesYAMLNode, file: file, into: &variables, directory: provisional)
         }
         // `dir:` and `sources:` can't use the per-source variables: rendered once, now.
         var taskVariables = variables
         taskVariables["TASK"] = .string(baseName)
         taskVariables["staged_files"] = .string(TaskDefinition.hookFiles)
-        let taskDirectory = directoryText.map {
-            absolute(renderNow($0, variables: taskVariables, task: baseName) ?? $0.value, base: directory)
-        } ?? directory
+        let taskDirectory =
+            directoryText.map {
+                absolute(renderNow($0, variables: taskVariables, task: baseName) ?? $0.value, base: directory)
+            } ?? directory
         // `if:` — decided now, from the variables, when it renders to true or false; a shell test
         // runs when the task is reached (splitConditions). A task whose own dynamic variables
         // haven't run is decided when they have.
@@ -886,12 +1059,19 @@ private final class LoadSession {
         }
         if let taskDotenvNode {
             // A task's `dotenv:` files, in its directory: over the file's `env:`, under the task's.
-            for (name, value) in readDotEnvironment(taskDotenvNode, file: file, base: taskDirectory, variables: variables) {
+            for (name, value) in readDotEnvironment(
+                taskDotenvNode,
+                file: file,
+                base: taskDirectory,
+                variables: variables
+            ) {
                 require("env:" + name)
                 environment[name] = context.environment[name] ?? value
             }
         }
-        if let environmentYAMLNode { decodeEnvironment(environmentYAMLNode, file: file, variables: variables, into: &environment) }
+        if let environmentYAMLNode {
+            decodeEnvironment(environmentYAMLNode, file: file, variables: variables, into: &environment)
+        }
 
         // `sources:`/`generates:` patterns as the task's jobs see them (an exclusion keeps its `!`).
         func renderedPatterns(_ patterns: [Located<String>]) -> [String] {
@@ -899,7 +1079,8 @@ private final class LoadSession {
                 GlobList.isExclusion(pattern.value)
                     ? "!"
                         + (renderNow(
-                            Located(value: String(pattern.value.dropFirst()), location: pattern.location), variables: taskVariables,
+                            Located(value: String(pattern.value.dropFirst()), location: pattern.location),
+                            variables: taskVariables,
                             task: baseName
                         ) ?? "")
                     : renderNow(pattern, variables: taskVariables, task: baseName) ?? pattern.value
@@ -908,7 +1089,8 @@ private final class LoadSession {
         // go-task's `use_gitignore: true` (the task's, else its file's): the files the task's
         // patterns match leave out what git ignores (Gitignore) — its sources, and the files its
         // loops go over — which GlobList.gitignoreMarker at the end of a list asks for.
-        let gitignored = (gitignoreSet ? gitignoreAt : fileSettings.usesGitignore) != nil ? [GlobList.gitignoreMarker] : []
+        let gitignored =
+            (gitignoreSet ? gitignoreAt : fileSettings.usesGitignore) != nil ? [GlobList.gitignoreMarker] : []
         // `for: sources`/`for: generates` on a call or a dependency: the files the task's patterns
         // match now, in its directory. They change between runs: this load isn't cached.
         func loopFiles(_ items: CommandLoop.Items) -> [TemplateValue] {
@@ -935,7 +1117,8 @@ private final class LoadSession {
         var lastCall: Int??
         for (nodeIndex, node) in commandYAMLNodes.enumerated() {
             if let deferred = node["defer"], deferred.mapping != nil {
-                guard let reference = deferredCallReference(node, deferred: deferred, file: file, variables: variables) else {
+                guard let reference = deferredCallReference(node, deferred: deferred, file: file, variables: variables)
+                else {
                     continue
                 }
                 if let earlier = firstDeferredCommand {
@@ -955,14 +1138,17 @@ private final class LoadSession {
                 continue
             }
             if node["task"] != nil {
-                for reference in taskReferences(node, file: file, variables: variables, isCall: true, files: loopFiles) {
+                for reference in taskReferences(node, file: file, variables: variables, isCall: true, files: loopFiles)
+                {
                     steps.append(.call(reference))
                     callsSomething = true
                 }
                 continue
             }
             guard let (located, settings) = command(node, file: file, variables: variables) else { continue }
-            if settings.isDeferred, lastCall == nil { lastCall = .some(commandYAMLNodes.lastIndex { $0["task"] != nil }) }
+            if settings.isDeferred, lastCall == nil {
+                lastCall = .some(commandYAMLNodes.lastIndex { $0["task"] != nil })
+            }
             if settings.isDeferred, let last = lastCall ?? nil, nodeIndex < last {
                 // Before a call: the commands between calls run as separate steps, and a step's
                 // deferred command would run at the step's end. It runs as a deferred call instead,
@@ -975,7 +1161,13 @@ private final class LoadSession {
                 deferredCommandTasks.append((taskName, located, settings))
                 var marker = settings
                 marker.deferredCall = deferredCalls.count
-                deferredCalls.append(TaskReference(name: Located(value: taskName, location: located.location), variables: nil, runsCommand: true))
+                deferredCalls.append(
+                    TaskReference(
+                        name: Located(value: taskName, location: located.location),
+                        variables: nil,
+                        runsCommand: true
+                    )
+                )
                 steps.append(.command(commands.count))
                 commands.append(located)
                 commandOptions.append(marker)
@@ -1005,11 +1197,17 @@ private final class LoadSession {
                 let located = Located(value: written, location: location(item, file))
                 checkTemplate(located, known: KnownVariables(variables: variables, each: false))
                 dependencies.append(
-                    Located(value: renderNow(located, variables: taskVariables, task: baseName) ?? written, location: located.location)
+                    Located(
+                        value: renderNow(located, variables: taskVariables, task: baseName) ?? written,
+                        location: located.location
+                    )
                 )
             } else if item.mapping != nil, item["task"] != nil {
-                for reference in taskReferences(item, file: file, variables: variables, isCall: false, files: loopFiles) {
-                    if reference.variables != nil || reference.timeout != nil { dependencyCalls[dependencies.count] = reference }
+                for reference in taskReferences(item, file: file, variables: variables, isCall: false, files: loopFiles)
+                {
+                    if reference.variables != nil || reference.timeout != nil {
+                        dependencyCalls[dependencies.count] = reference
+                    }
                     dependencies.append(reference.name)
                 }
             } else {
@@ -1017,7 +1215,9 @@ private final class LoadSession {
             }
         }
         if commandOptions.contains(where: { $0 != CommandOptions() }) { options.commandOptions = commandOptions }
-        if let requiresNode { options.requiredVariables = requiredVariables(requiresNode, file: file, variables: variables) }
+        if let requiresNode {
+            options.requiredVariables = requiredVariables(requiresNode, file: file, variables: variables)
+        }
         for node in preconditionNodes {
             // `- test -f x` or `- sh: test -f x` with `msg:`.
             let test = node["sh"] ?? node
@@ -1030,7 +1230,13 @@ private final class LoadSession {
                     switch entryKey.string ?? "" {
                     case "sh": break
                     case "msg": message = scalar(entryValue, file: file, what: "'msg'")
-                    default: unknownKey(entryKey.string ?? "", at: location(entryKey, file), allowed: ["sh", "msg"], in: "a precondition")
+                    default:
+                        unknownKey(
+                            entryKey.string ?? "",
+                            at: location(entryKey, file),
+                            allowed: ["sh", "msg"],
+                            in: "a precondition"
+                        )
                     }
                 }
             }
@@ -1047,7 +1253,9 @@ private final class LoadSession {
         if !sources.isEmpty, !options.runsEveryTime {
             let variable = usesTimestamps ? "TIMESTAMP" : "CHECKSUM"
             // Most commands have no template at all: a byte scan answers for them.
-            func names(_ text: Located<String>) -> Bool { TextTemplate.hasActions(text.value) && text.value.contains(variable) }
+            func names(_ text: Located<String>) -> Bool {
+                TextTemplate.hasActions(text.value) && text.value.contains(variable)
+            }
             if commands.contains(where: names) || options.statusChecks.contains(where: names)
                 || options.preconditions.contains(where: { names($0.test) })
             {
@@ -1072,13 +1280,22 @@ private final class LoadSession {
         if let plugin {
             kind = plugin
             if !commands.isEmpty {
-                fail(.invalidValue, "task '\(name)' has both 'plugin' and 'cmds'; a plugin task takes its settings from 'with'", at: plugin.location)
+                fail(
+                    .invalidValue,
+                    "task '\(name)' has both 'plugin' and 'cmds'; a plugin task takes its settings from 'with'",
+                    at: plugin.location
+                )
             }
-            let value = with.map { configurationValue($0, file: file) } ?? ConfigurationValue(.map([]), at: plugin.location)
+            let value =
+                with.map { configurationValue($0, file: file) } ?? ConfigurationValue(.map([]), at: plugin.location)
             checkTemplates(in: value, known: known)
             configuration = value
         } else if let with {
-            fail(.invalidValue, "'with' configures a plugin task; add 'plugin: NAME' or remove 'with'", at: location(with, file))
+            fail(
+                .invalidValue,
+                "'with' configures a plugin task; add 'plugin: NAME' or remove 'with'",
+                at: location(with, file)
+            )
         }
 
         if callsSomething {
@@ -1124,26 +1341,49 @@ private final class LoadSession {
         let runsHere = TaskOptions.allows(options.platforms) && options.conditionHolds
         if !dependencyCalls.isEmpty || (callsSomething || !deferredCalls.isEmpty) && runsHere {
             references[name] = TaskReferences(
-                dependencyCalls: dependencyCalls, steps: callsSomething ? steps : nil,
+                dependencyCalls: dependencyCalls,
+                steps: callsSomething ? steps : nil,
                 deferredCalls: runsHere ? deferredCalls : []
             )
         }
         if let existing = taskIndex[name] {
-            errors.append(TaskfileError(
-                .duplicateTask, "task '\(name)' is defined twice", at: taskLocation,
-                notes: [("first defined here", tasks[existing].location)]
-            ))
+            errors.append(
+                TaskfileError(
+                    .duplicateTask,
+                    "task '\(name)' is defined twice",
+                    at: taskLocation,
+                    notes: [("first defined here", tasks[existing].location)]
+                )
+            )
             return
         }
         taskIndex[name] = tasks.count
         namespaces[name] = namespace
-        tasks.append(TaskDefinition(
-            name: name, location: taskLocation, summary: summary, dependencies: dependencies, commands: commands,
-            sources: sources, generates: generates, variables: variables, renderedSources: renderedSources, environment: environment,
-            directory: taskDirectory, resources: claims, each: each, batchSize: batchSize, kind: kind,
-            pluginConfiguration: configuration, allowsOutsideRoot: allowsOutsideRoot, depfile: depfile, keepsDepfile: keepsDepfile, file: file,
-            options: withDeferredErrors(options)
-        ))
+        tasks.append(
+            TaskDefinition(
+                name: name,
+                location: taskLocation,
+                summary: summary,
+                dependencies: dependencies,
+                commands: commands,
+                sources: sources,
+                generates: generates,
+                variables: variables,
+                renderedSources: renderedSources,
+                environment: environment,
+                directory: taskDirectory,
+                resources: claims,
+                each: each,
+                batchSize: batchSize,
+                kind: kind,
+                pluginConfiguration: configuration,
+                allowsOutsideRoot: allowsOutsideRoot,
+                depfile: depfile,
+                keepsDepfile: keepsDepfile,
+                file: file,
+                options: withDeferredErrors(options)
+            )
+        )
         // The deferred commands written before a call: each a task of the task's own, in its
         // directory, with its variables and environment, whose failure changes nothing.
         guard !deferredCommandTasks.isEmpty, references[name]?.deferredCalls.isEmpty == false else { return }
@@ -1157,9 +1397,23 @@ private final class LoadSession {
             // Still deferred: rendered when it runs, with the failed command's EXIT_CODE.
             pieceOptions.commandOptions = [piece.settings]
             let definition = TaskDefinition(
-                name: piece.name, location: piece.command.location, summary: nil, dependencies: [], commands: [piece.command],
-                sources: [], generates: [], variables: variables, environment: environment, directory: taskDirectory, resources: claims,
-                each: .none, batchSize: nil, kind: kind, pluginConfiguration: nil, allowsOutsideRoot: allowsOutsideRoot, file: file,
+                name: piece.name,
+                location: piece.command.location,
+                summary: nil,
+                dependencies: [],
+                commands: [piece.command],
+                sources: [],
+                generates: [],
+                variables: variables,
+                environment: environment,
+                directory: taskDirectory,
+                resources: claims,
+                each: .none,
+                batchSize: nil,
+                kind: kind,
+                pluginConfiguration: nil,
+                allowsOutsideRoot: allowsOutsideRoot,
+                file: file,
                 options: pieceOptions
             )
             // Decoded again (its dynamic variables run now): in place of the first one.
@@ -1176,7 +1430,9 @@ private final class LoadSession {
     /// (`cmd:` with `silent:`, `ignore_error:`, `platforms:`, `for:`, `if:`, `set:`, `shopt:`),
     /// or `defer: CMD`. What kiln doesn't run yet — a deferred call, `vars:` — is refused here,
     /// where it is written, with what to do instead.
-    func command(_ node: YAMLNode, file: String, variables: [String: TemplateValue]) -> (Located<String>, CommandOptions)? {
+    func command(_ node: YAMLNode, file: String, variables: [String: TemplateValue]) -> (
+        Located<String>, CommandOptions
+    )? {
         guard let entries = node.mapping else {
             guard let text = scalar(node, file: file, what: "a command") else { return nil }
             return (Located(value: text, location: location(node, file)), CommandOptions())
@@ -1187,7 +1443,9 @@ private final class LoadSession {
             let name = key.string ?? ""
             switch name {
             case "cmd":
-                if let command = scalar(value, file: file, what: "'cmd'") { text = Located(value: command, location: location(value, file)) }
+                if let command = scalar(value, file: file, what: "'cmd'") {
+                    text = Located(value: command, location: location(value, file))
+                }
             case "silent": settings.isSilent = bool(value, file: file, what: "'silent'") ?? false
             case "ignore_error": settings.ignoresError = bool(value, file: file, what: "'ignore_error'") ?? false
             case "platforms": settings.platforms = platforms(value, file: file)
@@ -1196,7 +1454,11 @@ private final class LoadSession {
                 // go-task's `- defer: CMD` (a string); a deferred call `- defer: {task: …}` is
                 // read by deferredCallReference.
                 guard let deferred = value.string else {
-                    fail(.wrongType, "'defer' takes a command or {task: NAME, …}, not \(describe(value))", at: location(value, file))
+                    fail(
+                        .wrongType,
+                        "'defer' takes a command or {task: NAME, …}, not \(describe(value))",
+                        at: location(value, file)
+                    )
                     return nil
                 }
                 settings.isDeferred = true
@@ -1211,12 +1473,20 @@ private final class LoadSession {
             case "set": settings.shellOptions.posix = shellOptionNames(value, file: file, what: "'set'")
             case "shopt": settings.shellOptions.bash = shellOptionNames(value, file: file, what: "'shopt'")
             case "vars":
-                failOrDefer(.unsupported, "'vars:' on a command isn't supported yet; move it to the task, or into the command's text", at: location(key, file))
+                failOrDefer(
+                    .unsupported,
+                    "'vars:' on a command isn't supported yet; move it to the task, or into the command's text",
+                    at: location(key, file)
+                )
                 return nil
             default:
                 unknownKey(
-                    name, at: location(key, file),
-                    allowed: ["cmd", "silent", "ignore_error", "platforms", "task", "defer", "for", "vars", "set", "shopt", "if", "timeout"],
+                    name,
+                    at: location(key, file),
+                    allowed: [
+                        "cmd", "silent", "ignore_error", "platforms", "task", "defer", "for", "vars", "set", "shopt",
+                        "if", "timeout",
+                    ],
                     in: "a command"
                 )
                 return nil
@@ -1246,15 +1516,26 @@ private final class LoadSession {
     /// per item of its `for:`), each with its variables rendered in the naming task's scope, as
     /// go-task renders them before the call.
     func taskReferences(
-        _ node: YAMLNode, file: String, variables: [String: TemplateValue], isCall: Bool, isDeferred: Bool = false,
+        _ node: YAMLNode,
+        file: String,
+        variables: [String: TemplateValue],
+        isCall: Bool,
+        isDeferred: Bool = false,
         files: (CommandLoop.Items) -> [TemplateValue]
     ) -> [TaskReference] {
         guard let entries = node.mapping else { return [] }
         let what = isDeferred ? "a deferred call" : isCall ? "a '- task:' call" : "a dependency"
         // go-task's deferred call takes these (`if:` is refused by deferredCallReference); it
         // doesn't read a call's other keys there.
-        if isDeferred, let other = entries.first(where: { !["task", "vars", "silent", "if"].contains($0.key.string ?? "") }) {
-            unknownKey(other.key.string ?? "", at: location(other.key, file), allowed: ["task", "vars", "silent", "if"], in: what)
+        if isDeferred,
+            let other = entries.first(where: { !["task", "vars", "silent", "if"].contains($0.key.string ?? "") })
+        {
+            unknownKey(
+                other.key.string ?? "",
+                at: location(other.key, file),
+                allowed: ["task", "vars", "silent", "if"],
+                in: what
+            )
             return []
         }
         var nameNode: YAMLNode?
@@ -1289,7 +1570,8 @@ private final class LoadSession {
                 ignoresFailure = bool(value, file: file, what: "'ignore_error'") ?? false
             case "defer" where isCall:
                 failOrDefer(
-                    .unsupported, "'\(name):' on a '- task:' call isn't supported yet; put it on the called task's commands",
+                    .unsupported,
+                    "'\(name):' on a '- task:' call isn't supported yet; put it on the called task's commands",
                     at: location(key, file)
                 )
                 return []
@@ -1298,7 +1580,8 @@ private final class LoadSession {
                 // this machine out, resolveTask checks that the called task doesn't run here either.
                 if !TaskOptions.allows(platforms(value, file: file)) { excludedHere = location(key, file) }
             default:
-                let allowed: Set<String> = isCall
+                let allowed: Set<String> =
+                    isCall
                     ? ["task", "vars", "silent", "for", "ignore_error", "platforms", "defer", "if", "timeout"]
                     : ["task", "vars", "silent", "for", "timeout"]
                 unknownKey(name, at: location(key, file), allowed: allowed, in: what)
@@ -1328,7 +1611,11 @@ private final class LoadSession {
             let name = Located(value: renderNow(nameText, variables: scope) ?? written, location: nameText.location)
             let called = variablesNode.map { callVariables($0, file: file, scope: scope) }
             return TaskReference(
-                name: name, variables: called, excludedHere: excludedHere, ignoresFailure: ignoresFailure, timeout: callTimeout,
+                name: name,
+                variables: called,
+                excludedHere: excludedHere,
+                ignoresFailure: ignoresFailure,
+                timeout: callTimeout,
                 test: test
             )
         }
@@ -1378,7 +1665,15 @@ private final class LoadSession {
             )
             return nil
         }
-        guard var reference = taskReferences(deferred, file: file, variables: variables, isCall: true, isDeferred: true, files: { _ in [] }).first
+        guard
+            var reference = taskReferences(
+                deferred,
+                file: file,
+                variables: variables,
+                isCall: true,
+                isDeferred: true,
+                files: { _ in [] }
+            ).first
         else { return nil }
         reference.timeout = callTimeout
         return reference
@@ -1403,7 +1698,11 @@ private final class LoadSession {
     func shellOptionNames(_ node: YAMLNode, file: String, what: String) -> [String] {
         strings(node, file: file, what: what).compactMap { name in
             guard ShellOptions.isValidName(name.value) else {
-                failOrDefer(.invalidValue, "'\(name.value)' in \(what) is not an option name (letters, digits and _)", at: name.location)
+                failOrDefer(
+                    .invalidValue,
+                    "'\(name.value)' in \(what) is not an option name (letters, digits and _)",
+                    at: name.location
+                )
                 return nil
             }
             return name.value
@@ -1413,7 +1712,9 @@ private final class LoadSession {
     /// `dotenv: [PATH, …]`: each path a template, relative to `base`; a file that doesn't exist
     /// is skipped (and its appearing later makes the Taskfile cache stale). The first file to set
     /// a name wins.
-    func readDotEnvironment(_ node: YAMLNode, file: String, base: String, variables: [String: TemplateValue]) -> [(name: String, value: String)] {
+    func readDotEnvironment(_ node: YAMLNode, file: String, base: String, variables: [String: TemplateValue]) -> [(
+        name: String, value: String
+    )] {
         var result: [(name: String, value: String)] = []
         for path in strings(node, file: file, what: "'dotenv'") {
             checkTemplate(path, known: KnownVariables(variables: variables, each: false, task: false))
@@ -1431,7 +1732,8 @@ private final class LoadSession {
                 continue
             }
             if !files.contains(absolutePath) { files.append(absolutePath) }
-            for entry in DotEnvironment.parse(text, environment: context.environment) where !result.contains(where: { $0.name == entry.name }) {
+            for entry in DotEnvironment.parse(text, environment: context.environment)
+            where !result.contains(where: { $0.name == entry.name }) {
                 result.append(entry)
             }
         }
@@ -1440,7 +1742,9 @@ private final class LoadSession {
 
     /// `requires: {vars: [NAME, {name: NAME, enum: [A, B]}, {name: NAME, enum: {ref: .LIST}}]}`.
     /// Each name counts as read (an environment variable may set it).
-    func requiredVariables(_ node: YAMLNode, file: String, variables: [String: TemplateValue]) -> [TaskOptions.RequiredVariable] {
+    func requiredVariables(_ node: YAMLNode, file: String, variables: [String: TemplateValue]) -> [TaskOptions
+        .RequiredVariable]
+    {
         guard let entries = mapping(node, file: file, what: "'requires'") else { return [] }
         var result: [TaskOptions.RequiredVariable] = []
         for (key, value) in entries {
@@ -1456,23 +1760,35 @@ private final class LoadSession {
                     required = TaskOptions.RequiredVariable(name: name, allowed: nil, location: location(item, file))
                     for (fieldKey, fieldValue) in fields where fieldKey.string != "name" {
                         guard fieldKey.string == "enum" else {
-                            unknownKey(fieldKey.string ?? "", at: location(fieldKey, file), allowed: ["name", "enum"], in: "a required variable")
+                            unknownKey(
+                                fieldKey.string ?? "",
+                                at: location(fieldKey, file),
+                                allowed: ["name", "enum"],
+                                in: "a required variable"
+                            )
                             continue
                         }
                         if let reference = fieldValue["ref"]?.string {
                             let located = Located(value: "{{" + reference + "}}", location: location(fieldValue, file))
                             checkTemplate(located, known: KnownVariables(variables: variables, each: false))
-                            let resolved = try? TaskfileTemplates.library.template(located.value).value(.map(layered(variables)))
-                            required.allowed = resolved.map { value in
-                                if case .list(let items) = value { return items.map(\.printed) }
-                                return [value.printed]
-                            } ?? []
+                            let resolved = try? TaskfileTemplates.library.template(located.value).value(
+                                .map(layered(variables))
+                            )
+                            required.allowed =
+                                resolved.map { value in
+                                    if case .list(let items) = value { return items.map(\.printed) }
+                                    return [value.printed]
+                                } ?? []
                         } else {
                             required.allowed = strings(fieldValue, file: file, what: "'enum'").map(\.value)
                         }
                     }
                 } else {
-                    fail(.wrongType, "each of 'requires: vars' must be a name or {name: NAME, enum: [...]}", at: location(item, file))
+                    fail(
+                        .wrongType,
+                        "each of 'requires: vars' must be a name or {name: NAME, enum: [...]}",
+                        at: location(item, file)
+                    )
                     continue
                 }
                 noteReference(required.name, known: KnownVariables(variables: variables, each: false))
@@ -1493,7 +1809,11 @@ private final class LoadSession {
             case "sources": return CommandLoop(items: .sources)
             case "generates": return CommandLoop(items: .generates)
             default:
-                fail(.invalidValue, "'for: \(word)': expected sources, generates, a list, {var: NAME} or {matrix: …}", at: location(node, file))
+                fail(
+                    .invalidValue,
+                    "'for: \(word)': expected sources, generates, a list, {var: NAME} or {matrix: …}",
+                    at: location(node, file)
+                )
                 return nil
             }
         }
@@ -1512,12 +1832,19 @@ private final class LoadSession {
                 matrix = rows.compactMap { row in
                     guard let key = row.0.string else { return nil }
                     if let reference = row.1["ref"]?.string {
-                        return (key, matrixReference(reference, at: location(row.1, file), variables: variables, row: key))
+                        return (
+                            key, matrixReference(reference, at: location(row.1, file), variables: variables, row: key)
+                        )
                     }
                     return (key, strings(row.1, file: file, what: "'matrix: \(key)'").map(\.value))
                 }
             default:
-                unknownKey(key.string ?? "", at: location(key, file), allowed: ["var", "split", "as", "matrix"], in: "'for'")
+                unknownKey(
+                    key.string ?? "",
+                    at: location(key, file),
+                    allowed: ["var", "split", "as", "matrix"],
+                    in: "'for'"
+                )
                 return nil
             }
         }
@@ -1531,7 +1858,9 @@ private final class LoadSession {
 
     /// A matrix row's `{ref: .VAR}`: the items of the list it names (go-task refuses anything
     /// else, and so does kiln: when a run plans the task).
-    func matrixReference(_ reference: String, at place: SourceLocation, variables: [String: TemplateValue], row: String) -> [String] {
+    func matrixReference(_ reference: String, at place: SourceLocation, variables: [String: TemplateValue], row: String)
+        -> [String]
+    {
         let located = Located(value: "{{" + reference + "}}", location: place)
         checkTemplate(located, known: KnownVariables(variables: variables, each: false))
         let value = try? TaskfileTemplates.library.template(located.value).value(.map(layered(variables)))
@@ -1549,7 +1878,11 @@ private final class LoadSession {
     func timeout(_ node: YAMLNode, file: String) -> GoDuration? {
         guard let text = scalar(node, file: file, what: "'timeout'") else { return nil }
         guard let duration = GoDuration(text) else {
-            fail(.invalidValue, "'timeout' must be a duration as Go writes one (500ms, 30s, 5m, 1h30m), not '\(text)'", at: location(node, file))
+            fail(
+                .invalidValue,
+                "'timeout' must be a duration as Go writes one (500ms, 30s, 5m, 1h30m), not '\(text)'",
+                at: location(node, file)
+            )
             return nil
         }
         guard duration.seconds > 0 else {
@@ -1564,11 +1897,18 @@ private final class LoadSession {
     func platforms(_ node: YAMLNode, file: String) -> [String] {
         strings(node, file: file, what: "'platforms'").compactMap { entry in
             let parts = entry.value.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
-            let valid = parts.count == 2
+            let valid =
+                parts.count == 2
                 ? TaskOptions.knownSystems.contains(parts[0]) && TaskOptions.knownArchitectures.contains(parts[1])
-                : parts.count == 1 && (TaskOptions.knownSystems.contains(parts[0]) || TaskOptions.knownArchitectures.contains(parts[0]))
+                : parts.count == 1
+                    && (TaskOptions.knownSystems.contains(parts[0])
+                        || TaskOptions.knownArchitectures.contains(parts[0]))
             guard valid else {
-                fail(.invalidValue, "'\(entry.value)' in 'platforms' is not an OS, an architecture or OS/ARCH that go-task knows (linux, darwin, windows, amd64, arm64, …)", at: entry.location)
+                fail(
+                    .invalidValue,
+                    "'\(entry.value)' in 'platforms' is not an OS, an architecture or OS/ARCH that go-task knows (linux, darwin, windows, amd64, arm64, …)",
+                    at: entry.location
+                )
                 return nil
             }
             return entry.value
@@ -1579,7 +1919,10 @@ private final class LoadSession {
     /// templates, in order, each seeing those before it), `{map: …}`, `{value: …}` and
     /// `{ref: EXPRESSION}` (another variable's value, not printed: a list stays a list).
     func decodeVariables(
-        _ node: YAMLNode, file: String, into variables: inout [String: TemplateValue], directory: String,
+        _ node: YAMLNode,
+        file: String,
+        into variables: inout [String: TemplateValue],
+        directory: String,
         overrides: [(name: String, value: String)] = []
     ) {
         guard let entries = mapping(node, file: file, what: "'vars'") else { return }
@@ -1596,7 +1939,13 @@ private final class LoadSession {
 
     /// One variable of `vars:` (see ``decodeVariables(_:file:into:directory:overrides:)``),
     /// seeing `variables`, set in them.
-    func decodeVariable(_ name: String, _ value: YAMLNode, file: String, into variables: inout [String: TemplateValue], directory: String) {
+    func decodeVariable(
+        _ name: String,
+        _ value: YAMLNode,
+        file: String,
+        into variables: inout [String: TemplateValue],
+        directory: String
+    ) {
         var valueNode = value
         if var fields = value.mapping {
             // `secret: true` beside the value: hidden in what kiln prints (see SecretMask).
@@ -1606,7 +1955,8 @@ private final class LoadSession {
             }
             guard fields.count == 1, let kind = fields[0].key.string else {
                 fail(
-                    .wrongType, "variable '\(name)' must be a value, or a map with one of sh, ref, map, value (and secret)",
+                    .wrongType,
+                    "variable '\(name)' must be a value, or a map with one of sh, ref, map, value (and secret)",
                     at: location(value, file)
                 )
                 return
@@ -1615,29 +1965,48 @@ private final class LoadSession {
             case "map", "value":
                 valueNode = fields[0].value
                 if kind == "value", valueNode.mapping != nil {
-                    fail(.wrongType, "variable '\(name)': a map goes under 'map:', not 'value:'", at: location(valueNode, file))
+                    fail(
+                        .wrongType,
+                        "variable '\(name)': a map goes under 'map:', not 'value:'",
+                        at: location(valueNode, file)
+                    )
                     return
                 }
             case "ref":
                 guard let expression = scalar(fields[0].value, file: file, what: "'ref'") else { return }
                 let located = Located(value: "{{" + expression + "}}", location: location(fields[0].value, file))
-                guard checkTemplate(located, known: KnownVariables(variables: variables, each: false, task: false)) != nil else {
+                guard
+                    checkTemplate(located, known: KnownVariables(variables: variables, each: false, task: false)) != nil
+                else {
                     variables[name] = .null
                     return
                 }
                 do {
-                    variables[name] = try TaskfileTemplates.library.template(located.value).value(.map(layered(variables)))
+                    variables[name] = try TaskfileTemplates.library.template(located.value).value(
+                        .map(layered(variables))
+                    )
                 } catch {
-                    fail(.invalidValue, "variable '\(name)': 'ref: \(expression)': \(error.message)", at: located.location)
+                    fail(
+                        .invalidValue,
+                        "variable '\(name)': 'ref: \(expression)': \(error.message)",
+                        at: located.location
+                    )
                     variables[name] = .null
                 }
                 return
             case "sh":
-                variables[name] = dynamicValue(of: fields[0].value, name: name, file: file, variables: variables, directory: directory)
+                variables[name] = dynamicValue(
+                    of: fields[0].value,
+                    name: name,
+                    file: file,
+                    variables: variables,
+                    directory: directory
+                )
                 return
             default:
                 fail(
-                    .wrongType, "'\(kind)' is not a valid variable type; use sh, ref, map or value, or a plain value",
+                    .wrongType,
+                    "'\(kind)' is not a valid variable type; use sh, ref, map or value, or a plain value",
                     at: location(fields[0].key, file)
                 )
                 return
@@ -1651,7 +2020,13 @@ private final class LoadSession {
     /// A dynamic variable's value: its command (a template) run by the shell in `directory`, with
     /// the environment kiln runs in plus the variables (the environment's own values win, as in
     /// go-task). A command that fails is an error at the variable.
-    func dynamicValue(of node: YAMLNode, name: String, file: String, variables: [String: TemplateValue], directory: String) -> TemplateValue {
+    func dynamicValue(
+        of node: YAMLNode,
+        name: String,
+        file: String,
+        variables: [String: TemplateValue],
+        directory: String
+    ) -> TemplateValue {
         guard let text = scalar(node, file: file, what: "'sh'") else { return .null }
         let located = Located(value: text, location: location(node, file))
         checkTemplate(located, known: KnownVariables(variables: variables, each: false, task: false))
@@ -1672,25 +2047,38 @@ private final class LoadSession {
         switch dynamicVariables.value(of: command, directory: directory, environment: environment) {
         case .success(let output): return .string(output)
         case .failure(let failure):
-            failOrDefer(.invalidValue, "variable '\(name)': its command '\(command)' failed: \(failure)", at: located.location)
+            failOrDefer(
+                .invalidValue,
+                "variable '\(name)': its command '\(command)' failed: \(failure)",
+                at: located.location
+            )
             return .null
         }
     }
 
     /// `value` with the templates in its strings rendered with `variables` (inside lists and
     /// maps too, as go-task does).
-    func renderValue(_ value: TemplateValue, node: YAMLNode, file: String, name: String, variables: [String: TemplateValue]) -> TemplateValue {
+    func renderValue(
+        _ value: TemplateValue,
+        node: YAMLNode,
+        file: String,
+        name: String,
+        variables: [String: TemplateValue]
+    ) -> TemplateValue {
         switch value {
         case .string(let text) where TextTemplate.hasActions(text):
             let located = Located(value: text, location: location(node, file))
-            guard checkTemplate(located, known: KnownVariables(variables: variables, each: false, task: false)) != nil else {
+            guard checkTemplate(located, known: KnownVariables(variables: variables, each: false, task: false)) != nil
+            else {
                 return .string("")
             }
             // Sized before it is rendered: variables that double each other reach gigabytes in
             // thirty steps.
             var size = text.utf8.count
             if let template = try? TaskfileTemplates.library.template(text) {
-                for reference in template.variableReferences { size += variables[reference.name]?.printed.utf8.count ?? 0 }
+                for reference in template.variableReferences {
+                    size += variables[reference.name]?.printed.utf8.count ?? 0
+                }
             }
             guard size <= TaskfileLoader.maximumValueSize else {
                 fail(
@@ -1703,15 +2091,26 @@ private final class LoadSession {
             return .string(renderNow(located, variables: variables, lenient: true) ?? "")
         case .list(let items):
             let nodes = node.sequence ?? []
-            return .list(items.enumerated().map { index, item in
-                renderValue(item, node: index < nodes.count ? nodes[index] : node, file: file, name: name, variables: variables)
-            })
+            return .list(
+                items.enumerated().map { index, item in
+                    renderValue(
+                        item,
+                        node: index < nodes.count ? nodes[index] : node,
+                        file: file,
+                        name: name,
+                        variables: variables
+                    )
+                }
+            )
         case .map(let entries):
             var result: [String: TemplateValue] = [:]
             let nodes = Dictionary(
-                (node.mapping ?? []).compactMap { entry in entry.key.string.map { ($0, entry.value) } }, uniquingKeysWith: { first, _ in first }
+                (node.mapping ?? []).compactMap { entry in entry.key.string.map { ($0, entry.value) } },
+                uniquingKeysWith: { first, _ in first }
             )
-            for (key, item) in entries { result[key] = renderValue(item, node: nodes[key] ?? node, file: file, name: name, variables: variables) }
+            for (key, item) in entries {
+                result[key] = renderValue(item, node: nodes[key] ?? node, file: file, name: name, variables: variables)
+            }
             return .map(result)
         default:
             return value
@@ -1747,12 +2146,21 @@ private final class LoadSession {
 
     /// `env:` for the commands: each value rendered with `variables`. The environment kiln runs in
     /// wins (go-task's rule): a variable it sets keeps its value, and the model depends on it.
-    func decodeEnvironment(_ node: YAMLNode, file: String, variables: [String: TemplateValue], into environment: inout [String: String]) {
+    func decodeEnvironment(
+        _ node: YAMLNode,
+        file: String,
+        variables: [String: TemplateValue],
+        into environment: inout [String: String]
+    ) {
         guard let entries = mapping(node, file: file, what: "'env'") else { return }
         for (key, value) in entries {
             guard let name = scalar(key, file: file, what: "an environment variable name") else { continue }
             guard value.scalar != nil else {
-                fail(.wrongType, "environment variable '\(name)' must be a string, not \(describe(value))", at: location(value, file))
+                fail(
+                    .wrongType,
+                    "environment variable '\(name)' must be a string, not \(describe(value))",
+                    at: location(value, file)
+                )
                 continue
             }
             require("env:" + name)
@@ -1783,7 +2191,9 @@ private final class LoadSession {
             return
         }
         for (key, value) in entries {
-            guard let name = key.string, let main = mainVariables[name], main.value != TaskfileTemplates.value(of: value) else {
+            guard let name = key.string, let main = mainVariables[name],
+                main.value != TaskfileTemplates.value(of: value)
+            else {
                 continue
             }
             errors.append(
@@ -1812,11 +2222,19 @@ private final class LoadSession {
                 switch field.string ?? "" {
                 case "begin", "end":
                     guard let text = scalar(setting, file: file, what: "'\(field.string ?? "")'") else { return nil }
-                    checkTemplate(Located(value: text, location: location(setting, file)), known: KnownVariables(variables: [:], each: false))
+                    checkTemplate(
+                        Located(value: text, location: location(setting, file)),
+                        known: KnownVariables(variables: [:], each: false)
+                    )
                     if field.string == "begin" { group.begin = text } else { group.end = text }
                 case "error_only": group.showsOnlyFailures = bool(setting, file: file, what: "'error_only'") ?? false
                 default:
-                    unknownKey(field.string ?? "", at: location(field, file), allowed: ["begin", "end", "error_only"], in: "'output: group'")
+                    unknownKey(
+                        field.string ?? "",
+                        at: location(field, file),
+                        allowed: ["begin", "end", "error_only"],
+                        in: "'output: group'"
+                    )
                     return nil
                 }
             }
@@ -1844,22 +2262,39 @@ private final class LoadSession {
             case "timeout":
                 guard let text = scalar(value, file: file, what: "'timeout'") else { continue }
                 guard let duration = GoDuration(text), duration.seconds > 0 else {
-                    fail(.invalidValue, "'timeout' must be a duration greater than zero as Go writes one (500ms, 5s), not '\(text)'", at: location(value, file))
+                    fail(
+                        .invalidValue,
+                        "'timeout' must be a duration greater than zero as Go writes one (500ms, 5s), not '\(text)'",
+                        at: location(value, file)
+                    )
                     continue
                 }
                 timeout = .nanoseconds(Int64(duration.seconds * 1e9))
             default:
-                unknownKey(name, at: location(key, file), allowed: ["cache", "instance", "read-only", "timeout"], in: "'remote'")
+                unknownKey(
+                    name,
+                    at: location(key, file),
+                    allowed: ["cache", "instance", "read-only", "timeout"],
+                    in: "'remote'"
+                )
             }
         }
         guard let urlNode else {
-            fail(.invalidValue, "'remote' needs 'cache: grpc://HOST:PORT', the server's address", at: location(node, file))
+            fail(
+                .invalidValue,
+                "'remote' needs 'cache: grpc://HOST:PORT', the server's address",
+                at: location(node, file)
+            )
             return nil
         }
         if let text = scalar(urlNode, file: file, what: "'cache'") {
             endpoint = RemoteEndpoint(url: text, instance: instance)
             if endpoint == nil {
-                fail(.invalidValue, "'cache' must be grpc://HOST:PORT (TLS and Unix sockets aren't supported yet), not '\(text)'", at: location(urlNode, file))
+                fail(
+                    .invalidValue,
+                    "'cache' must be grpc://HOST:PORT (TLS and Unix sockets aren't supported yet), not '\(text)'",
+                    at: location(urlNode, file)
+                )
             }
         }
         return endpoint.map { RemoteSettings(endpoint: $0, readOnly: readOnly, timeout: timeout) }
@@ -1870,9 +2305,15 @@ private final class LoadSession {
         for (key, value) in entries {
             guard let name = scalar(key, file: file, what: "a resource name") else { continue }
             let widthYAMLNode = value["width"] ?? value
-            guard let text = scalar(widthYAMLNode, file: file, what: "the width of resource '\(name)'") else { continue }
+            guard let text = scalar(widthYAMLNode, file: file, what: "the width of resource '\(name)'") else {
+                continue
+            }
             guard let width = Int(text), width > 0 else {
-                fail(.invalidValue, "the width of resource '\(name)' must be a positive integer, not '\(text)'", at: location(widthYAMLNode, file))
+                fail(
+                    .invalidValue,
+                    "the width of resource '\(name)' must be a positive integer, not '\(text)'",
+                    at: location(widthYAMLNode, file)
+                )
                 continue
             }
             resources.append(ResourceDefinition(name: name, width: width, location: location(key, file)))
@@ -1890,7 +2331,11 @@ private final class LoadSession {
         for task in tasks {
             for alias in task.options.aliases {
                 if taskIndex[alias] != nil || aliases[alias] != nil {
-                    fail(.duplicateTask, "alias '\(alias)' of task '\(task.name)' is already the name or alias of '\(aliases[alias] ?? alias)'", at: task.location)
+                    fail(
+                        .duplicateTask,
+                        "alias '\(alias)' of task '\(task.name)' is already the name or alias of '\(aliases[alias] ?? alias)'",
+                        at: task.location
+                    )
                 }
                 aliases[alias] = task.name
             }
@@ -1940,7 +2385,12 @@ private final class LoadSession {
                 guard let origin = origins[task.name] ?? task.partOf.flatMap({ origins[$0] }),
                     fileUses[contexts[origin.context].file, default: 0] > 1
                 else { continue }
-                let key = RepeatedTaskKey(task, localName: origin.localName, steps: references[task.name]?.steps, forwardsTo: forwardsTo)
+                let key = RepeatedTaskKey(
+                    task,
+                    localName: origin.localName,
+                    steps: references[task.name]?.steps,
+                    forwardsTo: forwardsTo
+                )
                 if let earlier = first[key] {
                     forwardsTo[task.name] = earlier
                     changed = true
@@ -1955,11 +2405,24 @@ private final class LoadSession {
             let task = tasks[index]
             references[task.name] = nil
             tasks[index] = TaskDefinition(
-                name: task.name, location: task.location, summary: task.summary,
-                dependencies: [Located(value: target, location: task.location)], commands: [], sources: [], generates: [],
-                variables: task.variables, environment: [:], directory: task.directory, resources: [], each: .none, batchSize: nil,
-                kind: Located(value: "shell", location: task.location), pluginConfiguration: nil, allowsOutsideRoot: false,
-                file: task.file, options: task.options.forwarding
+                name: task.name,
+                location: task.location,
+                summary: task.summary,
+                dependencies: [Located(value: target, location: task.location)],
+                commands: [],
+                sources: [],
+                generates: [],
+                variables: task.variables,
+                environment: [:],
+                directory: task.directory,
+                resources: [],
+                each: .none,
+                batchSize: nil,
+                kind: Located(value: "shell", location: task.location),
+                pluginConfiguration: nil,
+                allowsOutsideRoot: false,
+                file: task.file,
+                options: task.options.forwarding
             )
         }
     }
@@ -1987,11 +2450,18 @@ private final class LoadSession {
         let namespace = namespaces[name] ?? ""
         // A mistake in a name the task gives: reported when a run plans the task.
         func refuse(_ code: TaskfileError.Code, _ message: String, at location: SourceLocation) {
-            mistakes[index, default: []].append(TaskOptions.DeferredError(code: code.description, message: message, location: location))
+            mistakes[index, default: []].append(
+                TaskOptions.DeferredError(code: code.description, message: message, location: location)
+            )
         }
         func resolve(
-            _ written: Located<String>, variables: [String: TemplateValue]?, what: String, site: Int, excludedHere: SourceLocation? = nil,
-            ignoresFailure: Bool = false, timeout: GoDuration? = nil
+            _ written: Located<String>,
+            variables: [String: TemplateValue]?,
+            what: String,
+            site: Int,
+            excludedHere: SourceLocation? = nil,
+            ignoresFailure: Bool = false,
+            timeout: GoDuration? = nil
         ) -> Located<String>? {
             let target = calledName(written.value, namespace: namespace)
             var variables = variables
@@ -2001,10 +2471,14 @@ private final class LoadSession {
                 // `start:*` named as `start:web`: an instance with `MATCH` set, under the name written.
                 found = task
                 concreteName = target
-                variables = (variables ?? [:]).merging(["MATCH": .list(matches.map(TemplateValue.string))]) { _, match in match }
+                variables = (variables ?? [:]).merging(["MATCH": .list(matches.map(TemplateValue.string))]) {
+                    _,
+                    match in match
+                }
             }
             guard let found else {
-                var message = "unknown task '\(written.value)' in the \(what) of '\(tasks[index].options.partOf ?? name)'"
+                var message =
+                    "unknown task '\(written.value)' in the \(what) of '\(tasks[index].options.partOf ?? name)'"
                 if target != written.value { message += " ('\(target)', as go-task reads it there)" }
                 // The same name in an outer file is reached with a `:` for each level up.
                 let levels = namespaceLevels[namespace]?.count ?? 0
@@ -2022,7 +2496,9 @@ private final class LoadSession {
             // A call whose `platforms:` leave this machine out: go-task calls the task anyway.
             // Where the task's own `platforms:` leave it out too, both skip it; otherwise kiln
             // would have to pick between the Taskfile's words and go-task's deeds.
-            if let excludedHere, let called = taskIndex[found].map({ tasks[$0] }), TaskOptions.allows(called.options.platforms) {
+            if let excludedHere, let called = taskIndex[found].map({ tasks[$0] }),
+                TaskOptions.allows(called.options.platforms)
+            {
                 refuse(
                     .unsupported,
                     "this call's 'platforms:' leave this machine out, but go-task ignores 'platforms:' on a '- task:' call and runs '\(found)' here all the same; put 'platforms:' on task '\(found)', or remove them from the call",
@@ -2051,16 +2527,21 @@ private final class LoadSession {
                 let key = deferred ? "defer" : ignoresFailure ? "ignore_error" : "timeout"
                 let kept =
                     deferred
-                    ? "defer a call to a task that calls it" : ignoresFailure
+                    ? "defer a call to a task that calls it"
+                    : ignoresFailure
                         ? "put 'ignore_error: true' on its commands" : "put 'timeout:' on its commands"
                 let unsupported =
-                    called.each != .none ? "'each:'"
-                    : timeout == nil ? nil
-                    : called.kind.value != "shell" ? "a plugin's jobs"
-                    : references[found]?.steps != nil ? "'- task:' calls" : nil
+                    called.each != .none
+                    ? "'each:'"
+                    : timeout == nil
+                        ? nil
+                        : called.kind.value != "shell"
+                            ? "a plugin's jobs"
+                            : references[found]?.steps != nil ? "'- task:' calls" : nil
                 if let unsupported {
                     refuse(
-                        .unsupported, "'\(key):' on a call to task '\(found)', which has \(unsupported), isn't supported yet; \(kept)",
+                        .unsupported,
+                        "'\(key):' on a call to task '\(found)', which has \(unsupported), isn't supported yet; \(kept)",
                         at: written.location
                     )
                     return nil
@@ -2109,7 +2590,10 @@ private final class LoadSession {
                         (
                             origin.localName,
                             InstanceRequest(
-                                name: shown, variables: variables, ignoresFailure: ignoresFailure || deferred, timeout: timeout
+                                name: shown,
+                                variables: variables,
+                                ignoresFailure: ignoresFailure || deferred,
+                                timeout: timeout
                             )
                         )
                     )
@@ -2120,7 +2604,13 @@ private final class LoadSession {
         let called = references[name]
         tasks[index].dependencies = tasks[index].dependencies.enumerated().compactMap { position, dependency in
             let reference = called?.dependencyCalls[position]
-            return resolve(dependency, variables: reference?.variables, what: "deps", site: position, timeout: reference?.timeout)
+            return resolve(
+                dependency,
+                variables: reference?.variables,
+                what: "deps",
+                site: position,
+                timeout: reference?.timeout
+            )
         }
         if let steps = called?.steps {
             var calls = 0
@@ -2129,9 +2619,14 @@ private final class LoadSession {
                 guard case .call(let reference) = step else { return step }
                 calls += 1
                 return resolve(
-                    reference.name, variables: reference.variables, what: "calls", site: calls - 1, excludedHere: reference.excludedHere,
+                    reference.name,
+                    variables: reference.variables,
+                    what: "calls",
+                    site: calls - 1,
+                    excludedHere: reference.excludedHere,
                     // A task's own `ignore_error: true` covers its calls too (go-task's rule).
-                    ignoresFailure: reference.ignoresFailure || tasks[index].options.ignoresError, timeout: reference.timeout
+                    ignoresFailure: reference.ignoresFailure || tasks[index].options.ignoresError,
+                    timeout: reference.timeout
                 ).map { .call(TaskReference(name: $0, variables: nil, test: reference.test)) }
             }
             references[name]?.steps = resolved
@@ -2140,8 +2635,14 @@ private final class LoadSession {
             let resolved = deferred.enumerated().compactMap { site, reference in
                 reference.runsCommand
                     ? reference
-                    : resolve(reference.name, variables: reference.variables, what: "deferred calls", site: site, timeout: reference.timeout)
-                        .map { TaskReference(name: $0, variables: nil) }
+                    : resolve(
+                        reference.name,
+                        variables: reference.variables,
+                        what: "deferred calls",
+                        site: site,
+                        timeout: reference.timeout
+                    )
+                    .map { TaskReference(name: $0, variables: nil) }
             }
             // All of them or none: a call that names no task is a mistake of the task.
             references[name]?.deferredCalls = resolved.count == deferred.count ? resolved : []
@@ -2172,7 +2673,8 @@ private final class LoadSession {
         guard case .tasks(let names) = context.dynamicScope, hasWildcardNames else { return [:] }
         var requests: [Int: [(localName: String, instance: InstanceRequest)]] = [:]
         for name in names where taskIndex[name] == nil && aliasMap[name] == nil {
-            guard let (task, matches) = wildcardMatch(name), let origin = origins[task], instances.insert(name).inserted else { continue }
+            guard let (task, matches) = wildcardMatch(name), let origin = origins[task], instances.insert(name).inserted
+            else { continue }
             let request = InstanceRequest(name: name, variables: ["MATCH": .list(matches.map(TemplateValue.string))])
             requests[origin.context, default: []].append((origin.localName, request))
         }
@@ -2230,7 +2732,14 @@ private final class LoadSession {
         forEachTaskNode(byContext, localName: \.localName) { contextIndex, key, value, entry in
             guard let old = taskIndex.removeValue(forKey: entry.name) else { return }
             let count = tasks.count
-            decodeTask(name: entry.localName, key: key, body: value, context: contextIndex, instance: entry.instance, evaluating: true)
+            decodeTask(
+                name: entry.localName,
+                key: key,
+                body: value,
+                context: contextIndex,
+                instance: entry.instance,
+                evaluating: true
+            )
             if tasks.count > count {
                 // The task itself is the first appended (the pieces made of its deferred commands
                 // are already in place).
@@ -2247,15 +2756,24 @@ private final class LoadSession {
     /// Decodes each requested instance from its file's text, by the file's context.
     func decodeInstances(_ requests: [Int: [(localName: String, instance: InstanceRequest)]]) {
         forEachTaskNode(requests, localName: \.localName) { contextIndex, key, value, request in
-            instanceOrigins[request.instance.name] = (TaskOrigin(context: contextIndex, localName: request.localName), request.instance)
-            decodeTask(name: request.localName, key: key, body: value, context: contextIndex, instance: request.instance)
+            instanceOrigins[request.instance.name] = (
+                TaskOrigin(context: contextIndex, localName: request.localName), request.instance
+            )
+            decodeTask(
+                name: request.localName,
+                key: key,
+                body: value,
+                context: contextIndex,
+                instance: request.instance
+            )
         }
     }
 
     /// Streams the tasks of each context's file (in context order) and calls `body` with the
     /// key and body of each task an entry names, once per entry: how a task is decoded again.
     func forEachTaskNode<Entry>(
-        _ wanted: [Int: [Entry]], localName: (Entry) -> String,
+        _ wanted: [Int: [Entry]],
+        localName: (Entry) -> String,
         _ body: (_ context: Int, _ key: YAMLNode, _ value: YAMLNode, _ entry: Entry) -> Void
     ) {
         for (contextIndex, entries) in wanted.sorted(by: { $0.key < $1.key }) {
@@ -2264,10 +2782,13 @@ private final class LoadSession {
             // The file parsed before: it has no syntax error now. (The parser keeps the callback
             // only while it parses.)
             withoutActuallyEscaping(body) { body in
-                _ = try? YAMLNode.parse(text, mode: .streaming("tasks") { key, value in
-                    guard let name = key.string, let found = byName[name] else { return }
-                    for entry in found { body(contextIndex, key, value, entry) }
-                })
+                _ = try? YAMLNode.parse(
+                    text,
+                    mode: .streaming("tasks") { key, value in
+                        guard let name = key.string, let found = byName[name] else { return }
+                        for entry in found { body(contextIndex, key, value, entry) }
+                    }
+                )
             }
         }
     }
@@ -2278,7 +2799,9 @@ private final class LoadSession {
     /// `naming` makes the name from the variables: from masked ones, so that no part of a
     /// secret shows (a long value is shortened) and none is hashed into it.
     func shownInstanceName(
-        _ name: String, variables: [String: TemplateValue], naming: ([String: TemplateValue]) -> String
+        _ name: String,
+        variables: [String: TemplateValue],
+        naming: ([String: TemplateValue]) -> String
     ) -> String {
         guard !secretNames.isEmpty else { return name }
         if let known = maskedInstanceNames[name] { return known }
@@ -2323,7 +2846,11 @@ private final class LoadSession {
             let task = tasks[index]
             let bodyName = task.name + " [if]"
             if let existing = taskIndex[bodyName] {
-                fail(.duplicateTask, "task '\(bodyName)' is defined twice: kiln names the body of task '\(task.name)' so", at: tasks[existing].location)
+                fail(
+                    .duplicateTask,
+                    "task '\(bodyName)' is defined twice: kiln names the body of task '\(task.name)' so",
+                    at: tasks[existing].location
+                )
                 continue
             }
             let (body, wrapper) = task.splitForCondition(bodyName: bodyName)
@@ -2333,7 +2860,15 @@ private final class LoadSession {
             references[bodyName] = references[task.name]
             references[task.name] = TaskReferences(
                 dependencyCalls: [:],
-                steps: [.call(TaskReference(name: Located(value: bodyName, location: test.location), variables: nil, test: test))]
+                steps: [
+                    .call(
+                        TaskReference(
+                            name: Located(value: bodyName, location: test.location),
+                            variables: nil,
+                            test: test
+                        )
+                    )
+                ]
             )
         }
     }
@@ -2377,14 +2912,24 @@ private final class LoadSession {
                 var dependencies = previous.map { [$0] } ?? task.dependencies
                 if let call = piece.call { dependencies.append(call) }
                 let step = task.step(
-                    named: name, commands: piece.commands, dependencies: dependencies, calls: piece.call.map { [$0] } ?? [],
-                    isFirst: position == 0, isLast: isLast, guarding: guarding, callTest: piece.test
+                    named: name,
+                    commands: piece.commands,
+                    dependencies: dependencies,
+                    calls: piece.call.map { [$0] } ?? [],
+                    isFirst: position == 0,
+                    isLast: isLast,
+                    guarding: guarding,
+                    callTest: piece.test
                 )
                 if isLast {
                     tasks[index] = step
                 } else {
                     if let existing = taskIndex[name] {
-                        fail(.duplicateTask, "task '\(name)' is defined twice: kiln names the steps of task '\(task.name)' so", at: tasks[existing].location)
+                        fail(
+                            .duplicateTask,
+                            "task '\(name)' is defined twice: kiln names the steps of task '\(task.name)' so",
+                            at: tasks[existing].location
+                        )
                         continue
                     }
                     taskIndex[name] = tasks.count
@@ -2404,7 +2949,10 @@ private final class LoadSession {
             let task = tasks[index]
             // After the steps between calls, if it has some (splitSteps): `T #1`, `T #2`, …
             let number = TaskDefinition.pieces(of: task.name) { taskIndex[$0] }.count + 1
-            let (body, end) = task.splitForDeferredCalls(called.map(\.name), bodyName: TaskDefinition.pieceName(task.name, number))
+            let (body, end) = task.splitForDeferredCalls(
+                called.map(\.name),
+                bodyName: TaskDefinition.pieceName(task.name, number)
+            )
             tasks[index] = end
             taskIndex[body.name] = tasks.count
             tasks.append(body)
@@ -2420,9 +2968,13 @@ private final class LoadSession {
                 // `remote`: the remote executor's, or what the job holds without it (docs/remote.md).
                 if claim.value == "cpu" || claim.value == "disk" || claim.value == RemoteSettings.resource
                     || defined.contains(claim.value)
-                { continue }
+                {
+                    continue
+                }
                 var message = "task '\(task.name)' claims resource '\(claim.value)', which no one defined; "
-                message += family == "net" ? "write net:HOST" : "define it under 'resources:' or use cpu, disk, net:HOST or remote"
+                message +=
+                    family == "net"
+                    ? "write net:HOST" : "define it under 'resources:' or use cpu, disk, net:HOST or remote"
                 fail(.undefinedResource, message, at: claim.location)
             }
         }
@@ -2454,12 +3006,19 @@ private final class LoadSession {
                 case 1:
                     let first = path.firstIndex { $0.index == index } ?? 0
                     let cycle = path[first...].map { tasks[$0.index].name } + [tasks[index].name]
-                    let notes = path[first...].dropFirst().map { ("'\(tasks[$0.index].name)' is a dependency here", Optional($0.location)) }
+                    let notes =
+                        path[first...].dropFirst().map {
+                            ("'\(tasks[$0.index].name)' is a dependency here", Optional($0.location))
+                        }
                         + [("'\(tasks[index].name)' is a dependency here", Optional(dependency.location))]
-                    errors.append(TaskfileError(
-                        .dependencyCycle, "dependency cycle: \(cycle.joined(separator: " → "))",
-                        at: path[first].location, notes: notes
-                    ))
+                    errors.append(
+                        TaskfileError(
+                            .dependencyCycle,
+                            "dependency cycle: \(cycle.joined(separator: " → "))",
+                            at: path[first].location,
+                            notes: notes
+                        )
+                    )
                 default:
                     break
                 }
@@ -2489,11 +3048,14 @@ private final class LoadSession {
                 guard GlobList.isPlainPath(text) else { continue }
                 let path = Path.absolute(text, base: task.directory)
                 if let owner = owners[path], owner.task != task.name {
-                    errors.append(TaskfileError(
-                        .duplicateOutput,
-                        "tasks '\(owner.task)' and '\(task.name)' both declare the output \(Path.relative(path, to: root)); only one task may write a file",
-                        at: output.location, notes: [("'\(owner.task)' declares it here", owner.location)]
-                    ))
+                    errors.append(
+                        TaskfileError(
+                            .duplicateOutput,
+                            "tasks '\(owner.task)' and '\(task.name)' both declare the output \(Path.relative(path, to: root)); only one task may write a file",
+                            at: output.location,
+                            notes: [("'\(owner.task)' declares it here", owner.location)]
+                        )
+                    )
                 } else {
                     owners[path] = (task.name, output.location)
                 }
@@ -2528,7 +3090,12 @@ private final class LoadSession {
     /// (`lenient`) prints nothing for a variable that isn't set, as go-task does; a path doesn't,
     /// and one that isn't set is reported as the planner reports it in a command (`task` is
     /// the task whose path it is).
-    func renderNow(_ text: Located<String>, variables: [String: TemplateValue], lenient: Bool = false, task: String? = nil)
+    func renderNow(
+        _ text: Located<String>,
+        variables: [String: TemplateValue],
+        lenient: Bool = false,
+        task: String? = nil
+    )
         -> String?
     {
         guard TextTemplate.hasActions(text.value) else { return text.value }
@@ -2637,7 +3204,9 @@ private final class LoadSession {
 
     func strings(_ node: YAMLNode, file: String, what: String) -> [Located<String>] {
         list(node, file: file, what: what).compactMap { item in
-            scalar(item, file: file, what: "each item of \(what)").map { Located(value: $0, location: location(item, file)) }
+            scalar(item, file: file, what: "each item of \(what)").map {
+                Located(value: $0, location: location(item, file))
+            }
         }
     }
 
@@ -2648,8 +3217,13 @@ private final class LoadSession {
     func globs(_ node: YAMLNode, file: String, what: String) -> [Located<String>] {
         list(node, file: file, what: what).compactMap { item in
             if case .mapping(let entries, _) = item {
-                guard entries.count == 1, entries[0].key.string == "exclude", let pattern = entries[0].value.string else {
-                    fail(.wrongType, "each item of \(what) must be a pattern or {exclude: PATTERN}", at: location(item, file))
+                guard entries.count == 1, entries[0].key.string == "exclude", let pattern = entries[0].value.string
+                else {
+                    fail(
+                        .wrongType,
+                        "each item of \(what) must be a pattern or {exclude: PATTERN}",
+                        at: location(item, file)
+                    )
                     return nil
                 }
                 return Located(value: "!" + pattern, location: location(entries[0].value, file))
@@ -2698,13 +3272,22 @@ private final class LoadSession {
         let here = location(node, file)
         switch node {
         case .scalar(let scalar):
-            if scalar.style == .plain, ["null", "~", ""].contains(scalar.string) { return ConfigurationValue(.null, at: here) }
+            if scalar.style == .plain, ["null", "~", ""].contains(scalar.string) {
+                return ConfigurationValue(.null, at: here)
+            }
             return ConfigurationValue(.scalar(scalar.string), at: here)
         case .sequence(let items, _):
             return ConfigurationValue(.list(items.map { configurationValue($0, file: file) }), at: here)
         case .mapping(let entries, _):
             return ConfigurationValue(
-                .map(entries.map { (key: $0.key.string ?? "", keyLocation: location($0.key, file), value: configurationValue($0.value, file: file)) }),
+                .map(
+                    entries.map {
+                        (
+                            key: $0.key.string ?? "", keyLocation: location($0.key, file),
+                            value: configurationValue($0.value, file: file)
+                        )
+                    }
+                ),
                 at: here
             )
         }
@@ -2917,7 +3500,11 @@ enum TaskInstanceName {
         }
         var name = "\(task) (\(shown.joined(separator: ", ")))"
         if !exact {
-            let digest = ContentHash.of(variables.keys.sorted().map { "\($0)\u{0}\(canonical(variables[$0] ?? .null))" }.joined(separator: "\u{1}"))
+            let digest = ContentHash.of(
+                variables.keys.sorted().map { "\($0)\u{0}\(canonical(variables[$0] ?? .null))" }.joined(
+                    separator: "\u{1}"
+                )
+            )
             name += " #" + String(digest.high, radix: 16)
         }
         return name
@@ -2929,7 +3516,10 @@ enum TaskInstanceName {
         case .string(let text): "s\(text.utf8.count):\(text)"
         case .list(let items): "l\(items.count)[" + items.map(canonical).joined(separator: ",") + "]"
         case .map(let entries):
-            "m\(entries.count){" + entries.keys.sorted().map { "\($0.utf8.count):\($0)=\(canonical(entries[$0] ?? .null))" }.joined(separator: ",") + "}"
+            "m\(entries.count){"
+                + entries.keys.sorted().map { "\($0.utf8.count):\($0)=\(canonical(entries[$0] ?? .null))" }.joined(
+                    separator: ","
+                ) + "}"
         default: "\(value)"
         }
     }
@@ -2968,7 +3558,8 @@ private struct RepeatedTaskKey: Hashable {
         renderedSources = task.renderedSources
         resources = task.resources
         shape = [
-            task.each.rawValue, "\(task.batchSize ?? 0)", task.kind.value, "\(task.allowsOutsideRoot)", task.depfile ?? "",
+            task.each.rawValue, "\(task.batchSize ?? 0)", task.kind.value, "\(task.allowsOutsideRoot)",
+            task.depfile ?? "",
             "\(task.keepsDepfile)",
         ]
         configuration = task.pluginConfiguration?.description
@@ -2982,7 +3573,8 @@ private struct RepeatedTaskKey: Hashable {
             switch step {
             case .command(let index): "\(index)"
             case .call(let reference):
-                "task:" + (forwardsTo[reference.name.value] ?? reference.name.value) + (reference.test.map { " if " + $0.value } ?? "")
+                "task:" + (forwardsTo[reference.name.value] ?? reference.name.value)
+                    + (reference.test.map { " if " + $0.value } ?? "")
             }
         }
     }
@@ -2992,7 +3584,8 @@ private struct RepeatedTaskKey: Hashable {
     /// requirements. `dir:`, `sources:` and `env:` are compared rendered.
     static func variablesRead(by task: TaskDefinition) -> [String: TemplateValue] {
         guard task.pluginConfiguration == nil else { return task.variables }
-        var templates = task.commands.map(\.value) + task.generates.map(\.value) + task.options.preconditions.map(\.test.value)
+        var templates =
+            task.commands.map(\.value) + task.generates.map(\.value) + task.options.preconditions.map(\.test.value)
         if let depfile = task.depfile { templates.append(depfile) }
         if let label = task.options.label { templates.append(label) }
         var names = Set(task.options.requiredVariables.map(\.name))

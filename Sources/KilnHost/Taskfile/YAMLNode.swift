@@ -194,7 +194,10 @@ extension YAMLNode {
                     }
                     throw YAMLSyntaxError(
                         message: message,
-                        mark: YAMLMark(line: Int32(parser.problem_mark.line + 1), column: Int32(parser.problem_mark.column + 1))
+                        mark: YAMLMark(
+                            line: Int32(parser.problem_mark.line + 1),
+                            column: Int32(parser.problem_mark.column + 1)
+                        )
                     )
                 }
                 defer { yaml_event_delete(&event) }
@@ -205,7 +208,9 @@ extension YAMLNode {
                         skipDepth += 1
                         guard stack.count + skipDepth <= YAMLNode.maximumDepth else {
                             throw YAMLSyntaxError(
-                                message: "lists and maps nested more than \(YAMLNode.maximumDepth) deep; flatten this value", mark: mark
+                                message:
+                                    "lists and maps nested more than \(YAMLNode.maximumDepth) deep; flatten this value",
+                                mark: mark
                             )
                         }
                     case YAML_SEQUENCE_END_EVENT, YAML_MAPPING_END_EVENT: skipDepth -= 1
@@ -213,7 +218,9 @@ extension YAMLNode {
                     }
                     continue
                 }
-                if case .skipping(let key) = mode, event.type == YAML_MAPPING_START_EVENT, startsValue(ofTopLevelKey: key) {
+                if case .skipping(let key) = mode, event.type == YAML_MAPPING_START_EVENT,
+                    startsValue(ofTopLevelKey: key)
+                {
                     skipDepth = 1
                     add(.mapping([], mark), expandedSize: 1)
                     continue
@@ -221,9 +228,10 @@ extension YAMLNode {
                 switch event.type {
                 case YAML_SCALAR_EVENT:
                     let scalar = event.data.scalar
-                    let text = scalar.value.map { value in
-                        String(decoding: UnsafeBufferPointer(start: value, count: scalar.length), as: UTF8.self)
-                    } ?? ""
+                    let text =
+                        scalar.value.map { value in
+                            String(decoding: UnsafeBufferPointer(start: value, count: scalar.length), as: UTF8.self)
+                        } ?? ""
                     let style: YAMLScalar.Style
                     switch scalar.style {
                     case YAML_SINGLE_QUOTED_SCALAR_STYLE: style = .singleQuoted
@@ -239,7 +247,9 @@ extension YAMLNode {
                 case YAML_SEQUENCE_START_EVENT, YAML_MAPPING_START_EVENT:
                     guard stack.count < YAMLNode.maximumDepth else {
                         throw YAMLSyntaxError(
-                            message: "lists and maps nested more than \(YAMLNode.maximumDepth) deep; flatten this value", mark: mark
+                            message:
+                                "lists and maps nested more than \(YAMLNode.maximumDepth) deep; flatten this value",
+                            mark: mark
                         )
                     }
                     writtenNodes += 1
@@ -248,7 +258,8 @@ extension YAMLNode {
                     stack.append(Frame(isMapping: isMapping, mark: mark, anchor: anchor.map { String(cString: $0) }))
                 case YAML_SEQUENCE_END_EVENT, YAML_MAPPING_END_EVENT:
                     let frame = stack.removeLast()
-                    let node: YAMLNode = frame.isMapping ? .mapping(frame.entries, frame.mark) : .sequence(frame.items, frame.mark)
+                    let node: YAMLNode =
+                        frame.isMapping ? .mapping(frame.entries, frame.mark) : .sequence(frame.items, frame.mark)
                     if let anchor = frame.anchor { anchors[anchor] = (node, frame.expandedSize + 1) }
                     add(node, expandedSize: frame.expandedSize + 1)
                 case YAML_ALIAS_EVENT:
@@ -266,7 +277,8 @@ extension YAMLNode {
                     let allowed = YAMLNode.aliasAllowance + YAMLNode.aliasRatio * writtenNodes
                     guard aliasedNodes <= allowed else {
                         throw YAMLSyntaxError(
-                            message: "aliases expand to more than \(allowed) nodes for \(writtenNodes) written (an alias bomb?); write the values out",
+                            message:
+                                "aliases expand to more than \(allowed) nodes for \(writtenNodes) written (an alias bomb?); write the values out",
                             mark: mark
                         )
                     }
@@ -310,7 +322,8 @@ extension YAMLNode {
             if key.string == "<<", key.scalar?.style == .plain {
                 // Merge key: the referenced maps' entries, unless this map sets them itself.
                 for source in node.sequence ?? [node] {
-                    for entry in source.mapping ?? [] where !top.entries.contains(where: { $0.key.string == entry.key.string }) {
+                    for entry in source.mapping ?? []
+                    where !top.entries.contains(where: { $0.key.string == entry.key.string }) {
                         top.entries.append(entry)
                         if let name = entry.key.string { top.mergedKeys.insert(name) }
                     }

@@ -1,7 +1,7 @@
-import KilnPaths
 import Foundation
 import KilnHost
 import KilnJobs
+import KilnPaths
 import KilnTestSupport
 import Synchronization
 import Testing
@@ -9,7 +9,9 @@ import Testing
 @Suite("The build state")
 struct BuildStateTests {
     let record = JobRecord(
-        signature: ContentHash(high: 1, low: 2), outputs: ["build/a.o": ContentHash(high: 3, low: 4)], finishedAt: 42
+        signature: ContentHash(high: 1, low: 2),
+        outputs: ["build/a.o": ContentHash(high: 3, low: 4)],
+        finishedAt: 42
     )
 
     @Test("a saved record is there for the next run")
@@ -19,7 +21,13 @@ struct BuildStateTests {
         do {
             let state = try BuildState(root: directory.path) { _ in }
             state.save(record, for: "compile src/a.c")
-            state.save(files: ["src/a.c": HashedFile(stat: FileSignature(device: 9, inode: 4, size: 3, modified: 1, changed: 2), hash: ContentHash(high: 5, low: 6), hashedAt: 7)])
+            state.save(files: [
+                "src/a.c": HashedFile(
+                    stat: FileSignature(device: 9, inode: 4, size: 3, modified: 1, changed: 2),
+                    hash: ContentHash(high: 5, low: 6),
+                    hashedAt: 7
+                )
+            ])
         }
         let state = try BuildState(root: directory.path) { _ in }
         #expect(state.loadJobs() == ["compile src/a.c": record])
@@ -47,7 +55,11 @@ struct BuildStateTests {
                     var changed: [String: HashedFile?] = ["in/\(index).txt": file(index)]
                     if index == 77 { changed["stale.txt"] = .some(nil) }
                     state.save(
-                        JobRecord(signature: ContentHash(high: UInt64(index), low: 0), outputs: [:], finishedAt: Int64(index)),
+                        JobRecord(
+                            signature: ContentHash(high: UInt64(index), low: 0),
+                            outputs: [:],
+                            finishedAt: Int64(index)
+                        ),
                         for: "job \(index)",
                         changedFiles: changed
                     )
@@ -72,8 +84,13 @@ struct BuildStateTests {
         defer { directory.remove() }
         let stat = FileSignature(device: 9, inode: 4, size: 3, modified: 1, changed: 2)
         let withDigests = JobRecord(
-            signature: ContentHash(high: 1, low: 2), outputs: ["build/a.o": ContentHash(high: 3, low: 4)], finishedAt: 42,
-            inputs: ["src/a.c": FileDigest(ContentHash(high: 5, low: 6), .gitBlob), "src/b.c": FileDigest(ContentHash(high: 7, low: 8), .xxh3)],
+            signature: ContentHash(high: 1, low: 2),
+            outputs: ["build/a.o": ContentHash(high: 3, low: 4)],
+            finishedAt: 42,
+            inputs: [
+                "src/a.c": FileDigest(ContentHash(high: 5, low: 6), .gitBlob),
+                "src/b.c": FileDigest(ContentHash(high: 7, low: 8), .xxh3),
+            ],
             discovered: ["include/a.h": FileDigest(ContentHash(high: 9, low: 10), .gitBlob)]
         )
         do {

@@ -1,5 +1,6 @@
-@testable import KilnHost
 import Testing
+
+@testable import KilnHost
 
 @Suite("Depfiles")
 struct DepfileTests {

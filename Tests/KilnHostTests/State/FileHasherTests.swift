@@ -1,6 +1,6 @@
-import KilnPaths
 import Foundation
 import KilnHost
+import KilnPaths
 import KilnTestSupport
 import Synchronization
 import Testing
@@ -83,7 +83,8 @@ struct FileHasherTests {
             entries[path].flatMap { $0.status == status ? $0.id : nil }
         }
         func computeContentID(of file: String) -> ContentHash? {
-            (try? FileContent.hash(file)).map { ContentHash(high: ~$0.high, low: ~$0.low) }  // any other function of the bytes
+            // Any other function of the bytes.
+            (try? FileContent.hash(file)).map { ContentHash(high: ~$0.high, low: ~$0.low) }
         }
     }
 

@@ -1,5 +1,5 @@
-import KilnPaths
 import Foundation
+import KilnPaths
 import KilnTestSupport
 import Testing
 
@@ -10,7 +10,11 @@ struct UpToDateSnapshotTests {
     func record(_ path: String, relative: String, seenAt: Int64? = nil) throws -> WatchedPath {
         let stat = try #require(FileSignature.of(path))
         return WatchedPath(
-            path: relative, kind: .file, stat: stat, hash: try FileContent.hash(path), seenAt: seenAt ?? FileHasher.realTime()
+            path: relative,
+            kind: .file,
+            stat: stat,
+            hash: try FileContent.hash(path),
+            seenAt: seenAt ?? FileHasher.realTime()
         )
     }
 
@@ -32,7 +36,9 @@ struct UpToDateSnapshotTests {
         }
     }
 
-    @Test("a racy file (mtime within the window of its record) is read: same bytes vouch anew, other bytes are a change")
+    @Test(
+        "a racy file (mtime within the window of its record) is read: same bytes vouch anew, other bytes are a change"
+    )
     func racyFileIsRead() throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
@@ -73,7 +79,13 @@ struct UpToDateSnapshotTests {
         try FileManager.default.createDirectory(atPath: directory.path("src"), withIntermediateDirectories: true)
         try setModificationTime(directory.path("src"), secondsAgo: 10)
         let stat = try #require(FileSignature.of(directory.path("src")))
-        let watched = WatchedPath(path: "src", kind: .directory, stat: stat, hash: WatchedPath.zeroHash, seenAt: FileHasher.realTime())
+        let watched = WatchedPath(
+            path: "src",
+            kind: .directory,
+            stat: stat,
+            hash: WatchedPath.zeroHash,
+            seenAt: FileHasher.realTime()
+        )
         guard case .unchanged = watched.compare(root: directory.path) else {
             Issue.record("untouched directory")
             return
@@ -100,35 +112,54 @@ struct UpToDateSnapshotTests {
         try setModificationTime(file, secondsAgo: 10)
         let blob = ContentHash(high: 0xb10b, low: 2)
         let recorded = WatchedPath(
-            path: "src/a.c", file: HashedFile(stat: try #require(FileSignature.of(file)), hash: blob, hashedAt: FileHasher.realTime(), algorithm: .gitBlob)
+            path: "src/a.c",
+            file: HashedFile(
+                stat: try #require(FileSignature.of(file)),
+                hash: blob,
+                hashedAt: FileHasher.realTime(),
+                algorithm: .gitBlob
+            )
         )
         #expect(recorded.kind == .trackedFile)
-        guard case .unchanged = recorded.compare(root: directory.path) else { Issue.record("untouched: unchanged"); return }
+        guard case .unchanged = recorded.compare(root: directory.path) else {
+            Issue.record("untouched: unchanged"); return
+        }
         try setModificationTime(file, secondsAgo: 5)
-        guard case .sameContent(let refreshed) = recorded.compare(root: directory.path, tracked: Vouching(id: blob)) else {
+        guard case .sameContent(let refreshed) = recorded.compare(root: directory.path, tracked: Vouching(id: blob))
+        else {
             Issue.record("the index vouches for the same blob: same content")
             return
         }
         #expect(refreshed.kind == .trackedFile && refreshed.hash == blob)
-        guard case .changed = recorded.compare(root: directory.path, tracked: Vouching(id: ContentHash(high: 1, low: 1))) else {
+        guard
+            case .changed = recorded.compare(root: directory.path, tracked: Vouching(id: ContentHash(high: 1, low: 1)))
+        else {
             Issue.record("another blob: changed")
             return
         }
-        guard case .changed = recorded.compare(root: directory.path) else { Issue.record("no index: changed (the check decides)"); return }
+        guard case .changed = recorded.compare(root: directory.path) else {
+            Issue.record("no index: changed (the check decides)"); return
+        }
     }
 
     @Test("the encoding round-trips, and a damaged file is no snapshot at all")
     func encodingRoundTrips() throws {
         let file = WatchedPath(
-            path: "src/a.c", kind: .file, stat: FileSignature(device: 9, inode: 4, size: 3, modified: 1, changed: 2),
-            hash: ContentHash(high: 5, low: 6), seenAt: 7
+            path: "src/a.c",
+            kind: .file,
+            stat: FileSignature(device: 9, inode: 4, size: 3, modified: 1, changed: 2),
+            hash: ContentHash(high: 5, low: 6),
+            seenAt: 7
         )
         let snapshot = UpToDateSnapshot(
-            taskfileIdentity: ContentHash(high: 8, low: 9), targets: ["build", "test"],
+            taskfileIdentity: ContentHash(high: 8, low: 9),
+            targets: ["build", "test"],
             paths: [file, WatchedPath(absent: "gone", seenAt: 10)],
             jobs: [UpToDateSnapshot.Job(key: "compile src/a.c", alwaysRuns: false, paths: [0, 1])],
             published: ["compile src/a.c": ContentHash(high: 11, low: 12), "compile": ContentHash(high: 13, low: 14)],
-            complete: true, jobCount: 1, anyAlwaysRuns: false
+            complete: true,
+            jobCount: 1,
+            anyAlwaysRuns: false
         )
         let bytes = snapshot.encoded()
         let decoded = try #require(UpToDateSnapshot.decode(bytes))
@@ -151,8 +182,11 @@ struct UpToDateSnapshotTests {
     func conflictingViewsDropTheOlderJob() throws {
         let recorder = SnapshotRecorder(previous: nil)
         let old = WatchedPath(
-            path: "gen.h", kind: .file, stat: FileSignature(device: 9, inode: 1, size: 1, modified: 1, changed: 1),
-            hash: ContentHash(high: 1, low: 1), seenAt: 100
+            path: "gen.h",
+            kind: .file,
+            stat: FileSignature(device: 9, inode: 1, size: 1, modified: 1, changed: 1),
+            hash: ContentHash(high: 1, low: 1),
+            seenAt: 100
         )
         var new = old
         new.stat.modified = 2
@@ -161,7 +195,12 @@ struct UpToDateSnapshotTests {
         let other = WatchedPath(absent: "other", seenAt: 50)
         recorder.record(key: "reader", alwaysRuns: false, paths: [old, other])
         recorder.record(key: "writer", alwaysRuns: false, paths: [new])
-        let snapshot = recorder.snapshot(taskfileIdentity: ContentHash(high: 0, low: 0), targets: [], published: [:], expectedJobs: 2)
+        let snapshot = recorder.snapshot(
+            taskfileIdentity: ContentHash(high: 0, low: 0),
+            targets: [],
+            published: [:],
+            expectedJobs: 2
+        )
         #expect(snapshot.jobs.map(\.key) == ["writer"])
         #expect(snapshot.paths.first { $0.path == "gen.h" } == new)
         #expect(!snapshot.complete)
@@ -169,7 +208,12 @@ struct UpToDateSnapshotTests {
         let consistent = SnapshotRecorder(previous: nil)
         consistent.record(key: "a", alwaysRuns: false, paths: [new])
         consistent.record(key: "b", alwaysRuns: false, paths: [new, other])
-        let whole = consistent.snapshot(taskfileIdentity: ContentHash(high: 0, low: 0), targets: [], published: [:], expectedJobs: 2)
+        let whole = consistent.snapshot(
+            taskfileIdentity: ContentHash(high: 0, low: 0),
+            targets: [],
+            published: [:],
+            expectedJobs: 2
+        )
         #expect(Set(whole.jobs.map(\.key)) == ["a", "b"])
         #expect(whole.paths.count == 2)
         #expect(whole.complete)
@@ -179,7 +223,12 @@ struct UpToDateSnapshotTests {
     func uncapturedJobMakesItIncomplete() {
         let recorder = SnapshotRecorder(previous: nil)
         recorder.record(key: "a", alwaysRuns: false, paths: nil)
-        let snapshot = recorder.snapshot(taskfileIdentity: ContentHash(high: 0, low: 0), targets: [], published: [:], expectedJobs: 1)
+        let snapshot = recorder.snapshot(
+            taskfileIdentity: ContentHash(high: 0, low: 0),
+            targets: [],
+            published: [:],
+            expectedJobs: 1
+        )
         #expect(!snapshot.complete)
         #expect(snapshot.jobs.isEmpty)
     }

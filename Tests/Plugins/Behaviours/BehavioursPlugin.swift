@@ -1,9 +1,10 @@
 import Dispatch
-#if canImport(Glibc)
-import Glibc
-#endif
 import KilnJobs
 import KilnPluginAPI
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 // Test kinds with behaviours the host must survive:
 // - `fail`: its job throws (`with: {message: …}`): only its task fails;
@@ -31,13 +32,23 @@ struct LaterKind: TaskKind {
     }
     let name = "later"
     let version = "1"
-    func configuration(from value: ConfigurationValue, task: TaskDescription) throws(TaskConfigurationError) -> Configuration {
-        guard let output = value["output"] else { throw TaskConfigurationError("'later' needs 'output'", at: value.location) }
-        return Configuration(seconds: try value["seconds"]?.requireDouble("'seconds'") ?? 0.1, output: try output.requireString("'output'"))
+    func configuration(from value: ConfigurationValue, task: TaskDescription) throws(TaskConfigurationError)
+        -> Configuration
+    {
+        guard let output = value["output"] else {
+            throw TaskConfigurationError("'later' needs 'output'", at: value.location)
+        }
+        return Configuration(
+            seconds: try value["seconds"]?.requireDouble("'seconds'") ?? 0.1,
+            output: try output.requireString("'output'")
+        )
     }
     func summary(of configuration: Configuration, request: JobRequest) -> String { "later \(configuration.seconds) s" }
     func makeJob(configuration: Configuration, request: JobRequest, context: TaskContext) throws -> Job {
-        LaterJob(seconds: configuration.seconds, output: request.directory + "/" + (try request.render(configuration.output)))
+        LaterJob(
+            seconds: configuration.seconds,
+            output: request.directory + "/" + (try request.render(configuration.output))
+        )
     }
 }
 
@@ -92,6 +103,7 @@ struct HangKind: TaskKind {
     }
 }
 
+/// The plugin's one C entry point, which kiln calls once, on the thread that loads the plugin.
 @_cdecl("kiln_plugin_entry")
 public func kilnPluginEntry(_ entry: UnsafeMutablePointer<KilnPluginEntry>) {
     entry.pointee.abi_version = kiln_plugin_abi_version()

@@ -11,6 +11,7 @@ struct ImpostorKind: TaskKind {
     func makeJob(configuration: Void, request: JobRequest, context: TaskContext) throws -> Job { BlockJob {} }
 }
 
+/// The plugin's one C entry point, which kiln calls once, on the thread that loads the plugin.
 @_cdecl("kiln_plugin_entry")
 public func kilnPluginEntry(_ entry: UnsafeMutablePointer<KilnPluginEntry>) {
     entry.pointee.abi_version = kiln_plugin_abi_version()

@@ -12,6 +12,7 @@ struct NeverKind: TaskKind {
     func makeJob(configuration: Void, request: JobRequest, context: TaskContext) throws -> Job { BlockJob {} }
 }
 
+/// The plugin's one C entry point, which kiln calls once, on the thread that loads the plugin.
 @_cdecl("kiln_plugin_entry")
 public func kilnPluginEntry(_ entry: UnsafeMutablePointer<KilnPluginEntry>) {
     entry.pointee.abi_version = kiln_plugin_abi_version()

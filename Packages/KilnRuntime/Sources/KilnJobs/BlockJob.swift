@@ -11,7 +11,8 @@ import Synchronization
 /// guarded by `blocks`.
 public final class BlockJob: Job, @unchecked Sendable {
     /// The blocks, and whether `main` has taken them (after which none can be added).
-    private let blocks: EngineLock<(first: (@Sendable () throws -> Void)?, more: [@Sendable () throws -> Void], sealed: Bool)>
+    private let blocks:
+        EngineLock<(first: (@Sendable () throws -> Void)?, more: [@Sendable () throws -> Void], sealed: Bool)>
 
     /// Creates a job with one block.
     ///
@@ -37,15 +38,17 @@ public final class BlockJob: Job, @unchecked Sendable {
     public func addExecutionBlock(_ block: @escaping @Sendable () throws -> Void) throws(JobError) {
         // A job cancelled before it ran finishes without `main`, so nothing seals the blocks.
         let started = state.withLock { $0.phase >= .executing }
-        let added = !started && blocks.withLock { blocks -> Bool in
-            guard !blocks.sealed else { return false }
-            if blocks.first == nil {
-                blocks.first = block
-            } else {
-                blocks.more.append(block)
+        let added =
+            !started
+            && blocks.withLock { blocks -> Bool in
+                guard !blocks.sealed else { return false }
+                if blocks.first == nil {
+                    blocks.first = block
+                } else {
+                    blocks.more.append(block)
+                }
+                return true
             }
-            return true
-        }
         guard added else {
             throw JobError(.tooLate, "can't add an execution block to \(description): it has started")
         }

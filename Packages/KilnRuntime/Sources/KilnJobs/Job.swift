@@ -3,9 +3,9 @@ import Dispatch
 import Synchronization
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #endif
 
 /// Why a job was cancelled.
@@ -690,45 +690,45 @@ enum ThreadPriority {
     /// Sets the calling thread's nice value for `priority`; returns the previous value.
     static func apply(_ priority: Double) -> Int32? {
         #if os(Linux)
-        let thread = id_t(ckiln_gettid())
-        errno = 0
-        let previous = getpriority(__priority_which_t(PRIO_PROCESS.rawValue), thread)
-        if previous == -1, errno != 0 { return nil }
-        let nice = Int32(min(max(((0.5 - priority) * 40).rounded(), -20), 19))
-        // Going back down to `previous` after `main` needs CAP_SYS_NICE or a high enough
-        // RLIMIT_NICE; if the thread couldn't be restored, leave it alone rather than leave a pool
-        // thread at the wrong priority for every later job.
-        if nice > previous, !canLowerNice(to: previous) { return nil }
-        guard setpriority(__priority_which_t(PRIO_PROCESS.rawValue), thread, nice) == 0 else { return nil }
-        return previous
+            let thread = id_t(ckiln_gettid())
+            errno = 0
+            let previous = getpriority(__priority_which_t(PRIO_PROCESS.rawValue), thread)
+            if previous == -1, errno != 0 { return nil }
+            let nice = Int32(min(max(((0.5 - priority) * 40).rounded(), -20), 19))
+            // Going back down to `previous` after `main` needs CAP_SYS_NICE or a high enough
+            // RLIMIT_NICE; if the thread couldn't be restored, leave it alone rather than leave a pool
+            // thread at the wrong priority for every later job.
+            if nice > previous, !canLowerNice(to: previous) { return nil }
+            guard setpriority(__priority_which_t(PRIO_PROCESS.rawValue), thread, nice) == 0 else { return nil }
+            return previous
         #else
-        return nil
+            return nil
         #endif
     }
 
     /// Whether this process may set a thread's nice value down to `value`.
     static func canLowerNice(to value: Int32) -> Bool {
         #if os(Linux)
-        if geteuid() == 0 { return true }
-        return value >= ckiln_lowest_permitted_nice()
+            if geteuid() == 0 { return true }
+            return value >= ckiln_lowest_permitted_nice()
         #else
-        return false
+            return false
         #endif
     }
 
     /// Puts back a nice value saved by ``apply(_:)``.
     static func restore(_ previous: Int32) {
         #if os(Linux)
-        _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), id_t(ckiln_gettid()), previous)
+            _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), id_t(ckiln_gettid()), previous)
         #endif
     }
 
     /// The calling thread's nice value (for tests).
     static func currentNice() -> Int32 {
         #if os(Linux)
-        return getpriority(__priority_which_t(PRIO_PROCESS.rawValue), id_t(ckiln_gettid()))
+            return getpriority(__priority_which_t(PRIO_PROCESS.rawValue), id_t(ckiln_gettid()))
         #else
-        return 0
+            return 0
         #endif
     }
 }

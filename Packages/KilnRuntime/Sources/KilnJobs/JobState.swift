@@ -133,7 +133,8 @@ struct JobState {
 
         func error(for description: String) -> JobError {
             switch self {
-            case .alreadyFinished: JobError(.alreadyFinished, "\(description) has already finished; jobs are single-shot")
+            case .alreadyFinished:
+                JobError(.alreadyFinished, "\(description) has already finished; jobs are single-shot")
             case .alreadyExecuting: JobError(.alreadyExecuting, "\(description) is already executing")
             case .enqueued: JobError(.enqueued, "\(description) belongs to a queue; the queue starts it, not start()")
             case .startingByQueue: JobError(.enqueued, "\(description) is being started by its queue")
@@ -170,7 +171,8 @@ struct JobState {
 
         func error(for description: String) -> JobError {
             switch self {
-            case .alreadyFinished: JobError(.alreadyFinished, "\(description) has already finished; jobs are single-shot")
+            case .alreadyFinished:
+                JobError(.alreadyFinished, "\(description) has already finished; jobs are single-shot")
             case .alreadyEnqueued: JobError(.alreadyEnqueued, "\(description) is already in a queue")
             case .alreadyStarted: JobError(.alreadyExecuting, "\(description) has already started")
             }

@@ -3,9 +3,9 @@ import Dispatch
 import Synchronization
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #endif
 
 /// A pool thread. It sleeps on its own semaphore when there is no work.
@@ -194,12 +194,17 @@ final class Scheduler: @unchecked Sendable {
         pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED))
         let box = Unmanaged.passRetained(StartBox(self)).toOpaque()
         var thread = pthread_t()
-        let status = pthread_create(&thread, &attributes, { argument in
-            guard let argument else { return nil }
-            let box = Unmanaged<StartBox>.fromOpaque(argument).takeRetainedValue()
-            box.scheduler.workerLoop()
-            return nil
-        }, box)
+        let status = pthread_create(
+            &thread,
+            &attributes,
+            { argument in
+                guard let argument else { return nil }
+                let box = Unmanaged<StartBox>.fromOpaque(argument).takeRetainedValue()
+                box.scheduler.workerLoop()
+                return nil
+            },
+            box
+        )
         if status != 0 {
             Unmanaged<StartBox>.fromOpaque(box).release()
             core.withLock { $0.liveThreads -= 1 }

@@ -1,9 +1,9 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// Per-thread engine facts: which job this thread is running, whether it is a pool worker.
@@ -26,9 +26,9 @@ final class ThreadContext: @unchecked Sendable {
         var key = pthread_key_t()
         let status = pthread_key_create(&key) { pointer in
             #if canImport(Darwin)
-            Unmanaged<ThreadContext>.fromOpaque(pointer).release()
+                Unmanaged<ThreadContext>.fromOpaque(pointer).release()
             #else
-            if let pointer { Unmanaged<ThreadContext>.fromOpaque(pointer).release() }
+                if let pointer { Unmanaged<ThreadContext>.fromOpaque(pointer).release() }
             #endif
         }
         precondition(status == 0, "pthread_key_create failed: \(status)")

@@ -66,7 +66,11 @@ public final class PluginRegistrar: Sendable {
     public func register<Kind: TaskKind>(_ kind: Kind) {
         let version = state.withLock { $0.version }
         guard let version else {
-            state.withLock { $0.errors.append("it registered task kind '\(kind.name)' before declaring its name and version (call declare(name:version:) first)") }
+            state.withLock {
+                $0.errors.append(
+                    "it registered task kind '\(kind.name)' before declaring its name and version (call declare(name:version:) first)"
+                )
+            }
             return
         }
         do {

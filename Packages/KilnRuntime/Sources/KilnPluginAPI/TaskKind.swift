@@ -101,9 +101,16 @@ public struct JobRequest: Sendable {
 
     /// Creates a request.
     public init(
-        taskName: String, label: String, inputs: [String], outputs: [String], resources: [String],
-        variables: [String: TemplateValue], directory: String, environment: [String: String],
-        templates: TemplateLibrary = .standard, renderFailure: TemplateRenderError? = nil
+        taskName: String,
+        label: String,
+        inputs: [String],
+        outputs: [String],
+        resources: [String],
+        variables: [String: TemplateValue],
+        directory: String,
+        environment: [String: String],
+        templates: TemplateLibrary = .standard,
+        renderFailure: TemplateRenderError? = nil
     ) {
         self.taskName = taskName
         self.label = label

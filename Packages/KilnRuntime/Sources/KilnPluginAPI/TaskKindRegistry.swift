@@ -20,7 +20,9 @@ public final class TaskKindRegistry: Sendable {
     ///     signatures beside the kind's own.
     /// - Throws: ``TaskKindRegistryError`` if another kind already has the name.
     public func register<Kind: TaskKind>(
-        _ kind: Kind, origin: String, pluginVersion: String? = nil
+        _ kind: Kind,
+        origin: String,
+        pluginVersion: String? = nil
     ) throws(TaskKindRegistryError) {
         let entry = RegisteredTaskKind(kind, origin: origin, pluginVersion: pluginVersion)
         let existing = entries.withLock { entries -> RegisteredTaskKind? in
@@ -79,9 +81,13 @@ public struct RegisteredTaskKind: Sendable {
         // What job signatures include: the kind's version and its plugin's.
         let signedVersion = pluginVersion.map { "\(kind.version) (plugin \($0))" } ?? kind.version
         prepare = { value, task throws(TaskConfigurationError) in
-            PreparedTask(ConfiguredKind(
-                kind: kind, version: signedVersion, configuration: try kind.configuration(from: value, task: task)
-            ))
+            PreparedTask(
+                ConfiguredKind(
+                    kind: kind,
+                    version: signedVersion,
+                    configuration: try kind.configuration(from: value, task: task)
+                )
+            )
         }
     }
 
