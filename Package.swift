@@ -55,10 +55,11 @@ let package = Package(
         // What the host and the launcher share: Taskfile discovery, `sources:` matching, content
         // hashes, the Taskfile cache's header, the up-to-date snapshot, the run lock.
         .target(name: "KilnPaths", dependencies: ["CXXHash"], swiftSettings: swiftSettings),
-        .systemLibrary(name: "CGit2", pkgConfig: "libgit2", providers: [.apt(["libgit2-dev"])]),
+        // libgit2, opened with dlopen on first use (Sources/CGit2/include/CGit2.h); its header from libgit2-dev.
+        .target(name: "CGit2"),
         // Git's on-disk formats read directly (index, objects, packs, references): no libgit2,
         // so a hook with nothing to do never starts it.
-        .target(name: "KilnGitFormat", dependencies: ["CKilnZlib"], swiftSettings: swiftSettings),
+        .target(name: "KilnGitFormat", dependencies: ["CKilnZlib", "KilnPaths"], swiftSettings: swiftSettings),
         // libgit2 for the changed files of a repository (kiln affected, run --affected).
         .target(name: "KilnGit", dependencies: ["CGit2", "KilnGitFormat", "KilnHost"], swiftSettings: swiftSettings),
         .target(
@@ -165,7 +166,9 @@ let package = Package(
         .executableTarget(name: "kiln", dependencies: ["KilnHookPlan"], swiftSettings: swiftSettings),
         .executableTarget(
             name: "kiln-bench",
-            dependencies: [.product(name: "KilnJobs", package: "KilnRuntime"), "KilnHost", "KilnPaths"],
+            dependencies: [
+                .product(name: "KilnJobs", package: "KilnRuntime"), "KilnHost", "KilnPaths", "KilnGitFormat",
+            ],
             path: "Sources/kiln-bench",
             swiftSettings: swiftSettings
         ),

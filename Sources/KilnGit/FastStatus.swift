@@ -221,7 +221,7 @@ extension GitRepository {
 
     private func isIgnored(_ path: String) -> Bool {
         var ignored: Int32 = 0
-        return git_ignore_path_is_ignored(&ignored, repository, path) == 0 && ignored != 0
+        return kiln_git_ignore_path_is_ignored(&ignored, repository, path) == 0 && ignored != 0
     }
 
     /// A symbolic link's blob id: the hash of its target, as git stores links.
@@ -229,9 +229,7 @@ extension GitRepository {
         var buffer = [CChar](repeating: 0, count: 4096)
         let count = readlink(file, &buffer, buffer.count)
         guard count >= 0 else { return nil }
-        var id = git_oid()
-        return buffer.withUnsafeBytes { git_odb_hash(&id, $0.baseAddress, count, GIT_OBJECT_BLOB) } == 0
-            ? GitObjectID(id) : nil
+        return buffer.withUnsafeBytes { GitObjectID.blob(of: UnsafeRawBufferPointer(rebasing: $0[0..<count])) }
     }
 }
 

@@ -11,7 +11,8 @@ extension GitError {
     /// An error from the last libgit2 call, which returned `status` (read on the calling thread,
     /// right after the call).
     static func last(_ status: Int32, doing what: String, code: Code = .failed) -> GitError {
-        let detail = git_error_last().flatMap { $0.pointee.message.map { String(cString: $0) } } ?? "error \(status)"
+        let detail =
+            kiln_git_error_last().flatMap { $0.pointee.message.map { String(cString: $0) } } ?? "error \(status)"
         return GitError(code: code, message: "\(what): \(detail)")
     }
 }
@@ -20,7 +21,7 @@ extension GitError {
 ///
 /// libgit2 objects are not thread-safe: a repository is confined to one thread at a time. Use an
 /// instance from one thread (or serialize calls yourself); every method here runs on the caller's
-/// thread, and reads `git_error_last()` on it right after a failing call.
+/// thread, and reads `kiln_git_error_last()` on it right after a failing call.
 ///
 /// Threading: not thread-safe; `@unchecked Sendable` so it can be handed to another thread, which
 /// then owns it.
@@ -29,10 +30,15 @@ public final class GitRepository: @unchecked Sendable {
     /// The working directory (absolute, without a trailing `/`).
     public let workingDirectory: String
 
-    /// `git_libgit2_init`, once per process.
-    private static let initialized: Bool = {
-        git_libgit2_init()
-        return true
+    /// libgit2 opened (`kiln_git2_load`) and `git_libgit2_init` called, once per process; the
+    /// message when the library can't be opened.
+    private static let initialized: String? = {
+        var message = [CChar](repeating: 0, count: 512)
+        guard kiln_git2_load(&message, message.count) == 0 else {
+            return String(decoding: message.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        }
+        kiln_git_libgit2_init()
+        return nil
     }()
 
     /// Starts libgit2 on another thread: `git_libgit2_init` takes about 7 ms (Debian's libgit2
@@ -44,28 +50,29 @@ public final class GitRepository: @unchecked Sendable {
         DispatchQueue.global().async { _ = initialized }
     }
 
-    /// Initialises libgit2 if ``startLibgit2()`` hasn't, or waits for it to finish.
+    /// Opens and initialises libgit2 if ``startLibgit2()`` hasn't, or waits for it to finish.
     ///
+    /// - Throws: ``GitError`` when the library can't be opened (not installed, or another version).
     /// Threading: any thread, any number of times.
-    static func ensureLibgit2() {
-        _ = initialized
+    static func ensureLibgit2() throws(GitError) {
+        if let failure = initialized { throw GitError(code: .failed, message: failure) }
     }
 
     /// Opens the repository that holds `path` (searching upwards, like git).
     ///
     /// - Throws: ``GitError`` `.notARepository` when there is none, or libgit2's failure.
     public init(containing path: String) throws(GitError) {
-        _ = Self.initialized
+        try Self.ensureLibgit2()
         var opened: OpaquePointer?
-        let status = git_repository_open_ext(&opened, path, 0, nil)
+        let status = kiln_git_repository_open_ext(&opened, path, 0, nil)
         if status == GIT_ENOTFOUND.rawValue {
             throw GitError(code: .notARepository, message: "\(path) is not inside a git repository")
         }
         guard status == 0, let opened else {
             throw GitError.last(status, doing: "can't open the git repository at \(path)")
         }
-        guard let workdir = git_repository_workdir(opened) else {
-            git_repository_free(opened)
+        guard let workdir = kiln_git_repository_workdir(opened) else {
+            kiln_git_repository_free(opened)
             throw GitError(
                 code: .notARepository,
                 message: "the git repository holding \(path) is bare: it has no working directory"
@@ -78,7 +85,7 @@ public final class GitRepository: @unchecked Sendable {
     }
 
     deinit {
-        git_repository_free(repository)
+        kiln_git_repository_free(repository)
     }
 
     // MARK: Hooks
@@ -87,15 +94,15 @@ public final class GitRepository: @unchecked Sendable {
     /// otherwise `hooks` in the common git directory (shared by every worktree).
     public func hooksDirectory() throws(GitError) -> String {
         var snapshot: OpaquePointer?
-        let status = git_repository_config_snapshot(&snapshot, repository)
+        let status = kiln_git_repository_config_snapshot(&snapshot, repository)
         guard status == 0, let snapshot else { throw GitError.last(status, doing: "can't read the git configuration") }
-        defer { git_config_free(snapshot) }
+        defer { kiln_git_config_free(snapshot) }
         var value: UnsafePointer<CChar>?
-        if git_config_get_string(&value, snapshot, "core.hooksPath") == 0, let value {
+        if kiln_git_config_get_string(&value, snapshot, "core.hooksPath") == 0, let value {
             let path = String(cString: value)
             return path.hasPrefix("/") ? path : workingDirectory + "/" + path
         }
-        var common = String(cString: git_repository_commondir(repository))
+        var common = String(cString: kiln_git_repository_commondir(repository))
         while common.count > 1, common.hasSuffix("/") { common.removeLast() }
         return common + "/hooks"
     }
@@ -145,15 +152,15 @@ public final class GitRepository: @unchecked Sendable {
     /// with (every file of `head`'s tree when it shares none).
     private func changesNotOnAnyRemote(_ head: String) throws(GitError) -> [GitChange] {
         var iterator: OpaquePointer?
-        guard git_branch_iterator_new(&iterator, repository, GIT_BRANCH_REMOTE) == 0, let iterator else {
+        guard kiln_git_branch_iterator_new(&iterator, repository, GIT_BRANCH_REMOTE) == 0, let iterator else {
             return try everything(in: head)
         }
-        defer { git_branch_iterator_free(iterator) }
+        defer { kiln_git_branch_iterator_free(iterator) }
         var reference: OpaquePointer?
         var type = GIT_BRANCH_REMOTE
-        while git_branch_next(&reference, &type, iterator) == 0, let current = reference {
-            defer { git_reference_free(current) }
-            if let name = git_reference_name(current).map({ String(cString: $0) }),
+        while kiln_git_branch_next(&reference, &type, iterator) == 0, let current = reference {
+            defer { kiln_git_reference_free(current) }
+            if let name = kiln_git_reference_name(current).map({ String(cString: $0) }),
                 let changes = try? changes(base: name, head: head)
             {
                 return changes
@@ -165,16 +172,16 @@ public final class GitRepository: @unchecked Sendable {
     /// Every file of a commit's tree, as added.
     private func everything(in revision: String) throws(GitError) -> [GitChange] {
         let tree = try tree(of: try commit(named: revision))
-        defer { git_tree_free(tree) }
+        defer { kiln_git_tree_free(tree) }
         return try treeChanges(from: nil, to: tree, describing: "list \(revision)")
     }
 
     /// What changed from one commit to another (no merge base: the two trees as they are).
     private func diff(from old: String, to new: String) throws(GitError) -> [GitChange] {
         let oldTree = try tree(of: try commit(named: old))
-        defer { git_tree_free(oldTree) }
+        defer { kiln_git_tree_free(oldTree) }
         let newTree = try tree(of: try commit(named: new))
-        defer { git_tree_free(newTree) }
+        defer { kiln_git_tree_free(newTree) }
         return try treeChanges(from: oldTree, to: newTree, describing: "compare \(old) with \(new)")
     }
 
@@ -183,17 +190,19 @@ public final class GitRepository: @unchecked Sendable {
         throws(GitError) -> [GitChange]
     {
         var diff: OpaquePointer?
-        let status = git_diff_tree_to_tree(&diff, repository, oldTree, newTree, nil)
+        let status = kiln_git_diff_tree_to_tree(&diff, repository, oldTree, newTree, nil)
         guard status == 0, let diff else { throw GitError.last(status, doing: "can't \(what)") }
-        defer { git_diff_free(diff) }
+        defer { kiln_git_diff_free(diff) }
         var find = git_diff_find_options()
-        git_diff_find_options_init(&find, UInt32(GIT_DIFF_FIND_OPTIONS_VERSION))
+        kiln_git_diff_find_options_init(&find, UInt32(GIT_DIFF_FIND_OPTIONS_VERSION))
         find.flags = GIT_DIFF_FIND_RENAMES.rawValue
-        let renames = git_diff_find_similar(diff, &find)
+        let renames = kiln_git_diff_find_similar(diff, &find)
         guard renames == 0 else { throw GitError.last(renames, doing: "can't find renames to \(what)") }
         var changes: [GitChange] = []
-        for index in 0..<git_diff_num_deltas(diff) {
-            if let delta = git_diff_get_delta(diff, index)?.pointee, let change = Self.change(delta, untracked: false) {
+        for index in 0..<kiln_git_diff_num_deltas(diff) {
+            if let delta = kiln_git_diff_get_delta(diff, index)?.pointee,
+                let change = Self.change(delta, untracked: false)
+            {
                 changes.append(change)
             }
         }
@@ -294,19 +303,19 @@ public final class GitRepository: @unchecked Sendable {
 
     private func status(show: git_status_show_t) throws(GitError) -> [GitChange] {
         var options = git_status_options()
-        git_status_options_init(&options, UInt32(GIT_STATUS_OPTIONS_VERSION))
+        kiln_git_status_options_init(&options, UInt32(GIT_STATUS_OPTIONS_VERSION))
         options.show = show
         options.flags =
             GIT_STATUS_OPT_INCLUDE_UNTRACKED.rawValue | GIT_STATUS_OPT_RECURSE_UNTRACKED_DIRS.rawValue
             | GIT_STATUS_OPT_RENAMES_HEAD_TO_INDEX.rawValue | GIT_STATUS_OPT_RENAMES_INDEX_TO_WORKDIR.rawValue
             | GIT_STATUS_OPT_EXCLUDE_SUBMODULES.rawValue
         var list: OpaquePointer?
-        let status = git_status_list_new(&list, repository, &options)
+        let status = kiln_git_status_list_new(&list, repository, &options)
         guard status == 0, let list else { throw GitError.last(status, doing: "can't read the git status") }
-        defer { git_status_list_free(list) }
+        defer { kiln_git_status_list_free(list) }
         var changes: [GitChange] = []
-        for index in 0..<git_status_list_entrycount(list) {
-            guard let entry = git_status_byindex(list, index)?.pointee else { continue }
+        for index in 0..<kiln_git_status_list_entrycount(list) {
+            guard let entry = kiln_git_status_byindex(list, index)?.pointee else { continue }
             let flags = entry.status.rawValue
             // The staged side, then the unstaged side: a file can change in both.
             if let delta = entry.head_to_index?.pointee, let change = Self.change(delta, untracked: false) {
@@ -331,41 +340,41 @@ public final class GitRepository: @unchecked Sendable {
         var mergeBase = git_oid()
         var baseID = baseCommit
         var headID = headCommit
-        let found = git_merge_base(&mergeBase, repository, &baseID, &headID)
+        let found = kiln_git_merge_base(&mergeBase, repository, &baseID, &headID)
         guard found == 0 else {
             throw GitError.last(found, doing: "\(base) and \(head) have no common ancestor")
         }
         let oldTree = try tree(of: mergeBase)
-        defer { git_tree_free(oldTree) }
+        defer { kiln_git_tree_free(oldTree) }
         let newTree = try tree(of: headCommit)
-        defer { git_tree_free(newTree) }
+        defer { kiln_git_tree_free(newTree) }
         return try treeChanges(from: oldTree, to: newTree, describing: "compare \(base)...\(head)")
     }
 
     private func commit(named name: String) throws(GitError) -> git_oid {
         var object: OpaquePointer?
-        let status = git_revparse_single(&object, repository, name)
+        let status = kiln_git_revparse_single(&object, repository, name)
         guard status == 0, let object else {
             throw GitError.last(status, doing: "'\(name)' does not name a commit", code: .unknownRevision)
         }
-        defer { git_object_free(object) }
+        defer { kiln_git_object_free(object) }
         var peeled: OpaquePointer?
-        let peel = git_object_peel(&peeled, object, GIT_OBJECT_COMMIT)
+        let peel = kiln_git_object_peel(&peeled, object, GIT_OBJECT_COMMIT)
         guard peel == 0, let peeled else {
             throw GitError.last(peel, doing: "'\(name)' does not name a commit", code: .unknownRevision)
         }
-        defer { git_object_free(peeled) }
-        return git_object_id(peeled).pointee
+        defer { kiln_git_object_free(peeled) }
+        return kiln_git_object_id(peeled).pointee
     }
 
     private func tree(of commitID: git_oid) throws(GitError) -> OpaquePointer {
         var id = commitID
         var commit: OpaquePointer?
-        let status = git_commit_lookup(&commit, repository, &id)
+        let status = kiln_git_commit_lookup(&commit, repository, &id)
         guard status == 0, let commit else { throw GitError.last(status, doing: "can't read a commit") }
-        defer { git_commit_free(commit) }
+        defer { kiln_git_commit_free(commit) }
         var tree: OpaquePointer?
-        let treeStatus = git_commit_tree(&tree, commit)
+        let treeStatus = kiln_git_commit_tree(&tree, commit)
         guard treeStatus == 0, let tree else { throw GitError.last(treeStatus, doing: "can't read a commit's tree") }
         return tree
     }
@@ -419,19 +428,19 @@ extension GitRepository: GitTreeReading {
         if let path = gitVariable("GIT_INDEX_FILE") {
             return try GitIndex(path: path, decoding: decoding)  // relative: to the directory git runs us in
         }
-        return try GitIndex(path: String(cString: git_repository_path(repository)) + "index", decoding: decoding)
+        return try GitIndex(path: String(cString: kiln_git_repository_path(repository)) + "index", decoding: decoding)
     }
 
     /// HEAD's root tree through libgit2; `nil` when HEAD has no commit yet.
     public func headTree() throws(GitError) -> GitObjectID? {
         var object: OpaquePointer?
-        let status = git_revparse_single(&object, repository, "HEAD^{tree}")
+        let status = kiln_git_revparse_single(&object, repository, "HEAD^{tree}")
         guard status == 0, let object else {
-            if git_repository_head_unborn(repository) == 1 { return nil }
+            if kiln_git_repository_head_unborn(repository) == 1 { return nil }
             throw GitError.last(status, doing: "can't read HEAD's tree")
         }
-        defer { git_object_free(object) }
-        return GitObjectID(git_object_id(object).pointee)
+        defer { kiln_git_object_free(object) }
+        return GitObjectID(kiln_git_object_id(object).pointee)
     }
 
     /// A tree's entries through libgit2.
@@ -439,17 +448,18 @@ extension GitRepository: GitTreeReading {
         var oid = git_oid()
         id.withBytes { raw in withUnsafeMutableBytes(of: &oid.id) { $0.copyMemory(from: raw) } }
         var tree: OpaquePointer?
-        let status = git_tree_lookup(&tree, repository, &oid)
+        let status = kiln_git_tree_lookup(&tree, repository, &oid)
         guard status == 0, let tree else { throw GitError.last(status, doing: "can't read tree \(id)") }
-        defer { git_tree_free(tree) }
-        return (0..<git_tree_entrycount(tree)).compactMap { position in
-            guard let entry = git_tree_entry_byindex(tree, position), let name = git_tree_entry_name(entry) else {
+        defer { kiln_git_tree_free(tree) }
+        return (0..<kiln_git_tree_entrycount(tree)).compactMap { position in
+            guard let entry = kiln_git_tree_entry_byindex(tree, position), let name = kiln_git_tree_entry_name(entry)
+            else {
                 return nil
             }
             return GitTreeEntry(
                 name: String(cString: name),
-                mode: git_tree_entry_filemode(entry).rawValue,
-                id: GitObjectID(git_tree_entry_id(entry).pointee)
+                mode: kiln_git_tree_entry_filemode(entry).rawValue,
+                id: GitObjectID(kiln_git_tree_entry_id(entry).pointee)
             )
         }
     }
@@ -460,13 +470,5 @@ extension GitObjectID {
     init(_ oid: git_oid) {
         var oid = oid
         self = withUnsafeBytes(of: &oid.id) { GitObjectID($0.baseAddress!) }
-    }
-
-    /// The blob id git gives the bytes of the file at `path` now (libgit2's `git_odb_hashfile`,
-    /// no filters), or `nil` when it can't be read.
-    static func blob(ofFileAt path: String) -> GitObjectID? {
-        GitRepository.ensureLibgit2()
-        var oid = git_oid()
-        return git_odb_hashfile(&oid, path, GIT_OBJECT_BLOB) == 0 ? GitObjectID(oid) : nil
     }
 }

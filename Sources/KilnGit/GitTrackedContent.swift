@@ -1,4 +1,3 @@
-import CGit2
 import KilnGitFormat
 import KilnHost
 import KilnPaths
@@ -70,8 +69,8 @@ public final class GitTrackedContent: TrackedContent {
         return ContentHash(high: id.high, low: id.low)
     }
 
-    /// The blob id git would give the file's bytes now (libgit2's `git_odb_hashfile`), first 128
-    /// bits; `nil` when it can't be read.
+    /// The blob id git would give the file's bytes now (`git hash-object --no-filters`, computed
+    /// here: no libgit2), first 128 bits; `nil` when it can't be read.
     ///
     /// Threading: any thread, concurrently.
     public func computeContentID(of file: String) -> ContentHash? {

@@ -1,3 +1,9 @@
+import KilnPaths
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// A git object id (SHA-1, 20 bytes), as the index, trees and libgit2 hold it.
 ///
 /// Threading: a value type.
@@ -73,5 +79,46 @@ public struct GitObjectID: Hashable, Sendable, CustomStringConvertible {
         hasher.combine(bytes.0)
         hasher.combine(bytes.1)
         hasher.combine(bytes.2)
+    }
+}
+
+extension GitObjectID {
+    /// The id git gives a blob of `bytes` (`git hash-object --stdin`): the SHA-1 of
+    /// `blob <count>\0` and the bytes.
+    ///
+    /// Threading: any thread.
+    public static func blob(of bytes: UnsafeRawBufferPointer) -> GitObjectID {
+        var hasher = SHA1()
+        Array("blob \(bytes.count)\0".utf8).withUnsafeBytes { hasher.update($0) }
+        hasher.update(bytes)
+        return hasher.finalize().withUnsafeBytes { GitObjectID($0.baseAddress!) }
+    }
+
+    /// The blob id git gives the bytes of the regular file at `path` now (`git hash-object
+    /// --no-filters`), read in 64 KiB pieces; `nil` when it can't be read, isn't a regular file, or
+    /// changed size while it was read.
+    ///
+    /// Threading: any thread, concurrently.
+    public static func blob(ofFileAt path: String) -> GitObjectID? {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { return nil }
+        defer { close(descriptor) }
+        var info = stat()
+        guard fstat(descriptor, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return nil }
+        var hasher = SHA1()
+        Array("blob \(info.st_size)\0".utf8).withUnsafeBytes { hasher.update($0) }
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 65_536, alignment: 16)
+        defer { buffer.deallocate() }
+        var total = 0
+        while true {
+            let count = read(descriptor, buffer.baseAddress, buffer.count)
+            if count < 0, errno == EINTR { continue }
+            guard count >= 0 else { return nil }
+            if count == 0 { break }
+            hasher.update(UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
+            total += count
+        }
+        guard total == Int(info.st_size) else { return nil }
+        return hasher.finalize().withUnsafeBytes { GitObjectID($0.baseAddress!) }
     }
 }

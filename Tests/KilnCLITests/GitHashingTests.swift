@@ -16,10 +16,13 @@ struct GitHashingTests {
     }
 
     func run(_ directory: TemporaryDirectory, gitHashes: Bool = true) async throws -> Counts {
-        var environment = ["KILN_DEBUG": "hashes"]
+        // LD_DEBUG=files: the dynamic loader names every library it opens.
+        var environment = ["KILN_DEBUG": "hashes", "LD_DEBUG": "files"]
         if !gitHashes { environment["KILN_GIT_HASHES"] = "0" }
         let result = try await KilnProcess.run(["run"], in: directory.path, environment: environment)
         #expect(result.status == 0, "\(result)")
+        // Index entries, blob ids computed from bytes: all read here, without libgit2.
+        #expect(!result.standardError.contains("libgit2"), "a run opened libgit2")
         guard let line = result.standardError.split(separator: "\n").first(where: { $0.hasPrefix("kiln: hashes: ") })
         else {
             return Counts()  // a no-op on the snapshot's word hashes nothing
@@ -103,6 +106,18 @@ struct GitHashingTests {
         counts = try await run(directory)
         #expect(incremental.ran(directory).isEmpty)
         #expect(counts == Counts(index: 0, records: 0, read: 1))
+    }
+
+    @Test("libKilnCLI.so neither needs libgit2 nor calls it directly: every call goes through the loader's table")
+    func libgit2IsOpenedOnDemand() throws {
+        let library = (try KilnProcess.executable() as NSString).deletingLastPathComponent + "/libKilnCLI.so"
+        let needed = try runProgram("/usr/bin/readelf", ["--dynamic", "--wide", library], in: "/")
+        #expect(needed.status == 0)
+        #expect(needed.output.contains("libKilnJobs.so"), "readelf lists what it needs")
+        #expect(!needed.output.contains("libgit2"))
+        let symbols = try runProgram("/usr/bin/readelf", ["--dyn-syms", "--wide", library], in: "/")
+        let direct = symbols.output.split(separator: "\n").filter { $0.contains(" UND ") && $0.contains(" git_") }
+        #expect(direct.isEmpty, "libgit2 functions called directly: \(direct)")
     }
 
     @Test("with KILN_GIT_HASHES=0 every source is read, and the verdicts are the same")

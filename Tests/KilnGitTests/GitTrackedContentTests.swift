@@ -65,6 +65,32 @@ struct GitTrackedContentTests {
         )
     }
 
+    @Test("a blob id computed here is git's, for empty, small and multi-block files and a symbolic link's target")
+    func blobIDsAreGits() throws {
+        let directory = try base.repository()
+        defer { directory.remove() }
+        var generator = SeededGenerator(seed: 11)
+        // Lengths around SHA-1's 64-byte blocks (with git's "blob N\0" header in front) and
+        // around the 64 KiB read size.
+        for length in [0, 1, 45, 46, 47, 55, 56, 64, 119, 1000, 65_535, 65_536, 65_537, 200_000] {
+            let file = directory.path("data\(length).bin")
+            let bytes = (0..<length).map { _ in UInt8.random(in: 0...255, using: &generator) }
+            try Data(bytes).write(to: URL(fileURLWithPath: file))
+            let expected = try base.git(["hash-object", "--no-filters", file], in: directory).prefix(40)
+            #expect(GitObjectID.blob(ofFileAt: file)?.description == String(expected), "\(length) bytes")
+        }
+        // A link's blob is its target's bytes.
+        let target = "some/where/else.txt"
+        let expected = try base.git(
+            ["hash-object", "--no-filters", try directory.write("target", target)],
+            in: directory
+        )
+        .prefix(40)
+        #expect(Array(target.utf8).withUnsafeBytes { GitObjectID.blob(of: $0) }.description == String(expected))
+        #expect(GitObjectID.blob(ofFileAt: directory.path("missing")) == nil)
+        #expect(GitObjectID.blob(ofFileAt: directory.path) == nil, "a directory")
+    }
+
     @Test("a project in a subdirectory of the repository, an intent-to-add entry, and no repository at all")
     func placement() throws {
         let directory = try base.repository()

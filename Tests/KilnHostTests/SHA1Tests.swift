@@ -1,10 +1,11 @@
 import Foundation
+import KilnPaths
 import KilnTestSupport
 import Testing
 
 @testable import KilnHost
 
-/// SHA-1, for go-task's `sha1sum` template function.
+/// SHA-1, for git's blob ids and go-task's `sha1sum` template function.
 @Suite struct SHA1Tests {
     func hex(_ bytes: [UInt8]) -> String { bytes.map { String(format: "%02x", $0) }.joined() }
 
@@ -16,6 +17,25 @@ import Testing
             hex(SHA1.digest(Array("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq".utf8)))
                 == "84983e441c3bd26ebaae4aa1f95129e5e54670f1"
         )
+    }
+
+    @Test("fed in pieces of any size, the digest is the whole input's")
+    func pieces() {
+        var generator = SeededGenerator(seed: 7)
+        for length in [0, 1, 63, 64, 65, 127, 128, 129, 1000, 5000] {
+            let bytes = (0..<length).map { _ in UInt8.random(in: 0...255, using: &generator) }
+            let whole = SHA1.digest(bytes)
+            for _ in 0..<8 {
+                var hasher = SHA1()
+                var start = 0
+                while start < length {
+                    let end = min(length, start + Int.random(in: 1...70, using: &generator))
+                    bytes[start..<end].withUnsafeBytes { hasher.update($0) }
+                    start = end
+                }
+                #expect(hasher.finalize() == whole, "\(length) bytes")
+            }
+        }
     }
 
     @Test("every length across block boundaries digests as coreutils' sha1sum says")

@@ -1,3 +1,4 @@
+import KilnPaths
 import KilnPluginAPI
 
 extension TaskfileTemplates {
