@@ -13,6 +13,9 @@ package struct BinaryWriter {
 
     package mutating func append(_ raw: [UInt8]) { bytes += raw }
 
+    /// Makes room for `count` bytes in all, so a writer that knows its size grows no buffer.
+    package mutating func reserve(_ count: Int) { bytes.reserveCapacity(count) }
+
     package mutating func write(_ value: Int) {
         var value = UInt64(bitPattern: Int64(value)) << 1 ^ UInt64(bitPattern: Int64(value) >> 63)  // zigzag
         while value >= 0x80 {

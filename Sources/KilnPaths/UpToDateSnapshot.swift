@@ -348,6 +348,17 @@ public struct UpToDateSnapshot: Sendable {
 
     package func encoded() -> [UInt8] {
         var writer = BinaryWriter()
+        // An upper bound of the size (a count takes at most 10 bytes, an Int32 index 5): grown by
+        // doubling, the buffer would need up to twice the snapshot's size at the run's peak.
+        let varint = 10
+        let pathBytes = paths.reduce(0) { $0 + varint + $1.path.utf8.count + 1 + 8 * 8 }
+        let jobBytes = jobs.reduce(0) { $0 + 2 * varint + 1 + $1.key.utf8.count + $1.paths.count * 5 }
+        let publishedBytes = published.reduce(0) { $0 + varint + $1.key.utf8.count + 16 }
+        let targetBytes = targets.reduce(0) { $0 + varint + $1.utf8.count }
+        let bound =
+            Self.magic.count + 8 * varint + 16 + 3 + targetBytes + pathBytes + jobBytes + publishedBytes
+            + FileChecksum.size
+        writer.reserve(bound)
         writer.append(Self.magic)
         writer.write(Self.formatVersion)
         writer.write(taskfileIdentity.high)
@@ -387,6 +398,7 @@ public struct UpToDateSnapshot: Sendable {
             writer.write(signature.low)
         }
         FileChecksum.seal(&writer.bytes)
+        assert(writer.bytes.count <= bound, "the snapshot's size bound is wrong")
         return writer.bytes
     }
 

@@ -4,7 +4,7 @@ import Foundation
 //
 //   kiln-bench hash [--megabytes N]
 //       content-hashing throughput (XXH3-128) beside md5sum and sha256sum
-//   kiln-bench host --kiln PATH --ninja PATH --task PATH [--work DIR] [--quick] [--only dry-run|critical-path]
+//   kiln-bench host --kiln PATH --ninja PATH --task PATH [--work DIR] [--quick] [--only dry-run|critical-path|each]
 //       kiln vs ninja vs go-task on generated projects
 //   kiln-bench incremental --kiln PATH --ninja PATH --task PATH [--work DIR] [--quick] [--only small]
 //       no-op and one-changed-file runs: kiln vs ninja vs go-task; a small C project's no-op vs make
@@ -155,6 +155,7 @@ case "host":
         switch value("--only") {
         case "dry-run": try benchmark.runDryRunsOnly()
         case "critical-path": try criticalPath.run()
+        case "each": try benchmark.printEach()
         default:
             try benchmark.run()
             try criticalPath.run()

@@ -52,7 +52,12 @@ final class SnapshotRecorder: Sendable {
             missed.withLock { $0 += 1 }
             return
         }
-        entries.withLock { $0[key] = Entry(alwaysRuns: alwaysRuns, paths: .fresh(paths)) }
+        // Kept until the run ends, one array per job: without the room appending left in it
+        // (a job's two paths sat in room for four, 384 bytes a job).
+        var kept: [WatchedPath] = []
+        kept.reserveCapacity(paths.count)
+        kept.append(contentsOf: paths)
+        entries.withLock { $0[key] = Entry(alwaysRuns: alwaysRuns, paths: .fresh(kept)) }
     }
 
     /// Records the directories an `each:` task read to list its files. They belong to no job: a
@@ -105,6 +110,9 @@ final class SnapshotRecorder: Sendable {
         for (_, entry) in recorded {
             if case .fresh(let fresh) = entry.paths { freshCount += fresh.count }
         }
+        // Room for every path at once: a table grown by doubling holds two copies while it grows.
+        paths.reserveCapacity(paths.count + freshCount)
+        freshIndex.reserveCapacity(freshCount)
         func add(_ path: WatchedPath) -> Int32 {
             if let known = position(of: path.path, freshCount: freshCount) {
                 let current = paths[Int(known)]
