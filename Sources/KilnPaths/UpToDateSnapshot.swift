@@ -247,12 +247,13 @@ public struct UpToDateSnapshot: Sendable {
         where job.alwaysRuns || job.paths.contains(where: { changedPositions.contains(Int($0)) }) {
             dirty.insert(job.key)
         }
-        // Files re-read because their status was too fresh to trust: record what vouches for them
-        // now, so the next no-op doesn't read them again.
-        if mayRewrite, !refreshed.isEmpty, changed.isEmpty {
-            for (position, entry) in refreshed { snapshot.paths[position] = entry }
-            snapshot.write(root: root)
-        }
+        // Files re-read because their status was too fresh to trust (every output of a build is,
+        // hashed as it was written): what vouches for them now goes into the snapshot the run
+        // starts from, which jobs found up to date carry into the one it writes — else every later
+        // run would read them all again, until one changed nothing. With nothing changed, no
+        // snapshot follows: it is written here.
+        for (position, entry) in refreshed { snapshot.paths[position] = entry }
+        if mayRewrite, !refreshed.isEmpty, changed.isEmpty { snapshot.write(root: root) }
         return Scan(snapshot: snapshot, dirtyJobs: dirty, changedPaths: changed.count)
     }
 

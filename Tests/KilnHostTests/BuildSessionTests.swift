@@ -1,3 +1,5 @@
+import Foundation
+import KilnPaths
 import KilnTestSupport
 import Testing
 
@@ -50,6 +52,58 @@ import Testing
         }
         #expect(again.succeeded == 1)
         #expect(directory.read("out") == "two\n")
+    }
+
+    @Test(
+        "outputs re-read because they were hashed as they were written are settled by the next run, even one that runs a job"
+    )
+    func changeRunSettlesRacyOutputs() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        try directory.write(
+            "Taskfile.yml",
+            """
+            version: '3'
+            tasks:
+              default:
+                each: sources
+                sources: ['src/*.txt']
+                generates: ['out/{{.source_stem}}.txt']
+                cmds: ['mkdir -p out && cp {{.source}} {{.output}}']
+
+            """
+        )
+        for name in ["a", "b", "c"] { try directory.write("src/\(name).txt", "\(name)\n") }
+        for file in ["src/a.txt", "src/b.txt", "src/c.txt", "Taskfile.yml"] {
+            try setModificationTime(directory.path(file), secondsAgo: 10)
+        }
+        /// The snapshot's entries for the outputs, and whether each can vouch by its status alone.
+        func outputsSettled() throws -> [String: Bool] {
+            let bytes = try #require(FileManager.default.contents(atPath: directory.path(".kiln/snapshot")))
+            let snapshot = try #require(UpToDateSnapshot.decode(Array(bytes)))
+            var settled: [String: Bool] = [:]
+            for entry in snapshot.paths where entry.path.hasPrefix("out/") {
+                settled[entry.path] = entry.stat.isSettled(at: entry.seenAt)
+            }
+            return settled
+        }
+        guard case .ran = try BuildSession.run(Self.request(directory), Self.settings()) else {
+            Issue.record("the first session didn't run")
+            return
+        }
+        // Hashed as they were written: the first snapshot can't vouch for them by status.
+        #expect(try outputsSettled() == ["out/a.txt": false, "out/b.txt": false, "out/c.txt": false])
+        usleep(UInt32(FileSignature.racyWindow / 1000) * 2)
+        try directory.write("src/a.txt", "a, edited\n")
+        try setModificationTime(directory.path("src/a.txt"), secondsAgo: 5)
+        guard case .ran(let summary, _, _, _) = try BuildSession.run(Self.request(directory), Self.settings()) else {
+            Issue.record("the second session didn't run")
+            return
+        }
+        #expect(summary.succeeded == 1)
+        // b and c were read once, by this run's scan, and what vouches for them now is kept: the
+        // next run stats them. a was written again, so its status is fresh again.
+        #expect(try outputsSettled() == ["out/a.txt": false, "out/b.txt": true, "out/c.txt": true])
     }
 
     @Test("an invalid Taskfile is a failure with status 2 and its located errors; a busy project is status 3")
