@@ -1,9 +1,5 @@
 import KilnPaths
 
-#if canImport(Glibc)
-    import Glibc
-#endif
-
 /// A git object id (SHA-1, 20 bytes), as the index, trees and libgit2 hold it.
 ///
 /// Threading: a value type.
@@ -95,30 +91,31 @@ extension GitObjectID {
     }
 
     /// The blob id git gives the bytes of the regular file at `path` now (`git hash-object
-    /// --no-filters`), read in 64 KiB pieces; `nil` when it can't be read, isn't a regular file, or
-    /// changed size while it was read.
+    /// --no-filters`), read as ``FileContent/read(_:size:bytes:)`` reads any file kiln hashes;
+    /// `nil` when it can't be read, isn't a regular file (a FIFO is never waited on), or changed
+    /// size while it was read.
     ///
     /// Threading: any thread, concurrently.
     public static func blob(ofFileAt path: String) -> GitObjectID? {
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else { return nil }
-        defer { close(descriptor) }
-        var info = stat()
-        guard fstat(descriptor, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return nil }
         var hasher = SHA1()
-        Array("blob \(info.st_size)\0".utf8).withUnsafeBytes { hasher.update($0) }
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 65_536, alignment: 16)
-        defer { buffer.deallocate() }
+        var expected = 0
         var total = 0
-        while true {
-            let count = read(descriptor, buffer.baseAddress, buffer.count)
-            if count < 0, errno == EINTR { continue }
-            guard count >= 0 else { return nil }
-            if count == 0 { break }
-            hasher.update(UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
-            total += count
+        do {
+            try FileContent.read(
+                path,
+                size: { size in
+                    expected = size
+                    Array("blob \(size)\0".utf8).withUnsafeBytes { hasher.update($0) }
+                },
+                bytes: { piece in
+                    hasher.update(piece)
+                    total += piece.count
+                }
+            )
+        } catch {
+            return nil
         }
-        guard total == Int(info.st_size) else { return nil }
+        guard total == expected else { return nil }
         return hasher.finalize().withUnsafeBytes { GitObjectID($0.baseAddress!) }
     }
 }

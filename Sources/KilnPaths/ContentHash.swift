@@ -160,6 +160,22 @@ public enum FileContent {
     ///
     /// - Throws: ``Failure`` if the file can't be opened or read.
     public static func hash(_ path: String) throws(Failure) -> ContentHash {
+        var hasher = ContentHasher()
+        try read(path, size: { _ in }, bytes: { hasher.combineRaw($0) })
+        return hasher.finalize()
+    }
+
+    /// Reads the regular file at `path`: its size from the open descriptor, then its bytes, in
+    /// order — mapped in one piece from 1 MiB on, else read in pieces of up to 64 KiB. What
+    /// hashes a file's content, whatever the hash, reads it here.
+    ///
+    /// - Throws: ``Failure`` if the file can't be opened or read, or isn't a regular file.
+    /// Threading: any thread, concurrently; `size` and `bytes` run on the caller's thread.
+    public static func read(
+        _ path: String,
+        size: (Int) -> Void,
+        bytes: (UnsafeRawBufferPointer) -> Void
+    ) throws(Failure) {
         // Non-blocking, and regular files only: a FIFO among the inputs must not stop the run.
         let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
         guard descriptor >= 0 else { throw Failure(path: path, reason: String(cString: strerror(errno))) }
@@ -167,27 +183,29 @@ public enum FileContent {
         var info = stat()
         guard fstat(descriptor, &info) == 0 else { throw Failure(path: path, reason: String(cString: strerror(errno))) }
         guard info.st_mode & S_IFMT == S_IFREG else { throw Failure(path: path, reason: "not a regular file") }
-        let size = Int(info.st_size)
-        if size >= 1 << 20, let mapped = mmap(nil, size, PROT_READ, MAP_PRIVATE, descriptor, 0), mapped != MAP_FAILED {
-            defer { munmap(mapped, size) }
-            _ = madvise(mapped, size, MADV_SEQUENTIAL)
-            return ContentHash(XXH3_128bits(mapped, size))
+        let length = Int(info.st_size)
+        size(length)
+        if length >= 1 << 20, let mapped = mmap(nil, length, PROT_READ, MAP_PRIVATE, descriptor, 0),
+            mapped != MAP_FAILED
+        {
+            defer { munmap(mapped, length) }
+            _ = madvise(mapped, length, MADV_SEQUENTIAL)
+            bytes(UnsafeRawBufferPointer(start: mapped, count: length))
+            return
         }
         // Sized to the file (one read and the one that finds its end), and never zeroed: zeroing
         // 64 KiB for every small file was most of the cost of hashing it.
-        return try withUnsafeTemporaryAllocation(byteCount: min(size + 1, 1 << 16), alignment: 16) {
-            buffer throws(Failure) -> ContentHash in
-            var hasher = ContentHasher()
+        try withUnsafeTemporaryAllocation(byteCount: min(length + 1, 1 << 16), alignment: 16) {
+            buffer throws(Failure) in
             while true {
-                let count = read(descriptor, buffer.baseAddress, buffer.count)
+                let count = Glibc.read(descriptor, buffer.baseAddress, buffer.count)
                 if count < 0 {
                     if errno == EINTR { continue }
                     throw Failure(path: path, reason: String(cString: strerror(errno)))
                 }
                 if count == 0 { break }
-                hasher.combineRaw(UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
+                bytes(UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
             }
-            return hasher.finalize()
         }
     }
 }

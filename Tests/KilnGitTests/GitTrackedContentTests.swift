@@ -65,7 +65,9 @@ struct GitTrackedContentTests {
         )
     }
 
-    @Test("a blob id computed here is git's, for empty, small and multi-block files and a symbolic link's target")
+    @Test(
+        "a blob id computed here is git's, for empty, small and multi-block files and a symbolic link's target; a FIFO is none"
+    )
     func blobIDsAreGits() throws {
         let directory = try base.repository()
         defer { directory.remove() }
@@ -89,6 +91,9 @@ struct GitTrackedContentTests {
         #expect(Array(target.utf8).withUnsafeBytes { GitObjectID.blob(of: $0) }.description == String(expected))
         #expect(GitObjectID.blob(ofFileAt: directory.path("missing")) == nil)
         #expect(GitObjectID.blob(ofFileAt: directory.path) == nil, "a directory")
+        // A FIFO in a file's place is refused at once, not waited on for a writer.
+        #expect(mkfifo(directory.path("fifo"), 0o644) == 0)
+        #expect(GitObjectID.blob(ofFileAt: directory.path("fifo")) == nil, "a FIFO")
     }
 
     @Test("a project in a subdirectory of the repository, an intent-to-add entry, and no repository at all")

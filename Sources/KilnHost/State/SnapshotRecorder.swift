@@ -110,7 +110,8 @@ final class SnapshotRecorder: Sendable {
         for (_, entry) in recorded {
             if case .fresh(let fresh) = entry.paths { freshCount += fresh.count }
         }
-        // Room for every path at once: a table grown by doubling holds two copies while it grows.
+        // Room for every path at once (a table grown by doubling holds two copies while it grows).
+        // `freshCount` counts a path once per job watching it: a bound, exact when jobs share none.
         paths.reserveCapacity(paths.count + freshCount)
         freshIndex.reserveCapacity(freshCount)
         func add(_ path: WatchedPath) -> Int32 {
