@@ -11,14 +11,23 @@ import Synchronization
 /// guarded by `blocks`.
 public final class BlockJob: Job, @unchecked Sendable {
     /// The blocks, and whether `main` has taken them (after which none can be added).
-    private let blocks:
-        EngineLock<(first: (@Sendable () throws -> Void)?, more: [@Sendable () throws -> Void], sealed: Bool)>
+    ///
+    /// A struct, not a tuple: a closure inside a tuple that passes through the lock's generic
+    /// parameter is stored at the most general abstraction, so every store and every read of it
+    /// allocated a conversion thunk, and destroying the tuple went through runtime metadata.
+    struct Blocks {
+        var first: (@Sendable () throws -> Void)?
+        var more: [@Sendable () throws -> Void] = []
+        var sealed = false
+    }
+
+    private let blocks: EngineLock<Blocks>
 
     /// Creates a job with one block.
     ///
     /// Threading: any thread.
     public init(block: @escaping @Sendable () throws -> Void) {
-        blocks = EngineLock((block, [], false))
+        blocks = EngineLock(Blocks(first: block))
         super.init()
     }
 
@@ -26,7 +35,7 @@ public final class BlockJob: Job, @unchecked Sendable {
     ///
     /// Threading: any thread.
     public override init() {
-        blocks = EngineLock((nil, [], false))
+        blocks = EngineLock(Blocks())
         super.init()
     }
 
@@ -63,10 +72,11 @@ public final class BlockJob: Job, @unchecked Sendable {
 
     /// Runs the blocks; see the type's discussion.
     public override func main() throws {
-        let (first, more) = blocks.withLock { blocks in
+        let taken = blocks.withLock { blocks -> Blocks in
             blocks.sealed = true
-            return (blocks.first, blocks.more)
+            return blocks
         }
+        let (first, more) = (taken.first, taken.more)
         guard let first else { return }
         if more.isEmpty {
             try first()
