@@ -83,3 +83,54 @@ import Testing
         #expect(result.withLock { $0 } == .signaled(SIGTERM))
     }
 }
+
+/// The environment a command gets: every variable, byte for byte, whatever its length or script.
+@Suite struct CommandEnvironmentTests {
+    /// Variables of every shape: empty values, `=` in a value, multi-byte UTF-8, a small string
+    /// (stored inline) beside long ones, and enough of them that the block is large.
+    static let variables: [String: String] = {
+        var variables = [
+            "EMPTY": "", "EQUALS": "a=b=c", "UNICODE": "héllo wörld ✓ 日本", "SMALL": "x",
+            "LONG": String(repeating: "0123456789", count: 400), "PATH": "/usr/bin:/bin",
+        ]
+        for index in 0..<200 { variables["KILN_TEST_VARIABLE_\(index)"] = "value \(index) " + String(index * 7919) }
+        return variables
+    }()
+
+    @Test func thePointerBlockHoldsEveryVariableAsKeyEqualsValue() {
+        let read = withEnvironmentPointers(Self.variables) { envp -> [String] in
+            var entries: [String] = []
+            var index = 0
+            while let entry = envp[index] {
+                entries.append(String(cString: entry))
+                index += 1
+            }
+            return entries
+        }
+        #expect(read.count == Self.variables.count)
+        #expect(Set(read) == Set(Self.variables.map { "\($0.key)=\($0.value)" }))
+        #expect(withEnvironmentPointers([:]) { $0[0] == nil })
+    }
+
+    @Test func aCommandSeesEveryVariable() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let monitor = ProcessMonitor()
+        let output = TaskOutput()
+        let done = Gate()
+        // `env -0`: entries end in NUL, so a value's own characters can't split one.
+        _ = monitor.run("env -0", directory: directory.path, environment: Self.variables, output: output) { _ in
+            done.open()
+        }
+        #expect(await waitForResult(within: 30) { done.wait(seconds: 30) } == true)
+        let entries = output.text.split(separator: "\0", omittingEmptySubsequences: true).map(String.init)
+        var seen: [String: String] = [:]
+        for entry in entries {
+            guard let equals = entry.firstIndex(of: "=") else { continue }
+            seen[String(entry[..<equals])] = String(entry[entry.index(after: equals)...])
+        }
+        for (key, value) in Self.variables {
+            #expect(seen[key] == value, "\(key)")
+        }
+    }
+}
