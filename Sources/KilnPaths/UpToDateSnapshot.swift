@@ -376,14 +376,16 @@ public struct UpToDateSnapshot: Sendable {
             // and written without a loop per byte.
             writer.write(entry.path)
             writer.write(byte: entry.kind.rawValue)
-            writer.write(UInt64(bitPattern: entry.stat.modified))
-            writer.write(UInt64(bitPattern: entry.stat.changed))
-            writer.write(UInt64(bitPattern: entry.stat.size))
-            writer.write(entry.stat.inode)
-            writer.write(entry.stat.device)
-            writer.write(entry.hash.high)
-            writer.write(entry.hash.low)
-            writer.write(UInt64(bitPattern: entry.seenAt))
+            writer.write(
+                words: UInt64(bitPattern: entry.stat.modified),
+                UInt64(bitPattern: entry.stat.changed),
+                UInt64(bitPattern: entry.stat.size),
+                entry.stat.inode,
+                entry.stat.device,
+                entry.hash.high,
+                entry.hash.low,
+                UInt64(bitPattern: entry.seenAt)
+            )
         }
         writer.write(jobs.count)
         for job in jobs {

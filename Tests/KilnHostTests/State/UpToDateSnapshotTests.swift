@@ -233,3 +233,24 @@ struct UpToDateSnapshotTests {
         #expect(snapshot.jobs.isEmpty)
     }
 }
+
+@Suite("The binary writer's fixed-width words")
+struct BinaryWriterWordTests {
+    @Test func eightWordsAtOnceAreTheBytesOfEightWrites() {
+        var values: [UInt64] = [0, 1, 0x0102_0304_0506_0708, .max, 1 << 63, 0xFF, 0xFF00, 42]
+        for _ in 0..<8 { values.append(UInt64.random(in: 0...UInt64.max)) }
+        for start in stride(from: 0, to: values.count, by: 8) {
+            let words = Array(values[start..<start + 8])
+            var one = BinaryWriter()
+            one.write(byte: 7)  // unaligned, as after a snapshot path's kind byte
+            for word in words { one.write(word) }
+            var eight = BinaryWriter()
+            eight.write(byte: 7)
+            eight.write(words: words[0], words[1], words[2], words[3], words[4], words[5], words[6], words[7])
+            #expect(one.bytes == eight.bytes)
+            var reader = BinaryReader(bytes: eight.bytes)
+            _ = reader.readByte()
+            #expect((0..<8).map { _ in reader.readUInt64() } == words.map { $0 })
+        }
+    }
+}
