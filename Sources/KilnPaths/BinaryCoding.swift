@@ -29,8 +29,8 @@ package struct BinaryWriter {
         withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) }
     }
 
-    /// Eight 64-bit words in a row, as eight ``write(_:)-(UInt64)`` calls write them, in one append:
-    /// each append costs about 100 instructions whatever its length.
+    /// Eight 64-bit words in a row, the bytes eight calls of `write(_: UInt64)` would append, in
+    /// one append: each append costs about 100 instructions whatever its length.
     package mutating func write(
         words a: UInt64,
         _ b: UInt64,
