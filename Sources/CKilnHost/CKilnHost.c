@@ -202,6 +202,11 @@ static void guardian_start(void) {
     guardian_fd = fds[1];
 }
 
+int ckiln_guardian_start(void) {
+    pthread_once(&guardian_once, guardian_start);
+    return guardian_fd < 0 ? -1 : 0;
+}
+
 int ckiln_guardian_note(pid_t group, int started) {
     pthread_once(&guardian_once, guardian_start);
     if (guardian_fd < 0) return -1;

@@ -48,9 +48,11 @@ public enum FileChecksum {
     /// The contents of a file kiln sealed (`bytes`, read from `path`) without the checksum; `nil`
     /// when it is another version's (it doesn't start with `magic`) or damaged — which is said
     /// on standard error, since the file is then ignored and written anew.
-    public static func opened(_ bytes: [UInt8], magic: [UInt8], path: String) -> [UInt8]? {
+    ///
+    /// `bytes` is consumed: when the caller's array is its only reference, the checksum is cut
+    /// off in place instead of the whole file being copied.
+    public static func opened(_ bytes: consuming [UInt8], magic: [UInt8], path: String) -> [UInt8]? {
         guard bytes.starts(with: magic) else { return nil }
-        var bytes = bytes
         guard unseal(&bytes) else {
             let note = Array(
                 "kiln: warning: \(path) is damaged (its checksum doesn't match its contents); ignored, and written anew\n"

@@ -29,7 +29,32 @@ public enum Files {
     /// anew.
     package static func readSealed(_ path: String, magic: [UInt8]) -> [UInt8]? {
         guard let bytes = try? readBytes(path) else { return nil }
-        return FileChecksum.opened(bytes, magic: magic, path: path)
+        return FileChecksum.opened(consume bytes, magic: magic, path: path)
+    }
+
+    /// Up to the first `count` bytes of a regular file, and whether that is all of it; `nil`
+    /// when it can't be read. For a header, without reading (or checksumming) what follows it.
+    package static func readPrefix(_ path: String, count: Int) -> (bytes: [UInt8], whole: Bool)? {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
+        guard descriptor >= 0 else { return nil }
+        defer { close(descriptor) }
+        var info = stat()
+        guard fstat(descriptor, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return nil }
+        var bytes = [UInt8](repeating: 0, count: count)
+        var filled = 0
+        while filled < count {
+            let got = bytes.withUnsafeMutableBytes {
+                pread(descriptor, $0.baseAddress! + filled, count - filled, off_t(filled))
+            }
+            if got < 0 {
+                if errno == EINTR { continue }
+                return nil
+            }
+            if got == 0 { break }
+            filled += got
+        }
+        bytes.removeLast(count - filled)
+        return (bytes, filled < count)
     }
 
     /// The largest file ``readBytes(_:limit:)`` reads unless told otherwise: Taskfiles, caches,

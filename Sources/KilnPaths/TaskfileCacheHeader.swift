@@ -67,9 +67,23 @@ package enum TaskfileCacheHeader {
         root: String,
         holds: (_ key: String, _ valueHash: UInt64?) -> Bool
     ) -> ContentHash? {
-        guard let bytes = Files.readSealed(KilnDirectory(root: root).taskfileCache, magic: magic) else { return nil }
+        // The header alone: the model after it is checked (its checksum over the whole file) by
+        // the load that needs it. When the header doesn't hold in the first bytes — it may go on
+        // past them, or not match — the file is read and checked whole, as before.
+        let path = KilnDirectory(root: root).taskfileCache
+        if let (prefix, whole) = Files.readPrefix(path, count: headerReadSize), !whole {
+            var reader = BinaryReader(bytes: prefix)
+            if read(&reader, taskfilePath: taskfilePath, holds: holds) != nil {
+                return ContentHash.of(prefix[0..<reader.offset])
+            }
+        }
+        guard let bytes = Files.readSealed(path, magic: magic) else { return nil }
         var reader = BinaryReader(bytes: bytes)
         guard read(&reader, taskfilePath: taskfilePath, holds: holds) != nil else { return nil }
         return ContentHash.of(bytes[0..<reader.offset])
     }
+
+    /// How much of the cache ``identity(taskfilePath:root:holds:)`` reads first: a header names
+    /// each file a load read (a path and a hash, ~80 bytes) and each requirement.
+    package static let headerReadSize = 64 * 1024
 }

@@ -1,3 +1,4 @@
+import KilnPaths
 import KilnPluginAPI
 import KilnTestSupport
 import Testing
@@ -110,6 +111,73 @@ import Testing
             """
         )
         #expect(try TaskfileLoader().load(path: path).task(named: "extra:new") != nil)
+    }
+
+    /// The identity the up-to-date snapshot is keyed on is the hash of the header alone, read
+    /// from the file's first bytes: the same as hashing the header of the whole file, read and
+    /// checked, as before; a damaged model after the header doesn't change it (the load that
+    /// needs the model checks it, and loads the Taskfile afresh); a damaged header does.
+    @Test func theIdentityIsTheHeadersHashReadFromTheFirstBytes() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        // 3,000 tasks: a cache well past the first read's 64 KiB.
+        var text = "version: '3'\ntasks:\n"
+        for index in 0..<3000 { text += "  t\(index): {cmds: ['echo \(index)'], sources: [src/\(index).txt]}\n" }
+        let path = try directory.write("Taskfile.yml", text)
+        let root = directory.path("")
+        _ = try TaskfileLoader().load(path: path)
+        let cache = directory.path(".kiln/taskfile.cache")
+        #expect(try Files.readBytes(cache).count > 4 * TaskfileCacheHeader.headerReadSize)
+        let context = TaskfileContext.process
+        let identity = TaskfileCache.identity(taskfilePath: path, root: root, context: context)
+        #expect(identity != nil)
+        #expect(identity == wholeFileIdentity(cache, taskfilePath: path, context: context))
+
+        // A byte of the model changed: the same identity, and the model isn't trusted.
+        var bytes = try Files.readBytes(cache)
+        bytes[bytes.count - 100] ^= 0xFF
+        #expect(Files.writeAtomically(cache, bytes: bytes))
+        #expect(TaskfileCache.identity(taskfilePath: path, root: root, context: context) == identity)
+        #expect(TaskfileCache.load(taskfilePath: path, root: root, context: context) == nil)
+        // A byte of the header (the Taskfile's path) changed: no identity.
+        bytes[TaskfileCacheHeader.magic.count + 2] ^= 0x01
+        #expect(Files.writeAtomically(cache, bytes: bytes))
+        #expect(TaskfileCache.identity(taskfilePath: path, root: root, context: context) == nil)
+    }
+
+    /// A header that goes on past the first read (it names 400 included files, each a long
+    /// path: ~100 KB) is read whole, and gives the same identity.
+    @Test func aHeaderLongerThanTheFirstReadIsReadWhole() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        var text = "version: '3'\nincludes:\n"
+        let long = String(repeating: "d", count: 200)
+        for index in 0..<400 {
+            text += "  i\(index): ./\(long)\(index)/Taskfile.yml\n"
+            try directory.write("\(long)\(index)/Taskfile.yml", "version: '3'\ntasks:\n  t: echo \(index)\n")
+        }
+        text += "tasks:\n  default: echo top\n"
+        let path = try directory.write("Taskfile.yml", text)
+        _ = try TaskfileLoader().load(path: path)
+        let cache = directory.path(".kiln/taskfile.cache")
+        let context = TaskfileContext.process
+        var reader = BinaryReader(bytes: Files.readSealed(cache, magic: TaskfileCacheHeader.magic)!)
+        #expect(TaskfileCacheHeader.read(&reader, taskfilePath: path, holds: context.holds)?.count == 401)
+        #expect(reader.offset > TaskfileCacheHeader.headerReadSize)
+        let identity = TaskfileCache.identity(taskfilePath: path, root: directory.path(""), context: context)
+        #expect(identity != nil)
+        #expect(identity == wholeFileIdentity(cache, taskfilePath: path, context: context))
+    }
+
+    /// The identity as it was reached before the header was read alone: the whole file read,
+    /// its checksum checked, the header hashed.
+    private func wholeFileIdentity(_ cache: String, taskfilePath: String, context: TaskfileContext) -> ContentHash? {
+        guard let bytes = Files.readSealed(cache, magic: TaskfileCacheHeader.magic) else { return nil }
+        var reader = BinaryReader(bytes: bytes)
+        guard TaskfileCacheHeader.read(&reader, taskfilePath: taskfilePath, holds: context.holds) != nil else {
+            return nil
+        }
+        return ContentHash.of(bytes[0..<reader.offset])
     }
 
     /// Every public field of the model, as text.

@@ -66,6 +66,12 @@ int ckiln_epoll_wait(int epoll_fd, unsigned long long *tokens, int capacity, int
 /// guardian (it couldn't be forked).
 int ckiln_guardian_note(pid_t group, int started);
 
+/// Forks the guardian now, if it isn't running yet; 0, or -1 when it couldn't be forked.
+/// Forking copies the page tables and makes every page of this process copy-on-write, so each
+/// page it writes afterwards costs a page fault and a copy: fork it while the heap is still
+/// small, before a run builds its plan (a 10k-task plan is ~11k pages).
+int ckiln_guardian_start(void);
+
 /// Marks a run as in progress (1) or over (0). While one is, a call to exit() — from a plugin,
 /// say — doesn't end kiln with the status it asks for: kiln says the build is unfinished and
 /// exits with 70, so a build cut short is never reported as a success.

@@ -68,6 +68,17 @@ public final class ProcessMonitor: CommandRunner, @unchecked Sendable {
         System.startThread { [self] in self.loop() }
     }
 
+    /// Starts the guardian that kills the commands' process groups when kiln ends, if it isn't
+    /// running yet; the first command starts it otherwise. It is a fork, and after a fork every
+    /// page this process had is copy-on-write: call this while the heap is small, before a run
+    /// loads its Taskfile and plans (a run that forked it at its first command, its plan built,
+    /// took a page fault and a copy for each page it then wrote: 11k of them in a 10k-task run).
+    ///
+    /// Threading: any thread; the guardian is started once.
+    public static func startGuardian() {
+        _ = ckiln_guardian_start()
+    }
+
     /// Blocks SIGINT, SIGTERM and SIGHUP in the calling thread and every thread it starts later,
     /// and returns a signalfd that reads them (or -1). Call it first thing in `main`, before any
     /// other thread exists — a thread started earlier would still receive them and die.

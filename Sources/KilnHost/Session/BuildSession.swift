@@ -166,6 +166,8 @@ public enum BuildSession {
                 return .upToDate(jobs: scan.snapshot.jobCount)
             }
         }
+        // Something may run: the guardian is forked now, while the heap is small.
+        ProcessMonitor.startGuardian()
         let (project, plan) = try loadAndPlan(request)
         phase("load and plan")
         let watches = plan.targetsWatch
