@@ -259,7 +259,7 @@ extension Kiln {
                 let bound = waitLimit.map { " (at most \(Int($0)) s)" } ?? ""
                 System.writeError("kiln: \(holder) is using this project; waiting for it to finish\(bound)…\n")
             }
-            settings.allowsSnapshotNoOp = !explain && !verbose && !json && trace == nil
+            settings.allowsSnapshotShortcuts = !explain && !verbose && !json && trace == nil
             let control = RunControl()
             settings.started = { run in control.attach(run) }
             // `watch: true` on a task given: the watch begins with this run (a change stops it).

@@ -198,6 +198,9 @@ public struct UpToDateSnapshot: Sendable {
         public var dirtyJobs: Set<String>
         /// How many watched paths changed.
         public var changedPaths: Int
+        /// How many of them no job watches (a directory an `each:` task listed, a plugin the
+        /// run loaded): what changed there is no job's, so only a whole run finds what follows.
+        public var unownedChanges = 0
         /// Nothing changed and the snapshot covers the whole run: a run would do nothing.
         public var isNoOp: Bool {
             snapshot.vouchesForWholeRun && dirtyJobs.isEmpty && changedPaths == 0
@@ -243,9 +246,14 @@ public struct UpToDateSnapshot: Sendable {
         guard decodeTail(bytes, from: tail, into: &snapshot) else { return nil }
         let changedPositions = Set(changed)
         var dirty = Set<String>()
-        for job in snapshot.jobs
-        where job.alwaysRuns || job.paths.contains(where: { changedPositions.contains(Int($0)) }) {
-            dirty.insert(job.key)
+        var owned = Set<Int>()
+        for job in snapshot.jobs {
+            var watchesChange = false
+            for position in job.paths where changedPositions.contains(Int(position)) {
+                watchesChange = true
+                owned.insert(Int(position))
+            }
+            if job.alwaysRuns || watchesChange { dirty.insert(job.key) }
         }
         // Files re-read because their status was too fresh to trust (every output of a build is,
         // hashed as it was written): what vouches for them now goes into the snapshot the run
@@ -254,7 +262,9 @@ public struct UpToDateSnapshot: Sendable {
         // snapshot follows: it is written here.
         for (position, entry) in refreshed { snapshot.paths[position] = entry }
         if mayRewrite, !refreshed.isEmpty, changed.isEmpty { snapshot.write(root: root) }
-        return Scan(snapshot: snapshot, dirtyJobs: dirty, changedPaths: changed.count)
+        var scan = Scan(snapshot: snapshot, dirtyJobs: dirty, changedPaths: changed.count)
+        scan.unownedChanges = changed.count - owned.count
+        return scan
     }
 
     /// The launcher's question: whether a run of `targets` would do nothing — the snapshot, when

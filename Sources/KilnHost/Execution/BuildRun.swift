@@ -23,6 +23,10 @@ public struct RunOptions: Sendable {
     /// The remote cache: jobs it can answer (``RemoteRecipe``) are looked up before they run, and
     /// their results stored after they ran and succeeded. `nil`: no remote.
     public var remote: RemoteCacheSession?
+    /// Tasks left out of the plan as up to date on the snapshot's word
+    /// (``ChangedPart/unchanged``, carried by ``IncrementalState/carryUnchanged(_:)``): reported
+    /// up to date as the run starts, and counted so.
+    public var upToDateBeforehand: [String] = []
 
     /// Creates the defaults.
     public init() {}
@@ -192,6 +196,17 @@ public final class BuildRun: @unchecked Sendable {
     /// those finish.
     public func start() {
         pendingAdd(1)  // held until every task has been created, so the run can't end early
+        if !options.upToDateBeforehand.isEmpty {
+            let settled = state.withLock { state -> [JobInfo] in
+                let first = state.nextJobID
+                state.nextJobID += options.upToDateBeforehand.count
+                state.summary.upToDate += options.upToDateBeforehand.count
+                return options.upToDateBeforehand.enumerated().map { offset, name in
+                    JobInfo(id: first + offset, key: JobKey(task: name), summary: "", resources: [])
+                }
+            }
+            observer.jobsUpToDate(settled, planned: true, at: now)
+        }
         if let gating = plan.gating {
             var gates: [Int: CallGateJob] = [:]
             for position in plan.tasks.indices where gating.isGated[position] {

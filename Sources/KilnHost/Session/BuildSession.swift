@@ -70,9 +70,11 @@ public enum BuildSession {
         public var waitLimit: Double?
         /// Said when another run holds the project and this one waits (its holder's description).
         public var waiting: @Sendable (String) -> Void = { _ in }
-        /// Whether a snapshot that says nothing changed may end the session before the Taskfile
-        /// is loaded (not when every job's events or a trace are wanted).
-        public var allowsSnapshotNoOp = true
+        /// Whether the snapshot may answer for jobs without a job of the run each: a snapshot
+        /// that says nothing changed ends the session before the Taskfile is loaded, and after a
+        /// small change only the part of the plan it touches runs (``BuildPlan/changedPart(after:snapshotJob:)``).
+        /// Not when every job's events, reasons or a trace are wanted.
+        public var allowsSnapshotShortcuts = true
         /// The observers of the run, given its queues.
         public var observers: @Sendable (ResourceQueues) -> any RunObserver
         /// Called once the run exists, before it starts: where Ctrl-C is wired to it.
@@ -161,7 +163,7 @@ public enum BuildSession {
                 context: request.context
             )
             phase("snapshot")
-            if let scan, scan.isNoOp, settings.allowsSnapshotNoOp, !settings.forcesEveryJob {
+            if let scan, scan.isNoOp, settings.allowsSnapshotShortcuts, !settings.forcesEveryJob {
                 settings.watchRequested(scan.snapshot.watches, nil)
                 return .upToDate(jobs: scan.snapshot.jobCount)
             }
@@ -173,7 +175,7 @@ public enum BuildSession {
         let watches = plan.targetsWatch
         settings.watchRequested(watches, plan)
         // go-task's `prompt:`: every question is answered before anything runs.
-        for task in plan.tasks where !task.definition.isGroup {
+        for task in plan.tasks where task.definition.hasPrompts && !task.definition.isGroup {
             for question in task.definition.options.prompts where !settings.confirm(task.definition.name, question) {
                 throw Failure(
                     description:
@@ -212,10 +214,25 @@ public enum BuildSession {
             } ?? [:]
         )
         defer { options.remote?.close() }
+        // After a small change, only the part of the plan it touches runs: the rest is up to date
+        // on the snapshot's word, without a job each.
+        var runPlan = plan
+        if let scan, settings.allowsSnapshotShortcuts, !settings.forcesEveryJob,
+            let part = plan.changedPart(after: scan, snapshotJob: incremental.snapshotJob)
+        {
+            incremental.carryUnchanged(part)
+            options.upToDateBeforehand = part.unchanged
+            runPlan = part.plan
+            phase("changed part (\(part.plan.tasks.count) of \(plan.tasks.count) tasks)")
+        }
         // The long poles first: by the durations the last runs recorded, or by depth.
-        let ordered = plan.startingLongestPathFirst(
-            durations: plan.tasks.count > 1 ? state.loadDurations(expecting: plan.tasks.count) : [:]
-        )
+        let durations =
+            runPlan.tasks.count <= 1
+            ? [:]
+            : runPlan.tasks.count <= 64
+                ? state.loadDurations(of: runPlan.tasks.map(\.definition.name))
+                : state.loadDurations(expecting: runPlan.tasks.count)
+        let ordered = runPlan.startingLongestPathFirst(durations: durations)
         let run = BuildRun(plan: ordered, queues: queues, options: options, observer: settings.observers(queues))
         if request.exitsAfterwards {
             keepUntilExit([project, plan, ordered, state, incremental, run, queues, scan as Any])

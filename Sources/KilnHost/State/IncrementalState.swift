@@ -615,6 +615,37 @@ public final class IncrementalState: Sendable {
         publish(signature, under: key)
     }
 
+    /// The position in the previous snapshot of the job `key`, when it has one.
+    func snapshotJob(_ key: String) -> Int? { previousJobs[key] }
+
+    /// Takes the tasks of `part` left out of the run (``ChangedPart/unchanged``) as up to date
+    /// on the previous snapshot's word, before the run starts: each publishes what it published
+    /// then, and keeps its job in the snapshot this run writes, as a job found up to date that
+    /// way in the run would. The paths the previous snapshot watched for no job (the plugins'
+    /// files) are kept too.
+    ///
+    /// Threading: any thread, before the run starts.
+    public func carryUnchanged(_ part: ChangedPart) {
+        guard let previous else { return }
+        let snapshot = previous.snapshot
+        let kept = part.plan.tasks.lazy.filter { snapshot.published[$0.definition.name] != nil }.count
+        published.withLock { table in
+            if table.isEmpty, snapshot.published.count == part.unchanged.count + part.unchangedGroups.count + kept {
+                // What they published then is the previous table, but for the kept tasks': a
+                // copy shares its storage, and the few kept are taken out.
+                table = snapshot.published
+                for task in part.plan.tasks { table[task.definition.name] = nil }
+            } else {
+                for name in part.unchanged + part.unchangedGroups { table[name] = snapshot.published[name] }
+            }
+        }
+        recorder.carry(indices: part.snapshotJobs)
+        var watched = [Bool](repeating: false, count: snapshot.paths.count)
+        for job in snapshot.jobs { for position in job.paths { watched[Int(position)] = true } }
+        let unowned = snapshot.paths.indices.filter { !watched[$0] }.map { snapshot.paths[$0] }
+        if !unowned.isEmpty { recorder.recordListing(task: "\u{0}paths no job watched", paths: unowned) }
+    }
+
     /// Notes a warning, once however often it is noticed.
     func warn(_ warning: RunWarning) {
         warnings.withLock { warnings in

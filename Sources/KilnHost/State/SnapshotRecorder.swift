@@ -34,6 +34,8 @@ final class SnapshotRecorder: Sendable {
         var paths: Paths
     }
     private let entries = HostMutex<[String: Entry]>([:])
+    /// Jobs carried from the previous snapshot without a job of this run (``carry(indices:)``).
+    private let carriedInBulk = HostMutex<[Int]>([])
     /// Directories `each:` tasks listed, by task.
     private let listings = HostMutex<[String: [WatchedPath]]>([:])
     /// Jobs whose paths couldn't be captured faithfully (a file changed while it was read).
@@ -71,6 +73,12 @@ final class SnapshotRecorder: Sendable {
         entries.withLock { $0[key] = Entry(alwaysRuns: false, paths: .carried(index)) }
     }
 
+    /// Records jobs up to date on the previous snapshot's word, at once, by their indices there
+    /// (jobs no run creates, so none is recorded otherwise).
+    func carry(indices: [Int]) {
+        carriedInBulk.withLock { $0 += indices }
+    }
+
     /// The snapshot of this run. A path that jobs saw in different states (one job rewrote what
     /// another had read) keeps its newest state, and the jobs that saw another are left out, so
     /// the next run checks them against the build state.
@@ -85,6 +93,7 @@ final class SnapshotRecorder: Sendable {
         expectedJobs: Int
     ) -> UpToDateSnapshot {
         let recorded = entries.withLock { $0 }
+        let bulk = previous == nil ? [] : carriedInBulk.withLock { $0 }
         let listed = listings.withLock { $0 }
         var paths = previous?.paths ?? []
         var conflicting = Set<Int32>()
@@ -138,11 +147,17 @@ final class SnapshotRecorder: Sendable {
         }
 
         var jobs: [UpToDateSnapshot.Job] = []
-        jobs.reserveCapacity(recorded.count)
+        jobs.reserveCapacity(recorded.count + bulk.count)
         // What each fresh job saw (carried ones saw what the previous table held); compared again
         // only for conflicting paths.
         var seen: [[WatchedPath]?] = []
-        seen.reserveCapacity(recorded.count)
+        seen.reserveCapacity(recorded.count + bulk.count)
+        if let previous {
+            for position in bulk {
+                jobs.append(previous.jobs[position])
+                seen.append(nil)
+            }
+        }
         var original: [WatchedPath] = []
         for (key, entry) in recorded {
             switch entry.paths {
@@ -195,7 +210,7 @@ final class SnapshotRecorder: Sendable {
                 return job
             }
         }
-        let complete = dropped == 0 && missed.withLock { $0 } == 0 && recorded.count == expectedJobs
+        let complete = dropped == 0 && missed.withLock { $0 } == 0 && recorded.count + bulk.count == expectedJobs
         return UpToDateSnapshot(
             taskfileIdentity: taskfileIdentity,
             targets: targets,

@@ -249,6 +249,10 @@ public struct TaskDefinition: Sendable {
     public var partOf: String? { storage.options?.options.partOf }
     /// ``TaskOptions/guardedBy`` (read without copying the options: a run asks for every job).
     var guardedBy: String? { storage.options?.options.guardedBy }
+    /// Whether it has `prompt:`s (read without copying the options).
+    var hasPrompts: Bool { !(storage.options?.options.prompts.isEmpty ?? true) }
+    /// Whether it has `status:` tests (read without copying the options).
+    var hasStatusChecks: Bool { !(storage.options?.options.statusChecks.isEmpty ?? true) }
     /// ``TaskOptions/callTest`` (read without copying the options).
     var callTest: Located<String>? { storage.options?.options.callTest }
     /// ``TaskOptions/recordsGuard`` (read without copying the options).
