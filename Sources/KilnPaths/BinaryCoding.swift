@@ -126,9 +126,18 @@ package struct BinaryReader {
 
     package mutating func readString() -> String? {
         guard let length = readInteger(), length >= 0, offset + length <= bytes.count else { return nil }
-        let string = String(decoding: bytes[offset..<offset + length], as: UTF8.self)
+        let string = decodeString(at: offset, length: length)
         offset += length
         return string
+    }
+
+    /// The UTF-8 bytes at `start` as a string: from the buffer itself, not through an array
+    /// slice (which costs a retain, a release and generic slicing per string: the Taskfile
+    /// cache holds tens of thousands).
+    private func decodeString(at start: Int, length: Int) -> String {
+        bytes.withUnsafeBufferPointer { buffer in
+            String(decoding: UnsafeBufferPointer(rebasing: buffer[start..<start + length]), as: UTF8.self)
+        }
     }
 
     /// A string written with ``BinaryWriter/writeShared(_:)``.
@@ -139,7 +148,7 @@ package struct BinaryReader {
             return index < strings.count ? strings[index] : nil
         }
         guard offset + length <= bytes.count else { return nil }
-        let string = String(decoding: bytes[offset..<offset + length], as: UTF8.self)
+        let string = decodeString(at: offset, length: length)
         offset += length
         strings.append(string)
         return string

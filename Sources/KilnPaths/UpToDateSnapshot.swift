@@ -198,6 +198,9 @@ public struct UpToDateSnapshot: Sendable {
         public var dirtyJobs: Set<String>
         /// How many watched paths changed.
         public var changedPaths: Int
+        /// Where each job is in ``UpToDateSnapshot/jobs``, by key (empty for a no-op, whose jobs
+        /// aren't read).
+        public var jobPositions: [String: Int] = [:]
         /// How many of them no job watches (a directory an `each:` task listed, a plugin the
         /// run loaded): what changed there is no job's, so only a whole run finds what follows.
         public var unownedChanges = 0
@@ -247,7 +250,10 @@ public struct UpToDateSnapshot: Sendable {
         let changedPositions = Set(changed)
         var dirty = Set<String>()
         var owned = Set<Int>()
-        for job in snapshot.jobs {
+        var jobPositions: [String: Int] = [:]
+        jobPositions.reserveCapacity(snapshot.jobs.count)
+        for (position, job) in snapshot.jobs.enumerated() {
+            jobPositions[job.key] = position
             var watchesChange = false
             for position in job.paths where changedPositions.contains(Int(position)) {
                 watchesChange = true
@@ -264,6 +270,7 @@ public struct UpToDateSnapshot: Sendable {
         if mayRewrite, !refreshed.isEmpty, changed.isEmpty { snapshot.write(root: root) }
         var scan = Scan(snapshot: snapshot, dirtyJobs: dirty, changedPaths: changed.count)
         scan.unownedChanges = changed.count - owned.count
+        scan.jobPositions = jobPositions
         return scan
     }
 

@@ -139,6 +139,22 @@ public struct BuildPlanner: Sendable {
     /// - Throws: ``TaskfileErrors``: an unknown task name, an unknown task kind, a configuration
     ///   its kind rejected, or a task that writes outside the project root.
     public func plan(targets requested: [String]) throws(TaskfileErrors) -> BuildPlan {
+        try plan(targets: requested) { _, _, _ in nil }.plan
+    }
+
+    /// Plans a run of `targets`, leaving out the tasks `choose` says the run doesn't take
+    /// (``ChangedPart/of(_:dependencyPositions:watches:after:)``): they are neither checked nor
+    /// prepared. `choose` is given every task of the whole plan (dependencies first), the
+    /// positions of each one's dependencies, and whether a target says `watch: true`. A task
+    /// left out doesn't run, so it can't write outside the project; whether it would is checked
+    /// by the next run that takes it (the boundary's memo isn't saved for a plan with tasks left
+    /// out: they weren't checked).
+    ///
+    /// - Returns: The plan of the tasks kept, and what `choose` chose (`nil`: the whole plan).
+    func plan(
+        targets requested: [String],
+        choose: (_ tasks: [TaskDefinition], _ dependencyPositions: [[Int]], _ watches: Bool) -> ChangedPart?
+    ) throws(TaskfileErrors) -> (plan: BuildPlan, part: ChangedPart?) {
         var errors: [TaskfileError] = []
         var targets = requested
         if targets.isEmpty {
@@ -218,8 +234,23 @@ public struct BuildPlanner: Sendable {
         // The same Taskfile over the same directories: the last check's verdict holds.
         let memo = taskfile.contentIdentity.map { BoundaryMemo(root: taskfile.root, identity: $0) }
         let checkBoundary = memo?.vouches(resolvedRoot: boundary.resolvedRoot) != true
+        var part: ChangedPart?
+        if errors.isEmpty {
+            let definitions = order.map { position in
+                var definition = taskfile.tasks[position]
+                if !definition.runsHere { definition.dependencies = [] }
+                return definition
+            }
+            var planned: [String: Int] = [:]
+            planned.reserveCapacity(definitions.count)
+            for (position, definition) in definitions.enumerated() { planned[definition.name] = position }
+            let dependencyPositions = definitions.map { $0.dependencies.compactMap { planned[$0.value] } }
+            let watches = targets.contains { taskfile.task(named: $0)?.options.watches == true }
+            part = choose(definitions, dependencyPositions, watches)
+        }
         var escapes = 0
-        for position in order {
+        for (offset, position) in order.enumerated() {
+            if let part, !part.kept[offset] { continue }
             var definition = taskfile.tasks[position]
             // A task that doesn't run here (`platforms:`, `if:`) is skipped whole, as in go-task:
             // nothing of it is rendered, so nothing of it is checked.
@@ -279,7 +310,10 @@ public struct BuildPlanner: Sendable {
         }
         if let memo, checkBoundary {
             if escapes == 0 {
-                memo.save(directories: boundary.consultedDirectories, resolvedRoot: boundary.resolvedRoot)
+                // Only when every task was checked: a task left out wasn't.
+                if part == nil {
+                    memo.save(directories: boundary.consultedDirectories, resolvedRoot: boundary.resolvedRoot)
+                }
             } else {
                 memo.remove()
             }
@@ -302,7 +336,7 @@ public struct BuildPlanner: Sendable {
             let roots = targets.compactMap { positions[$0] ?? taskfile.aliases[$0].flatMap { positions[$0] } }
             plan.gating = CallGating(tasks: tasks.map(\.definition), positions: positions, roots: roots)
         }
-        return plan
+        return (plan, part)
     }
 
     /// Errors for a `dir`, `generates` or `depfile` that leaves the project root — lexically, or

@@ -6,50 +6,57 @@ import KilnPaths
 /// snapshot's word, as a whole run would find each of them (``IncrementalState``'s snapshot
 /// verdict: its job is in the snapshot, none of its paths changed, and every dependency
 /// publishes what it published then — true of each of them, since none depends on a kept task).
-/// The run creates no job for them: they publish what they published then and keep their
+///
+/// The planner leaves them out before it checks or prepares them (the last complete run planned
+/// the same targets of the same Taskfiles, loaded in the same context, and found them sound);
+/// the run creates no job for them: they publish what they published then and keep their
 /// snapshot entries (``IncrementalState/carryUnchanged(_:)``), and are reported up to date (but
 /// groups, which make no job and are never counted).
 ///
 /// Threading: a value type.
 public struct ChangedPart: Sendable {
-    /// The plan cut down to the kept tasks, in the same order.
-    public var plan: BuildPlan
-    /// The names of the tasks left out, up to date on the snapshot's word, in plan order.
+    /// For each task of the whole plan, in its order, whether the run takes it.
+    public var kept: [Bool]
+    /// The names of the tasks left out that have a job, up to date on the snapshot's word, in
+    /// plan order.
     public var unchanged: [String]
     /// Their jobs' positions in the snapshot, in the same order.
     public var snapshotJobs: [Int]
     /// The groups left out (tasks that only gather their dependencies: no job, nothing counted),
     /// which publish what they published then.
     public var unchangedGroups: [String]
-}
 
-extension BuildPlan {
-    /// The part of this plan that a run after the changes `scan` found needs, or `nil` when the
-    /// run must take the whole plan: the snapshot isn't complete, a changed path is no job's (a
-    /// directory an `each:` task listed, a plugin), the plan has tasks whose verdict or order
-    /// the snapshot doesn't cover alone — `each:` tasks, calls and their pieces, `prompt:`s (all
-    /// asked before a run), a watch — or the part is most of the plan anyway.
+    /// The part of the plan of `tasks` (every task of the plan, dependencies first, with the
+    /// positions of each one's dependencies) that a run after the changes `scan` found needs,
+    /// or `nil` when the run must take the whole plan: the snapshot isn't complete, a changed
+    /// path is no job's (a directory an `each:` task listed, a plugin), the plan has tasks whose
+    /// verdict or order the snapshot doesn't cover alone — `each:` tasks, calls and their
+    /// pieces, `prompt:`s (all asked before a run), a watch — or the part is most of the plan
+    /// anyway.
     ///
     /// **The one rule** for leaving tasks out of a run on the snapshot's word.
     ///
-    /// - Parameter snapshotJob: Where the job of a task (by name) is in the snapshot, if there.
-    func changedPart(after scan: UpToDateSnapshot.Scan, snapshotJob: (String) -> Int?) -> ChangedPart? {
+    /// - Parameter watches: Whether a target says `watch: true`.
+    static func of(
+        _ tasks: [TaskDefinition],
+        dependencyPositions: [[Int]],
+        watches: Bool,
+        after scan: UpToDateSnapshot.Scan
+    ) -> ChangedPart? {
         let snapshot = scan.snapshot
-        guard snapshot.complete, scan.unownedChanges == 0, gating == nil, eachSourceFilter.isEmpty, !targetsWatch
-        else { return nil }
+        guard snapshot.complete, scan.unownedChanges == 0, !watches else { return nil }
         var kept = [Bool](repeating: false, count: tasks.count)
         // A left-out task's job in the snapshot; -2 for a group (no job: it publishes what its
         // dependencies did, the same as then when none of them is kept).
         var jobs = [Int](repeating: -1, count: tasks.count)
-        for (position, task) in tasks.enumerated() {
-            let definition = task.definition
+        for (position, definition) in tasks.enumerated() {
             guard definition.each == .none, definition.calls.isEmpty, definition.partOf == nil,
                 definition.guardedBy == nil, !definition.hasPrompts
             else { return nil }
             let name = definition.name
             if definition.isGroup {
                 jobs[position] = -2
-            } else if !definition.hasStatusChecks, definition.runsHere, let job = snapshotJob(name) {
+            } else if !definition.hasStatusChecks, definition.runsHere, let job = scan.jobPositions[name] {
                 // A job the snapshot has; no `status:` (its tests read what no snapshot covers).
                 jobs[position] = job
             }
@@ -61,34 +68,17 @@ extension BuildPlan {
         let keptCount = kept.lazy.filter { $0 }.count
         // Worth it only when most of the plan is left out.
         guard keptCount * 2 <= tasks.count else { return nil }
-        var newPosition = [Int](repeating: -1, count: tasks.count)
-        var part = self
-        part.tasks = []
-        part.tasks.reserveCapacity(keptCount)
-        part.dependencyPositions = []
-        part.dependencyPositions.reserveCapacity(keptCount)
-        var unchanged: [String] = []
-        unchanged.reserveCapacity(tasks.count - keptCount)
-        var snapshotJobs: [Int] = []
-        snapshotJobs.reserveCapacity(tasks.count - keptCount)
-        var groups: [String] = []
-        for (position, task) in tasks.enumerated() {
-            guard kept[position] else {
-                if jobs[position] == -2 {
-                    groups.append(task.definition.name)
-                } else {
-                    unchanged.append(task.definition.name)
-                    snapshotJobs.append(jobs[position])
-                }
-                continue
+        var part = ChangedPart(kept: kept, unchanged: [], snapshotJobs: [], unchangedGroups: [])
+        part.unchanged.reserveCapacity(tasks.count - keptCount)
+        part.snapshotJobs.reserveCapacity(tasks.count - keptCount)
+        for (position, definition) in tasks.enumerated() where !kept[position] {
+            if jobs[position] == -2 {
+                part.unchangedGroups.append(definition.name)
+            } else {
+                part.unchanged.append(definition.name)
+                part.snapshotJobs.append(jobs[position])
             }
-            newPosition[position] = part.tasks.count
-            part.tasks.append(task)
-            // Dependencies left out are settled before the run starts.
-            part.dependencyPositions.append(
-                dependencyPositions[position].compactMap { kept[$0] ? newPosition[$0] : nil }
-            )
         }
-        return ChangedPart(plan: part, unchanged: unchanged, snapshotJobs: snapshotJobs, unchangedGroups: groups)
+        return part
     }
 }

@@ -170,8 +170,17 @@ public enum BuildSession {
         }
         // Something may run: the guardian is forked now, while the heap is small.
         ProcessMonitor.startGuardian()
-        let (project, plan) = try loadAndPlan(request)
-        phase("load and plan")
+        // After a small change, only the part of the plan it touches is planned and runs: the
+        // rest is up to date on the snapshot's word, without a job each.
+        let shortcut = settings.allowsSnapshotShortcuts && !settings.forcesEveryJob
+        let (project, plan, part) = try loadAndPlan(request) { tasks, dependencyPositions, watches in
+            guard shortcut, let scan else { return nil }
+            return ChangedPart.of(tasks, dependencyPositions: dependencyPositions, watches: watches, after: scan)
+        }
+        phase(
+            part.map { "load and plan (changed part: \(plan.tasks.count) of \($0.kept.count) tasks)" }
+                ?? "load and plan"
+        )
         let watches = plan.targetsWatch
         settings.watchRequested(watches, plan)
         // go-task's `prompt:`: every question is answered before anything runs.
@@ -214,25 +223,18 @@ public enum BuildSession {
             } ?? [:]
         )
         defer { options.remote?.close() }
-        // After a small change, only the part of the plan it touches runs: the rest is up to date
-        // on the snapshot's word, without a job each.
-        var runPlan = plan
-        if let scan, settings.allowsSnapshotShortcuts, !settings.forcesEveryJob,
-            let part = plan.changedPart(after: scan, snapshotJob: incremental.snapshotJob)
-        {
-            incremental.carryUnchanged(part)
+        if let part {
+            incremental.carryUnchanged(part, keptNames: plan.tasks.map(\.definition.name))
             options.upToDateBeforehand = part.unchanged
-            runPlan = part.plan
-            phase("changed part (\(part.plan.tasks.count) of \(plan.tasks.count) tasks)")
         }
         // The long poles first: by the durations the last runs recorded, or by depth.
         let durations =
-            runPlan.tasks.count <= 1
+            plan.tasks.count <= 1
             ? [:]
-            : runPlan.tasks.count <= 64
-                ? state.loadDurations(of: runPlan.tasks.map(\.definition.name))
-                : state.loadDurations(expecting: runPlan.tasks.count)
-        let ordered = runPlan.startingLongestPathFirst(durations: durations)
+            : plan.tasks.count <= 64
+                ? state.loadDurations(of: plan.tasks.map(\.definition.name))
+                : state.loadDurations(expecting: plan.tasks.count)
+        let ordered = plan.startingLongestPathFirst(durations: durations)
         let run = BuildRun(plan: ordered, queues: queues, options: options, observer: settings.observers(queues))
         if request.exitsAfterwards {
             keepUntilExit([project, plan, ordered, state, incremental, run, queues, scan as Any])
@@ -340,6 +342,16 @@ public enum BuildSession {
     }
 
     static func loadAndPlan(_ request: Request) throws(Failure) -> (Project, BuildPlan) {
+        let (project, plan, _) = try loadAndPlan(request) { _, _, _ in nil }
+        return (project, plan)
+    }
+
+    /// ``loadAndPlan(_:)``, the planner leaving out what `choose` says the run doesn't take
+    /// (``BuildPlanner/plan(targets:choose:)``).
+    static func loadAndPlan(
+        _ request: Request,
+        choose: (_ tasks: [TaskDefinition], _ dependencyPositions: [[Int]], _ watches: Bool) -> ChangedPart?
+    ) throws(Failure) -> (Project, BuildPlan, ChangedPart?) {
         do {
             let project = try Project(
                 taskfilePath: request.taskfile,
@@ -348,8 +360,9 @@ public enum BuildSession {
                 plugins: request.plugins,
                 context: request.context
             )
-            var plan = try BuildPlanner(taskfile: project.taskfile, registry: project.registry).plan(
-                targets: request.targets
+            var (plan, part) = try BuildPlanner(taskfile: project.taskfile, registry: project.registry).plan(
+                targets: request.targets,
+                choose: choose
             )
             if let changedFiles = request.changedFiles, let changed = try changedFiles(project.taskfile.root) {
                 let selection = plan.affected(by: changed, discovered: discoveredInputs(for: plan))
@@ -359,8 +372,9 @@ public enum BuildSession {
                     "kiln: \(files) changed file\(files == 1 ? "" : "s") affect \(selection.shownTasks.count) of \(tasks) task\(tasks == 1 ? "" : "s")"
                 )
                 plan = plan.restricted(to: selection)
+                part = nil
             }
-            return (project, plan)
+            return (project, plan, part)
         } catch let error as TaskfileErrors {
             throw .taskfile(error)
         } catch let error as Failure {

@@ -121,12 +121,7 @@ public final class IncrementalState: Sendable {
         self.forcing = forcing
         self.root = root
         self.previous = previous
-        var index: [String: Int] = [:]
-        if let previous {
-            index.reserveCapacity(previous.snapshot.jobs.count)
-            for (position, job) in previous.snapshot.jobs.enumerated() { index[job.key] = position }
-        }
-        previousJobs = index
+        previousJobs = previous?.jobPositions ?? [:]
         recorder = SnapshotRecorder(previous: previous?.snapshot)
         // With a snapshot, read records and file hashes one at a time as jobs need them: when few
         // jobs need a check that is much less work than reading them all, and when most do, they
@@ -615,9 +610,6 @@ public final class IncrementalState: Sendable {
         publish(signature, under: key)
     }
 
-    /// The position in the previous snapshot of the job `key`, when it has one.
-    func snapshotJob(_ key: String) -> Int? { previousJobs[key] }
-
     /// Takes the tasks of `part` left out of the run (``ChangedPart/unchanged``) as up to date
     /// on the previous snapshot's word, before the run starts: each publishes what it published
     /// then, and keeps its job in the snapshot this run writes, as a job found up to date that
@@ -625,16 +617,20 @@ public final class IncrementalState: Sendable {
     /// files) are kept too.
     ///
     /// Threading: any thread, before the run starts.
-    public func carryUnchanged(_ part: ChangedPart) {
+    ///
+    /// - Parameter keptNames: The tasks the run takes.
+    public func carryUnchanged(_ part: ChangedPart, keptNames: [String]) {
         guard let previous else { return }
         let snapshot = previous.snapshot
-        let kept = part.plan.tasks.lazy.filter { snapshot.published[$0.definition.name] != nil }.count
         published.withLock { table in
-            if table.isEmpty, snapshot.published.count == part.unchanged.count + part.unchangedGroups.count + kept {
+            if table.isEmpty,
+                snapshot.published.count == part.unchanged.count + part.unchangedGroups.count
+                    + keptNames.filter({ snapshot.published[$0] != nil }).count
+            {
                 // What they published then is the previous table, but for the kept tasks': a
                 // copy shares its storage, and the few kept are taken out.
                 table = snapshot.published
-                for task in part.plan.tasks { table[task.definition.name] = nil }
+                for name in keptNames { table[name] = nil }
             } else {
                 for name in part.unchanged + part.unchangedGroups { table[name] = snapshot.published[name] }
             }
