@@ -228,10 +228,12 @@ public enum BuildSession {
             options.upToDateBeforehand = part.unchanged
         }
         // The long poles first: by the durations the last runs recorded, or by depth.
+        // (For the changed part, only its tasks' are read: every task's would cost more than the
+        // run. Never timed, a task weighs the mean of those read.)
         let durations =
             plan.tasks.count <= 1
             ? [:]
-            : plan.tasks.count <= 64
+            : part != nil && plan.tasks.count <= 64
                 ? state.loadDurations(of: plan.tasks.map(\.definition.name))
                 : state.loadDurations(expecting: plan.tasks.count)
         let ordered = plan.startingLongestPathFirst(durations: durations)
