@@ -2,6 +2,10 @@ import KilnJobs
 import KilnTestSupport
 import Testing
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 extension JobEngineTests {
     @Suite("Completion blocks")
     struct CompletionBlockTests {
@@ -28,6 +32,64 @@ extension JobEngineTests {
             job.cancel()
             #expect(queue.empties())
             #expect(log.events == ["completion finished=true"])
+        }
+
+        /// A job that is finished but whose completion block hasn't run yet holds back a
+        /// dependent added in that window, as it holds back those it had: the block may publish
+        /// what a dependent reads (kiln's build records do).
+        @Test("a dependent added while the completion block is pending starts only after the block has run")
+        func lateDependentWaitsForTheCompletionBlock() throws {
+            let queue = JobQueue(name: "queue", maxConcurrentJobCount: 4)
+            let published = Locked(false)
+            let sawPublished = Locked<Bool?>(nil)
+            let job = ClosureJob { _ in }
+            let late = ClosureJob { _ in sawPublished.value = published.value }
+            job.completionBlock = {
+                // The job reads as finished here, and a new dependent is added to it.
+                late.addDependency(job)
+                try? queue.addJob(late)
+                usleep(100_000)
+                published.value = true
+            }
+            try queue.addJob(job)
+            #expect(queue.empties())
+            #expect(sawPublished.value == true)
+        }
+
+        @Test("a dependent added while the completion block is pending is cancelled after it when the job failed")
+        func lateDependentOfAFailedJob() throws {
+            let queue = JobQueue(name: "queue", maxConcurrentJobCount: 4)
+            let ran = Locked(false)
+            let job = ClosureJob { _ in }
+            let late = ClosureJob { _ in ran.value = true }
+            late.requiresSuccessfulDependencies = true
+            job.completionBlock = {
+                late.addDependency(job)
+                try? queue.addJob(late)
+            }
+            job.addDependency(Job())
+            try queue.addJob(job)
+            job.cancel()
+            #expect(queue.empties())
+            #expect(late.isCancelled)
+            #expect(!ran.value)
+        }
+
+        @Test("a dependent added and removed while the completion block is pending doesn't wait for it")
+        func lateDependentRemoved() throws {
+            let queue = JobQueue(name: "queue", maxConcurrentJobCount: 4)
+            let started = Gate()
+            let job = ClosureJob { _ in }
+            let late = ClosureJob { _ in started.open() }
+            job.completionBlock = {
+                late.addDependency(job)
+                late.removeDependency(job)
+                try? queue.addJob(late)
+                // It starts while the block still runs.
+                #expect(started.wait(seconds: 10))
+            }
+            try queue.addJob(job)
+            #expect(queue.empties())
         }
 
         @Test("the completion block runs on the thread that finished the job")

@@ -202,7 +202,8 @@ open class Job: @unchecked Sendable, CustomStringConvertible {
     }
 
     /// The single finishing path: state change, notifications, waiters, completion block,
-    /// dependents, queue slot — in that order, none under a lock.
+    /// dependents, queue slot — in that order, none under a lock. A dependent added after the
+    /// state changed but before the completion block ran is released after the block too.
     final func finishExecution(error: (any Error)?) {
         let observed = isObserved
         if observed {
@@ -217,16 +218,24 @@ open class Job: @unchecked Sendable, CustomStringConvertible {
         }
         for waiter in actions.waiters { waiter() }
         let context = ThreadContext.current
+        var dependents = actions.dependents
         if let completion = actions.completionBlock {
             let outer = context.currentJob
             context.currentJob = self
             completion()
             context.currentJob = outer
+            // And those added while it ran.
+            let late = state.withLock { state -> [Job] in
+                state.completionPending = false
+                defer { state.lateDependents = [] }
+                return state.lateDependents
+            }
+            dependents += late
         }
         // Dependents that became ready are pushed together with the slot release, under one
         // acquisition of the scheduler lock; the worker that ran the job takes its next job there too.
         var readied = ReadiedJobs()
-        for dependent in actions.dependents
+        for dependent in dependents
         where dependent.dependencyDidFinish(self, failed: actions.failed, cancelled: actions.cancelled)
             && dependent.readyForQueue()
         {
@@ -348,7 +357,8 @@ open class Job: @unchecked Sendable, CustomStringConvertible {
     }
 
     /// A block run exactly once after the job finishes — after `main`, or after cancellation —
-    /// on the thread that finished the job, before dependents are released and before the job
+    /// on the thread that finished the job, before dependents are released (those added while
+    /// it is pending too: a dependent never starts before the block has run) and before the job
     /// leaves its queue. Never run under an engine lock. Cleared once it has run, which breaks the
     /// usual reference cycle of a block that captures its job.
     ///
@@ -415,6 +425,13 @@ open class Job: @unchecked Sendable, CustomStringConvertible {
             queue?.withdrawFromReadyList(self)
             let dependencyState = job.state.withLock { state -> (finished: Bool, failed: Bool, cancelled: Bool) in
                 if state.phase == .finished {
+                    // Its completion block hasn't run yet: this dependent is released after it,
+                    // like the dependents it had when it finished (the block may publish what
+                    // they read).
+                    if state.completionPending {
+                        state.lateDependents.append(self)
+                        return (false, false, false)
+                    }
                     return (true, state.error != nil || state.isCancelled, state.isCancelled)
                 }
                 if state.dependents.isEmpty { state.dependents.reserveCapacity(4) }
@@ -454,8 +471,12 @@ open class Job: @unchecked Sendable, CustomStringConvertible {
         }
         if removed {
             let stillCounted = job.state.withLock { state -> Bool in
-                guard let index = state.dependents.firstIndex(where: { $0 === self }) else { return false }
-                state.dependents.remove(at: index)
+                if let index = state.dependents.firstIndex(where: { $0 === self }) {
+                    state.dependents.remove(at: index)
+                    return true
+                }
+                guard let index = state.lateDependents.firstIndex(where: { $0 === self }) else { return false }
+                state.lateDependents.remove(at: index)
                 return true
             }
             // If the dependency already finished it has already decremented our count.

@@ -39,6 +39,11 @@ struct JobState {
     /// Identities of `dependencies`, kept once there are many, so adding one stays O(1).
     var dependencyIndex: Set<ObjectIdentifier>?
     var dependents: [Job] = []
+    /// Finished, its completion block not yet run: a dependent added now waits for it in
+    /// ``lateDependents``, as those added before the job finished do.
+    var completionPending = false
+    /// Dependents added while the completion block was pending, released after it ran.
+    var lateDependents: [Job] = []
     var completionBlock: (@Sendable () -> Void)?
     var error: (any Error)?
     var cancellationReason: JobCancellationReason?
@@ -210,6 +215,7 @@ struct JobState {
             waiters: finishWaiters,
             queue: queue
         )
+        completionPending = completionBlock != nil
         dependents = []
         dependencies = []
         dependencyIndex = nil
