@@ -24,7 +24,7 @@ public struct RunOptions: Sendable {
     /// their results stored after they ran and succeeded. `nil`: no remote.
     public var remote: RemoteCacheSession?
     /// Tasks left out of the plan as up to date on the snapshot's word
-    /// (``ChangedPart/unchanged``, carried by ``IncrementalState/carryUnchanged(_:)``): reported
+    /// (``ChangedPart/unchanged``, carried by ``IncrementalState/carryUnchanged(_:keptNames:)``): reported
     /// up to date as the run starts, and counted so.
     public var upToDateBeforehand: [String] = []
 

@@ -10,7 +10,7 @@ import KilnPaths
 /// The planner leaves them out before it checks or prepares them (the last complete run planned
 /// the same targets of the same Taskfiles, loaded in the same context, and found them sound);
 /// the run creates no job for them: they publish what they published then and keep their
-/// snapshot entries (``IncrementalState/carryUnchanged(_:)``), and are reported up to date (but
+/// snapshot entries (``IncrementalState/carryUnchanged(_:keptNames:)``), and are reported up to date (but
 /// groups, which make no job and are never counted).
 ///
 /// Threading: a value type.

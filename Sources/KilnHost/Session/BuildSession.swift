@@ -72,8 +72,9 @@ public enum BuildSession {
         public var waiting: @Sendable (String) -> Void = { _ in }
         /// Whether the snapshot may answer for jobs without a job of the run each: a snapshot
         /// that says nothing changed ends the session before the Taskfile is loaded, and after a
-        /// small change only the part of the plan it touches runs (``BuildPlan/changedPart(after:snapshotJob:)``).
-        /// Not when every job's events, reasons or a trace are wanted.
+        /// small change only the part of the plan it touches runs
+        /// (``ChangedPart/of(_:dependencyPositions:watches:after:)``). Not when every job's
+        /// events, reasons or a trace are wanted.
         public var allowsSnapshotShortcuts = true
         /// The observers of the run, given its queues.
         public var observers: @Sendable (ResourceQueues) -> any RunObserver
