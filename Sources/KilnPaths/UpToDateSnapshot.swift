@@ -201,8 +201,11 @@ public struct UpToDateSnapshot: Sendable {
         /// Where each job is in ``UpToDateSnapshot/jobs``, by key (empty for a no-op, whose jobs
         /// aren't read).
         public var jobPositions: [String: Int] = [:]
-        /// How many of them no job watches (a directory an `each:` task listed, a plugin the
-        /// run loaded): what changed there is no job's, so only a whole run finds what follows.
+        /// The positions in ``UpToDateSnapshot/paths`` of the paths no job watches (a directory
+        /// an `each:` task listed, a plugin the run loaded; empty for a no-op).
+        public var unwatchedPaths: [Int] = []
+        /// How many changed paths no job watches: what changed there is no job's, so only a whole
+        /// run finds what follows.
         public var unownedChanges = 0
         /// Nothing changed and the snapshot covers the whole run: a run would do nothing.
         public var isNoOp: Bool {
@@ -249,17 +252,15 @@ public struct UpToDateSnapshot: Sendable {
         guard decodeTail(bytes, from: tail, into: &snapshot) else { return nil }
         let changedPositions = Set(changed)
         var dirty = Set<String>()
-        var owned = Set<Int>()
+        var watched = [Bool](repeating: false, count: snapshot.paths.count)
         var jobPositions: [String: Int] = [:]
         jobPositions.reserveCapacity(snapshot.jobs.count)
         for (position, job) in snapshot.jobs.enumerated() {
             jobPositions[job.key] = position
-            var watchesChange = false
-            for position in job.paths where changedPositions.contains(Int(position)) {
-                watchesChange = true
-                owned.insert(Int(position))
+            for position in job.paths { watched[Int(position)] = true }
+            if job.alwaysRuns || job.paths.contains(where: { changedPositions.contains(Int($0)) }) {
+                dirty.insert(job.key)
             }
-            if job.alwaysRuns || watchesChange { dirty.insert(job.key) }
         }
         // Files re-read because their status was too fresh to trust (every output of a build is,
         // hashed as it was written): what vouches for them now goes into the snapshot the run
@@ -269,7 +270,8 @@ public struct UpToDateSnapshot: Sendable {
         for (position, entry) in refreshed { snapshot.paths[position] = entry }
         if mayRewrite, !refreshed.isEmpty, changed.isEmpty { snapshot.write(root: root) }
         var scan = Scan(snapshot: snapshot, dirtyJobs: dirty, changedPaths: changed.count)
-        scan.unownedChanges = changed.count - owned.count
+        scan.unwatchedPaths = watched.indices.filter { !watched[$0] }
+        scan.unownedChanges = changed.lazy.filter { !watched[$0] }.count
         scan.jobPositions = jobPositions
         return scan
     }

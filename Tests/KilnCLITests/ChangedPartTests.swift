@@ -195,22 +195,33 @@ import Testing
         #expect(shortcuts > 0, "the changed part was never run alone\n\(history)")
     }
 
+    /// The start of a Taskfile of `count` plain tasks `t0`…, each copying its source (written
+    /// here) to `out/` and noting its name in `ran.log`; with `failingWith`, task `tN` fails while
+    /// a file of that name and `N` exists.
+    static func plainTasks(_ count: Int, in directory: TemporaryDirectory, failingWith marker: String? = nil) throws
+        -> String
+    {
+        var text = "version: '3'\ntasks:\n"
+        for index in 0..<count {
+            try directory.write("src/f\(index).txt", "file \(index)\n")
+            let test = marker.map { "test ! -e \($0)\(index); " } ?? ""
+            text += """
+                  t\(index):
+                    sources: [src/f\(index).txt]
+                    generates: [out/t\(index).txt]
+                    cmds: ['echo t\(index) >> ran.log; \(test)mkdir -p out && cp src/f\(index).txt out/t\(index).txt']
+
+                """
+        }
+        return text
+    }
+
     /// A project of eight plain tasks and `extra`; one source edited after a first run.
     static func edited(extra: String, files: [String: String] = [:], arguments: [String] = [])
         async throws -> (result: KilnProcess.Result, ran: [String], directory: TemporaryDirectory)
     {
         let directory = try TemporaryDirectory()
-        var text = "version: '3'\ntasks:\n"
-        for index in 0..<8 {
-            try directory.write("src/f\(index).txt", "file \(index)\n")
-            text += """
-                  t\(index):
-                    sources: [src/f\(index).txt]
-                    generates: [out/t\(index).txt]
-                    cmds: ['echo t\(index) >> ran.log; mkdir -p out && cp src/f\(index).txt out/t\(index).txt']
-
-                """
-        }
+        var text = try plainTasks(8, in: directory)
         text += extra + "  default:\n    deps: [t0, t1, t2, t3, t4, t5, t6, t7, extra]\n"
         try directory.write("Taskfile.yml", text)
         for (path, contents) in files { try directory.write(path, contents) }
@@ -267,17 +278,7 @@ import Testing
     func afterAFailure() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        var text = "version: '3'\ntasks:\n"
-        for index in 0..<6 {
-            try directory.write("src/f\(index).txt", "file \(index)\n")
-            text += """
-                  t\(index):
-                    sources: [src/f\(index).txt]
-                    generates: [out/t\(index).txt]
-                    cmds: ['echo t\(index) >> ran.log; test ! -e fail\(index); mkdir -p out && cp src/f\(index).txt out/t\(index).txt']
-
-                """
-        }
+        var text = try Self.plainTasks(6, in: directory, failingWith: "fail")
         text += "  default:\n    deps: [t0, t1, t2, t3, t4, t5]\n"
         try directory.write("Taskfile.yml", text)
         try directory.write("fail5", "")

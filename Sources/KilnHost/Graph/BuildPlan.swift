@@ -109,10 +109,7 @@ public struct BuildPlan: Sendable {
     }
 
     /// Whether a task the plan was made for says `watch: true` (go-task then watches it).
-    public var targetsWatch: Bool {
-        let names = targets.isEmpty ? ["default"] : targets
-        return names.contains { taskfile.task(named: $0)?.options.watches == true }
-    }
+    public var targetsWatch: Bool { taskfile.watches(targets.isEmpty ? ["default"] : targets) }
 
     func sourceFiles(of task: Task, visited: inout [VisitedDirectory]) -> [String] {
         let files = task.definition.sourceFiles(visited: &visited)
@@ -139,13 +136,14 @@ public struct BuildPlanner: Sendable {
     /// - Throws: ``TaskfileErrors``: an unknown task name, an unknown task kind, a configuration
     ///   its kind rejected, or a task that writes outside the project root.
     public func plan(targets requested: [String]) throws(TaskfileErrors) -> BuildPlan {
-        try plan(targets: requested) { _, _, _ in nil }.plan
+        try plan(targets: requested, choose: nil).plan
     }
 
     /// Plans a run of `targets`, leaving out the tasks `choose` says the run doesn't take
     /// (``ChangedPart/of(_:dependencyPositions:watches:after:)``): they are neither checked nor
     /// prepared. `choose` is given every task of the whole plan (dependencies first), the
-    /// positions of each one's dependencies, and whether a target says `watch: true`. A task
+    /// positions of each one's dependencies, and whether a target says `watch: true` (`nil`:
+    /// the whole plan, without working out what to give it). A task
     /// left out doesn't run, so it can't write outside the project; whether it would is checked
     /// by the next run that takes it (the boundary's memo isn't saved for a plan with tasks left
     /// out: they weren't checked).
@@ -153,7 +151,7 @@ public struct BuildPlanner: Sendable {
     /// - Returns: The plan of the tasks kept, and what `choose` chose (`nil`: the whole plan).
     func plan(
         targets requested: [String],
-        choose: (_ tasks: [TaskDefinition], _ dependencyPositions: [[Int]], _ watches: Bool) -> ChangedPart?
+        choose: ((_ tasks: [TaskDefinition], _ dependencyPositions: [[Int]], _ watches: Bool) -> ChangedPart?)?
     ) throws(TaskfileErrors) -> (plan: BuildPlan, part: ChangedPart?) {
         var errors: [TaskfileError] = []
         var targets = requested
@@ -235,7 +233,7 @@ public struct BuildPlanner: Sendable {
         let memo = taskfile.contentIdentity.map { BoundaryMemo(root: taskfile.root, identity: $0) }
         let checkBoundary = memo?.vouches(resolvedRoot: boundary.resolvedRoot) != true
         var part: ChangedPart?
-        if errors.isEmpty {
+        if let choose, errors.isEmpty {
             let definitions = order.map { position in
                 var definition = taskfile.tasks[position]
                 if !definition.runsHere { definition.dependencies = [] }
@@ -245,8 +243,7 @@ public struct BuildPlanner: Sendable {
             planned.reserveCapacity(definitions.count)
             for (position, definition) in definitions.enumerated() { planned[definition.name] = position }
             let dependencyPositions = definitions.map { $0.dependencies.compactMap { planned[$0.value] } }
-            let watches = targets.contains { taskfile.task(named: $0)?.options.watches == true }
-            part = choose(definitions, dependencyPositions, watches)
+            part = choose(definitions, dependencyPositions, taskfile.watches(targets))
         }
         var escapes = 0
         for (offset, position) in order.enumerated() {

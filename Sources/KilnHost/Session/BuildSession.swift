@@ -173,11 +173,13 @@ public enum BuildSession {
         ProcessMonitor.startGuardian()
         // After a small change, only the part of the plan it touches is planned and runs: the
         // rest is up to date on the snapshot's word, without a job each.
-        let shortcut = settings.allowsSnapshotShortcuts && !settings.forcesEveryJob
-        let (project, plan, part) = try loadAndPlan(request) { tasks, dependencyPositions, watches in
-            guard shortcut, let scan else { return nil }
-            return ChangedPart.of(tasks, dependencyPositions: dependencyPositions, watches: watches, after: scan)
+        var choose: ((_ tasks: [TaskDefinition], _ dependencyPositions: [[Int]], _ watches: Bool) -> ChangedPart?)?
+        if let scan, settings.allowsSnapshotShortcuts, !settings.forcesEveryJob {
+            choose = { tasks, dependencyPositions, watches in
+                ChangedPart.of(tasks, dependencyPositions: dependencyPositions, watches: watches, after: scan)
+            }
         }
+        let (project, plan, part) = try loadAndPlan(request, choose: choose)
         phase(
             part.map { "load and plan (changed part: \(plan.tasks.count) of \($0.kept.count) tasks)" }
                 ?? "load and plan"
@@ -345,7 +347,7 @@ public enum BuildSession {
     }
 
     static func loadAndPlan(_ request: Request) throws(Failure) -> (Project, BuildPlan) {
-        let (project, plan, _) = try loadAndPlan(request) { _, _, _ in nil }
+        let (project, plan, _) = try loadAndPlan(request, choose: nil)
         return (project, plan)
     }
 
@@ -353,7 +355,7 @@ public enum BuildSession {
     /// (``BuildPlanner/plan(targets:choose:)``).
     static func loadAndPlan(
         _ request: Request,
-        choose: (_ tasks: [TaskDefinition], _ dependencyPositions: [[Int]], _ watches: Bool) -> ChangedPart?
+        choose: ((_ tasks: [TaskDefinition], _ dependencyPositions: [[Int]], _ watches: Bool) -> ChangedPart?)?
     ) throws(Failure) -> (Project, BuildPlan, ChangedPart?) {
         do {
             let project = try Project(

@@ -636,10 +636,8 @@ public final class IncrementalState: Sendable {
             }
         }
         recorder.carry(indices: part.snapshotJobs)
-        var watched = [Bool](repeating: false, count: snapshot.paths.count)
-        for job in snapshot.jobs { for position in job.paths { watched[Int(position)] = true } }
-        let unowned = snapshot.paths.indices.filter { !watched[$0] }.map { snapshot.paths[$0] }
-        if !unowned.isEmpty { recorder.recordListing(task: "\u{0}paths no job watched", paths: unowned) }
+        let unwatched = previous.unwatchedPaths.map { snapshot.paths[$0] }
+        if !unwatched.isEmpty { recorder.recordListing(task: "\u{0}paths no job watched", paths: unwatched) }
     }
 
     /// Notes a warning, once however often it is noticed.

@@ -46,6 +46,11 @@ public struct Taskfile: Sendable {
         return tasks.first { $0.name == resolved }
     }
 
+    /// Whether one of the tasks `names` (or aliases) says `watch: true` (go-task then watches it).
+    func watches(_ names: [String]) -> Bool {
+        names.contains { task(named: $0)?.options.watches == true }
+    }
+
     /// Every alias (`aliases:`, with its include namespace) and the task it names.
     public var aliases: [String: String] {
         var result: [String: String] = [:]
