@@ -15,9 +15,23 @@ public func kilnCLIMain() -> Int32 {
     return 0
 }
 
+/// Tells the command line that the launcher's look at the up-to-date snapshot found a changed
+/// path, so `kiln run` has work: it loads the Taskfile model while it scans the snapshot
+/// (``BuildSession/RunSettings/changeSeenBefore``). The launcher calls it, when it applies, before
+/// ``kilnCLIMain()``.
+///
+/// Threading: the main thread, before ``kilnCLIMain()``.
+@_cdecl("kiln_cli_change_seen")
+public func kilnCLIChangeSeen() {
+    Kiln.changeSeen.withLock { $0 = true }
+}
+
 /// The `kiln` command: parses arguments and prints; the work is in KilnHost.
 struct Kiln: ParsableCommand {
     static let version = "0.1.0"
+
+    /// Whether the launcher found a changed path (``kilnCLIChangeSeen()``).
+    static let changeSeen = HostMutex(false)
 
     static let configuration = CommandConfiguration(
         commandName: "kiln",

@@ -22,29 +22,46 @@ import KilnPaths
 ///
 /// Threading: runs on the caller's thread; call it once, from `main`.
 public enum QuickRun {
-    /// The exit status of `kiln ARGUMENTS…` when this path can answer it (having printed what
-    /// the full command would), or `nil` to run the full command.
+    /// What the launcher does with a command line (``answer(_:)``).
+    ///
+    /// Threading: a value type.
+    public enum Answer: Equatable {
+        /// Answered, having printed what the full command would: exit with this status.
+        case answered(Int32)
+        /// The full command runs, and a path the snapshot watches is known to have changed: it
+        /// has work (`kiln_cli_change_seen`).
+        case changeSeen
+        /// The full command runs.
+        case fullCommand
+    }
+
+    /// What to do with `kiln ARGUMENTS…`: answer it here, or run the full command.
     ///
     /// - Parameter arguments: The command line, the executable's name first.
-    public static func answer(_ arguments: [String]) -> Int32? {
-        guard let targets = targets(arguments) else { return nil }
+    public static func answer(_ arguments: [String]) -> Answer {
+        guard let targets = targets(arguments) else { return .fullCommand }
         // The remote settings (`KILN_REMOTE_…`) are checked by the full command even when it has
         // nothing to run.
         var variable = environ
         while let entry = variable.pointee {
-            if strncmp(entry, "KILN_REMOTE_", 12) == 0 { return nil }
+            if strncmp(entry, "KILN_REMOTE_", 12) == 0 { return .fullCommand }
             variable += 1
         }
         let started = FileSignature.now()
         let clock = PhaseClock(title: "quick run")
-        guard let jobs = upToDateJobs(targets: targets, clock: clock) else { return nil }
+        let jobs: Int
+        switch upToDateJobs(targets: targets, clock: clock) {
+        case .noOp(let snapshot) where !snapshot.watches: jobs = snapshot.jobCount
+        case .changed: return .changeSeen
+        default: return .fullCommand
+        }
         let seconds = Double(FileSignature.now() - started) / 1e9
         var line = "kiln: done: 0 ran"
         if jobs > 0 { line += ", \(jobs) up to date" }
         line += " in \(formatDecimal(seconds, digits: 2)) s\n"
         _ = line.utf8CString.withUnsafeBufferPointer { write(1, $0.baseAddress, $0.count - 1) }
         clock.print()
-        return 0
+        return .answered(0)
     }
 
     /// The targets of `kiln` or `kiln run TASK…`, or `nil` for any other command line: an option
@@ -77,30 +94,28 @@ public enum QuickRun {
 
     private static func isWidth(_ text: String) -> Bool { isWidth(Substring(text)) }
 
-    /// How many jobs the snapshot vouches for, when a run of `targets` would do nothing; `nil`
-    /// when it can't tell.
-    private static func upToDateJobs(targets: [String], clock: PhaseClock) -> Int? {
-        guard let taskfile = TaskfileDiscovery.discover(from: currentDirectory()) else { return nil }
+    /// What the snapshot says of a run of `targets` (``UpToDateSnapshot/Look``).
+    private static func upToDateJobs(targets: [String], clock: PhaseClock) -> UpToDateSnapshot.Look {
+        guard let taskfile = TaskfileDiscovery.discover(from: currentDirectory()) else { return .unknown }
         let slash = taskfile.lastIndex(of: "/")!
         let root = slash == taskfile.startIndex ? "/" : String(taskfile[..<slash])
         // As any run: one at a time. A run holding the lock is the full command's to report.
         let lock = RunLockFile.open(KilnDirectory(root: root).lock, create: false)
-        guard lock >= 0 else { return nil }
+        guard lock >= 0 else { return .unknown }
         guard RunLockFile.take(lock) else {
             close(lock)
-            return nil
+            return .unknown
         }
         defer { RunLockFile.release(lock) }
         clock.mark("lock")
-        let snapshot = UpToDateSnapshot.noOp(
+        let look = UpToDateSnapshot.noOp(
             root: root,
             taskfilePath: taskfile,
             targets: targets,
             requirementHolds: requirementHolds
         )
         clock.mark("snapshot")
-        guard let snapshot, !snapshot.watches else { return nil }
-        return snapshot.jobCount
+        return look
     }
 
     /// Whether something the Taskfile's load read besides its files is the same now: an

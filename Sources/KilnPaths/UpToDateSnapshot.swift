@@ -276,8 +276,20 @@ public struct UpToDateSnapshot: Sendable {
         return scan
     }
 
-    /// The launcher's question: whether a run of `targets` would do nothing — the snapshot, when
-    /// it would, `nil` when it wouldn't or can't tell. The same rule as ``scan(root:taskfilePath:targets:mayRewrite:tracked:requirementHolds:)``'s
+    /// What the launcher's look at the snapshot found (``noOp(root:taskfilePath:targets:requirementHolds:)``).
+    ///
+    /// Threading: a value type.
+    package enum Look {
+        /// A run would do nothing: this snapshot vouches for it.
+        case noOp(UpToDateSnapshot)
+        /// A path the snapshot watches changed: a run has work.
+        case changed
+        /// No answer: no snapshot of these targets, one that doesn't vouch for the whole run, or
+        /// Taskfiles that aren't the ones it was made with.
+        case unknown
+    }
+
+    /// The launcher's question: whether a run of `targets` would do nothing. The same rule as ``scan(root:taskfilePath:targets:mayRewrite:tracked:requirementHolds:)``'s
     /// ``Scan/isNoOp``, but it gives up at the first changed path (the full command, which runs
     /// next, looks at them all) and asks no git index. The caller holds the project's lock: a
     /// file re-read because its status was too fresh is recorded as it is now.
@@ -286,22 +298,23 @@ public struct UpToDateSnapshot: Sendable {
         taskfilePath: String,
         targets: [String],
         requirementHolds: (_ key: String, _ valueHash: UInt64?) -> Bool
-    ) -> UpToDateSnapshot? {
+    ) -> Look {
         // The cheapest test that fails first: a changed path is the usual reason a run isn't a
         // no-op, and the Taskfile's identity (reading its cache, hashing every Taskfile) waits
         // until every path is found unchanged.
-        guard let (bytes, head, tail) = load(root: root, targets: targets), head.vouchesForWholeRun else { return nil }
-        let (changed, refreshed) = look(at: head.paths, root: root, tracked: nil, untilChanged: true)
-        guard changed.isEmpty, identityHolds(head, root: root, taskfilePath: taskfilePath, requirementHolds) else {
-            return nil
+        guard let (bytes, head, tail) = load(root: root, targets: targets), head.vouchesForWholeRun else {
+            return .unknown
         }
+        let (changed, refreshed) = look(at: head.paths, root: root, tracked: nil, untilChanged: true)
+        guard changed.isEmpty else { return .changed }
+        guard identityHolds(head, root: root, taskfilePath: taskfilePath, requirementHolds) else { return .unknown }
         if !refreshed.isEmpty {
             var snapshot = head
-            guard decodeTail(bytes, from: tail, into: &snapshot) else { return nil }
+            guard decodeTail(bytes, from: tail, into: &snapshot) else { return .unknown }
             for (position, entry) in refreshed { snapshot.paths[position] = entry }
             snapshot.write(root: root)
         }
-        return head
+        return .noOp(head)
     }
 
     /// The project's snapshot — its bytes, its head (all but the jobs and the published

@@ -10,7 +10,9 @@ import KilnHookPlan
     import Glibc
 #endif
 
-if let status = QuickHook.answer(CommandLine.arguments) ?? QuickRun.answer(CommandLine.arguments) { exit(status) }
+if let status = QuickHook.answer(CommandLine.arguments) { exit(status) }
+let quickRun = QuickRun.answer(CommandLine.arguments)
+if case .answered(let status) = quickRun { exit(status) }
 
 /// Writes `text` to standard error and exits with status 70 (EX_SOFTWARE).
 func fail(_ text: String) -> Never {
@@ -31,5 +33,9 @@ guard let handle = dlopen(library, RTLD_NOW | RTLD_LOCAL) else {
 }
 guard let entry = dlsym(handle, "kiln_cli_main") else {
     fail("\(library) has no kiln_cli_main: it isn't kiln's CLI library")
+}
+// A changed path seen here: the full command's run has work, and may load beside its scan.
+if quickRun == .changeSeen, let changeSeen = dlsym(handle, "kiln_cli_change_seen") {
+    unsafeBitCast(changeSeen, to: (@convention(c) () -> Void).self)()
 }
 exit(unsafeBitCast(entry, to: (@convention(c) () -> Int32).self)())

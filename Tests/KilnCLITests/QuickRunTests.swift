@@ -132,6 +132,12 @@ struct QuickRunTests {
         let changed = try await kiln(["run"], directory)
         #expect(!changed.quick && changed.result.status == 0, "\(change): \(changed.result)")
         #expect(incremental.ran(directory) == change.runs.sorted(), "\(change)")
+        // The launcher's look found the changed path (the Taskfiles are paths the snapshot
+        // watches): the full command loaded the Taskfile while it scanned.
+        #expect(
+            changed.result.standardError.contains("plan (loaded beside the snapshot)"),
+            "\(change): \(changed.result)"
+        )
         // The run wrote into directories its globs read moments before it looked: the next
         // no-op may be the full command's, to look again; the one after it is the launcher's.
         try await Task.sleep(for: .milliseconds(60))
@@ -140,6 +146,37 @@ struct QuickRunTests {
         let next = try await kiln(["run"], directory)
         #expect(next.quick && next.result.status == 0, "\(change): \(next.result)")
         #expect(incremental.ran(directory).isEmpty, "\(change)")
+    }
+
+    @Test("a Taskfile that breaks beside a changed source: the load beside the scan reports what the full command does")
+    func brokenTaskfileLoadedBesideTheScan() async throws {
+        let directory = try await builtProject()
+        defer { directory.remove() }
+        try directory.write("src/a.txt", "alpha, edited\n")
+        let taskfile = directory.read("Taskfile.yml")!
+        try directory.write(
+            "Taskfile.yml",
+            taskfile.replacingOccurrences(of: "tasks:\n", with: "tasks:\n  broken: [\n")
+        )
+        // The launcher finds the changed source before it reads the Taskfile: the full command
+        // loads beside its scan, and the load fails.
+        let beside = try await kiln(["run"], directory)
+        // `--wait` is an option the launcher doesn't take: the full command, scan first.
+        let after = try await kiln(["run", "--wait"], directory)
+        #expect(beside.result.status == 2 && after.result.status == 2, "\(beside.result)\n\(after.result)")
+        func errors(_ result: KilnProcess.Result) -> [Substring] {
+            result.standardError.split(separator: "\n").filter { !$0.hasPrefix("kiln: phases") }
+        }
+        #expect(errors(beside.result) == errors(after.result))
+        #expect(beside.result.standardError.contains("Taskfile.yml:"), "\(beside.result)")
+        #expect(incremental.ran(directory).isEmpty)
+        // Mended, the run takes the change.
+        try directory.write("Taskfile.yml", taskfile)
+        let mended = try await kiln(["run"], directory)
+        #expect(
+            mended.result.status == 0 && incremental.ran(directory) == ["copy src/a.txt", "join"],
+            "\(mended.result)"
+        )
     }
 
     @Test("what the launcher can't vouch for is the full command's: options, variables, the remote, another run")

@@ -82,6 +82,11 @@ public enum BuildSession {
         public var started: @Sendable (BuildRun) -> Void = { _ in }
         /// `--force`: every planned job runs, up to date or not.
         public var forcesEveryJob = false
+        /// Whether something is known to have changed since the snapshot (the launcher's look
+        /// found a changed path): the Taskfile model is then loaded on another thread while the
+        /// snapshot is scanned, as the run will need it. Without it the scan goes first, so a
+        /// no-op never loads the Taskfile (nor runs its `sh:` variables).
+        public var changeSeenBefore = false
         /// The remote cache a run uses, given the Taskfile's `remote:` section (`nil` without
         /// one): the command line and the environment may name another or change its settings.
         public var remote: @Sendable (_ taskfile: RemoteSettings?) -> RemoteSettings? = { $0 }
@@ -153,9 +158,19 @@ public enum BuildSession {
         defer { lock?.release() }
         var scan: UpToDateSnapshot.Scan?
         var tracked: (any TrackedContent)?
+        // The model, loaded beside the scan when a change is known (`changeSeenBefore`).
+        var early: EarlyLoad?
+        // Joined before the session ends, however it ends: the load writes in `.kiln`, which is
+        // the lock holder's alone.
+        defer { early?.wait() }
         if let located, request.changedFiles == nil {
             lock = try takeLock(root: located.root, settings)
             tracked = request.tracked(located.root)
+            if settings.changeSeenBefore {
+                // Something will run: the guardian is forked first, while the heap is small.
+                ProcessMonitor.startGuardian()
+                early = EarlyLoad { () throws(Failure) in try loadProject(request) }
+            }
             scan = UpToDateSnapshot.scan(
                 root: located.root,
                 taskfilePath: located.path,
@@ -179,11 +194,9 @@ public enum BuildSession {
                 ChangedPart.of(tasks, dependencyPositions: dependencyPositions, watches: watches, after: scan)
             }
         }
-        let (project, plan, part) = try loadAndPlan(request, choose: choose)
-        phase(
-            part.map { "load and plan (changed part: \(plan.tasks.count) of \($0.kept.count) tasks)" }
-                ?? "load and plan"
-        )
+        let (project, plan, part) = try loadAndPlan(request, loaded: early?.wait(), choose: choose)
+        let planned = early == nil ? "load and plan" : "plan (loaded beside the snapshot)"
+        phase(part.map { "\(planned) (changed part: \(plan.tasks.count) of \($0.kept.count) tasks)" } ?? planned)
         let watches = plan.targetsWatch
         settings.watchRequested(watches, plan)
         // go-task's `prompt:`: every question is answered before anything runs.
@@ -351,20 +364,61 @@ public enum BuildSession {
         return (project, plan)
     }
 
-    /// ``loadAndPlan(_:)``, the planner leaving out what `choose` says the run doesn't take
-    /// (``BuildPlanner/plan(targets:choose:)``).
-    static func loadAndPlan(
-        _ request: Request,
-        choose: ((_ tasks: [TaskDefinition], _ dependencyPositions: [[Int]], _ watches: Bool) -> ChangedPart?)?
-    ) throws(Failure) -> (Project, BuildPlan, ChangedPart?) {
+    /// The project of `request`: its Taskfile model (from the cache when it holds) and plugins.
+    static func loadProject(_ request: Request) throws(Failure) -> Project {
         do {
-            let project = try Project(
+            return try Project(
                 taskfilePath: request.taskfile,
                 currentDirectory: request.currentDirectory,
                 runner: request.runner,
                 plugins: request.plugins,
                 context: request.context
             )
+        } catch {
+            throw .taskfile(error)
+        }
+    }
+
+    /// The project's model, loaded on a thread of its own (``loadProject(_:)``) while the
+    /// session's thread scans the snapshot.
+    ///
+    /// Threading: made and waited for by the session's thread; the load runs on its own.
+    final class EarlyLoad: Sendable {
+        private let result = HostMutex<Result<Project, Failure>?>(nil)
+        private let done = DispatchSemaphore(value: 0)
+        private let joined = HostMutex(false)
+
+        init(_ load: @escaping @Sendable () throws(Failure) -> Project) {
+            System.startThread { [self] in
+                let loaded: Result<Project, Failure>
+                do throws(Failure) { loaded = .success(try load()) } catch { loaded = .failure(error) }
+                result.withLock { $0 = loaded }
+                done.signal()
+            }
+        }
+
+        /// What the load came to, once it has (every call after the first returns at once).
+        @discardableResult
+        func wait() -> Result<Project, Failure> {
+            let first = joined.withLock { joined in
+                defer { joined = true }
+                return !joined
+            }
+            if first { done.wait() }
+            return result.withLock { $0! }
+        }
+    }
+
+    /// ``loadAndPlan(_:)``, the planner leaving out what `choose` says the run doesn't take
+    /// (``BuildPlanner/plan(targets:choose:)``); `loaded` is the project when it was loaded
+    /// already (``EarlyLoad``).
+    static func loadAndPlan(
+        _ request: Request,
+        loaded: Result<Project, Failure>? = nil,
+        choose: ((_ tasks: [TaskDefinition], _ dependencyPositions: [[Int]], _ watches: Bool) -> ChangedPart?)?
+    ) throws(Failure) -> (Project, BuildPlan, ChangedPart?) {
+        let project = try (loaded ?? Result { () throws(Failure) in try loadProject(request) }).get()
+        do {
             var (plan, part) = try BuildPlanner(taskfile: project.taskfile, registry: project.registry).plan(
                 targets: request.targets,
                 choose: choose
