@@ -59,6 +59,7 @@ struct ChangeOptions: ParsableArguments {
 extension Kiln {
     struct Affected: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "affected",
             abstract:
                 "Print the tasks that changed files affect, and every task that depends on them, without running.",
             discussion: """

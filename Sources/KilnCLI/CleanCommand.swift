@@ -5,6 +5,7 @@ import KilnPaths
 extension Kiln {
     struct Clean: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "clean",
             abstract:
                 "Remove the declared outputs ('generates') of the tasks given (all when none) and forget the build state.",
             discussion:

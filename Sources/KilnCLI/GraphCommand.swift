@@ -4,6 +4,7 @@ import KilnHost
 extension Kiln {
     struct Graph: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "graph",
             abstract: "Print the task graph: the tasks given (all when none) and their dependencies."
         )
 

@@ -15,6 +15,7 @@ private let hookMarker = "# kiln hook: written by 'kiln hooks install'; 'kiln ho
 extension Kiln {
     struct Hooks: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "hooks",
             abstract: "Install, remove or show the git hook scripts that run the Taskfile's 'hooks:'.",
             discussion: """
                 Scripts go where git looks for hooks: core.hooksPath, or the hooks directory of the \
@@ -27,6 +28,7 @@ extension Kiln {
 
         struct Install: ParsableCommand {
             static let configuration = CommandConfiguration(
+                commandName: "install",
                 abstract: "Write a hook script for each hook the Taskfile maps."
             )
             @OptionGroup var options: TaskfileOptions
@@ -67,6 +69,7 @@ extension Kiln {
 
         struct Uninstall: ParsableCommand {
             static let configuration = CommandConfiguration(
+                commandName: "uninstall",
                 abstract: "Remove Kiln's hook scripts, restoring hooks they chained."
             )
             @OptionGroup var options: TaskfileOptions
@@ -88,7 +91,10 @@ extension Kiln {
         }
 
         struct Status: ParsableCommand {
-            static let configuration = CommandConfiguration(abstract: "Show each hook: mapped, installed, chained.")
+            static let configuration = CommandConfiguration(
+                commandName: "status",
+                abstract: "Show each hook: mapped, installed, chained."
+            )
             @OptionGroup var options: TaskfileOptions
 
             func run() throws {
@@ -111,6 +117,7 @@ extension Kiln {
 
     struct Hook: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "hook",
             abstract: "Run the tasks a git hook maps to, for the files it concerns (called by the hook scripts).",
             discussion: """
                 pre-commit and commit-msg: the staged files; pre-push: the commits being pushed (read \

@@ -3,7 +3,10 @@ import KilnHost
 
 extension Kiln {
     struct List: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "List the tasks of the Taskfile.")
+        static let configuration = CommandConfiguration(
+            commandName: "list",
+            abstract: "List the tasks of the Taskfile."
+        )
 
         @OptionGroup var options: TaskfileOptions
 

@@ -5,6 +5,7 @@ import KilnPluginAPI
 extension Kiln {
     struct Plugins: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "plugins",
             abstract: "List the task plugins kiln can load: each one's name, version, ABI, file and task kinds.",
             discussion: """
                 Plugins are the Taskfile's 'plugins:' entries and every libkiln-NAME.so in the \

@@ -16,6 +16,7 @@ extension Kiln {
         static let stopDeadline = 5.0
 
         static let configuration = CommandConfiguration(
+            commandName: "run",
             abstract: "Run tasks and everything they depend on.",
             discussion: """
                 With no TASK, runs the task named 'default'. Without --keep-going the first failure \

@@ -4,6 +4,7 @@ import KilnHost
 extension Kiln {
     struct Status: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "status",
             abstract: "Say what is out of date, without running anything.",
             discussion: """
                 Lists the jobs a run of TASK (default: 'default') would run now, each with the \
@@ -47,6 +48,7 @@ extension Kiln {
 
     struct Explain: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "explain",
             abstract: "Say, for every job, why a run would run it or that it is up to date — running nothing.",
             discussion: """
                 Like ninja's -d explain, without building: the first thing that differs from the \

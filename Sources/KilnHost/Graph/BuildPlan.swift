@@ -173,6 +173,9 @@ public struct BuildPlanner: Sendable {
         )
         var order: [Int] = []
         var visited = Set<Int>()
+        // Each visited task's dependencies, by position in the Taskfile, found as it is visited
+        // (for `choose`, which needs them by position in the plan).
+        var resolved = [[Int]](repeating: [], count: choose == nil ? 0 : taskfile.tasks.count)
         // Depth first, dependencies before dependents, with an explicit stack: a chain of a
         // million tasks must not need a million stack frames.
         func visit(_ start: Int) {
@@ -184,8 +187,9 @@ public struct BuildPlanner: Sendable {
                 let dependencies = task.runsHere ? task.dependencies : []
                 if top.next < dependencies.count {
                     stack[stack.count - 1].next += 1
-                    if let next = index[dependencies[top.next].value], visited.insert(next).inserted {
-                        stack.append((next, 0))
+                    if let next = index[dependencies[top.next].value] {
+                        if choose != nil { resolved[top.position].append(next) }
+                        if visited.insert(next).inserted { stack.append((next, 0)) }
                     }
                 } else {
                     order.append(top.position)
@@ -239,10 +243,9 @@ public struct BuildPlanner: Sendable {
                 if !definition.runsHere { definition.dependencies = [] }
                 return definition
             }
-            var planned: [String: Int] = [:]
-            planned.reserveCapacity(definitions.count)
-            for (position, definition) in definitions.enumerated() { planned[definition.name] = position }
-            let dependencyPositions = definitions.map { $0.dependencies.compactMap { planned[$0.value] } }
+            var planned = [Int](repeating: -1, count: taskfile.tasks.count)
+            for (offset, position) in order.enumerated() { planned[position] = offset }
+            let dependencyPositions = order.map { position in resolved[position].map { planned[$0] } }
             part = choose(definitions, dependencyPositions, taskfile.watches(targets))
         }
         var escapes = 0

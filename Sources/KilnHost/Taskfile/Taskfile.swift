@@ -42,8 +42,12 @@ public struct Taskfile: Sendable {
 
     /// The task called `name`, or answering to it as an alias.
     public func task(named name: String) -> TaskDefinition? {
-        let resolved = aliases[name] ?? name
-        return tasks.first { $0.name == resolved }
+        // As ``aliases`` resolves it (an alias first; the last task that claims it), without
+        // building that table for one name.
+        if let owner = tasks.last(where: { $0.aliases.contains(name) }) {
+            return tasks.first { $0.name == owner.name }
+        }
+        return tasks.first { $0.name == name }
     }
 
     /// Whether one of the tasks `names` (or aliases) says `watch: true` (go-task then watches it).

@@ -279,11 +279,12 @@ extension BinaryWriter {
                 for pattern in task.renderedSources { write(pattern) }
             }
             write(indices.environment)
-            write(task.directory)
+            // Shared: most tasks of a Taskfile have the same directory, kind and file.
+            writeShared(task.directory)
             write(task.resources)
             write(task.each == .sources)
             write(task.batchSize ?? 0)
-            write(task.kind.value)
+            writeShared(task.kind.value)
             write(task.kind.location)
             write(task.pluginConfiguration != nil)
             if let configuration = task.pluginConfiguration { write(configuration) }
@@ -291,7 +292,7 @@ extension BinaryWriter {
             write(task.depfile)
             if let depfile = task.locatedDepfile { write(depfile.location) }
             write(task.keepsDepfile)
-            write(task.file)
+            writeShared(task.file)
             write(task.options)
         }
     }
@@ -745,9 +746,9 @@ extension BinaryReader {
                 }
             }
             guard let environmentIndex = readInteger(), tables.indices.contains(environmentIndex),
-                let directory = readString(), let claims = readLocated(), let each = readBool(),
+                let directory = readSharedString(), let claims = readLocated(), let each = readBool(),
                 let batch = readInteger(),
-                let kindName = readString(), let kindLocation = readLocation(), let hasConfiguration = readBool()
+                let kindName = readSharedString(), let kindLocation = readLocation(), let hasConfiguration = readBool()
             else { return nil }
             var configuration: ConfigurationValue?
             if hasConfiguration {
@@ -760,7 +761,7 @@ extension BinaryReader {
                 guard let depfileLocation = readLocation() else { return nil }
                 depfile = Located(value: depfileText, location: depfileLocation)
             }
-            guard let keepsDepfile = readBool(), let file = readString(), let options = readOptions() else {
+            guard let keepsDepfile = readBool(), let file = readSharedString(), let options = readOptions() else {
                 return nil
             }
             tasks.append(
