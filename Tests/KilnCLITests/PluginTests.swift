@@ -215,7 +215,7 @@ struct PluginTests {
     /// snapshot's scan, or beside it when the launcher had seen a change.
     static func planned(_ result: KilnProcess.Result) -> Bool {
         result.standardError.contains("load and plan")
-            || result.standardError.contains("plan (loaded beside the snapshot)")
+            || result.standardError.contains("snapshot and load")
     }
 
     @Test("a configuration the plugin rejects stops the run at its Taskfile line and column")

@@ -72,6 +72,10 @@ struct QuickRunTests {
         var description: String
         var apply: @Sendable (TemporaryDirectory) throws -> Void
         var runs: [String]
+        /// Whether the change is to a path the snapshot watches, which the launcher's look finds
+        /// (a Taskfile edit may be found instead by the Taskfile cache's identity, which doesn't
+        /// say what changed).
+        var watched = true
     }
 
     static let changes: [Change] = [
@@ -105,7 +109,8 @@ struct QuickRunTests {
                     taskfile.replacingOccurrences(of: "cat out/a.txt", with: "cat  out/a.txt")
                 )
             },
-            runs: ["join"]
+            runs: ["join"],
+            watched: false
         ),
         Change(
             description: "an included Taskfile added",
@@ -117,7 +122,8 @@ struct QuickRunTests {
                     taskfile.replacingOccurrences(of: "tasks:\n", with: "includes:\n  extra: ./extra.yml\ntasks:\n")
                 )
             },
-            runs: []
+            runs: [],
+            watched: false
         ),
     ]
 
@@ -132,12 +138,11 @@ struct QuickRunTests {
         let changed = try await kiln(["run"], directory)
         #expect(!changed.quick && changed.result.status == 0, "\(change): \(changed.result)")
         #expect(incremental.ran(directory) == change.runs.sorted(), "\(change)")
-        // The launcher's look found the changed path (the Taskfiles are paths the snapshot
-        // watches): the full command loaded the Taskfile while it scanned.
-        #expect(
-            changed.result.standardError.contains("plan (loaded beside the snapshot)"),
-            "\(change): \(changed.result)"
-        )
+        // The launcher's look found the changed path: the full command loaded the Taskfile while
+        // it scanned.
+        if change.watched {
+            #expect(changed.result.standardError.contains("snapshot and load"), "\(change): \(changed.result)")
+        }
         // The run wrote into directories its globs read moments before it looked: the next
         // no-op may be the full command's, to look again; the one after it is the launcher's.
         try await Task.sleep(for: .milliseconds(60))

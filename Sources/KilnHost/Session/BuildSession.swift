@@ -158,27 +158,35 @@ public enum BuildSession {
         defer { lock?.release() }
         var scan: UpToDateSnapshot.Scan?
         var tracked: (any TrackedContent)?
-        // The model, loaded beside the scan when a change is known (`changeSeenBefore`).
-        var early: EarlyLoad?
-        // Joined before the session ends, however it ends: the load writes in `.kiln`, which is
-        // the lock holder's alone.
-        defer { early?.wait() }
+        // The model, loaded while the snapshot is scanned when a change is known
+        // (`changeSeenBefore`).
+        var loaded: Result<Project, Failure>?
         if let located, request.changedFiles == nil {
             lock = try takeLock(root: located.root, settings)
             tracked = request.tracked(located.root)
+            let scanning: @Sendable () -> UpToDateSnapshot.Scan? = { [tracked] in
+                UpToDateSnapshot.scan(
+                    root: located.root,
+                    taskfilePath: located.path,
+                    targets: request.targets,
+                    tracked: tracked,
+                    context: request.context
+                )
+            }
             if settings.changeSeenBefore {
                 // Something will run: the guardian is forked first, while the heap is small.
                 ProcessMonitor.startGuardian()
-                early = EarlyLoad { () throws(Failure) in try loadProject(request) }
+                // The scan on another thread, the load on this one: the model's hundred thousand
+                // small allocations grow the main heap a few pages at a time with `brk`; a
+                // thread's own arena would grow one page per `mprotect` (1,600 of them at 10k
+                // tasks). The scan's are few and large.
+                let background = Background(scanning)
+                loaded = Result { () throws(Failure) in try loadProject(request) }
+                scan = background.wait()
+            } else {
+                scan = scanning()
             }
-            scan = UpToDateSnapshot.scan(
-                root: located.root,
-                taskfilePath: located.path,
-                targets: request.targets,
-                tracked: tracked,
-                context: request.context
-            )
-            phase("snapshot")
+            phase(loaded == nil ? "snapshot" : "snapshot and load")
             if let scan, scan.isNoOp, settings.allowsSnapshotShortcuts, !settings.forcesEveryJob {
                 settings.watchRequested(scan.snapshot.watches, nil)
                 return .upToDate(jobs: scan.snapshot.jobCount)
@@ -194,8 +202,8 @@ public enum BuildSession {
                 ChangedPart.of(tasks, dependencyPositions: dependencyPositions, watches: watches, after: scan)
             }
         }
-        let (project, plan, part) = try loadAndPlan(request, loaded: early?.wait(), choose: choose)
-        let planned = early == nil ? "load and plan" : "plan (loaded beside the snapshot)"
+        let (project, plan, part) = try loadAndPlan(request, loaded: loaded, choose: choose)
+        let planned = loaded == nil ? "load and plan" : "plan"
         phase(part.map { "\(planned) (changed part: \(plan.tasks.count) of \($0.kept.count) tasks)" } ?? planned)
         let watches = plan.targetsWatch
         settings.watchRequested(watches, plan)
@@ -379,39 +387,32 @@ public enum BuildSession {
         }
     }
 
-    /// The project's model, loaded on a thread of its own (``loadProject(_:)``) while the
-    /// session's thread scans the snapshot.
+    /// A value worked out on a thread of its own while the session's thread does something
+    /// else (the snapshot's scan, beside the model's load).
     ///
-    /// Threading: made and waited for by the session's thread; the load runs on its own.
-    final class EarlyLoad: Sendable {
-        private let result = HostMutex<Result<Project, Failure>?>(nil)
+    /// Threading: made and waited for by one thread; the work runs on its own.
+    final class Background<Value: Sendable>: Sendable {
+        private let value = HostMutex<Value?>(nil)
         private let done = DispatchSemaphore(value: 0)
-        private let joined = HostMutex(false)
 
-        init(_ load: @escaping @Sendable () throws(Failure) -> Project) {
+        init(_ work: @escaping @Sendable () -> Value) {
             System.startThread { [self] in
-                let loaded: Result<Project, Failure>
-                do throws(Failure) { loaded = .success(try load()) } catch { loaded = .failure(error) }
-                result.withLock { $0 = loaded }
+                let result = work()
+                value.withLock { $0 = result }
                 done.signal()
             }
         }
 
-        /// What the load came to, once it has (every call after the first returns at once).
-        @discardableResult
-        func wait() -> Result<Project, Failure> {
-            let first = joined.withLock { joined in
-                defer { joined = true }
-                return !joined
-            }
-            if first { done.wait() }
-            return result.withLock { $0! }
+        /// The value, once worked out. Call it once.
+        func wait() -> Value {
+            done.wait()
+            return value.withLock { $0! }
         }
     }
 
     /// ``loadAndPlan(_:)``, the planner leaving out what `choose` says the run doesn't take
     /// (``BuildPlanner/plan(targets:choose:)``); `loaded` is the project when it was loaded
-    /// already (``EarlyLoad``).
+    /// already (beside the snapshot's scan).
     static func loadAndPlan(
         _ request: Request,
         loaded: Result<Project, Failure>? = nil,
