@@ -53,6 +53,7 @@ struct IncrementalBenchmark {
             }
         }
         print(table.render())
+        try printPairedChange(size: size)
         print(
             """
 
@@ -62,6 +63,55 @@ struct IncrementalBenchmark {
             state on disk — kiln: .kiln/state.db + .kiln/snapshot; ninja: .ninja_log + .ninja_deps; go-task: .task
             """
         )
+    }
+
+    /// One changed file in the independent project, kiln and ninja in turns: each in a copy of its
+    /// own, built once from clean, then 11 rounds of (a file changed, kiln runs) and (the same
+    /// file changed in ninja's copy, ninja runs). Taking turns, both see the same moments of this
+    /// shared machine, whose speed drifts between the table above's samples of one tool and the
+    /// other's; the ratio is the median of the rounds' ratios.
+    private func printPairedChange(size: Int) throws {
+        let rounds = quick ? 5 : 11
+        var copies: [(tool: String, command: [String], project: HostBenchmark.Project)] = []
+        for (tool, command) in [("kiln", [kiln, "run", "-j2"]), ("ninja", [ninja, "-j2"])] {
+            let other = HostBenchmark(
+                kiln: kiln,
+                ninja: ninja,
+                task: task,
+                quick: quick,
+                workDirectory: workDirectory + "/paired-\(tool)"
+            )
+            let project = try other.generateIndependent(size)
+            for state in [".kiln", ".ninja_log", ".ninja_deps"] {
+                try? FileManager.default.removeItem(atPath: project.directory + "/" + state)
+            }
+            try? FileManager.default.removeItem(atPath: project.outputs)
+            try? FileManager.default.createDirectory(atPath: project.outputs, withIntermediateDirectories: true)
+            guard runChild(command, in: project.directory, timeout: 600).status == 0 else {
+                throw BenchmarkFailure("\(tool) didn't build \(project.directory)")
+            }
+            // The no-op that follows a build (kiln reads its just-written outputs once more).
+            _ = runChild(command, in: project.directory, timeout: 600)
+            copies.append((tool, command, project))
+        }
+        var seconds: [[Double]] = [[], []]
+        for round in 0..<rounds {
+            for (index, copy) in copies.enumerated() {
+                appendLine(copy.project.directory + "/src/f\(size / 2 + round).txt", "change \(round)")
+                let run = runChild(copy.command, in: copy.project.directory, captureOutput: true, timeout: 600)
+                guard run.status == 0, jobsRan(run.output, tool: copy.tool) == 1 else {
+                    throw BenchmarkFailure("\(copy.tool) didn't rerun exactly one job:\n\(run.output)")
+                }
+                seconds[index].append(run.seconds)
+            }
+        }
+        func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
+        let ratio = median(zip(seconds[0], seconds[1]).map { $0 / $1 })
+        var table = Table(headers: ["one file changed, \(size) tasks, in turns", "median s", "÷ ninja"])
+        table.add(["kiln", format(median(seconds[0]), digits: 3), format(ratio) + "×"])
+        table.add(["ninja", format(median(seconds[1]), digits: 3), ""])
+        print("\n" + table.render())
+        print("\(rounds) rounds; ÷ ninja is the median of the rounds' ratios. Target: ≤ 1.0×.")
     }
 
     private struct Result {
