@@ -50,7 +50,7 @@ public enum QuickRun {
         let started = FileSignature.now()
         let clock = PhaseClock(title: "quick run")
         let jobs: Int
-        switch upToDateJobs(targets: targets, clock: clock) {
+        switch look(targets: targets, clock: clock) {
         case .noOp(let snapshot) where !snapshot.watches: jobs = snapshot.jobCount
         case .changed: return .changeSeen
         default: return .fullCommand
@@ -95,7 +95,7 @@ public enum QuickRun {
     private static func isWidth(_ text: String) -> Bool { isWidth(Substring(text)) }
 
     /// What the snapshot says of a run of `targets` (``UpToDateSnapshot/Look``).
-    private static func upToDateJobs(targets: [String], clock: PhaseClock) -> UpToDateSnapshot.Look {
+    private static func look(targets: [String], clock: PhaseClock) -> UpToDateSnapshot.Look {
         guard let taskfile = TaskfileDiscovery.discover(from: currentDirectory()) else { return .unknown }
         let slash = taskfile.lastIndex(of: "/")!
         let root = slash == taskfile.startIndex ? "/" : String(taskfile[..<slash])

@@ -83,9 +83,9 @@ public enum BuildSession {
         /// `--force`: every planned job runs, up to date or not.
         public var forcesEveryJob = false
         /// Whether something is known to have changed since the snapshot (the launcher's look
-        /// found a changed path): the Taskfile model is then loaded on another thread while the
-        /// snapshot is scanned, as the run will need it. Without it the scan goes first, so a
-        /// no-op never loads the Taskfile (nor runs its `sh:` variables).
+        /// found a changed path): the Taskfile model is then loaded while another thread scans
+        /// the snapshot, as the run will need it. Without it the scan goes first, so that a no-op
+        /// never loads the Taskfile.
         public var changeSeenBefore = false
         /// The remote cache a run uses, given the Taskfile's `remote:` section (`nil` without
         /// one): the command line and the environment may name another or change its settings.
