@@ -97,34 +97,38 @@ import Testing
     }
 
     @Test func afterAFailureAJobThatBecomesReadyLaterDoesNotStart() async throws {
+        // Many sentinels wait for the failing job and many `after` jobs for `hold`. The stop
+        // cancels them one by one; the moment the first sentinel is reported, on the thread that
+        // reports it, `hold` is let go. An `after` job the stop hadn't reached yet would then
+        // become ready and start (the first version of this test, with one of each and the test
+        // polling for the sentinel, caught that one run in forty under load).
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        let taskfile = try loadTaskfile(
-            in: directory,
-            [
-                "Taskfile.yml": """
-                version: '3'
-                tasks:
-                  fail:
-                    plugin: probe
-                    with: {fail: true}
-                  sentinel:
-                    deps: [fail]
-                    plugin: probe
-                  hold:
-                    plugin: probe
-                  after:
-                    deps: [hold]
-                    plugin: probe
-                """
-            ]
-        )
+        let fanOut = 150
+        var text = """
+            version: '3'
+            tasks:
+              fail:
+                plugin: probe
+                with: {fail: true}
+              hold:
+                plugin: probe
+
+            """
+        for index in 0..<fanOut {
+            text += "  sentinel\(index):\n    deps: [fail]\n    plugin: probe\n"
+            text += "  after\(index):\n    deps: [hold]\n    plugin: probe\n"
+        }
+        let taskfile = try loadTaskfile(in: directory, ["Taskfile.yml": text])
         let lab = ProbeLab()
         lab.hold("fail")
         lab.hold("hold")
+        let targets = (0..<fanOut).flatMap { ["sentinel\($0)", "after\($0)"] }
         let plan = try BuildPlanner(taskfile: taskfile, registry: try makeRegistry([ProbeTaskKind(lab: lab)]))
-            .plan(targets: ["sentinel", "after"])
-        let observer = RecordingObserver()
+            .plan(targets: targets)
+        let observer = RecordingObserver { job in
+            if job.task.hasPrefix("sentinel") { lab.open("hold") }
+        }
         let buildRun = BuildRun(
             plan: plan,
             queues: ResourceQueues(definitions: [], cpuWidth: 4),
@@ -136,14 +140,13 @@ import Testing
         #expect(await waitForResult(within: 30) { lab.waitUntilStarted("fail", seconds: 30) } == true)
         #expect(await waitForResult(within: 30) { lab.waitUntilStarted("hold", seconds: 30) } == true)
         lab.open("fail")
-        // The sentinel is released only after the failed job's completion (which stops the run).
-        #expect(await waitUntil(within: 30) { !observer.finished(task: "sentinel").isEmpty })
-        lab.open("hold")
         let summary = try #require(await waitForResult(within: 30) { buildRun.wait() })
-        #expect(lab.runs["after"] == nil)
-        #expect(observer.started.allSatisfy { $0.job.task != "after" })
+        let ran = lab.runs.keys.filter { $0.hasPrefix("after") }.sorted()
+        #expect(ran.isEmpty, "started after the stop: \(ran)")
+        #expect(observer.started.allSatisfy { !$0.job.task.hasPrefix("after") })
         #expect(summary.failed == 1)
         #expect(summary.succeeded == 1)  // `hold`, which was running, finishes
+        #expect(summary.cancelled == 2 * fanOut)
     }
 
     @Test func keepGoingRunsEverythingThatDoesNotDependOnTheFailure() async throws {

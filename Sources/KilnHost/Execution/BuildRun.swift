@@ -522,10 +522,12 @@ public final class BuildRun: @unchecked Sendable {
             state.summary.interrupted = true
             return Array(state.live.values)
         }
-        for job in jobs { job.cancel() }
-        checks.cancelAllJobs()
-        for (_, queue) in queues.all { queue.cancelAllJobs() }
-        control.cancelAllJobs()
+        withQueuesSuspended {
+            for job in jobs { job.cancel() }
+            checks.cancelAllJobs()
+            for (_, queue) in queues.all { queue.cancelAllJobs() }
+            control.cancelAllJobs()
+        }
     }
 
     /// Stops starting new jobs after a failure (without `--keep-going`); running jobs finish.
@@ -535,11 +537,24 @@ public final class BuildRun: @unchecked Sendable {
             state.stopping = true
             return (Array(state.live.values), state.spared)
         }
-        // The clean-up tasks (deferred calls) run after a failure: that is what they are for.
-        for job in jobs where !job.isExecuting && spared[ObjectIdentifier(job)] == nil { job.cancel() }
-        for (_, queue) in queues.all {
-            for job in queue.jobs where !job.isExecuting && spared[ObjectIdentifier(job)] == nil { job.cancel() }
+        withQueuesSuspended {
+            // The clean-up tasks (deferred calls) run after a failure: that is what they are for.
+            for job in jobs where !job.isExecuting && spared[ObjectIdentifier(job)] == nil { job.cancel() }
+            for (_, queue) in queues.all {
+                for job in queue.jobs where !job.isExecuting && spared[ObjectIdentifier(job)] == nil { job.cancel() }
+            }
         }
+    }
+
+    /// Runs `cancelling` while the queues start nothing (NSOperationQueue's suspend, cancel,
+    /// resume): jobs are cancelled one by one, and one whose last dependency finished meanwhile
+    /// would otherwise start after the stop, before the loop reached it.
+    private func withQueuesSuspended(_ cancelling: () -> Void) {
+        let all = [checks, control] + queues.all.map(\.queue)
+        let suspended = all.filter { !$0.isSuspended }
+        for queue in suspended { queue.isSuspended = true }
+        cancelling()
+        for queue in suspended { queue.isSuspended = false }
     }
 
     private var isStopping: Bool { state.withLock { $0.stopping } }

@@ -82,6 +82,12 @@ final class RecordingObserver: RunObserver {
         var sequence = 0
     }
     private let state = HostMutex(State())
+    private let whenFinished: @Sendable (JobInfo) -> Void
+
+    /// - Parameter whenFinished: Called on the reporting thread after each finish is recorded.
+    init(whenFinished: @escaping @Sendable (JobInfo) -> Void = { _ in }) {
+        self.whenFinished = whenFinished
+    }
 
     func jobsPlanned(_ count: Int) { state.withLock { $0.planned += count } }
 
@@ -98,6 +104,7 @@ final class RecordingObserver: RunObserver {
             state.finished.append(Finished(job: job, outcome: outcome, output: text, sequence: state.sequence))
             state.sequence += 1
         }
+        whenFinished(job)
     }
 
     var planned: Int { state.withLock { $0.planned } }
