@@ -16,6 +16,23 @@ package struct BinaryWriter {
     /// Makes room for `count` bytes in all, so a writer that knows its size grows no buffer.
     package mutating func reserve(_ count: Int) { bytes.reserveCapacity(count) }
 
+    /// How many bytes ``write(_:)-(Int)`` appends for `value`.
+    package static func size(of value: Int) -> Int {
+        var value = UInt64(bitPattern: Int64(value)) << 1 ^ UInt64(bitPattern: Int64(value) >> 63)  // zigzag
+        var count = 1
+        while value >= 0x80 {
+            value >>= 7
+            count += 1
+        }
+        return count
+    }
+
+    /// How many bytes ``write(_:)-(String)`` appends for `value`.
+    package static func size(of value: String) -> Int {
+        let count = value.utf8.count
+        return size(of: count) + count
+    }
+
     package mutating func write(_ value: Int) {
         var value = UInt64(bitPattern: Int64(value)) << 1 ^ UInt64(bitPattern: Int64(value) >> 63)  // zigzag
         while value >= 0x80 {

@@ -381,13 +381,18 @@ public struct UpToDateSnapshot: Sendable {
 
     package func encoded() -> [UInt8] {
         var writer = BinaryWriter()
-        // An upper bound of the size (a count takes at most 10 bytes, an Int32 index 5): grown by
-        // doubling, the buffer would need up to twice the snapshot's size at the run's peak.
+        // The exact size of the parts that grow with the project, and a bound of the rest (a
+        // count takes at most 10 bytes): grown by doubling, the buffer would need up to twice the
+        // snapshot's size at the run's peak, and a loose bound kept 60% more than the snapshot
+        // (an `each:` task over 100k files: 6 MB).
         let varint = 10
-        let pathBytes = paths.reduce(0) { $0 + varint + $1.path.utf8.count + 1 + 8 * 8 }
-        let jobBytes = jobs.reduce(0) { $0 + 2 * varint + 1 + $1.key.utf8.count + $1.paths.count * 5 }
-        let publishedBytes = published.reduce(0) { $0 + varint + $1.key.utf8.count + 16 }
-        let targetBytes = targets.reduce(0) { $0 + varint + $1.utf8.count }
+        let pathBytes = paths.reduce(0) { $0 + BinaryWriter.size(of: $1.path) + 1 + 8 * 8 }
+        let jobBytes = jobs.reduce(0) { total, job in
+            total + BinaryWriter.size(of: job.key) + 1 + BinaryWriter.size(of: job.paths.count)
+                + job.paths.reduce(0) { $0 + BinaryWriter.size(of: Int($1)) }
+        }
+        let publishedBytes = published.reduce(0) { $0 + BinaryWriter.size(of: $1.key) + 16 }
+        let targetBytes = targets.reduce(0) { $0 + BinaryWriter.size(of: $1) }
         let bound =
             Self.magic.count + 8 * varint + 16 + 3 + targetBytes + pathBytes + jobBytes + publishedBytes
             + FileChecksum.size

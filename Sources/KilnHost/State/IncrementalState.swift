@@ -581,18 +581,21 @@ public final class IncrementalState: Sendable {
             dependencies: parts.dependencies,
             discovered: discovered
         )
+        // One string for the record, the snapshot and the published table: an `each:` job's key
+        // is too long to be stored inline, and the last two keep it until the run ends.
+        let stored = key.stored
         state?.save(
             record,
-            for: key.stored,
+            for: stored,
             changedFiles: hasher.takeChangedRecords(),
             duration: definition.flatMap { definition in duration.map { (definition.name, $0) } }
         )
         recorder.record(
-            key: key.stored,
+            key: stored,
             alwaysRuns: check.reason == .alwaysRuns || check.hasStatus,
             paths: watched.paths
         )
-        publish(outputSignature(of: record), under: key)
+        publish(outputSignature(of: record), under: stored)
     }
 
     /// Publishes the output signature of a job found up to date.
@@ -601,13 +604,14 @@ public final class IncrementalState: Sendable {
             follow(guardKey, as: key)
             return
         }
+        let stored = key.stored
         if let position = check.snapshotJob {
-            recorder.carry(key: key.stored, index: position)
+            recorder.carry(key: stored, index: position)
         } else {
-            recorder.record(key: key.stored, alwaysRuns: check.hasStatus, paths: check.watched)
+            recorder.record(key: stored, alwaysRuns: check.hasStatus, paths: check.watched)
         }
         guard let signature = check.outputSignature else { return }
-        publish(signature, under: key)
+        publish(signature, under: stored)
     }
 
     /// Takes the tasks of `part` left out of the run (``ChangedPart/unchanged``) as up to date
@@ -780,8 +784,9 @@ public final class IncrementalState: Sendable {
         published.withLock { table in table[key.stored] = table[guardKey.stored] }
     }
 
-    private func publish(_ signature: ContentHash, under key: JobKey) {
-        published.withLock { table in table[key.stored] = signature }
+    /// Publishes `signature` under a job's stored key (``JobKey/stored``).
+    private func publish(_ signature: ContentHash, under key: String) {
+        published.withLock { table in table[key] = signature }
     }
 
     /// `path` (relative to `directory`) relative to the project root when it is inside it.

@@ -86,17 +86,23 @@ final class SnapshotRecorder: Sendable {
     /// After a small change most jobs are carried from the previous snapshot: its path table is
     /// the starting point (carried jobs keep their index lists as they are), the few fresh paths
     /// are merged into it, and paths no job watches any more are dropped.
+    ///
+    /// Takes what was recorded: each job's paths are let go once they are in the table, so the
+    /// run's peak holds them once. Called once, at the end of a run (a second call finds nothing
+    /// recorded, and its snapshot is incomplete).
     func snapshot(
         taskfileIdentity: ContentHash,
         targets: [String],
         published: [String: ContentHash],
         expectedJobs: Int
     ) -> UpToDateSnapshot {
-        let recorded = entries.withLock { $0 }
+        var recorded = entries.withLock { entries -> [(key: String, entry: Entry)] in
+            defer { entries = [:] }
+            return entries.map { ($0.key, $0.value) }
+        }
         let bulk = previous == nil ? [] : carriedInBulk.withLock { $0 }
         let listed = listings.withLock { $0 }
         var paths = previous?.paths ?? []
-        var conflicting = Set<Int32>()
         var index: [String: Int32]?
         var freshIndex: [String: Int32] = [:]
         /// Where `path` is in the table: fresh paths first, then the previous table (searched
@@ -123,11 +129,26 @@ final class SnapshotRecorder: Sendable {
         // `freshCount` counts a path once per job watching it: a bound, exact when jobs share none.
         paths.reserveCapacity(paths.count + freshCount)
         freshIndex.reserveCapacity(freshCount)
-        func add(_ path: WatchedPath) -> Int32 {
+        // The different states jobs saw of a conflicting path, first seen first: a job that
+        // added the path before it conflicted saw the first (a carried job, the previous
+        // table's), and `sawState` says which one the others saw.
+        var states: [Int32: [WatchedPath]] = [:]
+        var sawState: [Int: [Int: Int]] = [:]
+        func add(_ path: WatchedPath, job: Int, offset: Int) -> Int32 {
             if let known = position(of: path.path, freshCount: freshCount) {
                 let current = paths[Int(known)]
+                if !current.describesSameState(as: path) || states[known] != nil {
+                    var seenStates = states[known] ?? [current]
+                    let state =
+                        seenStates.firstIndex { $0.describesSameState(as: path) }
+                        ?? {
+                            seenStates.append(path)
+                            return seenStates.count - 1
+                        }()
+                    states[known] = seenStates
+                    if state != 0 { sawState[job, default: [:]][offset] = state }
+                }
                 if !current.describesSameState(as: path) {
-                    conflicting.insert(known)
                     if path.seenAt > current.seenAt { paths[Int(known)] = path }
                 } else if path.seenAt > current.seenAt {
                     // The same state seen later: a status too fresh to trust then (a directory a
@@ -148,43 +169,41 @@ final class SnapshotRecorder: Sendable {
 
         var jobs: [UpToDateSnapshot.Job] = []
         jobs.reserveCapacity(recorded.count + bulk.count)
-        // What each fresh job saw (carried ones saw what the previous table held); compared again
-        // only for conflicting paths.
-        var seen: [[WatchedPath]?] = []
-        seen.reserveCapacity(recorded.count + bulk.count)
         if let previous {
-            for position in bulk {
-                jobs.append(previous.jobs[position])
-                seen.append(nil)
-            }
+            for position in bulk { jobs.append(previous.jobs[position]) }
         }
-        var original: [WatchedPath] = []
-        for (key, entry) in recorded {
+        let recordedCount = recorded.count
+        for slot in recorded.indices {
+            let (key, entry) = recorded[slot]
             switch entry.paths {
             case .fresh(let fresh):
-                jobs.append(UpToDateSnapshot.Job(key: key, alwaysRuns: entry.alwaysRuns, paths: fresh.map(add)))
-                seen.append(fresh)
+                let job = jobs.count
+                var positions: [Int32] = []
+                positions.reserveCapacity(fresh.count)
+                for (offset, path) in fresh.enumerated() { positions.append(add(path, job: job, offset: offset)) }
+                jobs.append(UpToDateSnapshot.Job(key: key, alwaysRuns: entry.alwaysRuns, paths: positions))
+                // In the table now: let its own copy go.
+                recorded[slot].entry.paths = .carried(-1)
             case .carried(let position):
                 guard let previous else { continue }
                 jobs.append(UpToDateSnapshot.Job(key: key, alwaysRuns: false, paths: previous.jobs[position].paths))
-                seen.append(nil)
             }
         }
+        recorded = []
         for (_, listing) in listed {
-            for path in listing { _ = add(path) }
+            for path in listing { _ = add(path, job: -1, offset: 0) }
         }
-        if let previous { original = previous.paths }
 
         var dropped = 0
-        if !conflicting.isEmpty {
+        if !states.isEmpty {
             var kept: [UpToDateSnapshot.Job] = []
-            for (job, saw) in zip(jobs, seen) {
-                let consistent = job.paths.enumerated().allSatisfy { offset, position in
-                    guard conflicting.contains(position) else { return true }
-                    let path = saw?[offset] ?? original[Int(position)]
-                    return paths[Int(position)].describesSameState(as: path)
+            for (job, entry) in jobs.enumerated() {
+                let consistent = entry.paths.enumerated().allSatisfy { offset, position in
+                    guard let seenStates = states[position] else { return true }
+                    let saw = seenStates[sawState[job]?[offset] ?? 0]
+                    return paths[Int(position)].describesSameState(as: saw)
                 }
-                if consistent { kept.append(job) } else { dropped += 1 }
+                if consistent { kept.append(entry) } else { dropped += 1 }
             }
             jobs = kept
         }
@@ -210,7 +229,7 @@ final class SnapshotRecorder: Sendable {
                 return job
             }
         }
-        let complete = dropped == 0 && missed.withLock { $0 } == 0 && recorded.count + bulk.count == expectedJobs
+        let complete = dropped == 0 && missed.withLock { $0 } == 0 && recordedCount + bulk.count == expectedJobs
         return UpToDateSnapshot(
             taskfileIdentity: taskfileIdentity,
             targets: targets,

@@ -219,6 +219,57 @@ struct UpToDateSnapshotTests {
         #expect(whole.complete)
     }
 
+    @Test("of many jobs that saw a path in three states, exactly those that saw its newest state stay")
+    func threeStatesKeepExactlyTheNewestsJobs() throws {
+        let base = WatchedPath(
+            path: "gen.h",
+            kind: .file,
+            stat: FileSignature(device: 9, inode: 1, size: 1, modified: 1, changed: 1),
+            hash: ContentHash(high: 1, low: 1),
+            seenAt: 100
+        )
+        let states = (0..<3).map { state -> WatchedPath in
+            var path = base
+            path.stat.modified = Int64(state)
+            path.hash = ContentHash(high: UInt64(state), low: 7)
+            return path
+        }
+        let other = WatchedPath(absent: "other", seenAt: 50)
+        // Several orders of recording (the recorder's table has none of its own to rely on).
+        for round in 0..<8 {
+            let recorder = SnapshotRecorder(previous: nil)
+            var saw: [String: Int] = [:]
+            var newest = (seenAt: Int64.min, state: -1)
+            for job in 0..<12 {
+                let state = (job * 7 + round) % 3
+                var path = states[state]
+                path.seenAt = Int64(100 + (job * 5 + round * 3) % 17)
+                // The same state seen later only moves its time; the newest look decides.
+                if path.seenAt > newest.seenAt { newest = (path.seenAt, state) }
+                saw["job\(job)"] = state
+                recorder.record(key: "job\(job)", alwaysRuns: false, paths: job % 2 == 0 ? [path] : [other, path])
+            }
+            let snapshot = recorder.snapshot(
+                taskfileIdentity: ContentHash(high: 0, low: 0),
+                targets: [],
+                published: [:],
+                expectedJobs: 12
+            )
+            let expected = Set(saw.filter { $0.value == newest.state }.keys)
+            #expect(Set(snapshot.jobs.map(\.key)) == expected, "round \(round)")
+            #expect(snapshot.paths.first { $0.path == "gen.h" }?.hash == states[newest.state].hash)
+            #expect(!snapshot.complete)
+            // What was recorded was taken: a second snapshot has no job and claims nothing.
+            let again = recorder.snapshot(
+                taskfileIdentity: ContentHash(high: 0, low: 0),
+                targets: [],
+                published: [:],
+                expectedJobs: 12
+            )
+            #expect(again.jobs.isEmpty && !again.complete)
+        }
+    }
+
     @Test("a job whose paths couldn't be pinned (changed while read) makes the snapshot incomplete")
     func uncapturedJobMakesItIncomplete() {
         let recorder = SnapshotRecorder(previous: nil)
