@@ -23,11 +23,11 @@ func fail(_ text: String) -> Never {
 
 // One malloc arena for the whole process. glibc gives a thread that finds the arena locked one
 // of its own (up to eight per core), and a long run's freed memory stays scattered over them: a
-// 50k-file `each:` run peaked at 76 MB of RSS with them, 68 MB without, at the same speed.
-// Threads still take small blocks from their own caches without the lock (tcache). A
-// MALLOC_ARENA_MAX in the environment is the user's choice and stays.
-// (`mallopt` and M_ARENA_MAX, -8, are in <malloc.h>, which Glibc's module doesn't import; a nil
-// handle is RTLD_DEFAULT.)
+// 50k-file `each:` run peaked at 76 MB of RSS with them, 68 MB without (its wall time within this
+// machine's noise). Threads still take small blocks from their own caches without the lock
+// (tcache). A MALLOC_ARENA_MAX in the environment is the user's choice and stays. (`mallopt` and
+// M_ARENA_MAX, -8, are in <malloc.h>, which Glibc's module doesn't import; a nil handle is
+// RTLD_DEFAULT.)
 if getenv("MALLOC_ARENA_MAX") == nil, let mallopt = dlsym(nil, "mallopt") {
     _ = unsafeBitCast(mallopt, to: (@convention(c) (Int32, Int32) -> Int32).self)(-8, 1)
 }
