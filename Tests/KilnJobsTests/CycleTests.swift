@@ -143,7 +143,7 @@ extension JobEngineTests {
             }
             #expect(caught, "A and B depend on each other and neither can ever start")
             if !caught {
-                let waited = runBounded(seconds: 2) { try a.waitUntilFinished() }
+                let waited = runBounded(seconds: 30) { try a.waitUntilFinished() }
                 #expect(waited != nil, "waiting on A never returns")
             }
 

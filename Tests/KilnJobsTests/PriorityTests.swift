@@ -65,7 +65,7 @@ extension JobEngineTests {
             let starved = Counter()
             let trigger = Job()
             let highs = (0..<highCount).map { _ in
-                let job = BlockJob { if !lowRan.wait(seconds: 3) { starved.increment() } }
+                let job = BlockJob { if !lowRan.wait(seconds: 60) { starved.increment() } }
                 job.queuePriority = .veryHigh
                 job.addDependency(trigger)
                 return job

@@ -160,7 +160,7 @@ extension JobEngineTests {
                             if ended.value { late.increment() }
                         }
                         // Invalidate while notifications are flowing, so some are in flight.
-                        if !eventually(within: 5, { mine.count >= 2 }) { starved.increment() }
+                        if !eventually(within: 30, { mine.count >= 2 }) { starved.increment() }
                         token.invalidate()
                         ended.value = true
                         delivered.withLock { $0 += mine.count }
@@ -168,7 +168,7 @@ extension JobEngineTests {
                     done.arrive()
                 }
             }
-            #expect(done.wait(for: observerThreads, seconds: 30))
+            #expect(done.wait(for: observerThreads, seconds: 120))
             stop.value = true
             #expect(done.wait(for: 1))
             #expect(late.count == 0)

@@ -208,7 +208,7 @@ extension JobEngineTests {
                 try unblock.waitUntilFinished()
                 // 4. ...and once released it hands work to the pool and waits for it by its own means.
                 queue.addJob { followUpRan.open() }
-                sawFollowUp.value = followUpRan.wait(seconds: 5)
+                sawFollowUp.value = followUpRan.wait(seconds: 60)
             }
             try queue.addJob(waiter)
             #expect(waiting.wait(for: 1))

@@ -110,12 +110,23 @@ struct KilnProcess: Sendable {
             output.remove()
             throw SpawnError(message: "posix_spawn \(executable): \(String(cString: strerror(status)))")
         }
-        return KilnProcess(pid: pid, output: output)
+        return KilnProcess(pid: pid, output: OutputFiles(output))
+    }
+
+    /// The directory of the child's output, removed when the last copy of the process value goes
+    /// (also when a test stops before it waits).
+    ///
+    /// Threading: immutable; any thread.
+    private final class OutputFiles: Sendable {
+        let directory: TemporaryDirectory
+        init(_ directory: TemporaryDirectory) { self.directory = directory }
+        func read(_ name: String) -> String? { directory.read(name) }
+        deinit { directory.remove() }
     }
 
     /// The child's process id.
     let pid: pid_t
-    private let output: TemporaryDirectory
+    private let output: OutputFiles
 
     /// What it has written to standard output so far (while it runs).
     var standardOutputSoFar: String { output.read("stdout") ?? "" }
@@ -136,13 +147,10 @@ struct KilnProcess: Sendable {
             kill(pid, SIGKILL)
             waitpid(pid, &status, 0)
             let result = readResult(status: status)
-            output.remove()
             Issue.record("kiln did not exit within \(seconds) s; killed it\n\(result)", sourceLocation: sourceLocation)
             throw SpawnError(message: "kiln did not exit within \(seconds) s")
         }
-        let result = readResult(status: status)
-        output.remove()
-        return result
+        return readResult(status: status)
     }
 
     private func readResult(status: Int32) -> Result {
