@@ -163,7 +163,7 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         // The launcher: answers a hook or a run with nothing to do itself, loads libKilnCLI.so otherwise.
-        .executableTarget(name: "kiln", dependencies: ["KilnHookPlan"], swiftSettings: swiftSettings),
+        .executableTarget(name: "kiln", dependencies: ["KilnHookPlan", "KilnPaths"], swiftSettings: swiftSettings),
         .executableTarget(
             name: "kiln-bench",
             dependencies: [

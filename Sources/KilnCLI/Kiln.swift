@@ -1,5 +1,6 @@
 import ArgumentParser
 import KilnHost
+import KilnPaths
 
 /// Runs kiln's command line (`CommandLine.arguments`): the `kiln` launcher calls it after
 /// loading this library, for everything it doesn't answer itself.
@@ -16,22 +17,35 @@ public func kilnCLIMain() -> Int32 {
 }
 
 /// Tells the command line that the launcher's look at the up-to-date snapshot found a changed
-/// path, so `kiln run` has work: it loads the Taskfile model while it scans the snapshot
-/// (``BuildSession/RunSettings/changeSeenBefore``). The launcher calls it, when it applies, before
-/// ``kilnCLIMain()``.
+/// path, so `kiln run` has work: it loads the Taskfile model at once
+/// (``BuildSession/RunSettings/changeSeenBefore``), and takes what the look found instead of
+/// looking at every path again (`bytes`: an encoded `UpToDateSnapshot.Handover`, copied here;
+/// `nil` or undecodable, the run looks for itself). The launcher calls it, when it applies,
+/// before ``kilnCLIMain()``.
 ///
 /// Threading: the main thread, before ``kilnCLIMain()``.
 @_cdecl("kiln_cli_change_seen")
-public func kilnCLIChangeSeen() {
-    Kiln.changeSeen.withLock { $0 = true }
+public func kilnCLIChangeSeen(_ bytes: UnsafePointer<UInt8>?, _ count: Int) {
+    let handover = bytes.flatMap {
+        UpToDateSnapshot.Handover.decode(Array(UnsafeBufferPointer(start: $0, count: count)))
+    }
+    Kiln.changeSeen.withLock { $0 = ChangeSeen(handover: handover) }
+}
+
+/// What the launcher said of the snapshot before the command line ran (``kilnCLIChangeSeen(_:_:)``).
+///
+/// Threading: a value type.
+struct ChangeSeen: Sendable {
+    /// What its look found, when it could be read.
+    var handover: UpToDateSnapshot.Handover?
 }
 
 /// The `kiln` command: parses arguments and prints; the work is in KilnHost.
 struct Kiln: ParsableCommand {
     static let version = "0.1.0"
 
-    /// Whether the launcher found a changed path (``kilnCLIChangeSeen()``).
-    static let changeSeen = HostMutex(false)
+    /// Whether the launcher found a changed path, and what it found (``kilnCLIChangeSeen(_:_:)``).
+    static let changeSeen = HostMutex<ChangeSeen?>(nil)
 
     static let configuration = CommandConfiguration(
         commandName: "kiln",

@@ -261,7 +261,10 @@ extension Kiln {
                 System.writeError("kiln: \(holder) is using this project; waiting for it to finish\(bound)…\n")
             }
             settings.allowsSnapshotShortcuts = !explain && !verbose && !json && trace == nil
-            settings.changeSeenBefore = settings.allowsSnapshotShortcuts && Kiln.changeSeen.withLock { $0 }
+            if settings.allowsSnapshotShortcuts, let seen = Kiln.changeSeen.withLock({ $0 }) {
+                settings.changeSeenBefore = true
+                settings.launcherLook = seen.handover
+            }
             let control = RunControl()
             settings.started = { run in control.attach(run) }
             // `watch: true` on a task given: the watch begins with this run (a change stops it).

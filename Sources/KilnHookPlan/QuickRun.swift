@@ -25,12 +25,13 @@ public enum QuickRun {
     /// What the launcher does with a command line (``answer(_:)``).
     ///
     /// Threading: a value type.
-    public enum Answer: Equatable {
+    package enum Answer: Equatable {
         /// Answered, having printed what the full command would: exit with this status.
         case answered(Int32)
         /// The full command runs, and a path the snapshot watches is known to have changed: it
-        /// has work (`kiln_cli_change_seen`).
-        case changeSeen
+        /// has work, and needn't look at the paths again (`kiln_cli_change_seen`, with the
+        /// handover's bytes).
+        case changeSeen(UpToDateSnapshot.Handover)
         /// The full command runs.
         case fullCommand
     }
@@ -38,7 +39,7 @@ public enum QuickRun {
     /// What to do with `kiln ARGUMENTS…`: answer it here, or run the full command.
     ///
     /// - Parameter arguments: The command line, the executable's name first.
-    public static func answer(_ arguments: [String]) -> Answer {
+    package static func answer(_ arguments: [String]) -> Answer {
         guard let targets = targets(arguments) else { return .fullCommand }
         // The remote settings (`KILN_REMOTE_…`) are checked by the full command even when it has
         // nothing to run.
@@ -52,7 +53,7 @@ public enum QuickRun {
         let jobs: Int
         switch look(targets: targets, clock: clock) {
         case .noOp(let snapshot) where !snapshot.watches: jobs = snapshot.jobCount
-        case .changed: return .changeSeen
+        case .changed(let handover): return .changeSeen(handover)
         default: return .fullCommand
         }
         let seconds = Double(FileSignature.now() - started) / 1e9

@@ -207,6 +207,8 @@ public struct UpToDateSnapshot: Sendable {
         /// How many changed paths no job watches: what changed there is no job's, so only a whole
         /// run finds what follows.
         public var unownedChanges = 0
+        /// Whether the paths were looked at by the launcher (``Handover``), not by this scan.
+        public var handedOver = false
         /// Nothing changed and the snapshot covers the whole run: a run would do nothing.
         public var isNoOp: Bool {
             snapshot.vouchesForWholeRun && dirtyJobs.isEmpty && changedPaths == 0
@@ -229,6 +231,8 @@ public struct UpToDateSnapshot: Sendable {
     ///     rewritten with the fresh statuses of files it had to read (a reader without the lock
     ///     must not: a run may be replacing the snapshot meanwhile).
     ///   - tracked: The git index, which can vouch for a touched file hashed through git.
+    ///   - handover: What the launcher's look at this snapshot found, so the paths aren't looked
+    ///     at twice (``Handover``); ignored unless the snapshot is still the one it looked at.
     ///   - requirementHolds: Whether what the Taskfile's load read besides its files (a
     ///     requirement's key and the hash of its value then) is the same now
     ///     (``TaskfileCacheHeader/read(_:taskfilePath:holds:)``).
@@ -238,16 +242,18 @@ public struct UpToDateSnapshot: Sendable {
         targets: [String],
         mayRewrite: Bool = true,
         tracked: (any TrackedContent)? = nil,
+        handover: Handover? = nil,
         requirementHolds: (_ key: String, _ valueHash: UInt64?) -> Bool
     ) -> Scan? {
         guard let (bytes, head, tail) = load(root: root, targets: targets),
             identityHolds(head, root: root, taskfilePath: taskfilePath, requirementHolds)
         else { return nil }
         var snapshot = head
-        let (changed, refreshed) = look(at: head.paths, root: root, tracked: tracked, untilChanged: false)
+        let handedOver = handover.flatMap { $0.look(at: head.paths, of: bytes, root: root, tracked: tracked) }
+        let (changed, refreshed) = handedOver ?? look(at: head.paths, root: root, tracked: tracked)
         if changed.isEmpty, snapshot.vouchesForWholeRun, refreshed.isEmpty {
             // A no-op: the jobs and signatures aren't needed.
-            return Scan(snapshot: snapshot, dirtyJobs: [], changedPaths: 0)
+            return Scan(snapshot: snapshot, dirtyJobs: [], changedPaths: 0, handedOver: handedOver != nil)
         }
         guard decodeTail(bytes, from: tail, into: &snapshot) else { return nil }
         let changedPositions = Set(changed)
@@ -273,6 +279,7 @@ public struct UpToDateSnapshot: Sendable {
         scan.unwatchedPaths = watched.indices.filter { !watched[$0] }
         scan.unownedChanges = changed.lazy.filter { !watched[$0] }.count
         scan.jobPositions = jobPositions
+        scan.handedOver = handedOver != nil
         return scan
     }
 
@@ -282,17 +289,20 @@ public struct UpToDateSnapshot: Sendable {
     package enum Look {
         /// A run would do nothing: this snapshot vouches for it.
         case noOp(UpToDateSnapshot)
-        /// A path the snapshot watches changed: a run has work.
-        case changed
+        /// A path the snapshot watches changed: a run has work, and here is what every path
+        /// looked like, for its scan.
+        case changed(Handover)
         /// No answer: no snapshot of these targets, one that doesn't vouch for the whole run, or
         /// Taskfiles that aren't the ones it was made with.
         case unknown
     }
 
-    /// The launcher's question: whether a run of `targets` would do nothing. The same rule as ``scan(root:taskfilePath:targets:mayRewrite:tracked:requirementHolds:)``'s
-    /// ``Scan/isNoOp``, but it gives up at the first changed path (the full command, which runs
-    /// next, looks at them all) and asks no git index. The caller holds the project's lock: a
-    /// file re-read because its status was too fresh is recorded as it is now.
+    /// The launcher's question: whether a run of `targets` would do nothing. The same rule as ``scan(root:taskfilePath:targets:mayRewrite:tracked:handover:requirementHolds:)``'s
+    /// ``Scan/isNoOp``, without the git index. When a path changed, it has looked at every path
+    /// all the same, and hands what it found to the full command (``Handover``): looking is
+    /// most of a small change's cost, and the full command would look again. The caller holds
+    /// the project's lock: a file re-read because its status was too fresh is recorded as it is
+    /// now.
     package static func noOp(
         root: String,
         taskfilePath: String,
@@ -305,8 +315,10 @@ public struct UpToDateSnapshot: Sendable {
         guard let (bytes, head, tail) = load(root: root, targets: targets), head.vouchesForWholeRun else {
             return .unknown
         }
-        let (changed, refreshed) = look(at: head.paths, root: root, tracked: nil, untilChanged: true)
-        guard changed.isEmpty else { return .changed }
+        let (changed, refreshed) = look(at: head.paths, root: root, tracked: nil)
+        guard changed.isEmpty else {
+            return .changed(Handover(snapshot: ContentHash.of(bytes), changed: changed, refreshed: refreshed))
+        }
         guard identityHolds(head, root: root, taskfilePath: taskfilePath, requirementHolds) else { return .unknown }
         if !refreshed.isEmpty {
             var snapshot = head
@@ -340,17 +352,15 @@ public struct UpToDateSnapshot: Sendable {
 
     /// Compares every path with what it was, in chunks on every core (mostly `stat` calls): the
     /// positions of those that changed, and the fresh records of those whose content was read
-    /// and is the same. With `untilChanged`, every chunk stops once one path changed.
-    private static func look(
+    /// and is the same.
+    package static func look(
         at paths: [WatchedPath],
         root: String,
-        tracked: (any TrackedContent)?,
-        untilChanged: Bool
+        tracked: (any TrackedContent)?
     ) -> (changed: [Int], refreshed: [(Int, WatchedPath)]) {
         let chunk = 512
         let chunks = (paths.count + chunk - 1) / chunk
         let found = Mutex<(changed: [Int], refreshed: [(Int, WatchedPath)])>(([], []))
-        let stop = Atomic<Bool>(false)
         let rootDescriptor = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         defer { if rootDescriptor >= 0 { close(rootDescriptor) } }
         let base = rootDescriptor >= 0 ? rootDescriptor : AT_FDCWD
@@ -358,13 +368,10 @@ public struct UpToDateSnapshot: Sendable {
             var changed: [Int] = []
             var refreshed: [(Int, WatchedPath)] = []
             for position in index * chunk..<min(paths.count, (index + 1) * chunk) {
-                if untilChanged, stop.load(ordering: .relaxed) { break }
                 switch paths[position].compare(root: root, rootDescriptor: base, tracked: tracked) {
                 case .unchanged: break
                 case .sameContent(let entry): refreshed.append((position, entry))
-                case .changed:
-                    changed.append(position)
-                    if untilChanged { stop.store(true, ordering: .relaxed) }
+                case .changed: changed.append(position)
                 }
             }
             if !changed.isEmpty || !refreshed.isEmpty {
@@ -408,22 +415,7 @@ public struct UpToDateSnapshot: Sendable {
         writer.write(jobs.count)
         writer.write(jobs.contains { $0.alwaysRuns })
         writer.write(paths.count)
-        for entry in paths {
-            // Fixed-width fields: as small as variable-length ones for nanosecond times, and read
-            // and written without a loop per byte.
-            writer.write(entry.path)
-            writer.write(byte: entry.kind.rawValue)
-            writer.write(
-                words: UInt64(bitPattern: entry.stat.modified),
-                UInt64(bitPattern: entry.stat.changed),
-                UInt64(bitPattern: entry.stat.size),
-                entry.stat.inode,
-                entry.stat.device,
-                entry.hash.high,
-                entry.hash.low,
-                UInt64(bitPattern: entry.seenAt)
-            )
-        }
+        for entry in paths { writer.write(entry) }
         writer.write(jobs.count)
         for job in jobs {
             writer.write(job.key)
@@ -471,28 +463,8 @@ public struct UpToDateSnapshot: Sendable {
         var paths: [WatchedPath] = []
         paths.reserveCapacity(pathCount)
         for _ in 0..<pathCount {
-            guard let path = reader.readString(), let kindByte = reader.readByte(),
-                let kind = WatchedPath.Kind(rawValue: kindByte),
-                let modified = reader.readUInt64(), let changed = reader.readUInt64(), let size = reader.readUInt64(),
-                let inode = reader.readUInt64(), let device = reader.readUInt64(), let high = reader.readUInt64(),
-                let low = reader.readUInt64(),
-                let seenAt = reader.readUInt64()
-            else { return nil }
-            paths.append(
-                WatchedPath(
-                    path: path,
-                    kind: kind,
-                    stat: FileSignature(
-                        device: device,
-                        inode: inode,
-                        size: Int64(bitPattern: size),
-                        modified: Int64(bitPattern: modified),
-                        changed: Int64(bitPattern: changed)
-                    ),
-                    hash: ContentHash(high: high, low: low),
-                    seenAt: Int64(bitPattern: seenAt)
-                )
-            )
+            guard let entry = reader.readWatchedPath() else { return nil }
+            paths.append(entry)
         }
         var snapshot = UpToDateSnapshot(
             taskfileIdentity: ContentHash(high: identityHigh, low: identityLow),
@@ -543,6 +515,49 @@ public struct UpToDateSnapshot: Sendable {
         snapshot.jobs = jobs
         snapshot.published = published
         return true
+    }
+}
+
+extension BinaryWriter {
+    /// A path's record: its path, its kind, then fixed-width fields (as small as variable-length
+    /// ones for nanosecond times, and read and written without a loop per byte).
+    package mutating func write(_ entry: WatchedPath) {
+        write(entry.path)
+        write(byte: entry.kind.rawValue)
+        write(
+            words: UInt64(bitPattern: entry.stat.modified),
+            UInt64(bitPattern: entry.stat.changed),
+            UInt64(bitPattern: entry.stat.size),
+            entry.stat.inode,
+            entry.stat.device,
+            entry.hash.high,
+            entry.hash.low,
+            UInt64(bitPattern: entry.seenAt)
+        )
+    }
+}
+
+extension BinaryReader {
+    /// A record written by ``BinaryWriter/write(_:)-(WatchedPath)``.
+    package mutating func readWatchedPath() -> WatchedPath? {
+        guard let path = readString(), let kindByte = readByte(), let kind = WatchedPath.Kind(rawValue: kindByte),
+            let modified = readUInt64(), let changed = readUInt64(), let size = readUInt64(),
+            let inode = readUInt64(), let device = readUInt64(), let high = readUInt64(), let low = readUInt64(),
+            let seenAt = readUInt64()
+        else { return nil }
+        return WatchedPath(
+            path: path,
+            kind: kind,
+            stat: FileSignature(
+                device: device,
+                inode: inode,
+                size: Int64(bitPattern: size),
+                modified: Int64(bitPattern: modified),
+                changed: Int64(bitPattern: changed)
+            ),
+            hash: ContentHash(high: high, low: low),
+            seenAt: Int64(bitPattern: seenAt)
+        )
     }
 }
 

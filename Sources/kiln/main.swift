@@ -5,6 +5,7 @@
 // is kiln's CLI, in `libKilnCLI.so` beside this file, loaded now: opening it costs what linking
 // it would have, and only commands that need it pay.
 import KilnHookPlan
+import KilnPaths
 
 #if canImport(Glibc)
     import Glibc
@@ -45,8 +46,15 @@ guard let handle = dlopen(library, RTLD_NOW | RTLD_LOCAL) else {
 guard let entry = dlsym(handle, "kiln_cli_main") else {
     fail("\(library) has no kiln_cli_main: it isn't kiln's CLI library")
 }
-// A changed path seen here: the full command's run has work, and may load beside its scan.
-if quickRun == .changeSeen, let changeSeen = dlsym(handle, "kiln_cli_change_seen") {
-    unsafeBitCast(changeSeen, to: (@convention(c) () -> Void).self)()
+// A changed path seen here: the full command's run has work, and may load the Taskfile model at
+// once; it is told what the look found, so it doesn't look again.
+if case .changeSeen(let handover) = quickRun, let changeSeen = dlsym(handle, "kiln_cli_change_seen") {
+    let bytes = handover.encoded()
+    bytes.withUnsafeBufferPointer { buffer in
+        unsafeBitCast(changeSeen, to: (@convention(c) (UnsafePointer<UInt8>?, Int) -> Void).self)(
+            buffer.baseAddress,
+            buffer.count
+        )
+    }
 }
 exit(unsafeBitCast(entry, to: (@convention(c) () -> Int32).self)())

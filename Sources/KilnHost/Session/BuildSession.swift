@@ -87,6 +87,10 @@ public enum BuildSession {
         /// the snapshot, as the run will need it. Without it the scan goes first, so that a no-op
         /// never loads the Taskfile.
         public var changeSeenBefore = false
+        /// What the launcher's look at the snapshot found, when it found a change: the scan takes
+        /// it instead of looking at every path again, while the snapshot is the one it looked at
+        /// (``UpToDateSnapshot/Handover``).
+        package var launcherLook: UpToDateSnapshot.Handover?
         /// The remote cache a run uses, given the Taskfile's `remote:` section (`nil` without
         /// one): the command line and the environment may name another or change its settings.
         public var remote: @Sendable (_ taskfile: RemoteSettings?) -> RemoteSettings? = { $0 }
@@ -164,12 +168,13 @@ public enum BuildSession {
         if let located, request.changedFiles == nil {
             lock = try takeLock(root: located.root, settings)
             tracked = request.tracked(located.root)
-            let scanning: @Sendable () -> UpToDateSnapshot.Scan? = { [tracked] in
+            let scanning: @Sendable () -> UpToDateSnapshot.Scan? = { [tracked, handover = settings.launcherLook] in
                 UpToDateSnapshot.scan(
                     root: located.root,
                     taskfilePath: located.path,
                     targets: request.targets,
                     tracked: tracked,
+                    handover: handover,
                     context: request.context
                 )
             }
@@ -186,7 +191,10 @@ public enum BuildSession {
             } else {
                 scan = scanning()
             }
-            phase(loaded == nil ? "snapshot" : "snapshot and load")
+            phase(
+                loaded == nil
+                    ? "snapshot" : scan?.handedOver == true ? "load (the launcher looked)" : "snapshot and load"
+            )
             if let scan, scan.isNoOp, settings.allowsSnapshotShortcuts, !settings.forcesEveryJob {
                 settings.watchRequested(scan.snapshot.watches, nil)
                 return .upToDate(jobs: scan.snapshot.jobCount)

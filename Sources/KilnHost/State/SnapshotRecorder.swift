@@ -244,14 +244,15 @@ final class SnapshotRecorder: Sendable {
 }
 
 extension UpToDateSnapshot {
-    /// ``scan(root:taskfilePath:targets:mayRewrite:tracked:requirementHolds:)``, each requirement
-    /// of the Taskfile's load checked against `context`.
+    /// ``scan(root:taskfilePath:targets:mayRewrite:tracked:handover:requirementHolds:)``, each
+    /// requirement of the Taskfile's load checked against `context`.
     static func scan(
         root: String,
         taskfilePath: String,
         targets: [String],
         mayRewrite: Bool = true,
         tracked: (any TrackedContent)? = nil,
+        handover: Handover? = nil,
         context: TaskfileContext = .process
     ) -> Scan? {
         scan(
@@ -260,6 +261,7 @@ extension UpToDateSnapshot {
             targets: targets,
             mayRewrite: mayRewrite,
             tracked: tracked,
+            handover: handover,
             requirementHolds: context.holds
         )
     }

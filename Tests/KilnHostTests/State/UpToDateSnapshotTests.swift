@@ -270,6 +270,117 @@ struct UpToDateSnapshotTests {
         }
     }
 
+    /// Records of every kind of path, then a change of every kind: what the launcher's look
+    /// (no git index) hands over must be what the full command's own look (with the index) finds.
+    @Test(
+        "the launcher's look, handed over, is the full scan's look for every kind of path and change; for other snapshot bytes it is ignored"
+    )
+    func handoverIsTheScansLook() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let now = FileHasher.realTime()
+        var paths: [WatchedPath] = []
+        // Files: one left alone, one edited, one deleted, one racy with the same bytes (re-read,
+        // refreshed), one racy with other bytes of the same size.
+        for name in ["kept", "edited", "deleted", "racy-same", "racy-other"] {
+            let file = try directory.write("src/\(name).txt", "\(name)\n")
+            try setModificationTime(file, secondsAgo: 10)
+            paths.append(try record(file, relative: "src/\(name).txt"))
+        }
+        for name in ["racy-same", "racy-other"] {
+            let file = directory.path("src/\(name).txt")
+            try directory.write("src/\(name).txt", name == "racy-same" ? "\(name)\n" : "\(name)!")
+            let index = try #require(paths.firstIndex { $0.path == "src/\(name).txt" })
+            paths[index] = try record(file, relative: "src/\(name).txt", seenAt: FileSignature.of(file)!.modified)
+            if name == "racy-other" {
+                paths[index].hash = ContentHash(high: 1, low: 2)  // what it was: other bytes
+            }
+        }
+        try directory.write("src/edited.txt", "edited, and longer\n")
+        try FileManager.default.removeItem(atPath: directory.path("src/deleted.txt"))
+        // Absent paths: one still absent, one that appeared.
+        paths.append(WatchedPath(absent: "gone.txt", seenAt: now))
+        paths.append(WatchedPath(absent: "appeared.txt", seenAt: now))
+        try directory.write("appeared.txt", "here")
+        // A directory that gained an entry, and one that didn't.
+        for name in ["grown", "still"] {
+            let path = try directory.makeDirectory(name)
+            try setModificationTime(path, secondsAgo: 10)
+            paths.append(
+                WatchedPath(
+                    path: name,
+                    kind: .directory,
+                    stat: try #require(FileSignature.of(path)),
+                    hash: WatchedPath.zeroHash,
+                    seenAt: now
+                )
+            )
+        }
+        try directory.write("grown/new.c", "int x;")
+        // Files hashed through git: one untouched, one touched (the index vouches for it), one
+        // touched whose blob the index no longer has.
+        let blob = ContentHash(high: 0xb10b, low: 2)
+        for name in ["tracked-kept", "tracked-touched", "tracked-edited"] {
+            let file = try directory.write("git/\(name).c", "int \(name.count);")
+            try setModificationTime(file, secondsAgo: 10)
+            let stat = try #require(FileSignature.of(file))
+            paths.append(
+                WatchedPath(
+                    path: "git/\(name).c",
+                    file: HashedFile(stat: stat, hash: blob, hashedAt: now, algorithm: .gitBlob)
+                )
+            )
+            if name != "tracked-kept" { try setModificationTime(file, secondsAgo: 5) }
+        }
+        struct Index: TrackedContent {
+            let blob: ContentHash
+            func contentID(of path: String, status: FileSignature) -> ContentHash? {
+                path.hasSuffix("tracked-edited.c") ? ContentHash(high: 3, low: 3) : blob
+            }
+            func computeContentID(of file: String) -> ContentHash? { nil }
+        }
+        let index = Index(blob: blob)
+
+        let bytes = Array("the snapshot's bytes".utf8)
+        let launcher = UpToDateSnapshot.look(at: paths, root: directory.path, tracked: nil)
+        let handover = UpToDateSnapshot.Handover(
+            snapshot: ContentHash.of(bytes),
+            changed: launcher.changed,
+            refreshed: launcher.refreshed
+        )
+        // It crosses from the launcher to the library as bytes.
+        #expect(UpToDateSnapshot.Handover.decode(handover.encoded()) == handover)
+        #expect(UpToDateSnapshot.Handover.decode(Array(handover.encoded().dropLast())) == nil)
+
+        func named(_ look: (changed: [Int], refreshed: [(Int, WatchedPath)])) -> (
+            changed: Set<String>, refreshed: [String: WatchedPath.Kind]
+        ) {
+            (
+                Set(look.changed.map { paths[$0].path }),
+                Dictionary(uniqueKeysWithValues: look.refreshed.map { (paths[$0.0].path, $0.1.kind) })
+            )
+        }
+        let scanned = named(UpToDateSnapshot.look(at: paths, root: directory.path, tracked: index))
+        let handed = try #require(handover.look(at: paths, of: bytes, root: directory.path, tracked: index))
+        #expect(named(handed).changed == scanned.changed)
+        #expect(named(handed).refreshed == scanned.refreshed)
+        // The class is covered: each kind of change was seen.
+        #expect(
+            scanned.changed
+                == [
+                    "src/edited.txt", "src/deleted.txt", "src/racy-other.txt", "appeared.txt", "grown",
+                    "git/tracked-edited.c",
+                ]
+        )
+        #expect(scanned.refreshed == ["src/racy-same.txt": .file, "git/tracked-touched.c": .trackedFile])
+        // The launcher alone can't vouch for a touched tracked file: the handover asks the index.
+        #expect(named(launcher).changed.contains("git/tracked-touched.c"))
+        // Made against other bytes (another run replaced the snapshot), or naming a path the
+        // snapshot doesn't have, it is no answer: the scan looks for itself.
+        #expect(handover.look(at: paths, of: bytes + [0], root: directory.path, tracked: index) == nil)
+        #expect(handover.look(at: Array(paths.prefix(3)), of: bytes, root: directory.path, tracked: index) == nil)
+    }
+
     @Test("a job whose paths couldn't be pinned (changed while read) makes the snapshot incomplete")
     func uncapturedJobMakesItIncomplete() {
         let recorder = SnapshotRecorder(previous: nil)
