@@ -139,11 +139,19 @@ public struct BuildPlanner: Sendable {
         try plan(targets: requested, choose: nil).plan
     }
 
+    /// What chooses the part of a plan a run takes (``plan(targets:choose:)``): given the
+    /// Taskfile's tasks, the plan's order of them, the positions in that order of each one's
+    /// dependencies, and whether a target says `watch: true`; `nil` for the whole plan.
+    typealias Choose = (
+        _ tasks: [TaskDefinition], _ order: [Int], _ dependencyPositions: [[Int]], _ watches: Bool
+    ) -> ChangedPart?
+
     /// Plans a run of `targets`, leaving out the tasks `choose` says the run doesn't take
-    /// (``ChangedPart/of(_:dependencyPositions:watches:after:)``): they are neither checked nor
-    /// prepared. `choose` is given every task of the whole plan (dependencies first), the
-    /// positions of each one's dependencies, and whether a target says `watch: true` (`nil`:
-    /// the whole plan, without working out what to give it). A task
+    /// (``ChangedPart/of(_:order:dependencyPositions:watches:after:)``): they are neither checked
+    /// nor prepared. `choose` is given the Taskfile's tasks and the whole plan's order of them
+    /// (dependencies first; not copied: ten thousand task definitions are many retains), the
+    /// positions in that order of each one's dependencies, and whether a target says
+    /// `watch: true` (`nil`: the whole plan, without working out what to give it). A task
     /// left out doesn't run, so it can't write outside the project; whether it would is checked
     /// by the next run that takes it (the boundary's memo isn't saved for a plan with tasks left
     /// out: they weren't checked).
@@ -151,12 +159,19 @@ public struct BuildPlanner: Sendable {
     /// - Returns: The plan of the tasks kept, and what `choose` chose (`nil`: the whole plan).
     func plan(
         targets requested: [String],
-        choose: ((_ tasks: [TaskDefinition], _ dependencyPositions: [[Int]], _ watches: Bool) -> ChangedPart?)?
+        choose: Choose?
     ) throws(TaskfileErrors) -> (plan: BuildPlan, part: ChangedPart?) {
         var errors: [TaskfileError] = []
         var targets = requested
+        let index = Dictionary(
+            taskfile.tasks.enumerated().map { ($1.name, $0) },
+            uniquingKeysWith: { first, _ in first }
+        )
+        // A name is a task's or an alias's (the loader refuses an alias that is a task's name).
+        let aliases = taskfile.aliases
+        func position(of name: String) -> Int? { index[name] ?? aliases[name].flatMap { index[$0] } }
         if targets.isEmpty {
-            guard taskfile.task(named: "default") != nil else {
+            guard position(of: "default") != nil else {
                 // The Taskfile's tasks, not the pieces kiln makes of them (instances, steps).
                 let names = taskfile.tasks.filter { $0.partOf == nil && !$0.isInternal }.map(\.name).joined(
                     separator: ", "
@@ -167,10 +182,6 @@ public struct BuildPlanner: Sendable {
             }
             targets = ["default"]
         }
-        let index = Dictionary(
-            taskfile.tasks.enumerated().map { ($1.name, $0) },
-            uniquingKeysWith: { first, _ in first }
-        )
         var order: [Int] = []
         var visited = Set<Int>()
         // Each visited task's dependencies, by position in the Taskfile, found as it is visited
@@ -198,7 +209,7 @@ public struct BuildPlanner: Sendable {
             }
         }
         for name in targets {
-            if let position = index[name] ?? taskfile.aliases[name].flatMap({ index[$0] }) {
+            if let position = position(of: name) {
                 // A wildcard task's instance answers to the name that matched it (`start:web`).
                 if let whole = taskfile.tasks[position].partOf,
                     !(whole.contains("*") && taskfile.tasks[position].name == name)
@@ -238,15 +249,13 @@ public struct BuildPlanner: Sendable {
         let checkBoundary = memo?.vouches(resolvedRoot: boundary.resolvedRoot) != true
         var part: ChangedPart?
         if let choose, errors.isEmpty {
-            let definitions = order.map { position in
-                var definition = taskfile.tasks[position]
-                if !definition.runsHere { definition.dependencies = [] }
-                return definition
-            }
             var planned = [Int](repeating: -1, count: taskfile.tasks.count)
             for (offset, position) in order.enumerated() { planned[position] = offset }
             let dependencyPositions = order.map { position in resolved[position].map { planned[$0] } }
-            part = choose(definitions, dependencyPositions, taskfile.watches(targets))
+            let watches = targets.contains { name in
+                position(of: name).map { taskfile.tasks[$0].options.watches } == true
+            }
+            part = choose(taskfile.tasks, order, dependencyPositions, watches)
         }
         var escapes = 0
         for (offset, position) in order.enumerated() {

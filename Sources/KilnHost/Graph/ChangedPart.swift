@@ -39,24 +39,26 @@ public struct ChangedPart: Sendable {
     /// - Parameter watches: Whether a target says `watch: true`.
     static func of(
         _ tasks: [TaskDefinition],
+        order: [Int],
         dependencyPositions: [[Int]],
         watches: Bool,
         after scan: UpToDateSnapshot.Scan
     ) -> ChangedPart? {
         let snapshot = scan.snapshot
         guard snapshot.complete, scan.unownedChanges == 0, !watches else { return nil }
-        var kept = [Bool](repeating: false, count: tasks.count)
+        var kept = [Bool](repeating: false, count: order.count)
         // A left-out task's job in the snapshot; -2 for a group (no job: it publishes what its
         // dependencies did, the same as then when none of them is kept).
-        var jobs = [Int](repeating: -1, count: tasks.count)
-        for (position, definition) in tasks.enumerated() {
-            guard definition.each == .none, definition.calls.isEmpty, definition.partOf == nil,
-                definition.guardedBy == nil, !definition.hasPrompts
+        var jobs = [Int](repeating: -1, count: order.count)
+        // Each definition is read in place (`tasks[index].…`), not copied whole.
+        for (position, index) in order.enumerated() {
+            guard tasks[index].each == .none, tasks[index].calls.isEmpty, tasks[index].partOf == nil,
+                tasks[index].guardedBy == nil, !tasks[index].hasPrompts
             else { return nil }
-            let name = definition.name
-            if definition.isGroup {
+            let name = tasks[index].name
+            if tasks[index].isGroup {
                 jobs[position] = -2
-            } else if !definition.hasStatusChecks, definition.runsHere, let job = scan.jobPositions[name] {
+            } else if !tasks[index].hasStatusChecks, tasks[index].runsHere, let job = scan.jobPositions[name] {
                 // A job the snapshot has; no `status:` (its tests read what no snapshot covers).
                 jobs[position] = job
             }
@@ -67,15 +69,15 @@ public struct ChangedPart: Sendable {
         }
         let keptCount = kept.lazy.filter { $0 }.count
         // Worth it only when most of the plan is left out.
-        guard keptCount * 2 <= tasks.count else { return nil }
+        guard keptCount * 2 <= order.count else { return nil }
         var part = ChangedPart(kept: kept, unchanged: [], snapshotJobs: [], unchangedGroups: [])
-        part.unchanged.reserveCapacity(tasks.count - keptCount)
-        part.snapshotJobs.reserveCapacity(tasks.count - keptCount)
-        for (position, definition) in tasks.enumerated() where !kept[position] {
+        part.unchanged.reserveCapacity(order.count - keptCount)
+        part.snapshotJobs.reserveCapacity(order.count - keptCount)
+        for (position, index) in order.enumerated() where !kept[position] {
             if jobs[position] == -2 {
-                part.unchangedGroups.append(definition.name)
+                part.unchangedGroups.append(tasks[index].name)
             } else {
-                part.unchanged.append(definition.name)
+                part.unchanged.append(tasks[index].name)
                 part.snapshotJobs.append(jobs[position])
             }
         }

@@ -73,7 +73,7 @@ public enum BuildSession {
         /// Whether the snapshot may answer for jobs without a job of the run each: a snapshot
         /// that says nothing changed ends the session before the Taskfile is loaded, and after a
         /// small change only the part of the plan it touches runs
-        /// (``ChangedPart/of(_:dependencyPositions:watches:after:)``). Not when every job's
+        /// (``ChangedPart/of(_:order:dependencyPositions:watches:after:)``). Not when every job's
         /// events, reasons or a trace are wanted.
         public var allowsSnapshotShortcuts = true
         /// The observers of the run, given its queues.
@@ -204,10 +204,16 @@ public enum BuildSession {
         ProcessMonitor.startGuardian()
         // After a small change, only the part of the plan it touches is planned and runs: the
         // rest is up to date on the snapshot's word, without a job each.
-        var choose: ((_ tasks: [TaskDefinition], _ dependencyPositions: [[Int]], _ watches: Bool) -> ChangedPart?)?
+        var choose: BuildPlanner.Choose?
         if let scan, settings.allowsSnapshotShortcuts, !settings.forcesEveryJob {
-            choose = { tasks, dependencyPositions, watches in
-                ChangedPart.of(tasks, dependencyPositions: dependencyPositions, watches: watches, after: scan)
+            choose = { tasks, order, dependencyPositions, watches in
+                ChangedPart.of(
+                    tasks,
+                    order: order,
+                    dependencyPositions: dependencyPositions,
+                    watches: watches,
+                    after: scan
+                )
             }
         }
         let (project, plan, part) = try loadAndPlan(request, loaded: loaded, choose: choose)
@@ -424,7 +430,7 @@ public enum BuildSession {
     static func loadAndPlan(
         _ request: Request,
         loaded: Result<Project, Failure>? = nil,
-        choose: ((_ tasks: [TaskDefinition], _ dependencyPositions: [[Int]], _ watches: Bool) -> ChangedPart?)?
+        choose: BuildPlanner.Choose?
     ) throws(Failure) -> (Project, BuildPlan, ChangedPart?) {
         let project = try (loaded ?? Result { () throws(Failure) in try loadProject(request) }).get()
         do {
