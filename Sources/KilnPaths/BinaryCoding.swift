@@ -16,9 +16,14 @@ package struct BinaryWriter {
     /// Makes room for `count` bytes in all, so a writer that knows its size grows no buffer.
     package mutating func reserve(_ count: Int) { bytes.reserveCapacity(count) }
 
+    /// `value` zigzag-encoded: small magnitudes, negative or not, become small unsigned numbers.
+    private static func zigzag(_ value: Int) -> UInt64 {
+        UInt64(bitPattern: Int64(value)) << 1 ^ UInt64(bitPattern: Int64(value) >> 63)
+    }
+
     /// How many bytes ``write(_:)-(Int)`` appends for `value`.
     package static func size(of value: Int) -> Int {
-        var value = UInt64(bitPattern: Int64(value)) << 1 ^ UInt64(bitPattern: Int64(value) >> 63)  // zigzag
+        var value = zigzag(value)
         var count = 1
         while value >= 0x80 {
             value >>= 7
@@ -34,7 +39,7 @@ package struct BinaryWriter {
     }
 
     package mutating func write(_ value: Int) {
-        var value = UInt64(bitPattern: Int64(value)) << 1 ^ UInt64(bitPattern: Int64(value) >> 63)  // zigzag
+        var value = Self.zigzag(value)
         while value >= 0x80 {
             bytes.append(UInt8(value & 0x7f) | 0x80)
             value >>= 7

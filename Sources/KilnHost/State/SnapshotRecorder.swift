@@ -28,6 +28,9 @@ final class SnapshotRecorder: Sendable {
         case fresh([WatchedPath])
         /// Up to date on the previous snapshot's word: that snapshot's job at this index.
         case carried(Int)
+        /// Fresh paths already added to the snapshot's table (``snapshot(taskfileIdentity:targets:published:expectedJobs:)``),
+        /// whose own copy was let go.
+        case taken
     }
     private struct Entry {
         var alwaysRuns: Bool
@@ -137,7 +140,8 @@ final class SnapshotRecorder: Sendable {
         func add(_ path: WatchedPath, job: Int, offset: Int) -> Int32 {
             if let known = position(of: path.path, freshCount: freshCount) {
                 let current = paths[Int(known)]
-                if !current.describesSameState(as: path) || states[known] != nil {
+                let same = current.describesSameState(as: path)
+                if !same || states[known] != nil {
                     var seenStates = states[known] ?? [current]
                     let state =
                         seenStates.firstIndex { $0.describesSameState(as: path) }
@@ -148,7 +152,7 @@ final class SnapshotRecorder: Sendable {
                     states[known] = seenStates
                     if state != 0 { sawState[job, default: [:]][offset] = state }
                 }
-                if !current.describesSameState(as: path) {
+                if !same {
                     if path.seenAt > current.seenAt { paths[Int(known)] = path }
                 } else if path.seenAt > current.seenAt {
                     // The same state seen later: a status too fresh to trust then (a directory a
@@ -183,10 +187,12 @@ final class SnapshotRecorder: Sendable {
                 for (offset, path) in fresh.enumerated() { positions.append(add(path, job: job, offset: offset)) }
                 jobs.append(UpToDateSnapshot.Job(key: key, alwaysRuns: entry.alwaysRuns, paths: positions))
                 // In the table now: let its own copy go.
-                recorded[slot].entry.paths = .carried(-1)
+                recorded[slot].entry.paths = .taken
             case .carried(let position):
                 guard let previous else { continue }
                 jobs.append(UpToDateSnapshot.Job(key: key, alwaysRuns: false, paths: previous.jobs[position].paths))
+            case .taken:
+                continue
             }
         }
         recorded = []
