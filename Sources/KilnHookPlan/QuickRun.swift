@@ -13,12 +13,13 @@ import KilnPaths
 /// Taskfile cache's header says the Taskfiles and what their load read are the same
 /// (``TaskfileCacheHeader``), and the up-to-date snapshot says every path it watches is
 /// unchanged (``UpToDateSnapshot/noOp(root:taskfilePath:targets:requirementHolds:)``, the rule of
-/// the full command's scan, which gives up at the first change: the full command looks again).
-/// Whatever it can't decide alone it hands to the full command, which gives the same answer or
-/// runs: options on the command line (`--force`, `--json`…; only `-j` is taken), `NAME=value`
-/// variables or `--`, a remote configured in the environment, a Taskfile whose load read a
-/// special variable, a file hashed through git whose status moved (only the git index can vouch
-/// for it), a task that watches, another run holding the lock, anything changed.
+/// the full command's scan). Whatever it can't decide alone it hands to the full command, which
+/// gives the same answer or runs: options on the command line (`--force`, `--json`…; only `-j`
+/// is taken), `NAME=value` variables or `--`, a remote configured in the environment, a Taskfile
+/// whose load read a special variable, a file hashed through git whose status moved (only the
+/// git index can vouch for it), a task that watches, another run holding the lock, anything
+/// changed. When a path changed, what its look found goes to the full command with it
+/// (``UpToDateSnapshot/Handover``), which doesn't look again.
 ///
 /// Threading: runs on the caller's thread; call it once, from `main`.
 public enum QuickRun {
