@@ -192,10 +192,8 @@ struct HookRobustnessTests {
         releaser.start()
         let commit = try runProgram(
             "/bin/sh",
-            [
-                "-c",
-                "exec /usr/bin/git -c user.email=kiln@example.invalid -c user.name='Kiln Tests' commit -q -m 'during a run' > commit.out 2>&1",
-            ],
+            ["-c", #"exec "$@" > commit.out 2>&1"#, "sh", "/usr/bin/git"] + gitIdentityOptions
+                + ["commit", "-q", "-m", "during a run"],
             in: directory.path
         )
         let said = directory.read("commit.out") ?? ""

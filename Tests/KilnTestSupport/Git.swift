@@ -1,5 +1,12 @@
 import Foundation
 
+/// The options that give the tests' commits an author (`git -c …`), whatever the machine's
+/// configuration: ``runGit(_:in:environment:)`` passes them, and so must a test that runs git
+/// another way.
+///
+/// Threading: immutable; any thread.
+public let gitIdentityOptions = ["-c", "user.email=kiln@example.invalid", "-c", "user.name=Kiln Tests"]
+
 /// Runs the git CLI, as the tests use it to make real repositories: with a test identity, standard
 /// input from /dev/null, and standard output and error together.
 ///
@@ -12,7 +19,7 @@ public func runGit(_ arguments: [String], in directory: String, environment: [St
 ) {
     try runProgram(
         "/usr/bin/git",
-        ["-c", "user.email=kiln@example.invalid", "-c", "user.name=Kiln Tests"] + arguments,
+        gitIdentityOptions + arguments,
         in: directory,
         environment: environment
     )
