@@ -21,10 +21,11 @@ public func kilnCLIMain() -> Int32 {
 /// (``BuildSession/RunSettings/changeSeenBefore``), and takes what the look found instead of
 /// looking at every path again (`bytes`: an encoded `UpToDateSnapshot.Handover`, copied here;
 /// `nil` or undecodable, the run looks for itself). The launcher calls it, when it applies,
-/// before ``kilnCLIMain()``.
+/// before ``kilnCLIMain()``. (Named anew when it took the bytes: a launcher built before, which
+/// called `kiln_cli_change_seen()` with none, finds no such symbol here and hands nothing over.)
 ///
 /// Threading: the main thread, before ``kilnCLIMain()``.
-@_cdecl("kiln_cli_change_seen")
+@_cdecl("kiln_cli_look_handed_over")
 public func kilnCLIChangeSeen(_ bytes: UnsafePointer<UInt8>?, _ count: Int) {
     let handover = bytes.flatMap {
         UpToDateSnapshot.Handover.decode(Array(UnsafeBufferPointer(start: $0, count: count)))

@@ -30,7 +30,7 @@ public enum QuickRun {
         /// Answered, having printed what the full command would: exit with this status.
         case answered(Int32)
         /// The full command runs, and a path the snapshot watches is known to have changed: it
-        /// has work, and needn't look at the paths again (`kiln_cli_change_seen`, with the
+        /// has work, and needn't look at the paths again (`kiln_cli_look_handed_over`, with the
         /// handover's bytes).
         case changeSeen(UpToDateSnapshot.Handover)
         /// The full command runs.

@@ -48,7 +48,7 @@ guard let entry = dlsym(handle, "kiln_cli_main") else {
 }
 // A changed path seen here: the full command's run has work, and may load the Taskfile model at
 // once; it is told what the look found, so it doesn't look again.
-if case .changeSeen(let handover) = quickRun, let changeSeen = dlsym(handle, "kiln_cli_change_seen") {
+if case .changeSeen(let handover) = quickRun, let changeSeen = dlsym(handle, "kiln_cli_look_handed_over") {
     let bytes = handover.encoded()
     bytes.withUnsafeBufferPointer { buffer in
         unsafeBitCast(changeSeen, to: (@convention(c) (UnsafePointer<UInt8>?, Int) -> Void).self)(
