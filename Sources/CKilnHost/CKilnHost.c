@@ -11,10 +11,11 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+/// The child leads a process group of its own, so kiln can signal everything it starts.
 /// `output_fd` -1: the child keeps kiln's standard input, output and error (an interactive
 /// command); `terminal_fd` >= 0: its new process group becomes that terminal's foreground group.
 static int spawn_shell(const char *shell, const char *command, const char *directory, char *const envp[], int output_fd,
-                       int error_fd, int own_group, int terminal_fd, pid_t *pid) {
+                       int error_fd, int terminal_fd, pid_t *pid) {
     posix_spawn_file_actions_t actions;
     posix_spawnattr_t attributes;
     int status = posix_spawn_file_actions_init(&actions);
@@ -47,7 +48,7 @@ static int spawn_shell(const char *shell, const char *command, const char *direc
         (status = posix_spawnattr_setpgroup(&attributes, 0)) == 0 &&
         (status = posix_spawnattr_setsigmask(&attributes, &empty)) == 0 &&
         (status = posix_spawnattr_setsigdefault(&attributes, &defaults)) == 0 &&
-        (status = posix_spawnattr_setflags(&attributes, (own_group ? POSIX_SPAWN_SETPGROUP : 0) | POSIX_SPAWN_SETSIGMASK |
+        (status = posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
                                                            POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_USEVFORK)) == 0) {
         // `-e`: a failing statement ends the command, as go-task runs every command (errexit).
         char *const argv[] = {(char *)shell, "-e", "-c", (char *)command, NULL};
@@ -60,12 +61,12 @@ static int spawn_shell(const char *shell, const char *command, const char *direc
 
 int ckiln_spawn_shell(const char *shell, const char *command, const char *directory, char *const envp[], int output_fd,
                       pid_t *pid) {
-    return spawn_shell(shell, command, directory, envp, output_fd, output_fd, 1, -1, pid);
+    return spawn_shell(shell, command, directory, envp, output_fd, output_fd, -1, pid);
 }
 
 int ckiln_spawn_shell_interactive(const char *shell, const char *command, const char *directory, char *const envp[],
                                   int terminal_fd, pid_t *pid) {
-    return spawn_shell(shell, command, directory, envp, -1, -1, 1, terminal_fd, pid);
+    return spawn_shell(shell, command, directory, envp, -1, -1, terminal_fd, pid);
 }
 
 int ckiln_owned_terminal(void) {
@@ -87,7 +88,7 @@ int ckiln_take_terminal(int terminal_fd) {
 
 int ckiln_spawn_shell_capturing(const char *shell, const char *command, const char *directory, char *const envp[],
                                 int output_fd, pid_t *pid) {
-    return spawn_shell(shell, command, directory, envp, output_fd, -1, 0, -1, pid);
+    return spawn_shell(shell, command, directory, envp, output_fd, -1, -1, pid);
 }
 
 int ckiln_pidfd_open(pid_t pid) { return (int)syscall(SYS_pidfd_open, pid, 0); }

@@ -184,6 +184,9 @@ extension Kiln {
             context.assumeYes = yes
             // Only the tasks this run is for run their own dynamic variables (go-task's rule).
             context.dynamicScope = .tasks(words.targets)
+            // Ctrl-C while the Taskfile loads stops its dynamic variables' commands.
+            let loadInterruption = LoadInterruption()
+            context.interruption = loadInterruption
             var request = BuildSession.Request(
                 taskfile: options.taskfile,
                 currentDirectory: options.workingDirectory,
@@ -272,8 +275,9 @@ extension Kiln {
                 guard watches, !watch else { return }
                 control.beginWatch(plan.map { plan in (SourceWatch(plan: plan), Self.pause(interval, plan: plan)) })
             }
-            signals.start(monitor: monitor) { count in
+            signals.start(monitor: monitor) { count, signal in
                 if count == 1 {
+                    loadInterruption.interrupt(with: signal)
                     control.stop()
                     // Commands are killed after their grace period; a plugin's job that ignores
                     // cancellation can't be. kiln ends anyway, saying which.
@@ -398,13 +402,15 @@ final class SignalWatcher: Sendable {
         self.descriptor = descriptor
     }
 
-    func start(monitor: ProcessMonitor, handler: @escaping @Sendable (Int) -> Void) {
-        monitor.watchTerminationSignals(descriptor: descriptor) { [self] _ in
+    /// Calls `handler` on the monitor's thread for each signal: how many have come, this one
+    /// included, and its number.
+    func start(monitor: ProcessMonitor, handler: @escaping @Sendable (_ count: Int, _ signal: Int32) -> Void) {
+        monitor.watchTerminationSignals(descriptor: descriptor) { [self] signal in
             let n = count.withLock { count -> Int in
                 count += 1
                 return count
             }
-            handler(n)
+            handler(n, signal)
         }
     }
 }

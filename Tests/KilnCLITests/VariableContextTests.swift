@@ -141,26 +141,67 @@ import Testing
         )
     }
 
-    @Test("Ctrl-C while a dynamic variable's command runs stops it: kiln ends at once with a located error")
-    func interruptedDynamicVariable() async throws {
-        let directory = try TemporaryDirectory(prefix: "kiln-dynamic-interrupt")
-        defer { directory.remove() }
-        try directory.write(
-            "Taskfile.yml",
-            "version: '3'\nvars:\n  SLOW:\n    sh: sleep 60\ntasks:\n  t: echo {{.SLOW}}\n"
-        )
+    /// Starts `kiln run t` in a process group of its own in `directory`, waits (at most 30 s) for
+    /// the file `started` to appear, sends `signal` to `target` (`-$pid`: kiln's whole group, as a
+    /// terminal's Ctrl-C does; `$pid`: kiln alone, as a supervisor's SIGTERM does), and returns
+    /// how long it all took and what was printed, with `status N` at the end.
+    func interruptWhenStarted(in directory: TemporaryDirectory, signal: String, target: String) throws -> (
+        seconds: Double, output: String
+    ) {
         let kiln = try KilnProcess.executable()
-        // kiln leads a process group of its own, as at a terminal; Ctrl-C goes to the whole group.
-        let script = "setsid '\(kiln)' run t & pid=$!; sleep 1; kill -INT -$pid; wait $pid; echo \"status $?\""
+        let script = """
+            setsid '\(kiln)' run t & pid=$!
+            i=0; while [ ! -e started ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done
+            kill -\(signal) \(target); wait $pid; echo "status $?"
+            """
         let started = Date()
         let result = try runProgram("/bin/sh", ["-c", script], in: directory.path)
+        return (Date().timeIntervalSince(started), result.output)
+    }
+
+    static let slowVariables = """
+        version: '3'
+        vars:
+          SLOW:
+            sh: touch started; sleep 60
+          NEXT:
+            sh: touch next-started
+        tasks:
+          t: echo {{.SLOW}} {{.NEXT}}
+        """
+
+    @Test("Ctrl-C while a dynamic variable's command runs stops it: kiln ends at once with a located error")
+    func interruptedDynamicVariable() throws {
+        let directory = try TemporaryDirectory(prefix: "kiln-dynamic-interrupt")
+        defer { directory.remove() }
+        try directory.write("Taskfile.yml", Self.slowVariables)
+        let (seconds, output) = try interruptWhenStarted(in: directory, signal: "INT", target: "-$pid")
         // A watchdog, not a timing assertion: without the fix kiln waits the minute out.
-        #expect(Date().timeIntervalSince(started) < 30, "\(result.output)")
-        #expect(result.output.contains("status 2"), "\(result.output)")
+        #expect(seconds < 30, "\(output)")
+        #expect(output.contains("status 2"), "\(output)")
         #expect(
-            result.output.contains("variable 'SLOW': its command 'sleep 60' failed: killed by signal 2"),
-            "\(result.output)"
+            output.contains(
+                "Taskfile.yml:4:9: error: variable 'SLOW': its command 'touch started; sleep 60' failed: killed by signal 2"
+            ),
+            "\(output)"
         )
+        // Nothing the load would have run after the interrupt is started.
+        #expect(!FileManager.default.fileExists(atPath: directory.path("next-started")), "\(output)")
+        #expect(output.contains("variable 'NEXT': its command 'touch next-started' failed: not started"), "\(output)")
+    }
+
+    @Test("SIGTERM sent to kiln alone while a dynamic variable's command runs reaches the command: kiln passes it on")
+    func terminatedDynamicVariable() throws {
+        let directory = try TemporaryDirectory(prefix: "kiln-dynamic-terminate")
+        defer { directory.remove() }
+        try directory.write("Taskfile.yml", Self.slowVariables)
+        let (seconds, output) = try interruptWhenStarted(in: directory, signal: "TERM", target: "$pid")
+        // A watchdog, not a timing assertion: the command is in a group of its own, which only
+        // kiln can pass the signal to; without that, kiln waits the minute out.
+        #expect(seconds < 30, "\(output)")
+        #expect(output.contains("status 2"), "\(output)")
+        #expect(output.contains("its command 'touch started; sleep 60' failed: killed by signal 15"), "\(output)")
+        #expect(!FileManager.default.fileExists(atPath: directory.path("next-started")), "\(output)")
     }
 
     @Test("the Taskfile cache, which holds the variables' values, is readable by its owner only")

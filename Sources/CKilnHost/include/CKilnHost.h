@@ -13,9 +13,9 @@
 int ckiln_spawn_shell(const char *shell, const char *command, const char *directory, char *const envp[], int output_fd,
                       pid_t *pid);
 
-/// As ckiln_spawn_shell, but only standard output goes to `output_fd` (standard error is kiln's),
-/// and the child stays in kiln's process group: Ctrl-C at the terminal reaches it while kiln,
-/// which blocks the signal until its run starts, waits for it.
+/// As ckiln_spawn_shell, but only standard output goes to `output_fd` (standard error is kiln's).
+/// The child leads a process group of its own, as ckiln_spawn_shell's does: Ctrl-C at the terminal
+/// reaches kiln, which passes it on (LoadInterruption), and the guardian can end the group with kiln.
 int ckiln_spawn_shell_capturing(const char *shell, const char *command, const char *directory, char *const envp[],
                                 int output_fd, pid_t *pid);
 

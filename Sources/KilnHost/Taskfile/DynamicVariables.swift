@@ -13,9 +13,18 @@ import KilnPluginAPI
 /// A Taskfile with one is loaded afresh on every run — its values can change between runs — and
 /// the values count in the signatures of the jobs whose commands use them, like any variable's.
 ///
+/// Each command runs in a process group of its own, which the guardian ends if kiln dies, and
+/// which ``LoadInterruption`` signals when kiln is interrupted; once it has been, no command starts.
+///
 /// Threading: one instance per load, used by its thread.
 final class DynamicVariables {
     private var results: [String: Result<String, Failure>] = [:]
+    private let interruption: LoadInterruption?
+
+    /// Variables whose commands stop when `interruption` comes (`nil`: only by themselves).
+    init(interruption: LoadInterruption?) {
+        self.interruption = interruption
+    }
     /// The largest output kept: past it the command fails (a variable is text for a command line).
     static let outputLimit = 1 << 20
 
@@ -27,14 +36,20 @@ final class DynamicVariables {
     /// The value of `command` run by `/bin/sh -c` in `directory` with `environment`.
     func value(of command: String, directory: String, environment: [String: String]) -> Result<String, Failure> {
         if let known = results[command] { return known }
-        let result = Self.run(command, directory: directory, environment: environment)
+        let result = Self.run(command, directory: directory, environment: environment, interruption: interruption)
         results[command] = result
         return result
     }
 
-    static func run(_ command: String, directory: String, environment: [String: String]) -> Result<
-        String, Failure
-    > {
+    static func run(
+        _ command: String,
+        directory: String,
+        environment: [String: String],
+        interruption: LoadInterruption? = nil
+    ) -> Result<String, Failure> {
+        if let signal = interruption?.signal {
+            return .failure(Failure(description: "not started: kiln was interrupted (signal \(signal))"))
+        }
         var pipe: [Int32] = [-1, -1]
         guard ckiln_pipe_cloexec(&pipe) == 0 else {
             return .failure(Failure(description: "can't make a pipe: \(String(cString: strerror(errno)))"))
@@ -57,6 +72,8 @@ final class DynamicVariables {
             close(pipe[0])
             return .failure(Failure(description: "can't start /bin/sh: \(String(cString: strerror(status)))"))
         }
+        _ = ckiln_guardian_note(pid, 1)
+        interruption?.started(pid)
         var output: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 65_536)
         var overflow = false
@@ -67,8 +84,13 @@ final class DynamicVariables {
             if output.count + count > outputLimit { overflow = true } else { output += buffer[..<count] }
         }
         close(pipe[0])
+        // Waited for unreaped first: until the group is no longer interruptible, its id stays its own.
+        var exited = siginfo_t()
+        while waitid(P_PID, id_t(pid), &exited, WEXITED | WNOWAIT) < 0, errno == EINTR {}
+        interruption?.finished(pid)
         var exit: Int32 = 0
         while waitpid(pid, &exit, 0) < 0, errno == EINTR {}
+        _ = ckiln_guardian_note(pid, 0)
         if overflow { return .failure(Failure(description: "its output is over kiln's limit of \(outputLimit) bytes")) }
         // WIFEXITED/WEXITSTATUS, WIFSIGNALED/WTERMSIG.
         if exit & 0x7F != 0 { return .failure(Failure(description: "killed by signal \(exit & 0x7F)")) }

@@ -34,6 +34,9 @@ public struct TaskfileContext: Sendable {
     /// go-task runs a task's only when it runs the task: `kiln list` runs none, `kiln run build`
     /// those of `build` and what it depends on or calls. (A file's own `vars:` always run.)
     public var dynamicScope: DynamicScope = .all
+    /// What stops the load's dynamic variables' commands on Ctrl-C (`nil`: nothing but the
+    /// signal itself, where it reaches them). Not part of what the model depends on.
+    public var interruption: LoadInterruption?
 
     /// Which tasks' own dynamic variables run while loading.
     ///

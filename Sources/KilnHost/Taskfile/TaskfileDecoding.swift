@@ -243,7 +243,7 @@ private final class LoadSession {
     var onceCalls: [String: (variables: String, location: SourceLocation, caller: String)] = [:]
     /// How each instance was made, to decode it again.
     var instanceOrigins: [String: (origin: TaskOrigin, request: InstanceRequest)] = [:]
-    let dynamicVariables = DynamicVariables()
+    let dynamicVariables: DynamicVariables
     /// Where ``failOrDefer(_:_:at:)`` puts mistakes while values are read; `nil`: report them now.
     var deferred: [TaskOptions.DeferredError]?
 
@@ -251,6 +251,7 @@ private final class LoadSession {
         self.root = root
         self.readFile = readFile
         self.context = context
+        dynamicVariables = DynamicVariables(interruption: context.interruption)
     }
 
     /// Records that the model depends on `key` (``TaskfileRequirement``).
