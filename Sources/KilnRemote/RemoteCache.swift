@@ -4,9 +4,12 @@ import GRPCNIOTransportHTTP2
 import KilnPluginAPI
 
 typealias V2 = Build_Bazel_Remote_Execution_V2_ContentAddressableStorage
+typealias ActionCache = Build_Bazel_Remote_Execution_V2_ActionCache
 
-/// A client of one REAPI server's action cache and content-addressable storage, over one HTTP/2
-/// connection (gRPC multiplexes the requests of every job on it).
+/// A client of one REAPI server's action cache and content-addressable storage. Its unary calls —
+/// every request of a look-up and of a store — share one lean HTTP/2 connection
+/// (``UnaryConnection``), which multiplexes the requests of every job; ByteStream's large blobs go
+/// over grpc-swift-2's client, on a connection of its own.
 ///
 /// - **Look-up:** `GetActionResult`; a result is used only when its exit code is 0 and it has
 ///   every output the Command names. Its blobs come with `BatchReadBlobs` (up to the server's
@@ -23,9 +26,15 @@ typealias V2 = Build_Bazel_Remote_Execution_V2_ContentAddressableStorage
 final class RemoteCache: RemoteClient {
     let server: RemoteEndpoint
     var endpoint: RemoteEndpoint? { server }
+    /// The unary calls' connection.
+    let unary: UnaryConnection
+    /// The streaming calls' client (ByteStream; `Execute` in ``RemoteExecution``).
     let client: GRPCClient<HTTP2ClientTransport.Posix>
     private let runner: Task<Void, Never>
+    /// Streaming calls' options: the timeout, and responses of up to 64 MiB.
     let options: CallOptions
+    /// How long one request may take.
+    let timeout: Duration
     /// The most bytes one batch request may carry (the server's limit, or 4 MiB less room for
     /// the envelope when it states none).
     private let batchLimit: Int64
@@ -35,32 +44,51 @@ final class RemoteCache: RemoteClient {
     private init(
         endpoint: RemoteEndpoint,
         timeout: Duration,
+        unary: UnaryConnection,
         client: GRPCClient<HTTP2ClientTransport.Posix>,
         runner: Task<Void, Never>,
         batchLimit: Int64
     ) {
         self.server = endpoint
+        self.unary = unary
         self.client = client
         self.runner = runner
         var options = CallOptions.defaults
         options.timeout = timeout
         options.maxResponseMessageBytes = 64 << 20
         self.options = options
+        self.timeout = timeout
         self.batchLimit = batchLimit
         let instance = endpoint.instance
-        let callOptions = options
         smallReads = BatchedReads(limit: batchLimit) { digests in
             var request = Build_Bazel_Remote_Execution_V2_BatchReadBlobsRequest()
             request.instanceName = instance
             request.digests = digests
             request.digestFunction = .sha256
-            return try await V2.Client(wrapping: client).batchReadBlobs(request, options: callOptions).responses
+            return try await unary.call(
+                V2.Method.BatchReadBlobs.descriptor,
+                request,
+                timeout: timeout,
+                as: Build_Bazel_Remote_Execution_V2_BatchReadBlobsResponse.self
+            ).responses
         }
     }
 
     /// Connects and reads the server's capabilities: it must take SHA-256 digests and speak REAPI
     /// 2.1 or later (outputs named by `output_paths`).
     static func connect(_ endpoint: RemoteEndpoint, timeout: Duration) async throws(RemoteFailure) -> RemoteCache {
+        let unary: UnaryConnection
+        do {
+            unary = try await UnaryConnection.connect(
+                host: endpoint.host,
+                port: endpoint.port,
+                authority: endpoint.host.contains(":")
+                    ? "[\(endpoint.host)]:\(endpoint.port)" : "\(endpoint.host):\(endpoint.port)",
+                timeout: timeout
+            )
+        } catch {
+            throw RemoteFailure("can't reach \(endpoint): \(describe(error))")
+        }
         let transport: HTTP2ClientTransport.Posix
         do {
             transport = try HTTP2ClientTransport.Posix(
@@ -72,27 +100,32 @@ final class RemoteCache: RemoteClient {
                 transportSecurity: .plaintext
             )
         } catch {
+            unary.close()
             throw RemoteFailure("can't reach \(endpoint): \(error)")
         }
         let client = GRPCClient(transport: transport)
         let runner = Task {
             do { try await client.runConnections() } catch {}
         }
-        var options = CallOptions.defaults
-        options.timeout = timeout
         var request = Build_Bazel_Remote_Execution_V2_GetCapabilitiesRequest()
         request.instanceName = endpoint.instance
         do {
-            let capabilities = try await Build_Bazel_Remote_Execution_V2_Capabilities.Client(wrapping: client)
-                .getCapabilities(request, options: options)
+            let capabilities = try await unary.call(
+                Build_Bazel_Remote_Execution_V2_Capabilities.Method.GetCapabilities.descriptor,
+                request,
+                timeout: timeout,
+                as: Build_Bazel_Remote_Execution_V2_ServerCapabilities.self
+            )
             return RemoteCache(
                 endpoint: endpoint,
                 timeout: timeout,
+                unary: unary,
                 client: client,
                 runner: runner,
                 batchLimit: try acceptedBatchLimit(capabilities, of: endpoint)
             )
         } catch {
+            unary.close()
             client.beginGracefulShutdown()
             runner.cancel()
             throw error as? RemoteFailure
@@ -166,6 +199,7 @@ final class RemoteCache: RemoteClient {
     }
 
     func close() {
+        unary.close()
         client.beginGracefulShutdown()
         let done = DispatchSemaphore(value: 0)
         let runner = self.runner
@@ -192,8 +226,12 @@ final class RemoteCache: RemoteClient {
         request.digestFunction = .sha256
         let result: Build_Bazel_Remote_Execution_V2_ActionResult
         do {
-            result = try await Build_Bazel_Remote_Execution_V2_ActionCache.Client(wrapping: client)
-                .getActionResult(request, options: options)
+            result = try await unary.call(
+                ActionCache.Method.GetActionResult.descriptor,
+                request,
+                timeout: timeout,
+                as: Build_Bazel_Remote_Execution_V2_ActionResult.self
+            )
         } catch let error as RPCError where error.code == .notFound {
             return .miss(note: nil)
         }
@@ -432,8 +470,12 @@ final class RemoteCache: RemoteClient {
         update.actionDigest = made.actionDigest
         update.actionResult = result
         update.digestFunction = .sha256
-        _ = try await Build_Bazel_Remote_Execution_V2_ActionCache.Client(wrapping: client)
-            .updateActionResult(update, options: options)
+        _ = try await unary.call(
+            ActionCache.Method.UpdateActionResult.descriptor,
+            update,
+            timeout: timeout,
+            as: Build_Bazel_Remote_Execution_V2_ActionResult.self
+        )
     }
 
     /// Uploads the blobs of `blobs` that `FindMissingBlobs` says the server lacks.
@@ -442,7 +484,12 @@ final class RemoteCache: RemoteClient {
         find.instanceName = server.instance
         find.blobDigests = blobs.values.map(\.0)
         find.digestFunction = .sha256
-        let missing = try await V2.Client(wrapping: client).findMissingBlobs(find, options: options).missingBlobDigests
+        let missing = try await unary.call(
+            V2.Method.FindMissingBlobs.descriptor,
+            find,
+            timeout: timeout,
+            as: Build_Bazel_Remote_Execution_V2_FindMissingBlobsResponse.self
+        ).missingBlobDigests
         try await upload(missing.compactMap { blobs[$0.hash] })
     }
 
@@ -461,10 +508,14 @@ final class RemoteCache: RemoteClient {
         batch.instanceName = server.instance
         batch.digestFunction = .sha256
         var batchSize: Int64 = 0
-        let cas = V2.Client(wrapping: client)
         func flush() async throws {
             guard !batch.requests.isEmpty else { return }
-            let response = try await cas.batchUpdateBlobs(batch, options: options)
+            let response = try await unary.call(
+                V2.Method.BatchUpdateBlobs.descriptor,
+                batch,
+                timeout: timeout,
+                as: Build_Bazel_Remote_Execution_V2_BatchUpdateBlobsResponse.self
+            )
             for answer in response.responses where answer.status.code != 0 {
                 throw RemoteFailure("the cache refused the blob \(answer.digest.remote): \(answer.status.message)")
             }
