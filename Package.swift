@@ -208,11 +208,12 @@ let package = Package(
             dependencies: ["KilnTestSupport"],
             swiftSettings: swiftSettings
         ),
-        // The REAPI client's parts that need no server (the rest is tested through kiln against
+        // The REAPI client's parts, alone: the joined reads, digests, and the lean unary calls
+        // against buildbox-casd and misbehaving sockets (the rest is tested through kiln against
         // real servers, in KilnCLITests).
         .testTarget(
             name: "KilnRemoteTests",
-            dependencies: ["KilnRemote"],
+            dependencies: ["KilnRemote", "KilnTestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

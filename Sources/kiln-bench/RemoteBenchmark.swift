@@ -12,8 +12,13 @@ import Foundation
 /// - kiln's build of B with the cache warm: every job a hit, nothing runs.
 ///
 /// Target: the warm second checkout ≤ 0.25× the local full build.
+///
+/// With `--baseline PATH` — another kiln, an earlier build with its libraries beside it — that
+/// kiln's warm build of B is timed too, in the same run: before and after, side by side.
 struct RemoteBenchmark {
     var kiln: String
+    /// An earlier kiln whose warm build is timed beside this one's, or `nil`.
+    var baseline: String?
     var ninja: String
     var casd: String
     /// The repository's scripts directory: `remote-up` and `remote-down` start and stop the farm.
@@ -71,20 +76,32 @@ struct RemoteBenchmark {
         // only that one is timed.
         clean(first)
         let filling = runChild([kiln, "run", "-j2", "--remote-cache", url], in: first.directory)
+        // In the console's output, as the local build above: `--json` costs kiln ~90K instructions
+        // a job (its event writer), which the local build doesn't pay. The hits are read from the
+        // summary line ("… N from the remote cache …").
         let warm = median(before: { clean(second) }) {
-            runChild([kiln, "run", "-j2", "--remote-cache", url, "--json"], in: second.directory, captureOutput: true)
+            runChild([kiln, "run", "-j2", "--remote-cache", url], in: second.directory, captureOutput: true)
+        }
+        let baselineWarm = baseline.map { baseline in
+            median(before: { clean(second) }) {
+                runChild([baseline, "run", "-j2", "--remote-cache", url], in: second.directory)
+            }
         }
         let hits =
-            warm.output.split(separator: "\n").last { $0.contains("run-finished") }
-            .flatMap { line in line.range(of: "\"remoteHits\":").map { line[$0.upperBound...].prefix { $0.isNumber } } }
-            .map(String.init) ?? "?"
+            warm.output.split(separator: "\n").last { $0.hasPrefix("kiln: ") }
+            .flatMap { line in
+                line.range(of: " from the remote cache").map { line[..<$0.lowerBound].split(separator: " ").last }
+            }
+            .flatMap { $0.map(String.init) } ?? "0"
 
         var table = Table(headers: ["build", "wall s", "peak RSS MB", "÷ kiln local", "÷ ninja"])
-        for (name, run) in [
+        var rows = [
             ("kiln, local full build (A)", local), ("ninja, local full build (A)", ninjaRun),
             ("kiln, A with an empty cache (runs, stores)", filling),
             ("kiln, B with a warm cache (\(hits) hits)", warm),
-        ] {
+        ]
+        if let baselineWarm { rows.append(("baseline kiln, B with a warm cache", baselineWarm)) }
+        for (name, run) in rows {
             let failed = run.status == 0 ? "" : " (exit \(run.status))"
             table.add([
                 name + failed, format(run.seconds, digits: 3), format(run.peakMegabytes, digits: 1),

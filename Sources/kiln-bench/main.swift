@@ -13,6 +13,7 @@ import Foundation
 //   kiln-bench git --kiln PATH --lefthook PATH [--files N] [--work DIR]
 //       changed files vs git status; a pre-commit hook with nothing affected vs lefthook
 //   kiln-bench remote --kiln PATH --ninja PATH --casd PATH --scripts DIR [--work DIR] [--quick] [--cache-only]
+//       [--baseline PATH]
 //       a second checkout's build from a warm remote cache (buildbox-casd) vs local and ninja;
 //       remote execution on BuildGrid with 1 and 2 kiln workers (scripts/remote-up) vs local -j2
 //   kiln-bench jobs [--quick] [--engines kiln,foundation,dispatch] [--repeat N]
@@ -113,13 +114,14 @@ case "remote":
         let scripts = value("--scripts")
     else {
         print(
-            "usage: kiln-bench remote --kiln PATH --ninja PATH --casd PATH --scripts DIR [--work DIR] [--quick] [--cache-only]"
+            "usage: kiln-bench remote --kiln PATH --ninja PATH --casd PATH --scripts DIR [--work DIR] [--quick] [--cache-only] [--baseline PATH]"
         )
         exit(2)
     }
     do {
         try RemoteBenchmark(
             kiln: kiln,
+            baseline: value("--baseline"),
             ninja: ninja,
             casd: casd,
             scripts: scripts,

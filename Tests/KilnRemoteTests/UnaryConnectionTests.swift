@@ -1,0 +1,329 @@
+import Foundation
+import GRPCCore
+import KilnTestSupport
+import Testing
+
+@testable import KilnRemote
+
+/// The remote cache's lean unary calls (``UnaryConnection``): against a real REAPI server,
+/// buildbox-casd (a gRPC C++ server), and against sockets that misbehave as no server should.
+@Suite("Unary gRPC calls over one lean HTTP/2 connection", .serialized)
+struct UnaryConnectionTests {
+    typealias CAS = Build_Bazel_Remote_Execution_V2_ContentAddressableStorage
+
+    /// buildbox-casd on 127.0.0.1, storing in a temporary directory, until ``stop()``.
+    final class Casd: @unchecked Sendable {
+        let process: Process
+        let storage: TemporaryDirectory
+        let port: Int
+
+        init() async throws {
+            let program = try Peers.buildbox("buildbox-casd")
+            storage = try TemporaryDirectory(prefix: "kiln-unary-casd")
+            for _ in 0..<20 {
+                let port = Int.random(in: 20_000..<60_000)
+                let process = Process()
+                process.executableURL = URL(fileURLWithPath: program)
+                process.arguments = ["--bind=127.0.0.1:\(port)", storage.path("cache")]
+                process.standardOutput = FileHandle.nullDevice
+                process.standardError = FileHandle.nullDevice
+                try process.run()
+                for _ in 0..<200 where process.isRunning {
+                    if let connection = try? await UnaryConnection.connect(
+                        host: "127.0.0.1",
+                        port: port,
+                        authority: "127.0.0.1:\(port)",
+                        timeout: .seconds(1)
+                    ) {
+                        connection.close()
+                        self.process = process
+                        self.port = port
+                        return
+                    }
+                    try await Task.sleep(for: .milliseconds(25))
+                }
+                if process.isRunning { process.terminate() }
+                process.waitUntilExit()
+            }
+            storage.remove()
+            throw Unavailable(description: "buildbox-casd didn't start listening")
+        }
+
+        func connect() async throws -> UnaryConnection {
+            try await UnaryConnection.connect(
+                host: "127.0.0.1",
+                port: port,
+                authority: "127.0.0.1:\(port)",
+                timeout: .seconds(5)
+            )
+        }
+
+        func stop() {
+            process.terminate()
+            process.waitUntilExit()
+            storage.remove()
+        }
+    }
+
+    /// A TCP listener on 127.0.0.1 that gives each connection to `serve` on a thread of its own.
+    final class Listener: @unchecked Sendable {
+        let socket: Int32
+        let port: Int
+
+        init(serve: @escaping @Sendable (Int32) -> Void) throws {
+            let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            self.socket = socket
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+            let bound = withUnsafeMutablePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    bind(socket, $0, length) == 0 && listen(socket, 8) == 0 && getsockname(socket, $0, &length) == 0
+                }
+            }
+            guard bound else { throw Unavailable(description: "can't listen: \(String(cString: strerror(errno)))") }
+            port = Int(UInt16(bigEndian: address.sin_port))
+            Thread.detachNewThread {
+                while true {
+                    let connection = accept(socket, nil, nil)
+                    if connection < 0 { return }
+                    Thread.detachNewThread { serve(connection) }
+                }
+            }
+        }
+
+        func close() {
+            shutdown(socket, Int32(SHUT_RDWR))
+            Glibc.close(socket)
+        }
+    }
+
+    struct Unavailable: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    /// Reads from `connection` until the client has sent its first request (the preface, its
+    /// settings and window, and at least part of a HEADERS frame: over 80 bytes).
+    static func awaitRequest(_ connection: Int32) {
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        var total = 0
+        while total <= 80 {
+            let count = read(connection, &buffer, buffer.count)
+            if count <= 0 { return }
+            total += count
+        }
+    }
+
+    static func digest(_ bytes: [UInt8]) -> ProtoDigest {
+        ActionRecipe.digest(of: Data(bytes))
+    }
+
+    @Test("thousands of calls at once on one connection each get their own answer")
+    func manyConcurrentCalls() async throws {
+        let server = try await Casd()
+        defer { server.stop() }
+        let connection = try await server.connect()
+        defer { connection.close() }
+        let blobs = (0..<2_000).map { index in
+            Array("blob \(index) ".utf8) + [UInt8](repeating: UInt8(index % 251), count: index % 700)
+        }
+        var upload = Build_Bazel_Remote_Execution_V2_BatchUpdateBlobsRequest()
+        upload.requests = blobs.map { blob in
+            var request = Build_Bazel_Remote_Execution_V2_BatchUpdateBlobsRequest.Request()
+            request.digest = Self.digest(blob)
+            request.data = Data(blob)
+            return request
+        }
+        let stored = try await connection.call(
+            CAS.Method.BatchUpdateBlobs.descriptor,
+            upload,
+            timeout: .seconds(30),
+            as: Build_Bazel_Remote_Execution_V2_BatchUpdateBlobsResponse.self
+        )
+        #expect(stored.responses.count == blobs.count)
+        #expect(stored.responses.allSatisfy { $0.status.code == 0 })
+
+        // Each blob read alone, all at once, and an action nobody stored looked up beside each.
+        let (read, missing) = try await withThrowingTaskGroup(of: (Int, [UInt8]?, RPCError?).self) { group in
+            for (index, blob) in blobs.enumerated() {
+                group.addTask {
+                    var request = Build_Bazel_Remote_Execution_V2_BatchReadBlobsRequest()
+                    request.digests = [Self.digest(blob)]
+                    let response = try await connection.call(
+                        CAS.Method.BatchReadBlobs.descriptor,
+                        request,
+                        timeout: .seconds(30),
+                        as: Build_Bazel_Remote_Execution_V2_BatchReadBlobsResponse.self
+                    )
+                    return (index, response.responses.first.map { [UInt8]($0.data) }, nil)
+                }
+                group.addTask {
+                    var request = Build_Bazel_Remote_Execution_V2_GetActionResultRequest()
+                    request.actionDigest = Self.digest(Array("no such action \(index)".utf8))
+                    do {
+                        _ = try await connection.call(
+                            Build_Bazel_Remote_Execution_V2_ActionCache.Method.GetActionResult.descriptor,
+                            request,
+                            timeout: .seconds(30),
+                            as: Build_Bazel_Remote_Execution_V2_ActionResult.self
+                        )
+                        return (index, nil, nil)
+                    } catch let error as RPCError {
+                        return (index, nil, error)
+                    }
+                }
+            }
+            var read: [Int: [UInt8]] = [:]
+            var missing: [RPCError] = []
+            for try await (index, bytes, error) in group {
+                if let bytes { read[index] = bytes }
+                if let error { missing.append(error) }
+            }
+            return (read, missing)
+        }
+        #expect(read.count == blobs.count)
+        #expect(blobs.indices.allSatisfy { read[$0] == blobs[$0] })
+        #expect(missing.count == blobs.count)
+        #expect(missing.allSatisfy { $0.code == .notFound })
+    }
+
+    @Test("responses far past the connection's flow-control window arrive whole")
+    func largeResponses() async throws {
+        let server = try await Casd()
+        defer { server.stop() }
+        let connection = try await server.connect()
+        defer { connection.close() }
+        // 8 blobs of 3.5 MiB, each read 3 times at once: 84 MiB, over 5 times the window.
+        var generator = SeededGenerator(seed: 7)
+        let chunk = (0..<4096).map { _ in UInt8.random(in: 0...255, using: &generator) }
+        let blobs = (0..<8).map { index in
+            var blob = Array([[UInt8]](repeating: chunk, count: (7 << 19) / chunk.count).joined())
+            blob[index] ^= 0xFF
+            return blob
+        }
+        for blob in blobs {
+            var upload = Build_Bazel_Remote_Execution_V2_BatchUpdateBlobsRequest()
+            var request = Build_Bazel_Remote_Execution_V2_BatchUpdateBlobsRequest.Request()
+            request.digest = Self.digest(blob)
+            request.data = Data(blob)
+            upload.requests = [request]
+            let stored = try await connection.call(
+                CAS.Method.BatchUpdateBlobs.descriptor,
+                upload,
+                timeout: .seconds(30),
+                as: Build_Bazel_Remote_Execution_V2_BatchUpdateBlobsResponse.self
+            )
+            #expect(stored.responses.first?.status.code == 0)
+        }
+        let matched = try await withThrowingTaskGroup(of: Bool.self) { group in
+            for blob in blobs + blobs + blobs {
+                group.addTask {
+                    var request = Build_Bazel_Remote_Execution_V2_BatchReadBlobsRequest()
+                    request.digests = [Self.digest(blob)]
+                    let response = try await connection.call(
+                        CAS.Method.BatchReadBlobs.descriptor,
+                        request,
+                        timeout: .seconds(60),
+                        as: Build_Bazel_Remote_Execution_V2_BatchReadBlobsResponse.self
+                    )
+                    return response.responses.first.map { [UInt8]($0.data) == blob } ?? false
+                }
+            }
+            var matched = 0
+            for try await same in group where same { matched += 1 }
+            return matched
+        }
+        #expect(matched == 24)
+    }
+
+    @Test("a method the server doesn't have fails with its status and message (a trailers-only response)")
+    func unknownMethod() async throws {
+        let server = try await Casd()
+        defer { server.stop() }
+        let connection = try await server.connect()
+        defer { connection.close() }
+        let method = MethodDescriptor(fullyQualifiedService: "kiln.test.Nothing", method: "Here")
+        do {
+            _ = try await connection.call(
+                method,
+                Build_Bazel_Remote_Execution_V2_GetActionResultRequest(),
+                timeout: .seconds(5),
+                as: Build_Bazel_Remote_Execution_V2_ActionResult.self
+            )
+            Issue.record("the call succeeded")
+        } catch let error as RPCError {
+            #expect(error.code == .unimplemented, "\(error)")
+        }
+    }
+
+    /// Calls GetActionResult on a connection to `listener` and returns how it failed, and after
+    /// how many seconds.
+    func failure(from listener: Listener, timeout: Duration) async throws -> (RPCError?, Double) {
+        let started = Date()
+        do {
+            let connection = try await UnaryConnection.connect(
+                host: "127.0.0.1",
+                port: listener.port,
+                authority: "127.0.0.1:\(listener.port)",
+                timeout: .seconds(5)
+            )
+            defer { connection.close() }
+            _ = try await connection.call(
+                Build_Bazel_Remote_Execution_V2_ActionCache.Method.GetActionResult.descriptor,
+                Build_Bazel_Remote_Execution_V2_GetActionResultRequest(),
+                timeout: timeout,
+                as: Build_Bazel_Remote_Execution_V2_ActionResult.self
+            )
+            return (nil, Date().timeIntervalSince(started))
+        } catch let error as RPCError {
+            return (error, Date().timeIntervalSince(started))
+        }
+    }
+
+    @Test("a server that takes the connection and never answers: the call fails at its deadline")
+    func silentServer() async throws {
+        let listener = try Listener { connection in
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            while read(connection, &buffer, buffer.count) > 0 {}
+            close(connection)
+        }
+        defer { listener.close() }
+        let (error, seconds) = try await failure(from: listener, timeout: .milliseconds(300))
+        #expect(error?.code == .deadlineExceeded, "\(String(describing: error))")
+        // A watchdog, not a timing assertion: without the deadline the call waits forever.
+        #expect(seconds < 30)
+    }
+
+    @Test("a server that closes the connection, or answers what isn't HTTP/2: the call fails, unavailable")
+    func brokenServers() async throws {
+        let closing = try Listener { connection in
+            Self.awaitRequest(connection)
+            close(connection)
+        }
+        defer { closing.close() }
+        let garbage = try Listener { connection in
+            Self.awaitRequest(connection)
+            let answer = Array("HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n".utf8)
+            _ = write(connection, answer, answer.count)
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            while read(connection, &buffer, buffer.count) > 0 {}
+            close(connection)
+        }
+        defer { garbage.close() }
+        for listener in [closing, garbage] {
+            let (error, seconds) = try await failure(from: listener, timeout: .seconds(20))
+            #expect(error?.code == .unavailable, "\(String(describing: error))")
+            #expect(seconds < 15)
+        }
+    }
+
+    @Test("the deadline goes to the server as grpc-timeout: at most 8 digits and a unit")
+    func grpcTimeoutHeader() {
+        #expect(UnaryCallHandler.grpcTimeout(.seconds(5)) == "5000m")
+        #expect(UnaryCallHandler.grpcTimeout(.milliseconds(1)) == "1m")
+        #expect(UnaryCallHandler.grpcTimeout(.microseconds(10)) == "1m")
+        #expect(UnaryCallHandler.grpcTimeout(.seconds(200_000)) == "200000S")
+        #expect(UnaryCallHandler.grpcTimeout(.seconds(Int64.max / 2)) == "99999999S")
+    }
+}
