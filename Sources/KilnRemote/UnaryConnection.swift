@@ -46,7 +46,28 @@ final class UnaryConnection: Sendable {
     }
 
     /// Connects to `host`:`port` (`authority` is what requests name) within `timeout`.
+    ///
+    /// - Throws: ``RPCError`` `unavailable`, saying why in a few words: the name doesn't resolve,
+    ///   the connection was refused, it timed out.
     static func connect(host: String, port: Int, authority: String, timeout: Duration) async throws
+        -> UnaryConnection
+    {
+        do {
+            return try await open(host: host, port: port, authority: authority, timeout: timeout)
+        } catch let error as NIOConnectionError {
+            if error.dnsAError != nil || error.dnsAAAAError != nil {
+                throw RPCError(code: .unavailable, message: "can't resolve \(host)")
+            }
+            let reasons = error.connectionErrors.map { failure in
+                (failure.error as? IOError).map { String(cString: strerror($0.errnoCode)) } ?? "\(failure.error)"
+            }
+            throw RPCError(code: .unavailable, message: Set(reasons).sorted().joined(separator: "; "))
+        } catch ChannelError.connectTimeout(_) {
+            throw RPCError(code: .unavailable, message: "no connection within \(timeout)")
+        }
+    }
+
+    private static func open(host: String, port: Int, authority: String, timeout: Duration) async throws
         -> UnaryConnection
     {
         let loop = MultiThreadedEventLoopGroup.singleton.next()

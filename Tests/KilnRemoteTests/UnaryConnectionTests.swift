@@ -308,6 +308,27 @@ struct UnaryConnectionTests {
         }
     }
 
+    @Test("a refused connection fails to connect with unavailable, saying so in a few words")
+    func refusedConnection() async throws {
+        // A port just listened on and closed: nothing listens there now.
+        let listener = try Listener { close($0) }
+        let port = listener.port
+        listener.close()
+        do {
+            let connection = try await UnaryConnection.connect(
+                host: "127.0.0.1",
+                port: port,
+                authority: "127.0.0.1:\(port)",
+                timeout: .seconds(30)
+            )
+            connection.close()
+            Issue.record("connected to a closed port")
+        } catch let error as RPCError {
+            #expect(error.code == .unavailable)
+            #expect(error.message == "Connection refused", "\(error)")
+        }
+    }
+
     @Test("the deadline goes to the server as grpc-timeout: at most 8 digits and a unit")
     func grpcTimeoutHeader() {
         #expect(UnaryCallHandler.grpcTimeout(.seconds(5)) == "5000m")
