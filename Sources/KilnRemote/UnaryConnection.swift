@@ -117,17 +117,14 @@ final class UnaryConnection: Sendable {
         message.writeInteger(UInt8(0))
         message.writeInteger(UInt32(bytes.count))
         message.writeBytes(bytes)
-        let call = Call(
-            path: "/" + method.fullyQualifiedMethod,
-            message: message,
-            deadline: .now() + .nanoseconds(UnaryCallHandler.nanoseconds(timeout)),
-            timeout: timeout,
-            completion: { _ in }
-        )
+        let path = "/" + method.fullyQualifiedMethod
+        let deadline = NIODeadline.now() + .nanoseconds(UnaryCallHandler.nanoseconds(timeout))
         var body = try await withCheckedThrowingContinuation { continuation in
-            var call = call
-            call.completion = { continuation.resume(with: $0) }
-            submit(call)
+            submit(
+                Call(path: path, message: message, deadline: deadline, timeout: timeout) {
+                    continuation.resume(with: $0)
+                }
+            )
         }
         // One message, uncompressed: the 5-byte prefix, then exactly its length.
         guard let compressed = body.readInteger(as: UInt8.self), let length = body.readInteger(as: UInt32.self),
@@ -229,6 +226,12 @@ final class UnaryCallHandler: ChannelInboundHandler {
             return
         }
         for call in calls {
+            // Stream ids are odd and never reused: after 2³⁰ calls the connection has none left.
+            guard nextStreamID < Int32.max - 1 else {
+                gone = RPCError(code: .unavailable, message: "the connection has used every HTTP/2 stream id")
+                call.completion(.failure(gone!))
+                continue
+            }
             let id = HTTP2StreamID(nextStreamID)
             nextStreamID += 2
             var headers = HPACKHeaders()
