@@ -21,10 +21,12 @@ import SwiftProtobuf
 /// (or a trailers-only response). Its deadline goes to the server as `grpc-timeout`, and the call
 /// fails with `deadlineExceeded` here when it passes. A call the server resets, a connection that
 /// closes or a server that goes away fails the calls it had, each with an ``RPCError``: the cache
-/// then counts as down (``RemoteCacheSession``).
+/// then counts as down (``RemoteCacheSession``). The next call connects again: a long-lived
+/// `kiln worker` outlives a server's restart.
 ///
-/// Threading: every member is safe from any thread. The channel's state lives on its event loop
-/// (``UnaryCallHandler``); the calls waiting to be written are guarded by `pending`'s lock.
+/// Threading: every member is safe from any thread. A connection's state lives on its event loop
+/// (``UnaryCallHandler``); the current connection, and the calls waiting to be written on it, are
+/// guarded by locks of their own.
 final class UnaryConnection: Sendable {
     /// A call waiting to be written.
     struct Call: Sendable {
@@ -36,13 +38,18 @@ final class UnaryConnection: Sendable {
         var completion: @Sendable (Result<ByteBuffer, RPCError>) -> Void
     }
 
-    private let channel: any Channel
-    private let handler: NIOLoopBound<UnaryCallHandler>
-    private let pending = NIOLockedValueBox<(calls: [Call], scheduled: Bool)>(([], false))
+    private let host: String
+    private let port: Int
+    private let authority: String
+    private let connectTimeout: Duration
+    /// The connection calls go on, until it closes; `closed` once ``close()`` was called.
+    private let current = NIOLockedValueBox<(link: Link?, closed: Bool)>((nil, false))
 
-    private init(channel: any Channel, handler: NIOLoopBound<UnaryCallHandler>) {
-        self.channel = channel
-        self.handler = handler
+    private init(host: String, port: Int, authority: String, connectTimeout: Duration) {
+        self.host = host
+        self.port = port
+        self.authority = authority
+        self.connectTimeout = connectTimeout
     }
 
     /// Connects to `host`:`port` (`authority` is what requests name) within `timeout`.
@@ -52,8 +59,33 @@ final class UnaryConnection: Sendable {
     static func connect(host: String, port: Int, authority: String, timeout: Duration) async throws
         -> UnaryConnection
     {
+        let connection = UnaryConnection(host: host, port: port, authority: authority, connectTimeout: timeout)
+        _ = try await connection.link()
+        return connection
+    }
+
+    /// The open connection, connecting when there is none (the first call, or the last one closed).
+    private func link() async throws -> Link {
+        let (known, closed) = current.withLockedValue { ($0.link, $0.closed) }
+        if closed { throw RPCError(code: .unavailable, message: "the connection was closed") }
+        if let known, known.channel.isActive { return known }
+        let fresh = try await Self.open(host: host, port: port, authority: authority, timeout: connectTimeout)
+        // Another call may have connected meanwhile: the first connection made is kept.
+        let kept = current.withLockedValue { current -> Link? in
+            if current.closed { return nil }
+            if let other = current.link, other.channel.isActive { return other }
+            current.link = fresh
+            return fresh
+        }
+        if kept !== fresh { fresh.close() }
+        guard let kept else { throw RPCError(code: .unavailable, message: "the connection was closed") }
+        return kept
+    }
+
+    /// A connection to `host`:`port`.
+    private static func open(host: String, port: Int, authority: String, timeout: Duration) async throws -> Link {
         do {
-            return try await open(host: host, port: port, authority: authority, timeout: timeout)
+            return try await Link.open(host: host, port: port, authority: authority, timeout: timeout)
         } catch let error as NIOConnectionError {
             if error.dnsAError != nil || error.dnsAAAAError != nil {
                 throw RPCError(code: .unavailable, message: "can't resolve \(host)")
@@ -67,9 +99,44 @@ final class UnaryConnection: Sendable {
         }
     }
 
-    private static func open(host: String, port: Int, authority: String, timeout: Duration) async throws
-        -> UnaryConnection
-    {
+    /// Calls `method` with `request` and returns its response.
+    ///
+    /// - Throws: ``RPCError``: the server's status when it isn't OK, `deadlineExceeded` after
+    ///   `timeout`, `unavailable` when the connection failed or can't be made, `internalError` for
+    ///   a response that isn't one message of `Response`.
+    func call<Request: SwiftProtobuf.Message, Response: SwiftProtobuf.Message>(
+        _ method: MethodDescriptor,
+        _ request: Request,
+        timeout: Duration,
+        as response: Response.Type = Response.self
+    ) async throws -> Response {
+        try await link().call(method, request, timeout: timeout, as: response)
+    }
+
+    /// Closes the connection; calls under way fail with `unavailable`, and so does every call after.
+    func close() {
+        current.withLockedValue { current -> Link? in
+            current.closed = true
+            return current.link
+        }?.close()
+    }
+}
+
+/// One HTTP/2 connection of a ``UnaryConnection``: its channel, its handler, and the calls waiting
+/// to be written on it.
+///
+/// Threading: every member is safe from any thread; `pending` is guarded by its lock.
+private final class Link: Sendable {
+    let channel: any Channel
+    private let handler: NIOLoopBound<UnaryCallHandler>
+    private let pending = NIOLockedValueBox<(calls: [UnaryConnection.Call], scheduled: Bool)>(([], false))
+
+    private init(channel: any Channel, handler: NIOLoopBound<UnaryCallHandler>) {
+        self.channel = channel
+        self.handler = handler
+    }
+
+    static func open(host: String, port: Int, authority: String, timeout: Duration) async throws -> Link {
         let loop = MultiThreadedEventLoopGroup.singleton.next()
         let channel = try await ClientBootstrap(group: loop)
             .channelOption(.socketOption(.tcp_nodelay), value: 1)
@@ -98,14 +165,10 @@ final class UnaryConnection: Sendable {
                 eventLoop: channel.eventLoop
             )
         }.get()
-        return UnaryConnection(channel: channel, handler: handler)
+        return Link(channel: channel, handler: handler)
     }
 
-    /// Calls `method` with `request` and returns its response.
-    ///
-    /// - Throws: ``RPCError``: the server's status when it isn't OK, `deadlineExceeded` after
-    ///   `timeout`, `unavailable` when the connection failed, `internalError` for a response that
-    ///   isn't one message of `Response`.
+    /// ``UnaryConnection/call(_:_:timeout:as:)`` on this connection.
     func call<Request: SwiftProtobuf.Message, Response: SwiftProtobuf.Message>(
         _ method: MethodDescriptor,
         _ request: Request,
@@ -121,7 +184,7 @@ final class UnaryConnection: Sendable {
         let deadline = NIODeadline.now() + .nanoseconds(UnaryCallHandler.nanoseconds(timeout))
         var body = try await withCheckedThrowingContinuation { continuation in
             submit(
-                Call(path: path, message: message, deadline: deadline, timeout: timeout) {
+                UnaryConnection.Call(path: path, message: message, deadline: deadline, timeout: timeout) {
                     continuation.resume(with: $0)
                 }
             )
@@ -140,7 +203,7 @@ final class UnaryConnection: Sendable {
     }
 
     /// Queues `call`; the first call queued since the loop last wrote asks it to write them all.
-    private func submit(_ call: Call) {
+    private func submit(_ call: UnaryConnection.Call) {
         let schedule = pending.withLockedValue { pending -> Bool in
             pending.calls.append(call)
             defer { pending.scheduled = true }
@@ -148,7 +211,7 @@ final class UnaryConnection: Sendable {
         }
         guard schedule else { return }
         channel.eventLoop.execute { [self] in
-            let calls = pending.withLockedValue { pending -> [Call] in
+            let calls = pending.withLockedValue { pending -> [UnaryConnection.Call] in
                 pending.scheduled = false
                 defer { pending.calls = [] }
                 return pending.calls

@@ -17,11 +17,12 @@ struct UnaryConnectionTests {
         let storage: TemporaryDirectory
         let port: Int
 
-        init() async throws {
+        /// Starts a server on `fixed`, or on a free port.
+        init(port fixed: Int? = nil) async throws {
             let program = try Peers.buildbox("buildbox-casd")
             storage = try TemporaryDirectory(prefix: "kiln-unary-casd")
-            for _ in 0..<20 {
-                let port = Int.random(in: 20_000..<60_000)
+            for _ in 0..<(fixed == nil ? 20 : 200) {
+                let port = fixed ?? Int.random(in: 20_000..<60_000)
                 let process = Process()
                 process.executableURL = URL(fileURLWithPath: program)
                 process.arguments = ["--bind=127.0.0.1:\(port)", storage.path("cache")]
@@ -306,6 +307,28 @@ struct UnaryConnectionTests {
             let (error, _) = try await failure(from: listener, timeout: .seconds(120))
             #expect(error?.code == .unavailable, "\(String(describing: error))")
         }
+    }
+
+    @Test("after the server restarts, the next call connects again: the failed ones were unavailable")
+    func reconnectsAfterARestart() async throws {
+        let first = try await Casd()
+        let connection = try await first.connect()
+        defer { connection.close() }
+        let blob = Array("kept across a restart".utf8)
+        #expect(try await Self.storeBlobs([blob], on: connection) == [0])
+        let port = first.port
+        first.stop()
+        do {
+            _ = try await Self.readBlob(blob, on: connection)
+            Issue.record("a call to a stopped server succeeded")
+        } catch let error as RPCError {
+            #expect(error.code == .unavailable, "\(error)")
+        }
+        let second = try await Casd(port: port)
+        defer { second.stop() }
+        // A new server, a new storage: the blob is stored again, then read back.
+        #expect(try await Self.storeBlobs([blob], on: connection) == [0])
+        #expect(try await Self.readBlob(blob, on: connection) == blob)
     }
 
     @Test("a refused connection fails to connect with unavailable, saying so in a few words")
