@@ -84,13 +84,14 @@ final class DynamicVariables {
             if output.count + count > outputLimit { overflow = true } else { output += buffer[..<count] }
         }
         close(pipe[0])
-        // Waited for unreaped first: until the group is no longer interruptible, its id stays its own.
+        // Waited for unreaped first: until neither the interrupt nor the guardian can signal the
+        // group any more, the shell stays a zombie, so the group's id stays its own.
         var exited = siginfo_t()
         while waitid(P_PID, id_t(pid), &exited, WEXITED | WNOWAIT) < 0, errno == EINTR {}
         interruption?.finished(pid)
+        _ = ckiln_guardian_note(pid, 0)
         var exit: Int32 = 0
         while waitpid(pid, &exit, 0) < 0, errno == EINTR {}
-        _ = ckiln_guardian_note(pid, 0)
         if overflow { return .failure(Failure(description: "its output is over kiln's limit of \(outputLimit) bytes")) }
         // WIFEXITED/WEXITSTATUS, WIFSIGNALED/WTERMSIG.
         if exit & 0x7F != 0 { return .failure(Failure(description: "killed by signal \(exit & 0x7F)")) }
