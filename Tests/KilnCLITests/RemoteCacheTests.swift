@@ -285,7 +285,9 @@ struct RemoteCacheTests {
         #expect(badURL.standardError.contains("grpc://HOST:PORT"), "\(badURL.standardError)")
     }
 
-    @Test("a no-op run never loads the remote library, nor does a run without a remote")
+    @Test(
+        "a run where nothing changed never loads the remote library (its jobs that always run included), nor does a run without a remote"
+    )
     func noOpLeavesTheLibraryUnloaded() async throws {
         let server = try await CASServer.start()
         defer { server.remove() }
@@ -296,13 +298,54 @@ struct RemoteCacheTests {
         let first = try await KilnProcess.run(["run", "--remote-cache", server.url], in: project, environment: loads)
         #expect(first.status == 0)
         #expect(first.standardError.contains("libKilnRemote.so"), "the build loads it")
-        let noOp = try await KilnProcess.run(["run", "--remote-cache", server.url], in: project, environment: loads)
-        #expect(noOp.status == 0)
-        #expect(!noOp.standardError.contains("libKilnRemote.so"))
+        // The example's `test` task always runs (it declares no sources). The run after the
+        // build finds a path changed since its snapshot, so it connects early (EarlyConnection);
+        // from then on nothing has changed: only `test` runs, and the cache can't answer it.
+        _ = try await KilnProcess.run(["run", "--remote-cache", server.url], in: project)
+        for _ in 0..<2 {
+            let noOp = try await KilnProcess.run(
+                ["run", "--remote-cache", server.url],
+                in: project,
+                environment: loads
+            )
+            #expect(noOp.status == 0)
+            #expect(!noOp.standardError.contains("libKilnRemote.so"))
+        }
         try FileManager.default.removeItem(atPath: project + "/build")
         let withoutRemote = try await KilnProcess.run(["run"], in: project, environment: loads)
         #expect(withoutRemote.status == 0)
         #expect(!withoutRemote.standardError.contains("libKilnRemote.so"))
+    }
+
+    @Test("the cache the command line names is connected while the Taskfile loads, and let go unused when no job asks")
+    func connectsWhileTheTaskfileLoads() async throws {
+        let server = try await CASServer.start()
+        defer { server.remove() }
+        let project = try TemporaryDirectory(prefix: "kiln-remote-early")
+        defer { project.remove() }
+        // The load counts kiln's connections to the server (waiting up to 10 s for one): the
+        // dynamic variable runs while the Taskfile loads, before any job.
+        let count =
+            "for i in $(seq 200); do n=$(ss -Htn state established '( dport = :\(server.port) )' | wc -l);"
+            + " [ \"$n\" -gt 0 ] && break; sleep 0.05; done; echo $n"
+        try project.write(
+            "Taskfile.yml",
+            """
+            version: '3'
+            vars:
+              CONNECTIONS:
+                sh: "\(count.replacingOccurrences(of: "\"", with: "\\\""))"
+            tasks:
+              default:
+                cmds: ['echo connections={{.CONNECTIONS}}']
+
+            """
+        )
+        let run = try await KilnProcess.run(["run", "--remote-cache", server.url], in: project.path)
+        #expect(run.status == 0, "\(run)")
+        #expect(!run.standardOutput.contains("connections=0"), "\(run)")
+        #expect(run.standardOutput.contains("connections="), "\(run)")
+        #expect(!run.standardError.contains("warning"), "\(run)")
     }
 
     /// `sha256sum`'s hex digest of `data`.

@@ -953,9 +953,14 @@ public final class BuildRun: @unchecked Sendable {
         let executesRemotely =
             remote.map { $0.session.settings.executes && (claimsRemote || $0.session.settings.executesAll) } ?? false
         let remoteRan = LockedValue<RemoteExecution?>(nil)
+        // With a build state (not a dry run), a job's success is recorded after it ends (see the
+        // completion block below): dependents wait for a job of their own, which waits for that.
+        let recordsLater = incremental != nil && !dryRun
         let hasDone =
             (incremental != nil || mayBeSkipped) && precomputed == nil || !promised.isEmpty || ignoresFailure
-            || remote != nil
+            || remote != nil || recordsLater
+        // Finished once the job is recorded and reported (never queued: started by hand).
+        let recorded = hasDone ? DeferredWorkJob("\(request.label) (recorded)") { $0() } : nil
         // When the job started running here: its duration weighs its task next time (the
         // critical path first, see BuildPlan.startingLongestPathFirst).
         let startedAt = LockedValue<UInt64?>(nil)
@@ -1092,6 +1097,36 @@ public final class BuildRun: @unchecked Sendable {
             let failed = outcome != .succeeded && outcome != .upToDate && outcome != .remoteHit && !ignored
             // Stored by the job, when it ran here; the executor stores what it runs itself.
             if outcome == .succeeded, remoteRan.value == nil { ranAndLeftOutputs.withLock { $0 = true } }
+            let reported = outcome
+            let ignoredFailure = ignored
+            // The job is reported finished, and its dependents may start, once it is recorded. A
+            // success's record (its outputs hashed, then committed) is written by this thread
+            // when no other write is under way; otherwise it joins the one under way, this runs
+            // with it, and this thread goes on without waiting (BuildState.record). Anything else
+            // is recorded here and now.
+            let settle: @Sendable () -> Void = { [self] in
+                state.withLock { state in
+                    state.live[id] = nil
+                    switch reported {
+                    case .succeeded: state.summary.succeeded += 1
+                    case .failed where ignoredFailure: state.summary.ignoredFailures += 1
+                    case .failed: state.summary.failed += 1
+                    case .cancelled: state.summary.cancelled += 1
+                    case .upToDate: state.summary.upToDate += 1
+                    case .remoteHit: state.summary.remoteHits += 1
+                    }
+                }
+                observer.jobFinished(info, outcome: reported, output: output, at: now)
+                if !hasDone { onFinish(failed, realJob) }
+                if case .failed = reported, !ignoredFailure, !options.keepGoing { stopScheduling() }
+                // Only now may a waiting job take the slots: after the observers heard this job
+                // end (a trace never shows more jobs on a queue than its width) and after a
+                // failure stopped the run (a job waiting for one of these slots must not start).
+                for slot in chainSlots { slot.release() }
+                if !hasDone { pendingAdd(-1) }
+                try? recorded?.start()
+            }
+            var settles = true
             if let incremental, let result = verdict.value {
                 switch outcome {
                 case .succeeded where dryRun: incremental.willRun(key)
@@ -1138,33 +1173,20 @@ public final class BuildRun: @unchecked Sendable {
                         keepDepfile: task.definition.keepsDepfile || !removable,
                         definition: task.definition,
                         duration: outcome == .succeeded && remoteRan.value == nil
-                            ? startedAt.value.map { Int64(DispatchTime.now().uptimeNanoseconds - $0) } : nil
+                            ? startedAt.value.map { Int64(DispatchTime.now().uptimeNanoseconds - $0) } : nil,
+                        // A remote hit ends on the look-up's thread, one of Swift concurrency's:
+                        // its outputs are read and its record written elsewhere.
+                        handingOver: outcome == .remoteHit,
+                        then: settle
                     )
+                    settles = false
                 case .upToDate:
                     incremental.upToDate(key: key, check: result)
                 case .failed: incremental.failed(key: key)
                 case .cancelled: break
                 }
             }
-            state.withLock { state in
-                state.live[id] = nil
-                switch outcome {
-                case .succeeded: state.summary.succeeded += 1
-                case .failed where ignored: state.summary.ignoredFailures += 1
-                case .failed: state.summary.failed += 1
-                case .cancelled: state.summary.cancelled += 1
-                case .upToDate: state.summary.upToDate += 1
-                case .remoteHit: state.summary.remoteHits += 1
-                }
-            }
-            observer.jobFinished(info, outcome: outcome, output: output, at: now)
-            if !hasDone { onFinish(failed, realJob) }
-            if case .failed = outcome, !ignored, !options.keepGoing { stopScheduling() }
-            // Only now may a waiting job take the slots: after the observers heard this job end
-            // (a trace never shows more jobs on a queue than its width) and after a failure
-            // stopped the run (a job waiting for one of these slots must not start).
-            for slot in chainSlots { slot.release() }
-            if !hasDone { pendingAdd(-1) }
+            if settles { settle() }
         }
         // Only now may a stop or an interrupt cancel it: a job cancelled in no queue finishes at
         // once, and it must not finish before this completion block is there to report it and
@@ -1203,6 +1225,7 @@ public final class BuildRun: @unchecked Sendable {
         }
         done.name = request.label
         done.addDependency(realJob)
+        if let recorded { done.addDependency(recorded) }
         if let store { done.addDependency(store) }
         done.completionBlock = { [self] in
             onFinish(done.isCancelled || done.error != nil, done)

@@ -72,10 +72,21 @@ public final class RemoteCacheSession: Sendable {
         var closed = false
     }
 
-    /// A session for `settings`; it connects when first asked for ``client``. `note` says a warning.
-    public init(_ settings: RemoteSettings, note: @escaping @Sendable (String) -> Void) {
+    /// A connection begun before the session was made (``EarlyConnection``), taken by the first
+    /// ``client`` when it is to the same server; let go at ``close()`` otherwise.
+    private let early: EarlyConnection?
+
+    /// A session for `settings`; it connects when first asked for ``client``, or takes `early`'s
+    /// connection when that one is to the same server. `note` says a warning.
+    public init(_ settings: RemoteSettings, early: EarlyConnection? = nil, note: @escaping @Sendable (String) -> Void) {
         self.settings = settings
         self.note = note
+        if let early, !early.serves(settings) {
+            early.discard()
+            self.early = nil
+        } else {
+            self.early = early
+        }
     }
 
     /// The client, connecting the first time; `nil` once the cache is down (or never came up).
@@ -85,7 +96,7 @@ public final class RemoteCacheSession: Sendable {
             let (known, down) = state.withLock { ($0.client, $0.down) }
             if down { return nil }
             if let known { return known }
-            switch RemoteLibrary.client(for: settings.endpoint, timeout: settings.timeout) {
+            switch early?.take() ?? RemoteLibrary.client(for: settings.endpoint, timeout: settings.timeout) {
             case .success(let client):
                 state.withLock { $0.client = client }
                 return client
@@ -137,6 +148,60 @@ public final class RemoteCacheSession: Sendable {
             state.closed = true
             return state.client
         }?.close()
+        early?.discard()
+    }
+}
+
+/// A connection to a remote cache begun early — while the Taskfile loads and the run is planned —
+/// on a thread of its own, when the command line or the environment names the server: the
+/// remote library's load (its relocations), its event loop's start, the TCP connect and
+/// `GetCapabilities` are then done by the time the first job is looked up, not before it.
+/// A run only begins one once the snapshot has said that something may run: a no-op never
+/// loads the remote library.
+///
+/// Threading: any thread. ``take()`` blocks its caller until the connection is made or failed
+/// (at most the settings' timeout); callers must not be Swift concurrency's threads.
+public final class EarlyConnection: Sendable {
+    private let endpoint: RemoteEndpoint
+    private let timeout: Duration
+    private let result: BuildSession.Background<Result<any RemoteClient, RemoteFailure>>
+    /// Whether ``take()`` or ``discard()`` has had it: the connection has one owner.
+    private let claimed = Mutex(false)
+
+    /// Begins connecting to the server `settings` name.
+    public init(_ settings: RemoteSettings) {
+        endpoint = settings.endpoint
+        timeout = settings.timeout
+        result = BuildSession.Background { [endpoint, timeout] in
+            RemoteLibrary.client(for: endpoint, timeout: timeout)
+        }
+    }
+
+    /// Whether a session with `settings` would make this same connection.
+    func serves(_ settings: RemoteSettings) -> Bool {
+        settings.endpoint == endpoint && settings.timeout == timeout
+    }
+
+    /// The connection, or why it failed, waiting for it; `nil` when it was taken or let go before.
+    func take() -> Result<any RemoteClient, RemoteFailure>? {
+        guard claim() else { return nil }
+        return result.wait()
+    }
+
+    /// Lets the connection go unused (if nobody took it): it is closed once made, on a thread of
+    /// its own, so a run that needed no remote doesn't wait for a slow server to answer.
+    func discard() {
+        guard claim() else { return }
+        System.startThread { [result] in
+            if case .success(let client) = result.wait() { client.close() }
+        }
+    }
+
+    private func claim() -> Bool {
+        claimed.withLock { claimed in
+            defer { claimed = true }
+            return !claimed
+        }
     }
 }
 

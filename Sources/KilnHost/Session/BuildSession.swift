@@ -165,6 +165,9 @@ public enum BuildSession {
         // The model, loaded while the snapshot is scanned when a change is known
         // (`changeSeenBefore`).
         var loaded: Result<Project, Failure>?
+        // The remote cache the command line or the environment names: connected while the
+        // Taskfile loads, once something has changed.
+        var early: EarlyConnection?
         if let located, request.changedFiles == nil {
             lock = try takeLock(root: located.root, settings)
             tracked = request.tracked(located.root)
@@ -181,6 +184,7 @@ public enum BuildSession {
             if settings.changeSeenBefore {
                 // Something will run: the guardian is forked first, while the heap is small.
                 ProcessMonitor.startGuardian()
+                early = settings.remote(nil).map(EarlyConnection.init)
                 // The scan on another thread, the load on this one: the model's hundred thousand
                 // small allocations grow the main heap a few pages at a time with `brk`; a
                 // thread's own arena would grow one page per `mprotect` (1,600 of them at 10k
@@ -202,6 +206,11 @@ public enum BuildSession {
         }
         // Something may run: the guardian is forked now, while the heap is small.
         ProcessMonitor.startGuardian()
+        // Not when only jobs that always run are why: those the cache can answer (they declare
+        // what they read) are up to date on the snapshot's word, so the run may ask it nothing.
+        if early == nil, scan.map({ $0.changedPaths > 0 || !$0.snapshot.complete }) ?? true {
+            early = settings.remote(nil).map(EarlyConnection.init)
+        }
         // After a small change, only the part of the plan it touches is planned and runs: the
         // rest is up to date on the snapshot's word, without a job each.
         var choose: BuildPlanner.Choose?
@@ -247,9 +256,14 @@ public enum BuildSession {
         incremental.watch(files: project.plugins.map(\.file))
         var options = settings.options
         options.incremental = incremental
-        // Connected when a job is first looked up: a no-op never loads the remote library.
+        // Connected early (see EarlyConnection), or when a job is first looked up: a no-op never
+        // loads the remote library.
         let remote = settings.remote(project.taskfile.remote)
-        if let remote { options.remote = RemoteCacheSession(remote) { System.writeError($0 + "\n") } }
+        if let remote {
+            options.remote = RemoteCacheSession(remote, early: early) { System.writeError($0 + "\n") }
+        } else {
+            early?.discard()
+        }
         let queues = ResourceQueues(
             definitions: project.taskfile.resources,
             cpuWidth: settings.cpuWidth,

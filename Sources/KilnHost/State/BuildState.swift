@@ -167,6 +167,7 @@ public final class BuildState: @unchecked Sendable {
     /// Folds the write-ahead log into the database and closes it, so `.kiln` holds one compact
     /// file. kiln calls it before exiting (it exits without running deinitializers).
     public func close() {
+        flushWrites()
         connection.withLock { handle in
             guard let database = handle.database else { return }
             for statement in handle.cached.values { sqlite3_finalize(statement) }
@@ -274,11 +275,9 @@ public final class BuildState: @unchecked Sendable {
     /// Saves a job's record and the file hashes learned with it (`nil` forgets a file), committed
     /// together before this returns.
     ///
-    /// Jobs finishing at once share a transaction (a group commit): the first to come commits
-    /// its own write and every write that arrives meanwhile, batch after batch, while the others
-    /// wait for the batch that holds theirs. A commit costs far more than a row, so under load
-    /// the cost per job falls; and each write is still committed before its caller goes on, so a
-    /// `kill -9` loses only the jobs not yet reported finished.
+    /// It goes through the writer, with every write waiting then, in one transaction (a group
+    /// commit): a commit costs far more than a row. A run records its jobs with
+    /// ``record(making:handingOver:committed:)``, which doesn't wait.
     ///
     /// `duration`, when given, is how long the job ran, remembered for its task: the next run
     /// starts the tasks on the longest path first (``loadDurations()``).
@@ -316,60 +315,153 @@ public final class BuildState: @unchecked Sendable {
         return result
     }
 
-    /// Commits `write` with whatever else is waiting (see ``save(_:for:changedFiles:)``).
+    /// Commits `write` with whatever else is waiting (see ``save(_:for:changedFiles:)``), and
+    /// returns once it is committed. On the writer's thread (a `committed` block saving more),
+    /// it commits there and then.
     private func groupSave(_ write: JobWrite) {
-        let waiter = groupCommit.withLock { group -> DispatchSemaphore? in
-            guard group.committing else {
-                group.committing = true
-                return nil
-            }
-            let waiter = DispatchSemaphore(value: 0)
-            group.writes.append(write)
-            group.waiters.append(waiter)
-            return waiter
-        }
-        if let waiter {
-            waiter.wait()
+        let onWriter = writer.withLock { $0.drainer.map { pthread_equal($0, pthread_self()) != 0 } ?? false }
+        if onWriter {
+            commit([write])
             return
         }
-        var batch = [write]
-        var waiters: [DispatchSemaphore] = []
+        let committed = DispatchSemaphore(value: 0)
+        enqueue(PendingWrite(make: { write }, committed: { committed.signal() }))
+        committed.wait()
+    }
+
+    /// A job's rows, made when the writer comes to them: what ``record(making:handingOver:committed:)`` is
+    /// given.
+    ///
+    /// Threading: a value type.
+    public struct Write: Sendable {
+        fileprivate var write: JobWrite
+
+        /// A job's record under `key`, the file hashes learned with it (`nil` forgets a file),
+        /// and how long its task's job ran, when known.
+        public init(
+            _ record: JobRecord,
+            for key: String,
+            changedFiles: [String: HashedFile?],
+            duration: (task: String, nanoseconds: Int64)? = nil
+        ) {
+            write = JobWrite(key: key, record: BuildState.encodeRecord(record), files: changedFiles, duration: duration)
+        }
+    }
+
+    /// Saves `write`, committed before this returns (see ``save(_:for:changedFiles:duration:)``).
+    public func save(_ write: Write) {
+        groupSave(write.write)
+    }
+
+    /// Records a job **without waiting** for another's commit: `make` is run and what it returns
+    /// committed with every other write waiting then, in one transaction; `committed` runs once
+    /// the transaction is committed (or failed: the state then says so once, as any failed write
+    /// does). `make` returning `nil` writes nothing.
+    ///
+    /// **Who writes.** When no write is under way, the caller does it, at once, on its own
+    /// thread (no other thread is woken for it). When one is, the write joins the queue and this
+    /// returns: the thread writing then makes it and runs its `committed` with the next batch,
+    /// one batch more, after which the state's own writer thread takes what is left. So a thread
+    /// finishing a job never waits for another job's commit: the process monitor goes on reaping
+    /// commands, and a remote look-up's thread (one of Swift concurrency's few) goes back to its
+    /// work. Jobs finishing close together share one commit.
+    ///
+    /// A job is reported finished, and its dependents start, only from `committed`: a `kill -9`
+    /// at any moment still loses only the jobs not yet reported finished.
+    ///
+    /// With `handingOver`, the caller never writes: the writer thread does. For a thread that
+    /// must not block on files, one of Swift concurrency's (a remote look-up's): it would hold up
+    /// every task waiting for a thread of that small pool.
+    ///
+    /// `committed` may use the state again (a write from the writing thread commits at once).
+    public func record(
+        making make: @escaping @Sendable () -> Write?,
+        handingOver: Bool = false,
+        committed: @escaping @Sendable () -> Void
+    ) {
+        enqueue(PendingWrite(make: { make()?.write }, committed: committed), handingOver: handingOver)
+    }
+
+    /// Returns once every write queued before has been committed.
+    public func flushWrites() {
+        groupSave(JobWrite(key: nil, record: [], files: [:]))
+    }
+
+    /// Queues `pending`; when no write is under way, writes it (and what joins it meanwhile) here,
+    /// or with `handingOver`, starts the writer thread.
+    private func enqueue(_ pending: PendingWrite, handingOver: Bool = false) {
+        let writesHere = writer.withLock { writer -> Bool in
+            writer.pending.append(pending)
+            guard writer.drainer == nil else { return false }
+            writer.drainer = handingOver ? Self.handingOver : pthread_self()
+            return true
+        }
+        if writesHere { handingOver ? handOver() : drain(rounds: 2) }
+    }
+
+    /// Starts the writer thread on what is waiting; the drainer is ``handingOver`` meanwhile.
+    private func handOver() {
+        writerQueue.async { [self] in
+            writer.withLock { $0.drainer = pthread_self() }
+            drain(rounds: nil)
+        }
+    }
+
+    /// Makes every waiting write, commits them in one transaction, then runs their `committed`
+    /// blocks; again while more came meanwhile, `rounds` times at most (`nil`: no limit), after
+    /// which the writer thread takes over.
+    private func drain(rounds: Int?) {
+        var round = 0
         while true {
-            commit(batch)
-            for waiter in waiters { waiter.signal() }
-            let next = groupCommit.withLock { group -> ([JobWrite], [DispatchSemaphore])? in
-                guard !group.writes.isEmpty else {
-                    group.committing = false
+            let batch = writer.withLock { writer -> [PendingWrite]? in
+                guard !writer.pending.isEmpty else {
+                    writer.drainer = nil
                     return nil
                 }
-                defer {
-                    group.writes.removeAll(keepingCapacity: true)
-                    group.waiters.removeAll(keepingCapacity: true)
+                if let rounds, round == rounds {
+                    // Handed over: the writer thread names itself the drainer as it begins.
+                    writer.drainer = Self.handingOver
+                    return nil
                 }
-                return (group.writes, group.waiters)
+                defer { writer.pending.removeAll(keepingCapacity: true) }
+                return writer.pending
             }
-            guard let next else { return }
-            (batch, waiters) = next
+            guard let batch else { break }
+            round += 1
+            let writes = batch.compactMap { $0.make() }
+            if writes.contains(where: { $0.key != nil || $0.duration != nil || !$0.files.isEmpty }) { commit(writes) }
+            for pending in batch { pending.committed() }
         }
+        let handedOver = writer.withLock { $0.drainer.map { pthread_equal($0, Self.handingOver) != 0 } ?? false }
+        if handedOver { handOver() }
     }
 
     /// One job's rows: its record (none when `key` is `nil`), the files hashed with it, and how
     /// long its task's job ran.
-    private struct JobWrite: Sendable {
+    fileprivate struct JobWrite: Sendable {
         var key: String?
         var record: [UInt8]
         var files: [String: HashedFile?]
         var duration: (task: String, nanoseconds: Int64)? = nil
     }
 
-    /// The writes waiting for the transaction under way, and who waits for them.
-    private struct GroupCommit: Sendable {
-        var committing = false
-        var writes: [JobWrite] = []
-        var waiters: [DispatchSemaphore] = []
+    /// A write queued for the writer, and what runs once it is committed.
+    private struct PendingWrite: Sendable {
+        var make: @Sendable () -> JobWrite?
+        var committed: @Sendable () -> Void
     }
 
-    private let groupCommit = HostMutex(GroupCommit())
+    /// The writes waiting, and the thread writing (`nil`: none).
+    private struct Writer: Sendable {
+        var drainer: pthread_t?
+        var pending: [PendingWrite] = []
+    }
+
+    private let writer = HostMutex(Writer())
+    /// The drainer while the writer thread is being handed the rest: no thread's id.
+    private static let handingOver = pthread_t(0)
+    /// The writer thread's queue, for what a job's thread leaves (see ``record(making:handingOver:committed:)``).
+    private let writerQueue = DispatchQueue(label: "kiln.build-state.writer")
 
     private static let insertJob = "INSERT OR REPLACE INTO jobs(key, record) VALUES (?1, ?2)"
     private static let insertFile = """

@@ -514,6 +514,12 @@ public final class IncrementalState: Sendable {
     /// With `definition` (the job's task), what the job left that may be a mistake is a warning:
     /// an output glob that matched nothing, a declared depfile it didn't write. `duration` (how
     /// long the job ran here, in nanoseconds) is remembered for that task, with the record.
+    ///
+    /// Without `settled`, all that is done on the calling thread, and the record is committed
+    /// before this returns. With it, the caller never waits for another job's commit (see
+    /// ``BuildState/record(making:handingOver:committed:)``, which `handingOver` is passed to):
+    /// `settled` runs once the record is committed — the job may be reported finished then, and
+    /// its dependents start.
     public func succeeded(
         key: JobKey,
         check: Check,
@@ -521,13 +527,49 @@ public final class IncrementalState: Sendable {
         depfile: String? = nil,
         keepDepfile: Bool = false,
         definition: TaskDefinition? = nil,
-        duration: Int64? = nil
+        duration: Int64? = nil,
+        handingOver: Bool = false,
+        then settled: (@Sendable () -> Void)? = nil
     ) {
         precondition(!dryRun, "a dry run records nothing")
         if let guardKey = check.follows {
             follow(guardKey, as: key)
+            settled?()
             return
         }
+        let make: @Sendable () -> BuildState.Write = { [self] in
+            recordSuccess(
+                key: key,
+                check: check,
+                request: request,
+                depfile: depfile,
+                keepDepfile: keepDepfile,
+                definition: definition,
+                duration: duration
+            )
+        }
+        switch (state, settled) {
+        case (let state?, let settled?): state.record(making: make, handingOver: handingOver, committed: settled)
+        case (let state?, nil): state.save(make())
+        case (nil, let settled?):
+            _ = make()
+            settled()
+        case (nil, nil): _ = make()
+        }
+    }
+
+    /// ``succeeded(key:check:request:depfile:keepDepfile:definition:duration:then:)``'s work but
+    /// the commit: the outputs hashed, the depfile read, the snapshot's paths and the published
+    /// signature noted; what is to be committed.
+    private func recordSuccess(
+        key: JobKey,
+        check: Check,
+        request: JobRequest,
+        depfile: String?,
+        keepDepfile: Bool,
+        definition: TaskDefinition?,
+        duration: Int64?
+    ) -> BuildState.Write {
         var watched = Watched(paths: check.watched)
         var outputs: [String: ContentHash] = [:]
         let unmatchedOutput: ((Int) -> Void)? = definition.map { definition in
@@ -584,18 +626,18 @@ public final class IncrementalState: Sendable {
         // One string for the record, the snapshot and the published table: an `each:` job's key
         // is too long to be stored inline, and the last two keep it until the run ends.
         let stored = key.stored
-        state?.save(
-            record,
-            for: stored,
-            changedFiles: hasher.takeChangedRecords(),
-            duration: definition.flatMap { definition in duration.map { (definition.name, $0) } }
-        )
         recorder.record(
             key: stored,
             alwaysRuns: check.reason == .alwaysRuns || check.hasStatus,
             paths: watched.paths
         )
         publish(outputSignature(of: record), under: stored)
+        return BuildState.Write(
+            record,
+            for: stored,
+            changedFiles: hasher.takeChangedRecords(),
+            duration: definition.flatMap { definition in duration.map { (definition.name, $0) } }
+        )
     }
 
     /// Publishes the output signature of a job found up to date.

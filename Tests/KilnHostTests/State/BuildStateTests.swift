@@ -78,6 +78,63 @@ struct BuildStateTests {
         }
     }
 
+    @Test(
+        "records made without waiting: each is committed before its committed block runs, a handed-over one is made on another thread, and a committed block may save again"
+    )
+    func recordsWithoutWaiting() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let state = try BuildState(root: directory.path) { _ in }
+        let threads = 8
+        let jobsPerThread = 100
+        let total = threads * jobsPerThread
+        // Per job: whether its record was in the database when its committed block ran, and
+        // whether it was made on the thread that asked (false for a handed-over one).
+        let seen = Mutex([Int: (committedFirst: Bool, madeByCaller: Bool)]())
+        let settled = DispatchSemaphore(value: 0)
+        DispatchQueue.concurrentPerform(iterations: threads) { thread in
+            for job in 0..<jobsPerThread {
+                let index = thread * jobsPerThread + job
+                let handingOver = index % 3 == 0
+                let caller = pthread_self()
+                let madeByCaller = Mutex(false)
+                state.record(
+                    making: {
+                        madeByCaller.withLock { $0 = pthread_equal(pthread_self(), caller) != 0 }
+                        return BuildState.Write(
+                            JobRecord(signature: ContentHash(high: UInt64(index), low: 0), outputs: [:], finishedAt: 1),
+                            for: "job \(index)",
+                            changedFiles: [:]
+                        )
+                    },
+                    handingOver: handingOver,
+                    committed: {
+                        let committedFirst = state.loadJob(key: "job \(index)") != nil
+                        // Every tenth saves again from its committed block: it commits there.
+                        if index % 10 == 0 { state.save(record, for: "again \(index)") }
+                        seen.withLock { $0[index] = (committedFirst, madeByCaller.withLock { $0 }) }
+                        settled.signal()
+                    }
+                )
+            }
+        }
+        for _ in 0..<total {
+            #expect(settled.wait(timeout: .now() + 60) == .success, "a committed block never ran")
+        }
+        let results = seen.withLock { $0 }
+        #expect(results.count == total)
+        #expect(results.values.allSatisfy { $0.committedFirst })
+        // A handed-over record is never made by the thread that asked for it.
+        #expect(results.filter { $0.key % 3 == 0 }.values.allSatisfy { !$0.madeByCaller })
+        state.close()
+        state.lock?.release()
+        let reopened = try BuildState(root: directory.path) { _ in }
+        let jobs = reopened.loadJobs()
+        #expect(jobs.count == total + total / 10)
+        #expect(jobs["job 799"]?.signature == ContentHash(high: 799, low: 0))
+        #expect(jobs["again 790"] == record)
+    }
+
     @Test("each file hash keeps the algorithm that made it: in the files table and in job records")
     func algorithmsAreRecorded() throws {
         let directory = try TemporaryDirectory()
