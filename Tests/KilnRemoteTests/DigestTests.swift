@@ -13,7 +13,14 @@ struct DigestTests {
         let abc = ActionRecipe.digest(of: Data("abc".utf8))
         #expect(abc.hash == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
         #expect(abc.sizeBytes == 3)
-        #expect([0x00, 0x09, 0x0a, 0x0f, 0x10, 0xa5, 0xff].hexadecimal == "00090a0f10a5ff")
-        #expect([UInt8]().hexadecimal == "")
+        #expect([UInt8]([0x00, 0x09, 0x0a, 0x0f, 0x10, 0xa5, 0xff]).withUnsafeBytes(hexadecimal) == "00090a0f10a5ff")
+        #expect([UInt8]().withUnsafeBytes(hexadecimal) == "")
+        // Two blocks, through each of the three ways in: Data, bytes, a buffer.
+        let message = "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq"
+        let expected = "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1"
+        #expect(ActionRecipe.digest(of: Data(message.utf8)).hash == expected)
+        #expect(ActionRecipe.digest(of: Array(message.utf8)).hash == expected)
+        #expect(Array(message.utf8).withUnsafeBytes { ActionRecipe.digest(of: $0) }.hash == expected)
+        #expect(ActionRecipe.digest(of: Array(message.utf8)).sizeBytes == 56)
     }
 }
