@@ -49,4 +49,29 @@ struct PathTests {
             )
         }
     }
+
+    @Test(
+        "relative agrees with the Character-by-Character reference for bases and paths built from plain, combining and differently normalized names"
+    )
+    func relativeMatchesReference() {
+        func reference(_ path: String, _ base: String) -> String {
+            if path == base { return "." }
+            return path.hasPrefix(base + "/") ? String(path.dropFirst(base.count + 1)) : path
+        }
+        // "é" precomposed and decomposed are the same Character; "e\u{301}x" ends in a combining mark.
+        let names = ["a", "ab", "é", "e\u{301}", "e\u{301}x", "😀", "a b", ""]
+        var paths: [String] = ["/", ""]
+        for first in names {
+            paths.append("/" + first)
+            for second in names {
+                paths.append("/" + first + "/" + second)
+                for third in names.prefix(4) { paths.append("/" + first + "/" + second + "/" + third) }
+            }
+        }
+        for base in paths {
+            for path in paths {
+                #expect(Path.relative(path, to: base) == reference(path, base), "\(path) to \(base)")
+            }
+        }
+    }
 }
