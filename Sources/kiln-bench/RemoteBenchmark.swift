@@ -27,6 +27,8 @@ struct RemoteBenchmark {
     /// Only the cache table (`--cache-only`): no farm is started.
     var cacheOnly: Bool
     var workDirectory: String
+    /// How many rounds of the cache table's builds, each build once a round, in turns.
+    var rounds = 7
 
     func run() throws {
         try? FileManager.default.removeItem(atPath: workDirectory)
@@ -51,7 +53,9 @@ struct RemoteBenchmark {
         print(
             "kiln-bench remote — \(ProcessInfo.processInfo.activeProcessorCount) cores, -j2, \(count) independent cp tasks"
         )
-        print("remote: buildbox-casd on \(url); every build from clean (no outputs, no .kiln); median of 5\n")
+        print(
+            "remote: buildbox-casd on \(url); every build from clean (no outputs, no .kiln); \(rounds) rounds, the builds in turns\n"
+        )
 
         func clean(_ project: HostBenchmark.Project) {
             try? FileManager.default.removeItem(atPath: project.outputs)
@@ -60,33 +64,61 @@ struct RemoteBenchmark {
             try? FileManager.default.removeItem(atPath: project.directory + "/.ninja_log")
             try? FileManager.default.removeItem(atPath: project.directory + "/.ninja_deps")
         }
-        func median(_ runs: Int = 5, before: () -> Void = {}, _ body: () -> ChildRun) -> ChildRun {
-            var samples: [ChildRun] = []
-            for _ in 0..<runs {
-                before()
-                samples.append(body())
-            }
-            samples.sort { $0.seconds < $1.seconds }
-            return samples[samples.count / 2]
-        }
-
-        let local = median(before: { clean(first) }) { runChild([kiln, "run", "-j2"], in: first.directory) }
-        let ninjaRun = median(before: { clean(first) }) { runChild([ninja, "-j2"], in: first.directory) }
         // Filling: a fresh cache each time would need a fresh server; the first run fills it, and
         // only that one is timed.
         clean(first)
         let filling = runChild([kiln, "run", "-j2", "--remote-cache", url], in: first.directory)
-        // In the console's output, as the local build above: `--json` costs kiln ~90K instructions
-        // a job (its event writer), which the local build doesn't pay. The hits are read from the
+        // The builds in turns, round after round: this machine's speed drifts within a minute, and
+        // a row timed minutes after the one it is divided by would carry the drift. Each ratio is
+        // the median of the rounds' own ratios.
+        //
+        // In the console's output, as the local build: `--json` costs kiln ~90K instructions a job
+        // (its event writer), which the local build doesn't pay. The hits are read from the
         // summary line ("… N from the remote cache …").
-        let warm = median(before: { clean(second) }) {
-            runChild([kiln, "run", "-j2", "--remote-cache", url], in: second.directory, captureOutput: true)
+        var builds: [(name: String, run: () -> ChildRun)] = [
+            (
+                "kiln, local full build (A)",
+                {
+                    clean(first)
+                    return runChild([kiln, "run", "-j2"], in: first.directory)
+                }
+            ),
+            (
+                "ninja, local full build (A)",
+                {
+                    clean(first)
+                    return runChild([ninja, "-j2"], in: first.directory)
+                }
+            ),
+            (
+                "kiln, B with a warm cache",
+                {
+                    clean(second)
+                    return runChild(
+                        [kiln, "run", "-j2", "--remote-cache", url],
+                        in: second.directory,
+                        captureOutput: true
+                    )
+                }
+            ),
+        ]
+        if let baseline {
+            builds.append(
+                (
+                    "baseline kiln, B with a warm cache",
+                    {
+                        clean(second)
+                        return runChild([baseline, "run", "-j2", "--remote-cache", url], in: second.directory)
+                    }
+                )
+            )
         }
-        let baselineWarm = baseline.map { baseline in
-            median(before: { clean(second) }) {
-                runChild([baseline, "run", "-j2", "--remote-cache", url], in: second.directory)
-            }
+        var samples = Array(repeating: [ChildRun](), count: builds.count)
+        for _ in 0..<rounds {
+            for (index, build) in builds.enumerated() { samples[index].append(build.run()) }
         }
+        func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
+        let warm = samples[2].last!
         let hits =
             warm.output.split(separator: "\n").last { $0.hasPrefix("kiln: ") }
             .flatMap { line in
@@ -94,20 +126,28 @@ struct RemoteBenchmark {
             }
             .flatMap { $0.map(String.init) } ?? "0"
 
-        var table = Table(headers: ["build", "wall s", "peak RSS MB", "÷ kiln local", "÷ ninja"])
-        var rows = [
-            ("kiln, local full build (A)", local), ("ninja, local full build (A)", ninjaRun),
-            ("kiln, A with an empty cache (runs, stores)", filling),
-            ("kiln, B with a warm cache (\(hits) hits)", warm),
-        ]
-        if let baselineWarm { rows.append(("baseline kiln, B with a warm cache", baselineWarm)) }
-        for (name, run) in rows {
-            let failed = run.status == 0 ? "" : " (exit \(run.status))"
+        var table = Table(headers: [
+            "build", "wall s (median)", "peak RSS MB", "÷ kiln local (median of rounds)", "÷ ninja (median of rounds)",
+        ])
+        func row(_ name: String, _ runs: [ChildRun]) {
+            let failed = runs.contains { $0.status != 0 } ? " (exit \(runs.first { $0.status != 0 }!.status))" : ""
             table.add([
-                name + failed, format(run.seconds, digits: 3), format(run.peakMegabytes, digits: 1),
-                format(run.seconds / local.seconds) + "×", format(run.seconds / ninjaRun.seconds) + "×",
+                name + failed, format(median(runs.map(\.seconds)), digits: 3),
+                format(runs.map(\.peakMegabytes).max() ?? 0, digits: 1),
+                format(median(zip(runs, samples[0]).map { $0.seconds / $1.seconds })) + "×",
+                format(median(zip(runs, samples[1]).map { $0.seconds / $1.seconds })) + "×",
             ])
         }
+        row(builds[0].name, samples[0])
+        row(builds[1].name, samples[1])
+        table.add([
+            "kiln, A with an empty cache (runs, stores)" + (filling.status == 0 ? "" : " (exit \(filling.status))"),
+            format(filling.seconds, digits: 3), format(filling.peakMegabytes, digits: 1),
+            format(filling.seconds / median(samples[0].map(\.seconds))) + "× (once)",
+            format(filling.seconds / median(samples[1].map(\.seconds))) + "× (once)",
+        ])
+        row("kiln, B with a warm cache (\(hits) hits)", samples[2])
+        if builds.count > 3 { row(builds[3].name, samples[3]) }
         print(table.render())
         print("\nTarget: B's build from a warm cache ≤ 0.25× kiln's local full build.\n")
         if !cacheOnly { try runExecution() }
