@@ -57,6 +57,115 @@ import Testing
     }
 }
 
+extension TaskfileFuzzTests {
+    @Test(
+        "a small Taskfile's one pass and a large one's two decode the same: generated Taskfiles, loaded as they are and padded past the one-pass limit, give the same tasks, or both fail"
+    )
+    func onePassAgreesWithTwo() async throws {
+        let directory = try TemporaryDirectory(prefix: "kiln-one-pass")
+        defer { directory.remove() }
+        // A trailing comment changes no line or column of what precedes it.
+        let padding = "\n#" + String(repeating: " pad", count: TaskfileLoader.onePassLimit / 4 + 1) + "\n"
+        /// The loaded tasks, every field written out (dictionaries in key order), or nil when
+        /// the load failed.
+        func load(_ path: String) -> String? {
+            do throws(TaskfileErrors) {
+                return Self.canonical(try TaskfileLoader(usesCache: false).load(path: path).tasks)
+            } catch {
+                return nil
+            }
+        }
+        // Most generated cases fail to load; these load, with what a one pass must gather just
+        // as the streaming pass does: anchors and merge keys among the tasks (the map's own key
+        // beside a merged one is a duplicate, as streamed), variables written after the tasks,
+        // and a file included under two names (parsed once, its tasks decoded twice).
+        let written: [[(String, String)]] = [
+            [
+                (
+                    "Taskfile.yml",
+                    """
+                    version: '3'
+                    tasks:
+                      base: &base {cmds: [echo base], silent: true}
+                      a: {<<: *base, desc: 'A {{.LATE}}'}
+                      b:
+                        <<: *base
+                        cmds: ['echo {{.LATE}}']
+                      <<: {c: {cmds: [echo c]}, d: &d {deps: [a], cmds: [echo d]}}
+                      e: *d
+                    vars:
+                      LATE: after the tasks
+
+                    """
+                )
+            ],
+            [
+                (
+                    "Taskfile.yml",
+                    "version: '3'\nincludes:\n  one: lib.yml\n  two: {taskfile: lib.yml, vars: {X: two}}\ntasks:\n  default: {deps: [one:t, two:t]}\n"
+                ),
+                ("lib.yml", "version: '3'\ntasks:\n  t: {cmds: ['echo {{.X}}'], sources: ['*.c']}\nvars:\n  X: lib\n"),
+            ],
+        ]
+        let generated = stride(from: 0, to: TaskfileFuzzTests.count, by: 24).map { index in
+            var random = SeededGenerator(seed: 0xF00D + UInt64(index))
+            return TaskfileFuzzer.files(using: &random)
+        }
+        var compared = 0
+        var loaded = 0
+        for (index, files) in (written + generated).enumerated() {
+            var paths: [String] = []
+            for (variant, suffix) in [("one", ""), ("two", padding)] {
+                let folder = directory.path("\(index)-\(variant)")
+                try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+                for (name, text) in files {
+                    try Data((text + suffix).utf8).write(to: URL(fileURLWithPath: folder + "/" + name))
+                }
+                paths.append(folder + "/Taskfile.yml")
+            }
+            let (one, two) = (load(paths[0]), load(paths[1]))
+            compared += 1
+            if one != nil { loaded += 1 }
+            // Paths differ by the folder's name: compare with it taken out.
+            let clean = { (text: String?, folder: String) in
+                text?.replacingOccurrences(of: directory.path(folder), with: "DIR")
+            }
+            if index < written.count { #expect(one != nil, "written case \(index) doesn't load") }
+            #expect(
+                clean(one, "\(index)-one") == clean(two, "\(index)-two"),
+                "case \(index): \(one == nil ? "one pass failed" : "one pass loaded"), \(two == nil ? "two failed" : "two loaded")"
+            )
+        }
+        #expect(compared == written.count + 100)
+        #expect(loaded >= 10, "too few of the cases load to compare their tasks: \(loaded)")
+    }
+
+    /// `value` written out field by field, a dictionary's or a set's entries in sorted order (the
+    /// order they iterate in differs between two equal dictionaries).
+    static func canonical(_ value: Any, depth: Int = 0) -> String {
+        guard depth < 40 else { return "…" }
+        let mirror = Mirror(reflecting: value)
+        func fields(_ mirror: Mirror) -> [String] {
+            mirror.children.map { "\($0.label ?? "-"): \(canonical($0.value, depth: depth + 1))" }
+                + (mirror.superclassMirror.map(fields) ?? [])
+        }
+        switch mirror.displayStyle {
+        case .dictionary, .set:
+            return "{" + mirror.children.map { canonical($0.value, depth: depth + 1) }.sorted().joined(separator: ", ")
+                + "}"
+        case .optional:
+            return mirror.children.first.map { canonical($0.value, depth: depth + 1) } ?? "nil"
+        case .collection, .tuple:
+            return "[" + mirror.children.map { canonical($0.value, depth: depth + 1) }.joined(separator: ", ") + "]"
+        case .struct, .class, .enum:
+            let inner = fields(mirror)
+            return inner.isEmpty ? "\(value)" : "\(mirror.subjectType)(" + inner.joined(separator: ", ") + ")"
+        default:
+            return "\(value)"
+        }
+    }
+}
+
 /// Makes the files of one fuzz case: `Taskfile.yml` and the files it may include.
 enum TaskfileFuzzer {
     static func files(using random: inout SeededGenerator) -> [(String, String)] {

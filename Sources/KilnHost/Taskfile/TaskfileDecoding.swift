@@ -6,6 +6,13 @@ import KilnPluginAPI
 ///
 /// Threading: a value type; `load` may run on any thread, concurrently with other loads.
 public struct TaskfileLoader: Sendable {
+    /// A Taskfile up to this size is parsed once: the first pass gathers its tasks' entries (as
+    /// the second pass would stream them, merge keys and all), decoded once the file's variables
+    /// are. A larger one is parsed twice, and its tasks stream one at a time, so that a file of
+    /// ten thousand tasks never holds them all as YAML nodes. (The second parse of a 1k-task file
+    /// was ~25M instructions of a 145M load.)
+    static let onePassLimit = 256 * 1024
+
     /// Resource names every project has: `cpu`, `disk` (one queue per storage device) and the
     /// `net` family (`net:<host>`, one queue per host).
     public static let builtInResources: Set<String> = ["cpu", "disk", "net", RemoteSettings.resource]
@@ -131,6 +138,7 @@ public struct TaskfileLoader: Sendable {
         session.checkOutputs()
         session.texts = [:]
         session.outlines = [:]
+        session.gatheredTasks = [:]
         session.lineIndex = [:]
         if !session.errors.isEmpty {
             // Every mistake at once: those waiting for a run to plan their task too.
@@ -183,6 +191,9 @@ private final class LoadSession {
     /// Each file's first-pass parse (all but its tasks) while loading: a file included under
     /// several names is parsed once.
     var outlines: [String: Result<YAMLNode?, YAMLSyntaxError>] = [:]
+    /// The entries of each small file's `tasks:`, gathered by its one pass
+    /// (``TaskfileLoader/onePassLimit``).
+    var gatheredTasks: [String: [(key: YAMLNode, value: YAMLNode)]] = [:]
     /// Each file's bytes and where its lines start, made on the first error located in it.
     var lineIndex: [String: TaskfileLocator] = [:]
     /// Files loaded through includes so far, counting each time a file is included.
@@ -373,7 +384,15 @@ private final class LoadSession {
             // (which may come after them). The tasks stream in the second pass, one at a time.
             let outline =
                 outlines[path]
-                ?? Result { () throws(YAMLSyntaxError) in try YAMLNode.parse(text, mode: .skipping("tasks")) }
+                ?? Result { () throws(YAMLSyntaxError) in
+                    guard text.utf8.count <= TaskfileLoader.onePassLimit else {
+                        return try YAMLNode.parse(text, mode: .skipping("tasks"))
+                    }
+                    var gathered: [(key: YAMLNode, value: YAMLNode)] = []
+                    let root = try YAMLNode.parse(text, mode: .streaming("tasks") { gathered.append(($0, $1)) })
+                    gatheredTasks[path] = gathered
+                    return root
+                }
             outlines[path] = outline
             node = try outline.get()
         } catch {
@@ -571,34 +590,37 @@ private final class LoadSession {
                     settings: fileSettings
                 )
             )
-            // The first pass read the same text, so a syntax error here was reported already;
-            // what only this pass sees (an alias bomb among the tasks) is reported now.
-            let before = errors.count
-            do {
-                _ = try YAMLNode.parse(
-                    text,
-                    mode: .streaming("tasks") { key, value in
-                        guard let name = self.scalar(key, file: path, what: "a task name") else { return }
-                        // A NUL can't reach a command line, and it separates a job key's parts (JobKey).
-                        guard !name.utf8.contains(0) else {
-                            self.fail(
-                                .invalidValue,
-                                "a task name can't contain a NUL character",
-                                at: self.location(key, path)
-                            )
-                            return
-                        }
-                        guard seen.insert(name).inserted else {
-                            self.fail(.syntax, "duplicate key '\(name)' in 'tasks'", at: self.location(key, path))
-                            return
-                        }
-                        self.decodeTask(name: name, key: key, body: value, context: contextIndex)
+            let decode = { (key: YAMLNode, value: YAMLNode) in
+                guard let name = self.scalar(key, file: path, what: "a task name") else { return }
+                // A NUL can't reach a command line, and it separates a job key's parts (JobKey).
+                guard !name.utf8.contains(0) else {
+                    self.fail(.invalidValue, "a task name can't contain a NUL character", at: self.location(key, path))
+                    return
+                }
+                guard seen.insert(name).inserted else {
+                    self.fail(.syntax, "duplicate key '\(name)' in 'tasks'", at: self.location(key, path))
+                    return
+                }
+                self.decodeTask(name: name, key: key, body: value, context: contextIndex)
+            }
+            // A small file's one pass gathered them (an alias bomb among them failed that pass).
+            if let gathered = gatheredTasks[path] {
+                for (key, value) in gathered { decode(key, value) }
+            } else {
+                // The first pass read the same text, so a syntax error here was reported already;
+                // what only this pass sees (an alias bomb among the tasks) is reported now.
+                let before = errors.count
+                do {
+                    _ = try YAMLNode.parse(text, mode: .streaming("tasks") { decode($0, $1) })
+                } catch {
+                    let location = SourceLocation(
+                        file: path,
+                        line: Int(error.mark.line),
+                        column: Int(error.mark.column)
+                    )
+                    if !errors[before...].contains(where: { $0.location == location }) {
+                        fail(.syntax, "YAML: \(error.message)", at: location)
                     }
-                )
-            } catch {
-                let location = SourceLocation(file: path, line: Int(error.mark.line), column: Int(error.mark.column))
-                if !errors[before...].contains(where: { $0.location == location }) {
-                    fail(.syntax, "YAML: \(error.message)", at: location)
                 }
             }
         } else if tasksYAMLNode == nil, includesYAMLNode == nil {
