@@ -248,4 +248,33 @@ import Testing
         #expect(derived.summary == "derived")
         #expect(derived.commands.map(\.value) == ["echo base"])
     }
+
+    @Test(
+        "an anchor inside 'tasks:' used after them: a small Taskfile gets its value, a large one (read in two passes) is refused at the alias, never given an empty value"
+    )
+    func anchorInsideTasksUsedAfterThem() throws {
+        let text = """
+            version: '3'
+            tasks:
+              t:
+                desc: &greeting hello
+                cmds: ['echo {{.V}}']
+            vars:
+              V: *greeting
+
+            """
+        let small = try TemporaryDirectory()
+        defer { small.remove() }
+        let taskfile = try loadTaskfile(in: small, ["Taskfile.yml": text])
+        #expect(taskfile.tasks.first { $0.name == "t" }?.variables["V"] == .string("hello"))
+
+        let large = try TemporaryDirectory()
+        defer { large.remove() }
+        let padding = "#" + String(repeating: " pad", count: TaskfileLoader.onePassLimit / 4 + 1) + "\n"
+        let errors = try loadErrors(in: large, ["Taskfile.yml": text + padding])
+        #expect(errors.count == 1)
+        #expect(errors.first?.location?.line == 7, "\(errors)")
+        #expect(errors.first?.message.contains("unknown alias '*greeting'") == true, "\(errors)")
+        #expect(errors.first?.message.contains("move the anchor before 'tasks:'") == true, "\(errors)")
+    }
 }

@@ -265,10 +265,15 @@ extension YAMLNode {
                 case YAML_ALIAS_EVENT:
                     let name = event.data.alias.anchor.map { String(cString: $0) } ?? ""
                     guard let (node, size) = anchors[name] else {
-                        // The anchor may be in a skipped subtree: the pass that builds it reports.
-                        if case .skipping = mode {
-                            add(.scalar(YAMLScalar(string: "", style: .plain, mark: mark)), expandedSize: 1)
-                            continue
+                        // Skipping a subtree, its anchors are never read: an alias after it to one
+                        // of them can't be given its value here (and the pass that builds the
+                        // subtree keeps only its entries). Said, not left empty.
+                        if case .skipping(let key) = mode {
+                            throw YAMLSyntaxError(
+                                message:
+                                    "unknown alias '*\(name)' (if its anchor is inside '\(key):': a file this large reads '\(key):' apart from the rest, so an anchor there can't be used outside it; move the anchor before '\(key):')",
+                                mark: mark
+                            )
                         }
                         throw YAMLSyntaxError(message: "unknown alias '*\(name)'", mark: mark)
                     }
