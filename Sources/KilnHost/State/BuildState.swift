@@ -413,27 +413,30 @@ public final class BuildState: @unchecked Sendable {
     private func drain(rounds: Int?) {
         var round = 0
         while true {
-            let batch = writer.withLock { writer -> [PendingWrite]? in
+            // The next batch; or none, and whether the rest goes to the writer thread (decided
+            // here, under the lock: once the drainer is given up, another thread may take it).
+            let (batch, handsOver) = writer.withLock { writer -> ([PendingWrite]?, Bool) in
                 guard !writer.pending.isEmpty else {
                     writer.drainer = nil
-                    return nil
+                    return (nil, false)
                 }
                 if let rounds, round == rounds {
-                    // Handed over: the writer thread names itself the drainer as it begins.
+                    // The writer thread names itself the drainer as it begins.
                     writer.drainer = Self.handingOver
-                    return nil
+                    return (nil, true)
                 }
                 defer { writer.pending.removeAll(keepingCapacity: true) }
-                return writer.pending
+                return (writer.pending, false)
             }
-            guard let batch else { break }
+            guard let batch else {
+                if handsOver { handOver() }
+                return
+            }
             round += 1
             let writes = batch.compactMap { $0.make() }
             if writes.contains(where: { $0.key != nil || $0.duration != nil || !$0.files.isEmpty }) { commit(writes) }
             for pending in batch { pending.committed() }
         }
-        let handedOver = writer.withLock { $0.drainer.map { pthread_equal($0, Self.handingOver) != 0 } ?? false }
-        if handedOver { handOver() }
     }
 
     /// One job's rows: its record (none when `key` is `nil`), the files hashed with it, and how
