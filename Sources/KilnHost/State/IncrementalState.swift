@@ -558,9 +558,10 @@ public final class IncrementalState: Sendable {
         }
     }
 
-    /// ``succeeded(key:check:request:depfile:keepDepfile:definition:duration:then:)``'s work but
-    /// the commit: the outputs hashed, the depfile read, the snapshot's paths and the published
-    /// signature noted; what is to be committed.
+    /// The work of
+    /// ``succeeded(key:check:request:depfile:keepDepfile:definition:duration:handingOver:then:)``
+    /// but the commit: the outputs hashed, the depfile read, the snapshot's paths and the
+    /// published signature noted; what is to be committed.
     private func recordSuccess(
         key: JobKey,
         check: Check,
