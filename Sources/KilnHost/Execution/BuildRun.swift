@@ -959,8 +959,9 @@ public final class BuildRun: @unchecked Sendable {
         let hasDone =
             (incremental != nil || mayBeSkipped) && precomputed == nil || !promised.isEmpty || ignoresFailure
             || remote != nil || recordsLater
-        // Finished once the job is recorded and reported (never queued: started by hand).
-        let recorded = hasDone ? DeferredWorkJob("\(request.label) (recorded)") { $0() } : nil
+        // Finished once the job is recorded and reported (never queued: started by hand). Without
+        // a build state the job is reported before its done job is released: none is needed.
+        let recorded = recordsLater ? DeferredWorkJob("\(request.label) (recorded)") { $0() } : nil
         // When the job started running here: its duration weighs its task next time (the
         // critical path first, see BuildPlan.startingLongestPathFirst).
         let startedAt = LockedValue<UInt64?>(nil)

@@ -47,8 +47,9 @@ public struct RemoteSettings: Sendable {
 }
 
 /// A run's connection to its remote cache, through `libKilnRemote.so`, which is opened — and the
-/// server's capabilities read — the first time a job is looked up: a run whose jobs are all up to
-/// date, or none of which the cache can answer, never loads gRPC.
+/// server's capabilities read — the first time a job is looked up, or earlier, while the Taskfile
+/// loads, when the run was given an ``EarlyConnection``. A run in which nothing changed never
+/// loads gRPC; a run that asks the cache nothing loads it only when it connected early.
 ///
 /// **It never fails a build.** When the library can't be loaded, the server doesn't answer, or a
 /// request fails (the server is down, slow past the timeout, or refuses), that is reported once,

@@ -548,13 +548,15 @@ public final class IncrementalState: Sendable {
                 duration: duration
             )
         }
-        switch (state, settled) {
-        case (let state?, let settled?): state.record(making: make, handingOver: handingOver, committed: settled)
-        case (let state?, nil): state.save(make())
-        case (nil, let settled?):
+        guard let state else {
             _ = make()
-            settled()
-        case (nil, nil): _ = make()
+            settled?()
+            return
+        }
+        if let settled {
+            state.record(making: make, handingOver: handingOver, committed: settled)
+        } else {
+            state.save(make())
         }
     }
 

@@ -138,7 +138,6 @@ public struct TaskfileLoader: Sendable {
         session.checkOutputs()
         session.texts = [:]
         session.outlines = [:]
-        session.gatheredTasks = [:]
         session.lineIndex = [:]
         if !session.errors.isEmpty {
             // Every mistake at once: those waiting for a run to plan their task too.
@@ -188,12 +187,18 @@ private final class LoadSession {
     var missingOptional: [String] = []
     /// Each file's text while loading, to point errors at the exact character.
     var texts: [String: String] = [:]
-    /// Each file's first-pass parse (all but its tasks) while loading: a file included under
-    /// several names is parsed once.
-    var outlines: [String: Result<YAMLNode?, YAMLSyntaxError>] = [:]
-    /// The entries of each small file's `tasks:`, gathered by its one pass
-    /// (``TaskfileLoader/onePassLimit``).
-    var gatheredTasks: [String: [(key: YAMLNode, value: YAMLNode)]] = [:]
+    /// Each file's first-pass parse while loading: a file included under several names is parsed
+    /// once.
+    var outlines: [String: Result<Outline, YAMLSyntaxError>] = [:]
+
+    /// A file's first pass: the document without its tasks, and a small file's tasks' entries,
+    /// gathered as the second pass would stream them (``TaskfileLoader/onePassLimit``).
+    struct Outline {
+        var root: YAMLNode?
+        /// `nil` for a large file: its tasks stream in a second pass.
+        var tasks: [(key: YAMLNode, value: YAMLNode)]?
+    }
+
     /// Each file's bytes and where its lines start, made on the first error located in it.
     var lineIndex: [String: TaskfileLocator] = [:]
     /// Files loaded through includes so far, counting each time a file is included.
@@ -379,22 +384,25 @@ private final class LoadSession {
             texts[path] = text
         }
         let node: YAMLNode?
+        let gatheredTasks: [(key: YAMLNode, value: YAMLNode)]?
         do {
             // First pass: everything but the tasks, whose decoding needs the file's vars and env
-            // (which may come after them). The tasks stream in the second pass, one at a time.
+            // (which may come after them). A small file's tasks are gathered as they come and
+            // decoded below; a large file's stream in a second pass, one at a time.
             let outline =
                 outlines[path]
                 ?? Result { () throws(YAMLSyntaxError) in
                     guard text.utf8.count <= TaskfileLoader.onePassLimit else {
-                        return try YAMLNode.parse(text, mode: .skipping("tasks"))
+                        return Outline(root: try YAMLNode.parse(text, mode: .skipping("tasks")))
                     }
                     var gathered: [(key: YAMLNode, value: YAMLNode)] = []
                     let root = try YAMLNode.parse(text, mode: .streaming("tasks") { gathered.append(($0, $1)) })
-                    gatheredTasks[path] = gathered
-                    return root
+                    return Outline(root: root, tasks: gathered)
                 }
             outlines[path] = outline
-            node = try outline.get()
+            let parsed = try outline.get()
+            node = parsed.root
+            gatheredTasks = parsed.tasks
         } catch {
             fail(
                 .syntax,
@@ -604,7 +612,7 @@ private final class LoadSession {
                 self.decodeTask(name: name, key: key, body: value, context: contextIndex)
             }
             // A small file's one pass gathered them (an alias bomb among them failed that pass).
-            if let gathered = gatheredTasks[path] {
+            if let gathered = gatheredTasks {
                 for (key, value) in gathered { decode(key, value) }
             } else {
                 // The first pass read the same text, so a syntax error here was reported already;
