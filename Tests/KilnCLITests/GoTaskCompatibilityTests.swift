@@ -32,6 +32,27 @@ import Testing
 
     static let cases: [Case] = [
         Case(
+            name: "an anchor inside tasks: used by vars: after them, and merge keys among the tasks",
+            files: [
+                "Taskfile.yml": """
+                version: '3'
+                tasks:
+                  t:
+                    desc: &greeting hello
+                    cmds: ['echo {{.V}} > v.out']
+                  base: &base {cmds: ['echo base > base.out']}
+                  u:
+                    <<: *base
+                    deps: [t]
+                vars:
+                  V: *greeting
+
+                """
+            ],
+            task: "u",
+            compared: ["v.out", "base.out"]
+        ),
+        Case(
             name: "an included directory holding Taskfile.yaml, or taskfile.dist.yml",
             files: [
                 "Taskfile.yml":
