@@ -374,6 +374,10 @@ public final class BuildState: @unchecked Sendable {
     /// every task waiting for a thread of that small pool.
     ///
     /// `committed` may use the state again (a write from the writing thread commits at once).
+    ///
+    /// The writer thread keeps the state alive until it has finished, a moment after the last
+    /// `committed`: let go of the project with ``close()`` and the lock's `release()`, as a run
+    /// does, not by dropping the last reference.
     public func record(
         making make: @escaping @Sendable () -> Write?,
         handingOver: Bool = false,

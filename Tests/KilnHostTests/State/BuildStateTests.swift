@@ -65,6 +65,10 @@ struct BuildStateTests {
                     )
                 }
             }
+            // Let go of the project as a run does: the writer thread may hold the state a moment
+            // after the last commit, so its last reference isn't this scope's.
+            state.close()
+            state.lock?.release()
         }
         let state = try BuildState(root: directory.path) { _ in }
         let jobs = state.loadJobs()
