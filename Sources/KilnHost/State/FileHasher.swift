@@ -46,19 +46,37 @@ public struct HashedFile: Hashable, Sendable {
 /// file modified that recently is hashed again, on every run, until it is old enough. (git calls
 /// such entries "racily clean".)
 ///
-/// Threading: any member from any thread; the table is guarded by its mutex.
+/// **Memory.** Records are a cache of the build state's: with a way to read them back (a run with
+/// a build state), a table past ``capacity`` records lets go of those already handed out for
+/// saving (``takeChangedRecords()``), and reads them back one at a time should a job ask again.
+/// An `each:` task over 100k files keeps ~16k records, not 100k.
+///
+/// Threading: any member from any thread; each of the table's 16 shards is guarded by its mutex.
 public final class FileHasher: Sendable {
+    /// A shard's records and which of them changed since they were last taken for saving.
+    private struct Table {
+        var records: [String: HashedFile] = [:]
+        /// Paths whose record changed (or went: a path here that `records` lacks) and wasn't
+        /// taken yet. Never let go of: only they hold what the build state doesn't have.
+        var changed: Set<String> = []
+        /// Whether it let go of saved records: a path it lacks may be in the build state.
+        var hasLetGo = false
+    }
     /// The records, split over 16 locks by path so parallel checks rarely wait on each other.
     private final class Shard: Sendable {
-        let table: HostMutex<[String: HashedFile]>
-        init(_ table: [String: HashedFile]) { self.table = HostMutex(table) }
+        let table: HostMutex<Table>
+        init(_ records: [String: HashedFile]) { self.table = HostMutex(Table(records: records)) }
     }
     private let shards: [Shard]
-    /// Paths whose record changed in this run: only they need saving.
-    private let changed = HostMutex<Set<String>>([])
+    /// One bit per shard with changed paths not yet taken: a run's jobs each take theirs, and
+    /// most find nothing to take.
+    private let shardsChanged = Atomic<UInt32>(0)
+    /// Past this many records in all (with a way to read them back), a shard lets go of those
+    /// already taken.
+    public let capacity: Int
 
-    private func shard(_ path: String) -> Shard {
-        shards[path.hashValue & 15]
+    private func shard(_ path: String) -> Int {
+        path.hashValue & 15
     }
     private let now: @Sendable () -> Int64
     /// Relative paths are resolved against it; records are kept under the path as given, so
@@ -68,6 +86,9 @@ public final class FileHasher: Sendable {
     /// Looks up a path's record when the table has none (the build state, read one row at a time
     /// when only a few files are expected to be hashed).
     private let lookup: (@Sendable (String) -> HashedFile?)?
+    /// Reads back a record the table let go of (the build state), when there is no ``lookup``:
+    /// asked only for paths of a shard that let go of some.
+    private let readBack: (@Sendable (String) -> HashedFile?)?
     /// The git index's view of tracked files, when the project is in a repository.
     private let tracked: (any TrackedContent)?
     /// How the hashes of this run were obtained, counted.
@@ -102,22 +123,30 @@ public final class FileHasher: Sendable {
     ///   - root: Relative paths are resolved against it.
     ///   - now: The real-time clock in nanoseconds (a seam for tests).
     ///   - lookup: Asked for a path's record when `known` has none; called from any thread.
+    ///   - readBack: Without a `lookup`, reads back a record the table let go of; called from
+    ///     any thread, only for paths the table may have let go of.
     ///   - tracked: Content ids of clean tracked files (git's index), or `nil`.
+    ///   - capacity: How many records are kept, when `lookup` or `readBack` can read back those
+    ///     let go.
     public init(
         known: [String: HashedFile] = [:],
         root: String = "",
         now: @escaping @Sendable () -> Int64 = FileHasher.realTime,
         lookup: (@Sendable (String) -> HashedFile?)? = nil,
-        tracked: (any TrackedContent)? = nil
+        readBack: (@Sendable (String) -> HashedFile?)? = nil,
+        tracked: (any TrackedContent)? = nil,
+        capacity: Int = 16_384
     ) {
         self.root = root
         self.tracked = tracked
+        self.capacity = capacity
         var split = [[String: HashedFile]](repeating: [:], count: 16)
         for index in split.indices { split[index].reserveCapacity(known.count / 16 + 1) }
         for (path, file) in known { split[path.hashValue & 15][path] = file }
         self.shards = split.map { Shard($0) }
         self.now = now
         self.lookup = lookup
+        self.readBack = readBack
     }
 
     /// `CLOCK_REALTIME` in nanoseconds.
@@ -158,9 +187,10 @@ public final class FileHasher: Sendable {
     /// - Throws: ``FileContent/Failure`` if it exists but can't be read.
     public func hash(_ path: String, as algorithm: HashAlgorithm? = nil) throws(FileContent.Failure) -> Found? {
         let file = path.hasPrefix("/") || root.isEmpty ? path : root + "/" + path
+        let shard = shard(path)
         guard let status = FileSignature.of(file) else {
-            if shard(path).table.withLock({ $0.removeValue(forKey: path) }) != nil {
-                changed.withLock { _ = $0.insert(path) }
+            shards[shard].table.withLock { table in
+                if table.records.removeValue(forKey: path) != nil { noteChanged(path, in: &table, shard: shard) }
             }
             return nil
         }
@@ -176,10 +206,16 @@ public final class FileHasher: Sendable {
         // A blob id the index can't vouch for is computed from the bytes (without git, XXH3: it
         // won't match, and the job reruns).
         let wanted: HashAlgorithm = algorithm == .gitBlob && tracked != nil ? .gitBlob : .xxh3
-        var known = shard(path).table.withLock { $0[path] }
-        if known == nil, let lookup, let found = lookup(path) {
+        let (kept, letGo) = shards[shard].table.withLock { ($0.records[path], $0.hasLetGo) }
+        var known = kept
+        if known == nil, let ask = lookup ?? (letGo ? readBack : nil), let found = ask(path) {
             known = found
-            shard(path).table.withLock { $0[path] = $0[path] ?? found }
+            shards[shard].table.withLock { table in
+                if table.records[path] == nil {
+                    table.records[path] = found
+                    letGoOfSaved(in: &table)
+                }
+            }
         }
         if let record = known, record.algorithm == wanted, record.stat == status, status.isSettled(at: record.hashedAt)
         {
@@ -205,23 +241,55 @@ public final class FileHasher: Sendable {
         let record =
             FileSignature.of(file) == status
             ? HashedFile(stat: status, hash: hash, hashedAt: hashedAt, algorithm: wanted) : nil
-        shard(path).table.withLock { $0[path] = record }
-        changed.withLock { _ = $0.insert(path) }
+        shards[shard].table.withLock { table in
+            table.records[path] = record
+            noteChanged(path, in: &table, shard: shard)
+            letGoOfSaved(in: &table)
+        }
         return Found(digest: FileDigest(hash, wanted), source: .read, record: record)
     }
 
-    /// Everything recorded, for saving in the build state.
+    /// Notes that `path`'s record changed, for ``takeChangedRecords()``. Under the shard's lock.
+    private func noteChanged(_ path: String, in table: inout Table, shard: Int) {
+        table.changed.insert(path)
+        shardsChanged.bitwiseOr(1 << UInt32(shard), ordering: .relaxed)
+    }
+
+    /// Lets go of the records already taken for saving when the shard holds more than its part
+    /// of ``capacity`` — only with a way to read them back. Under the shard's lock.
+    private func letGoOfSaved(in table: inout Table) {
+        guard lookup != nil || readBack != nil, table.records.count > capacity / shards.count else { return }
+        let changed = table.changed
+        table.records = table.records.filter { changed.contains($0.key) }
+        table.hasLetGo = true
+    }
+
+    /// Everything recorded and kept, for saving in the build state.
     public var records: [String: HashedFile] {
-        shards.reduce(into: [:]) { result, shard in shard.table.withLock { result.merge($0) { first, _ in first } } }
+        shards.reduce(into: [:]) { result, shard in
+            shard.table.withLock { result.merge($0.records) { first, _ in first } }
+        }
+    }
+
+    /// How many records are kept now.
+    public var keptCount: Int {
+        shards.reduce(0) { count, shard in count + shard.table.withLock { $0.records.count } }
     }
 
     /// The records that changed since the last call (`nil` for a file that no longer exists), and
     /// forgets that they changed — so saving them as a run goes keeps nothing growing.
     public func takeChangedRecords() -> [String: HashedFile?] {
-        let paths = changed.withLock { changed -> Set<String> in
-            defer { changed.removeAll(keepingCapacity: true) }
-            return changed
+        var bits = shardsChanged.exchange(0, ordering: .acquiringAndReleasing)
+        guard bits != 0 else { return [:] }
+        var result: [String: HashedFile?] = [:]
+        while bits != 0 {
+            let index = bits.trailingZeroBitCount
+            bits &= bits - 1
+            shards[index].table.withLock { table in
+                for path in table.changed { result[path] = .some(table.records[path]) }
+                table.changed.removeAll(keepingCapacity: true)
+            }
         }
-        return Dictionary(uniqueKeysWithValues: paths.map { path in (path, shard(path).table.withLock { $0[path] }) })
+        return result
     }
 }

@@ -131,7 +131,14 @@ public final class IncrementalState: Sendable {
             hasher = FileHasher(root: root, lookup: { state.loadFile(path: $0) }, tracked: tracked)
         } else {
             initialRecords = state?.loadJobs() ?? [:]
-            hasher = FileHasher(known: state?.loadFiles() ?? [:], root: root, tracked: tracked)
+            // Read back one at a time once the table has let go of saved records (a big `each:`
+            // task's); a path it never had isn't looked for.
+            hasher = FileHasher(
+                known: state?.loadFiles() ?? [:],
+                root: root,
+                readBack: state.map { state -> @Sendable (String) -> HashedFile? in { state.loadFile(path: $0) } },
+                tracked: tracked
+            )
         }
     }
 

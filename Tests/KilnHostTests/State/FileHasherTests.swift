@@ -117,4 +117,77 @@ struct FileHasherTests {
         // Without an index, a git-blob record can't be matched: XXH3, which differs (the job reruns).
         #expect(try FileHasher(root: directory.path).hash("src/a.c", as: .gitBlob)?.digest.algorithm == .xxh3)
     }
+
+    @Test(
+        "past its capacity the table lets go of saved records, reads them back from the build state, and keeps every unsaved one",
+        arguments: [false, true]
+    )
+    func boundedTable(readingBackOnly: Bool) throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let files = try (0..<400).map { index in
+            let file = try directory.write("src/f\(index).txt", "file \(index)")
+            try setModificationTime(file, secondsAgo: 10)
+            return "src/f\(index).txt"
+        }
+        let state = try BuildState(root: directory.path) { _ in }
+        defer {
+            state.close()
+            state.lock?.release()
+        }
+        let capacity = 64
+        // `lookup` asks the state for any path the table lacks; `readBack` (a run that loaded
+        // every record at its start) only for those it let go of.
+        let asked = Mutex(0)
+        let read: @Sendable (String) -> HashedFile? = { path in
+            asked.withLock { $0 += 1 }
+            return state.loadFile(path: path)
+        }
+        let hasher =
+            readingBackOnly
+            ? FileHasher(root: directory.path, readBack: read, capacity: capacity)
+            : FileHasher(root: directory.path, lookup: read, capacity: capacity)
+        var saved: [String: HashedFile?] = [:]
+        // The first 200 are hashed and saved in tens, as a run's jobs save theirs.
+        for (offset, file) in files.prefix(200).enumerated() {
+            #expect(try hasher.hash(file)?.source == .read)
+            if offset % 10 == 9 {
+                let taken = hasher.takeChangedRecords()
+                #expect(taken.count == 10)
+                saved.merge(taken) { _, new in new }
+                state.save(changedFiles: taken)
+            }
+            // Never many more than the capacity: a shard lets go once it holds more than its part.
+            #expect(hasher.keptCount <= capacity + 16 + 10)
+        }
+        #expect(saved.count == 200 && saved.values.allSatisfy { $0 != nil })
+        // The other 200 are hashed and not taken: however far past the capacity, none is let go.
+        for file in files.suffix(200) { _ = try hasher.hash(file) }
+        #expect(hasher.keptCount >= 200)
+        let unsaved = hasher.takeChangedRecords()
+        #expect(Set(unsaved.keys) == Set(files.suffix(200)))
+        #expect(unsaved.values.allSatisfy { $0 != nil })
+        // A saved record that was let go is read back from the state: not read from the file.
+        let before = hasher.statistics.read
+        for (index, file) in files.prefix(200).enumerated() {
+            let found = try #require(try hasher.hash(file))
+            #expect(found.source == .recorded)
+            #expect(found.hash == ContentHash.of("file \(index)"))
+        }
+        #expect(hasher.statistics.read == before)
+        // Asked: at most every first look and every look back (`readBack` is asked first looks
+        // only in a shard that let go of records).
+        #expect(asked.withLock { $0 } <= 400 + 200)
+        #expect(asked.withLock { $0 } >= 200 - capacity)
+        // Below its capacity, a table that only reads back asks nothing.
+        let roomy = FileHasher(root: directory.path, readBack: read)
+        asked.withLock { $0 = 0 }
+        for file in files { _ = try roomy.hash(file) }
+        #expect(asked.withLock { $0 } == 0)
+        // Without a way to read them back, nothing is let go.
+        let unbounded = FileHasher(root: directory.path, capacity: capacity)
+        for file in files { _ = try unbounded.hash(file) }
+        _ = unbounded.takeChangedRecords()
+        #expect(unbounded.keptCount == files.count)
+    }
 }
