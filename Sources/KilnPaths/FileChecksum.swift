@@ -15,23 +15,51 @@ public enum FileChecksum {
 
     /// The checksum of `bytes`.
     public static func of(_ bytes: UnsafeRawBufferPointer) -> UInt64 {
-        let first: UInt64 = 0x9E37_79B1_85EB_CA87, second: UInt64 = 0xC2B2_AE3D_27D4_EB4F
-        var hash = 0x27D4_EB2F_1656_67C5 ^ UInt64(bytes.count) &* first
-        var offset = 0
-        while offset + 8 <= bytes.count {
-            let word = UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt64.self))
-            hash = ((hash ^ (word &* second)) << 31 | (hash ^ (word &* second)) >> 33) &* first
-            offset += 8
+        var running = Running(count: bytes.count)
+        let words = bytes.count & ~7
+        running.add(words: UnsafeRawBufferPointer(rebasing: bytes[..<words]))
+        return running.finish(tail: UnsafeRawBufferPointer(rebasing: bytes[words...]))
+    }
+
+    /// The checksum taken piece by piece, for a file written as it is encoded: ``of(_:)-(UnsafeRawBufferPointer)``
+    /// of the pieces one after the other. Its length is known from the start.
+    ///
+    /// Threading: a value type.
+    public struct Running: Sendable {
+        private static let first: UInt64 = 0x9E37_79B1_85EB_CA87
+        private static let second: UInt64 = 0xC2B2_AE3D_27D4_EB4F
+        private var hash: UInt64
+
+        /// Starts the checksum of `count` bytes in all.
+        public init(count: Int) {
+            hash = 0x27D4_EB2F_1656_67C5 ^ UInt64(count) &* Self.first
         }
-        var tail: UInt64 = 0
-        for index in offset..<bytes.count { tail |= UInt64(bytes[index]) << (8 * UInt64(index - offset)) }
-        hash ^= tail &* second
-        // Final mix, so every input bit reaches every output bit.
-        hash ^= hash >> 33
-        hash &*= 0xFF51_AFD7_ED55_8CCD
-        hash ^= hash >> 33
-        hash &*= 0xC4CE_B9FE_1A85_EC53
-        return hash ^ hash >> 33
+
+        /// Adds the next bytes: a whole number of 8-byte words.
+        public mutating func add(words bytes: UnsafeRawBufferPointer) {
+            precondition(bytes.count % 8 == 0, "the checksum takes whole words")
+            var offset = 0
+            while offset < bytes.count {
+                let word = UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt64.self))
+                hash = ((hash ^ (word &* Self.second)) << 31 | (hash ^ (word &* Self.second)) >> 33) &* Self.first
+                offset += 8
+            }
+        }
+
+        /// The checksum, once the last bytes (fewer than 8) are added.
+        public func finish(tail bytes: UnsafeRawBufferPointer) -> UInt64 {
+            precondition(bytes.count < 8, "the tail is less than a word")
+            var hash = hash
+            var tail: UInt64 = 0
+            for index in 0..<bytes.count { tail |= UInt64(bytes[index]) << (8 * UInt64(index)) }
+            hash ^= tail &* Self.second
+            // Final mix, so every input bit reaches every output bit.
+            hash ^= hash >> 33
+            hash &*= 0xFF51_AFD7_ED55_8CCD
+            hash ^= hash >> 33
+            hash &*= 0xC4CE_B9FE_1A85_EC53
+            return hash ^ hash >> 33
+        }
     }
 
     /// The checksum of `bytes`.

@@ -144,7 +144,7 @@ public enum Files {
 
     /// Says that one of kiln's own files couldn't be written: only an accelerator is lost (the
     /// next run does more work), but a full disk or a read-only `.kiln` is worth knowing.
-    private static func noteUnwritten(_ path: String, _ error: Int32) {
+    package static func noteUnwritten(_ path: String, _ error: Int32) {
         let note = Array(
             "kiln: warning: can't write \(path): \(String(cString: strerror(error))); the next run does the work it would have saved\n"
                 .utf8

@@ -178,6 +178,59 @@ struct UpToDateSnapshotTests {
         #expect(UpToDateSnapshot.decode(flipped) == nil)
     }
 
+    @Test("written as it is encoded, the file holds the encoding's bytes, however many buffers it took")
+    func streamedWriteIsTheEncoding() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        try FileManager.default.createDirectory(atPath: directory.path + "/.kiln", withIntermediateDirectories: true)
+        // ~600 KB: ten buffers and more; paths short (stored inline) and long, names of every length.
+        let count = 6_000
+        let paths = (0..<count).map { (index: Int) -> WatchedPath in
+            let number = UInt64(index)
+            let stat = FileSignature(
+                device: number,
+                inode: number &* 31,
+                size: Int64(index % 4096),
+                modified: Int64(index) << 20,
+                changed: -Int64(index)
+            )
+            let name: String = "src/" + String(repeating: "d/", count: index % 40) + "f\(index).txt"
+            let hash = ContentHash(high: number &* 0x9E37_79B9, low: ~number)
+            let kind: WatchedPath.Kind = index % 7 == 0 ? .trackedFile : .file
+            return WatchedPath(path: name, kind: kind, stat: stat, hash: hash, seenAt: Int64(index) << 30)
+        }
+        let jobs = (0..<count).map { index in
+            UpToDateSnapshot.Job(
+                key: "each src/f\(index).txt",
+                alwaysRuns: index % 11 == 0,
+                paths: index % 3 == 0 ? [] : [Int32(index), Int32((index * 7) % count)]
+            )
+        }
+        var published: [String: ContentHash] = ["each": ContentHash(high: 1, low: 2)]
+        for job in jobs { published[job.key] = ContentHash(high: UInt64(job.key.utf8.count), low: 3) }
+        let snapshot = UpToDateSnapshot(
+            taskfileIdentity: ContentHash(high: 8, low: 9),
+            targets: ["each", String(repeating: "t", count: 300)],
+            paths: paths,
+            jobs: jobs,
+            published: published,
+            complete: true,
+            jobCount: jobs.count,
+            anyAlwaysRuns: true
+        )
+        #expect(snapshot.write(root: directory.path))
+        let written = try #require(FileManager.default.contents(atPath: UpToDateSnapshot.path(root: directory.path)))
+        let encoded = snapshot.encoded()
+        #expect(written.count == encoded.count)
+        #expect(Array(written) == encoded)
+        let decoded = try #require(UpToDateSnapshot.decode(Array(written)))
+        #expect(decoded.paths == paths)
+        #expect(decoded.jobs.map(\.paths) == jobs.map(\.paths))
+        #expect(decoded.published == published)
+        // No temporary file is left beside it.
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path + "/.kiln") == ["snapshot"])
+    }
+
     @Test("a job that saw an older state of a path another job rewrote is left out, and the snapshot is incomplete")
     func conflictingViewsDropTheOlderJob() throws {
         let recorder = SnapshotRecorder(previous: nil)
@@ -393,6 +446,61 @@ struct UpToDateSnapshotTests {
         )
         #expect(!snapshot.complete)
         #expect(snapshot.jobs.isEmpty)
+    }
+}
+
+@Suite("Sealed files written as they are encoded")
+struct SealedFileWriterTests {
+    @Test("any length, in pieces of any size, through buffers of any size: the bytes and their checksum")
+    func piecesMakeTheSealedWhole() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let path = directory.path + "/sealed"
+        for length in 0..<80 {
+            let content = (0..<length).map { UInt8(truncatingIfNeeded: $0 &* 37 &+ length) }
+            var sealed = content
+            FileChecksum.seal(&sealed)
+            for bufferSize in [1, 8, 13, 64] {
+                let file = try #require(SealedFileWriter(path: path, count: length, bufferSize: bufferSize))
+                var writer = file.makeBuffer()
+                var offset = 0
+                var piece = 1
+                while offset < length {
+                    let end = min(length, offset + piece)
+                    writer.append(Array(content[offset..<end]))
+                    file.drain(&writer)
+                    offset = end
+                    piece = piece % 5 + 1
+                }
+                #expect(file.finish(&writer))
+                let written = try #require(FileManager.default.contents(atPath: path))
+                #expect(Array(written) == sealed, "\(length) bytes through \(bufferSize)")
+            }
+        }
+    }
+
+    @Test("a length other than the one promised, or a directory that isn't there, puts nothing in place")
+    func failuresLeaveNothing() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let path = directory.path + "/sealed"
+        try Data("old".utf8).write(to: URL(fileURLWithPath: path))
+        let file = try #require(SealedFileWriter(path: path, count: 10))
+        var writer = file.makeBuffer()
+        writer.append(Array(repeating: 1, count: 9))
+        #expect(!file.finish(&writer))
+        #expect(try String(contentsOfFile: path, encoding: .utf8) == "old")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path) == ["sealed"])
+        #expect(SealedFileWriter(path: directory.path + "/missing/sealed", count: 1) == nil)
+        // Dropped before it finishes (an encoder that stopped): nothing is left.
+        do {
+            let dropped = try #require(SealedFileWriter(path: path, count: 4))
+            var buffer = dropped.makeBuffer()
+            buffer.append([1, 2])
+            dropped.drain(&buffer)
+        }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path) == ["sealed"])
+        #expect(try String(contentsOfFile: path, encoding: .utf8) == "old")
     }
 }
 
