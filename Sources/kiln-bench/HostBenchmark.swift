@@ -14,6 +14,9 @@ struct HostBenchmark {
     var task: String
     var quick: Bool
     var workDirectory: String
+    /// Another kiln (`--baseline`, the build before a change), run beside this one where a table
+    /// has room for it (the `each:` table).
+    var baseline: String? = nil
 
     struct Project {
         var name: String
@@ -75,7 +78,9 @@ struct HostBenchmark {
     /// Batching: peak memory of an `each:` task as the file count grows (`--only each` alone).
     func printEach() throws {
         try FileManager.default.createDirectory(atPath: workDirectory, withIntermediateDirectories: true)
-        var batching = Table(headers: ["each: files", "kiln wall s", "kiln peak RSS MB", "peak live jobs"])
+        var headers = ["each: files", "kiln wall s", "kiln peak RSS MB", "peak live jobs"]
+        if baseline != nil { headers += ["baseline wall s", "baseline peak RSS MB", "RSS ÷ baseline"] }
+        var batching = Table(headers: headers)
         for files in quick ? [1_000, 5_000] : [10_000, 50_000, 100_000] {
             let directory = try generateEach(files)
             // A real run: without state every file's job runs.
@@ -87,7 +92,16 @@ struct HostBenchmark {
                     line.range(of: "\"peakLiveEachJobs\":").map { line[$0.upperBound...].prefix { $0.isNumber } }
                 }
                 .map(String.init) ?? "?"
-            batching.add(["\(files)", format(result.seconds), format(result.peakMegabytes, digits: 1), peak])
+            var row = ["\(files)", format(result.seconds), format(result.peakMegabytes, digits: 1), peak]
+            if let baseline {
+                try? FileManager.default.removeItem(atPath: directory + "/.kiln")
+                let before = runChild([baseline, "run", "-j2"], in: directory)
+                row += [
+                    format(before.seconds), format(before.peakMegabytes, digits: 1),
+                    format(result.peakMegabytes / before.peakMegabytes, digits: 2) + "×",
+                ]
+            }
+            batching.add(row)
         }
         print(batching.render())
         print("\nBatches of 256, two in flight: live jobs stay ≤ 512. Target: ≤ 35 MB peak RSS at 100k files.")

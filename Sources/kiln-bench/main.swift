@@ -145,7 +145,8 @@ case "host":
         ninja: ninja,
         task: task,
         quick: arguments.contains("--quick"),
-        workDirectory: value("--work") ?? "/tmp/kiln-bench-host"
+        workDirectory: value("--work") ?? "/tmp/kiln-bench-host",
+        baseline: value("--baseline")
     )
     do {
         let criticalPath = CriticalPathBenchmark(
@@ -169,7 +170,7 @@ case "host":
 default:
     print("usage: kiln-bench hash [--megabytes N]")
     print("  hash   content hashing throughput, beside md5sum and sha256sum")
-    print("usage: kiln-bench host --kiln PATH --ninja PATH --task PATH [--work DIR] [--quick]")
+    print("usage: kiln-bench host --kiln PATH --ninja PATH --task PATH [--work DIR] [--quick] [--baseline KILN]")
     print("  host   kiln vs ninja vs go-task on generated projects (wall time, peak RSS, ratios)")
     print("usage: kiln-bench incremental --kiln PATH --ninja PATH --task PATH [--work DIR] [--quick]")
     print("  incremental  no-op and one-changed-file runs vs ninja and go-task (time, jobs ran, state size)")

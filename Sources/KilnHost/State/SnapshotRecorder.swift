@@ -24,19 +24,43 @@ extension WatchedPath {
 /// Threading: every member from any thread; guarded by its mutex.
 final class SnapshotRecorder: Sendable {
     private enum Paths {
-        /// Checked or run in this run: the paths its verdict and record rest on.
-        case fresh([WatchedPath])
+        /// Checked or run in this run: the paths its verdict and record rest on, `count` of
+        /// them from `start` in the recorded paths (``Recorded/paths``).
+        case fresh(start: Int, count: Int32)
         /// Up to date on the previous snapshot's word: that snapshot's job at this index.
         case carried(Int)
-        /// Fresh paths already added to the snapshot's table (``snapshot(taskfileIdentity:targets:published:expectedJobs:)``),
-        /// whose own copy was let go.
-        case taken
     }
     private struct Entry {
         var alwaysRuns: Bool
         var paths: Paths
     }
-    private let entries = HostMutex<[String: Entry]>([:])
+    /// What was recorded, by job; every fresh job's paths one after another, in chunks: an
+    /// `each:` task's 100k jobs hold one array of paths each no more (120 bytes of header and
+    /// room a job), nor one that grows by doubling.
+    private struct Recorded {
+        static let chunk = 4096
+        var entries: [String: Entry] = [:]
+        var paths: [[WatchedPath]] = []
+        var pathCount = 0
+
+        mutating func add(_ added: [WatchedPath]) -> Int {
+            let start = pathCount
+            for path in added {
+                if pathCount % Self.chunk == 0 {
+                    paths.append([])
+                    paths[paths.count - 1].reserveCapacity(Self.chunk)
+                }
+                paths[paths.count - 1].append(path)
+                pathCount += 1
+            }
+            return start
+        }
+
+        func path(at position: Int) -> WatchedPath {
+            paths[position / Self.chunk][position % Self.chunk]
+        }
+    }
+    private let recorded = HostMutex(Recorded())
     /// Jobs carried from the previous snapshot without a job of this run (``carry(indices:)``).
     private let carriedInBulk = HostMutex<[Int]>([])
     /// Directories `each:` tasks listed, by task.
@@ -57,12 +81,13 @@ final class SnapshotRecorder: Sendable {
             missed.withLock { $0 += 1 }
             return
         }
-        // Kept until the run ends, one array per job: without the room appending left in it
-        // (a job's two paths sat in room for four, 384 bytes a job).
-        var kept: [WatchedPath] = []
-        kept.reserveCapacity(paths.count)
-        kept.append(contentsOf: paths)
-        entries.withLock { $0[key] = Entry(alwaysRuns: alwaysRuns, paths: .fresh(kept)) }
+        recorded.withLock { recorded in
+            let start = recorded.add(paths)
+            recorded.entries[key] = Entry(
+                alwaysRuns: alwaysRuns,
+                paths: .fresh(start: start, count: Int32(paths.count))
+            )
+        }
     }
 
     /// Records the directories an `each:` task read to list its files. They belong to no job: a
@@ -73,7 +98,7 @@ final class SnapshotRecorder: Sendable {
 
     /// Records a job found up to date on the previous snapshot's word (its job at `index`).
     func carry(key: String, index: Int) {
-        entries.withLock { $0[key] = Entry(alwaysRuns: false, paths: .carried(index)) }
+        recorded.withLock { $0.entries[key] = Entry(alwaysRuns: false, paths: .carried(index)) }
     }
 
     /// Records jobs up to date on the previous snapshot's word, at once, by their indices there
@@ -90,8 +115,7 @@ final class SnapshotRecorder: Sendable {
     /// the starting point (carried jobs keep their index lists as they are), the few fresh paths
     /// are merged into it, and paths no job watches any more are dropped.
     ///
-    /// Takes what was recorded: each job's paths are let go once they are in the table, so the
-    /// run's peak holds them once. Called once, at the end of a run (a second call finds nothing
+    /// Takes what was recorded. Called once, at the end of a run (a second call finds nothing
     /// recorded, and its snapshot is incomplete).
     func snapshot(
         taskfileIdentity: ContentHash,
@@ -99,9 +123,9 @@ final class SnapshotRecorder: Sendable {
         published: [String: ContentHash],
         expectedJobs: Int
     ) -> UpToDateSnapshot {
-        var recorded = entries.withLock { entries -> [(key: String, entry: Entry)] in
-            defer { entries = [:] }
-            return entries.map { ($0.key, $0.value) }
+        var taken = recorded.withLock { recorded in
+            defer { recorded = Recorded() }
+            return recorded
         }
         let bulk = previous == nil ? [] : carriedInBulk.withLock { $0 }
         let listed = listings.withLock { $0 }
@@ -125,8 +149,8 @@ final class SnapshotRecorder: Sendable {
             return previous.paths.firstIndex { $0.path == path }.map(Int32.init)
         }
         var freshCount = listed.values.reduce(0) { $0 + $1.count }
-        for (_, entry) in recorded {
-            if case .fresh(let fresh) = entry.paths { freshCount += fresh.count }
+        for (_, entry) in taken.entries {
+            if case .fresh(_, let count) = entry.paths { freshCount += Int(count) }
         }
         // Room for every path at once (a table grown by doubling holds two copies while it grows).
         // `freshCount` counts a path once per job watching it: a bound, exact when jobs share none.
@@ -172,30 +196,27 @@ final class SnapshotRecorder: Sendable {
         }
 
         var jobs: [UpToDateSnapshot.Job] = []
-        jobs.reserveCapacity(recorded.count + bulk.count)
+        jobs.reserveCapacity(taken.entries.count + bulk.count)
         if let previous {
             for position in bulk { jobs.append(previous.jobs[position]) }
         }
-        let recordedCount = recorded.count
-        for slot in recorded.indices {
-            let (key, entry) = recorded[slot]
+        let recordedCount = taken.entries.count
+        for (key, entry) in taken.entries {
             switch entry.paths {
-            case .fresh(let fresh):
+            case .fresh(let start, let count):
                 let job = jobs.count
                 var positions: [Int32] = []
-                positions.reserveCapacity(fresh.count)
-                for (offset, path) in fresh.enumerated() { positions.append(add(path, job: job, offset: offset)) }
+                positions.reserveCapacity(Int(count))
+                for offset in 0..<Int(count) {
+                    positions.append(add(taken.path(at: start + offset), job: job, offset: offset))
+                }
                 jobs.append(UpToDateSnapshot.Job(key: key, alwaysRuns: entry.alwaysRuns, paths: positions))
-                // In the table now: let its own copy go.
-                recorded[slot].entry.paths = .taken
             case .carried(let position):
                 guard let previous else { continue }
                 jobs.append(UpToDateSnapshot.Job(key: key, alwaysRuns: false, paths: previous.jobs[position].paths))
-            case .taken:
-                continue
             }
         }
-        recorded = []
+        taken = Recorded()
         for (_, listing) in listed {
             for path in listing { _ = add(path, job: -1, offset: 0) }
         }
