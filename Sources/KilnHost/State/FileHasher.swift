@@ -61,11 +61,17 @@ public final class FileHasher: Sendable {
         var changed: Set<String> = []
         /// Whether it let go of saved records: a path it lacks may be in the build state.
         var hasLetGo = false
+        /// Past this many records it lets go of saved ones: its part of ``capacity``, or twice
+        /// what a pass kept (records not yet saved aren't let go; without this, a table of them
+        /// would be scanned again at every record added).
+        var limit: Int
     }
     /// The records, split over 16 locks by path so parallel checks rarely wait on each other.
     private final class Shard: Sendable {
         let table: HostMutex<Table>
-        init(_ records: [String: HashedFile]) { self.table = HostMutex(Table(records: records)) }
+        init(_ records: [String: HashedFile], limit: Int) {
+            self.table = HostMutex(Table(records: records, limit: limit))
+        }
     }
     private let shards: [Shard]
     /// One bit per shard with changed paths not yet taken: a run's jobs each take theirs, and
@@ -106,10 +112,16 @@ public final class FileHasher: Sendable {
         public var read = 0
         /// Bytes read.
         public var bytesRead: Int64 = 0
+        /// Records let go of (already saved) to keep the table within its capacity, and in how
+        /// many passes.
+        public var letGo = 0
+        /// Passes that let go of records.
+        public var letGoPasses = 0
 
         /// One line.
         public var description: String {
             "\(fromIndex) from the git index, \(fromRecords) from records, \(read) read (\(bytesRead) bytes)"
+                + (letGo > 0 ? "; \(letGo) saved records let go in \(letGoPasses) passes" : "")
         }
     }
 
@@ -143,7 +155,7 @@ public final class FileHasher: Sendable {
         var split = [[String: HashedFile]](repeating: [:], count: 16)
         for index in split.indices { split[index].reserveCapacity(known.count / 16 + 1) }
         for (path, file) in known { split[path.hashValue & 15][path] = file }
-        self.shards = split.map { Shard($0) }
+        self.shards = split.map { Shard($0, limit: max(1, capacity / 16)) }
         self.now = now
         self.lookup = lookup
         self.readBack = readBack
@@ -258,10 +270,17 @@ public final class FileHasher: Sendable {
     /// Lets go of the records already taken for saving when the shard holds more than its part
     /// of ``capacity`` — only with a way to read them back. Under the shard's lock.
     private func letGoOfSaved(in table: inout Table) {
-        guard lookup != nil || readBack != nil, table.records.count > capacity / shards.count else { return }
+        guard lookup != nil || readBack != nil, table.records.count > table.limit else { return }
         let changed = table.changed
+        let before = table.records.count
         table.records = table.records.filter { changed.contains($0.key) }
         table.hasLetGo = true
+        table.limit = max(capacity / shards.count, 2 * table.records.count)
+        let count = before - table.records.count
+        counts.withLock {
+            $0.letGo += count
+            $0.letGoPasses += 1
+        }
     }
 
     /// Everything recorded and kept, for saving in the build state.
