@@ -34,9 +34,9 @@ final class SnapshotRecorder: Sendable {
         var alwaysRuns: Bool
         var paths: Paths
     }
-    /// What was recorded, by job; every fresh job's paths one after another, in chunks: an
-    /// `each:` task's 100k jobs hold one array of paths each no more (120 bytes of header and
-    /// room a job), nor one that grows by doubling.
+    /// What was recorded, by job, and every fresh job's paths one after another in chunks of
+    /// 4,096: the 100k jobs of an `each:` task don't each hold an array (32 bytes of header and
+    /// malloc's rounding a job), and no one array grows by doubling (two copies while it grows).
     private struct Recorded {
         static let chunk = 4096
         var entries: [String: Entry] = [:]
