@@ -145,9 +145,13 @@ public enum Files {
     /// Says that one of kiln's own files couldn't be written: only an accelerator is lost (the
     /// next run does more work), but a full disk or a read-only `.kiln` is worth knowing.
     package static func noteUnwritten(_ path: String, _ error: Int32) {
+        noteUnwritten(path, reason: String(cString: strerror(error)))
+    }
+
+    /// ``noteUnwritten(_:_:)`` for a reason that isn't an `errno`.
+    package static func noteUnwritten(_ path: String, reason: String) {
         let note = Array(
-            "kiln: warning: can't write \(path): \(String(cString: strerror(error))); the next run does the work it would have saved\n"
-                .utf8
+            "kiln: warning: can't write \(path): \(reason); the next run does the work it would have saved\n".utf8
         )
         _ = note.withUnsafeBytes { Glibc.write(2, $0.baseAddress, $0.count) }
     }

@@ -78,12 +78,21 @@ package final class SealedFileWriter {
         descriptor = -1
         // A length other than the one promised is the encoder's mistake: its checksum would be
         // wrong, and no reader would take the file.
-        guard failure == 0, total == count, rename(temporary, path) == 0 else {
-            Files.noteUnwritten(path, failure != 0 ? failure : errno != 0 ? errno : EIO)
-            unlink(temporary)
-            return false
+        var failed = true
+        if failure != 0 {
+            Files.noteUnwritten(path, failure)
+        } else if total != count {
+            Files.noteUnwritten(
+                path,
+                reason: "\(total) bytes were encoded where \(count) were promised (a bug in kiln)"
+            )
+        } else if rename(temporary, path) != 0 {
+            Files.noteUnwritten(path, errno)
+        } else {
+            failed = false
         }
-        return true
+        if failed { unlink(temporary) }
+        return !failed
     }
 
     /// Checksums and writes the writer's first `words` bytes (a multiple of 8), keeping the rest.
