@@ -122,17 +122,8 @@ public enum Files {
             noteUnwritten(path, errno)
             return false
         }
-        let complete = bytes.withUnsafeBytes { buffer -> Bool in
-            var offset = 0
-            while offset < buffer.count {
-                let written = Glibc.write(descriptor, buffer.baseAddress! + offset, buffer.count - offset)
-                if written < 0, errno == EINTR { continue }
-                if written <= 0 { return false }
-                offset += written
-            }
-            return true
-        }
-        let failure = complete ? 0 : errno
+        let failure = bytes.withUnsafeBytes { writeAll(descriptor, $0) }
+        let complete = failure == 0
         close(descriptor)
         guard complete, rename(temporary, path) == 0 else {
             noteUnwritten(path, failure != 0 ? failure : errno)
@@ -140,6 +131,19 @@ public enum Files {
             return false
         }
         return true
+    }
+
+    /// Writes all of `buffer` to `descriptor`, again after an interruption; returns 0, or the
+    /// error that stopped it (`EIO` for a write that wrote nothing).
+    package static func writeAll(_ descriptor: Int32, _ buffer: UnsafeRawBufferPointer) -> Int32 {
+        var offset = 0
+        while offset < buffer.count {
+            let written = Glibc.write(descriptor, buffer.baseAddress! + offset, buffer.count - offset)
+            if written < 0, errno == EINTR { continue }
+            if written <= 0 { return written < 0 ? errno : EIO }
+            offset += written
+        }
+        return 0
     }
 
     /// Says that one of kiln's own files couldn't be written: only an accelerator is lost (the

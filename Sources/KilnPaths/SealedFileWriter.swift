@@ -112,15 +112,6 @@ package final class SealedFileWriter {
     }
 
     private func put(_ buffer: UnsafeRawBufferPointer) {
-        var offset = 0
-        while failure == 0, offset < buffer.count {
-            let done = Glibc.write(descriptor, buffer.baseAddress! + offset, buffer.count - offset)
-            if done < 0, errno == EINTR { continue }
-            if done <= 0 {
-                failure = done < 0 ? errno : EIO
-                return
-            }
-            offset += done
-        }
+        if failure == 0 { failure = Files.writeAll(descriptor, buffer) }
     }
 }
