@@ -28,7 +28,8 @@ public struct WatchedPath: Sendable, Equatable {
     public var kind: Kind
     /// Its status then (zero when absent).
     public var stat: FileSignature
-    /// A file's content hash (zero otherwise).
+    /// A file's content hash; a directory's entries' fingerprint
+    /// (``DirectoryListing/fingerprint(_:)``), or zero when it has none; zero otherwise.
     public var hash: ContentHash
     /// When the status was taken (`CLOCK_REALTIME`, ns): a status is trusted only when the mtime is
     /// older than this by more than ``FileSignature/racyWindow``.
@@ -82,7 +83,16 @@ public struct WatchedPath: Sendable, Equatable {
         case .absent:
             return .changed
         case .directory:
-            return current == stat && current.isSettled(at: seenAt) ? .unchanged : .changed
+            if current == stat, current.isSettled(at: seenAt) { return .unchanged }
+            // Looked at too soon after it last changed, or touched: read again, the same entries
+            // vouch for it (a status alone can't: a change in the same clock tick leaves it).
+            let absolute = path.hasPrefix("/") ? path : root + "/" + path
+            guard hash != Self.zeroHash, let entries = DirectoryListing.read(absolute),
+                DirectoryListing.fingerprint(entries) == hash, FileSignature.of(absolute) == current
+            else {
+                return .changed
+            }
+            return .sameContent(WatchedPath(path: path, kind: .directory, stat: current, hash: hash, seenAt: seen))
         case .trackedFile:
             if current == stat, current.isSettled(at: seenAt) { return .unchanged }
             // Touched, or checked out again: the index may vouch for the same blob.

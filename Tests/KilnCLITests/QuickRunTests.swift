@@ -67,6 +67,41 @@ struct QuickRunTests {
         #expect(incremental.ran(directory).isEmpty)
     }
 
+    @Test(
+        "a job rerun for a deleted or edited output, or forced, stays in the snapshot: the next run is the launcher's no-op"
+    )
+    func rerunOutputsKeepTheSnapshotWhole() async throws {
+        let directory = try await builtProject()
+        defer { directory.remove() }
+        let reruns: [(String, [String], @Sendable (TemporaryDirectory) throws -> Void, [String])] = [
+            (
+                "an each: job's output deleted", ["run"],
+                { try FileManager.default.removeItem(atPath: $0.path("out/a.txt")) }, ["copy src/a.txt"]
+            ),
+            ("an each: job's output edited", ["run"], { try $0.write("out/b.txt", "edited\n") }, ["copy src/b.txt"]),
+            (
+                "a plain task's output deleted", ["run"],
+                { try FileManager.default.removeItem(atPath: $0.path("joined.txt")) }, ["join"]
+            ),
+            (
+                "every output deleted", ["run"], { try FileManager.default.removeItem(atPath: $0.path("out")) },
+                ["copy src/a.txt", "copy src/b.txt"]
+            ),
+            ("--force", ["run", "--force"], { _ in }, ["copy src/a.txt", "copy src/b.txt", "join"]),
+        ]
+        for (what, arguments, change, runs) in reruns {
+            try change(directory)
+            let rerun = try await kiln(arguments, directory)
+            #expect(rerun.result.status == 0, "\(what): \(rerun.result)")
+            // Deleting `out` rewrites join's inputs with the same bytes: join stays up to date.
+            #expect(incremental.ran(directory) == runs, "\(what)")
+            let next = try await kiln(["run"], directory)
+            #expect(next.quick, "\(what): the snapshot doesn't vouch for every job: \(next.result)")
+            #expect(words(next.result) == "kiln: done: 0 ran, 3 up to date in S s\n", "\(what)")
+            #expect(incremental.ran(directory).isEmpty, "\(what)")
+        }
+    }
+
     /// A change, and what the next run must then run.
     struct Change: Sendable, CustomStringConvertible {
         var description: String

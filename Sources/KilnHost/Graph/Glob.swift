@@ -14,6 +14,21 @@ struct VisitedDirectory: Sendable {
     var seenAt: Int64
     /// Its status then; `nil` when it didn't exist.
     var stat: FileSignature?
+    /// The fingerprint of the entries read then (``DirectoryListing/fingerprint(_:)``); `nil` when
+    /// none were (it couldn't be opened, or a file was looked at: a `.gitignore`).
+    var listing: ContentHash? = nil
+
+    /// A directory looked at now: its status, then its entries, read once for the walk and (when
+    /// `watched`: the first time a walk reads it) the fingerprint.
+    static func read(_ path: String, watched: Bool = true) -> (
+        visited: VisitedDirectory, entries: [DirectoryListing.Entry]
+    ) {
+        let seenAt = FileHasher.realTime()
+        let stat = FileSignature.of(path)
+        let entries = stat == nil ? nil : DirectoryListing.read(path)
+        let listing = watched ? entries.map(DirectoryListing.fingerprint) : nil
+        return (VisitedDirectory(path: path, seenAt: seenAt, stat: stat, listing: listing), entries ?? [])
+    }
 }
 
 /// Expands `sources:` patterns into the files they match now, with go-task's meaning
@@ -103,10 +118,9 @@ enum Glob {
         var results: [String] = []
         var walked: [VisitedDirectory] = []
         while let (directory, relative) = pending.popLast() {
-            walked.append(
-                VisitedDirectory(path: directory, seenAt: FileHasher.realTime(), stat: FileSignature.of(directory))
-            )
-            for entry in entries(of: directory) {
+            let (visited, entries) = VisitedDirectory.read(directory)
+            walked.append(visited)
+            for entry in entries {
                 if entry.kind == .directory {
                     if entry.isLink { return nil }
                     pending.append((directory + "/" + entry.name, relative + entry.name + "/"))
@@ -142,16 +156,17 @@ enum Glob {
             let last = position.segment == segments.count - 1
             let directory = position.absolute
             var ancestors = position.ancestors
+            var entries: [DirectoryListing.Entry] = []
             if case .literal = segments[position.segment] {
                 // Only a lookup here, not a read: the directory isn't watched for it.
             } else {
                 // This directory is read: watch it, and don't walk into it again through a link.
-                let stat = FileSignature.of(directory)
-                if seen.insert(directory).inserted {
-                    visited.append(VisitedDirectory(path: directory, seenAt: FileHasher.realTime(), stat: stat))
-                }
-                guard let stat, !ancestors.contains(stat.inode) else { continue }
+                let first = seen.insert(directory).inserted
+                let read = VisitedDirectory.read(directory, watched: first)
+                if first { visited.append(read.visited) }
+                guard let stat = read.visited.stat, !ancestors.contains(stat.inode) else { continue }
                 ancestors.append(stat.inode)
+                entries = read.entries
             }
             func descend(_ name: String, segment: Int) {
                 pending.append(
@@ -166,7 +181,7 @@ enum Glob {
             switch segments[position.segment] {
             case .literal(let name):
                 let path = directory + "/" + name
-                let kind = Self.kind(of: path)
+                let kind = DirectoryListing.kind(of: path)
                 if kind == .missing, seen.insert(path).inserted {
                     // Watched as absent, so its creation is noticed.
                     visited.append(VisitedDirectory(path: path, seenAt: FileHasher.realTime(), stat: nil))
@@ -177,7 +192,7 @@ enum Glob {
                     descend(name, segment: position.segment + 1)
                 }
             case .wildcard(let pattern):
-                for entry in entries(of: directory) where GlobPattern.segmentMatches(pattern, entry.name) {
+                for entry in entries where GlobPattern.segmentMatches(pattern, entry.name) {
                     if last {
                         if entry.kind == .file { results.insert(position.relative + entry.name) }
                     } else if entry.kind == .directory {
@@ -196,7 +211,7 @@ enum Glob {
                         )
                     )
                 }
-                for entry in entries(of: directory) where !entry.name.hasPrefix(".") {
+                for entry in entries where !entry.name.hasPrefix(".") {
                     if entry.kind == .directory {
                         descend(entry.name, segment: position.segment)
                     } else if last, entry.kind == .file {
@@ -206,42 +221,5 @@ enum Glob {
             }
         }
         return Array(results)
-    }
-
-    /// What a directory entry is, links followed.
-    enum Kind { case file, directory, other, missing }
-
-    private static func kind(of path: String) -> Kind {
-        var info = stat()
-        guard stat(path, &info) == 0 else { return .missing }
-        switch info.st_mode & S_IFMT {
-        case S_IFDIR: return .directory
-        case S_IFREG: return .file
-        default: return .other
-        }
-    }
-
-    /// The entries of `directory` but `.`, `..` and ``GlobPattern/skippedNames``: each one's
-    /// name, what it is (links followed), and whether it is a symbolic link.
-    static func entries(of directory: String) -> [(name: String, kind: Kind, isLink: Bool)] {
-        guard let handle = opendir(directory) else { return [] }
-        defer { closedir(handle) }
-        var result: [(String, Kind, Bool)] = []
-        while let entry = readdir(handle) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { bytes in
-                String(decoding: bytes.prefix { $0 != 0 }, as: UTF8.self)
-            }
-            if name == "." || name == ".." || GlobPattern.skippedNames.contains(name) { continue }
-            let type = entry.pointee.d_type
-            let kind: Kind
-            switch Int32(type) {
-            case Int32(DT_DIR): kind = .directory
-            case Int32(DT_REG): kind = .file
-            case Int32(DT_LNK), Int32(DT_UNKNOWN): kind = Self.kind(of: directory + "/" + name)
-            default: kind = .other
-            }
-            result.append((name, kind, type == UInt8(DT_LNK)))
-        }
-        return result
     }
 }

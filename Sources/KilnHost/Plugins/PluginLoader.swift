@@ -123,7 +123,7 @@ public final class PluginLoader: Sendable {
         var result: [(String, String)] = []
         var names = Set<String>()
         for directory in directories {
-            let files = Glob.entries(of: directory).map(\.name).filter {
+            let files = DirectoryListing.entries(of: directory).map(\.name).filter {
                 $0.hasPrefix(Self.filePrefix) && $0.hasSuffix(".so")
             }
             for file in files.sorted() {

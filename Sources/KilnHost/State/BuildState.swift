@@ -145,7 +145,7 @@ public final class BuildState: @unchecked Sendable {
     private static func moveAside(_ path: String, warn: (String) -> Void) {
         // One damaged copy is kept for a look, the newest: older ones go.
         let directory = Path.directory(of: path), prefix = Path.lastComponent(path) + ".corrupt-"
-        for entry in Glob.entries(of: directory) where entry.name.hasPrefix(prefix) {
+        for entry in DirectoryListing.entries(of: directory) where entry.name.hasPrefix(prefix) {
             unlink(directory + "/" + entry.name)
         }
         let aside = path + ".corrupt-\(FileHasher.realTime() / 1_000_000_000)"

@@ -156,6 +156,10 @@ public final class IncrementalState: Sendable {
         var outputSignature: ContentHash?
         /// The paths the verdict rests on; `nil` when one changed while it was read.
         var watched: [WatchedPath]?
+        /// Where in ``watched`` the looks at the outputs begin, when the check looked at them (a
+        /// record whose signature matched). They are the outputs before the job ran: if it runs,
+        /// its record rests on the outputs it wrote, looked at again then, and these are dropped.
+        var outputLooksFrom: Int?
         /// Found up to date on the snapshot's word, not by a check: its job there.
         var snapshotJob: Int?
         /// Its verdict rests on `status:` commands, which read what no signature covers: the
@@ -405,8 +409,11 @@ public final class IncrementalState: Sendable {
         }
         let parts = Parts(definition: definition, inputs: inputHashes, dependencies: dependencyHashes)
         let signature = Self.signature(of: parts)
+        var outputLooksFrom: Int?
         let check = { (reason: RunReason) in
-            Check(signature: signature, reason: reason, parts: parts, watched: watched.paths)
+            var check = Check(signature: signature, reason: reason, parts: parts, watched: watched.paths)
+            check.outputLooksFrom = outputLooksFrom
+            return check
         }
 
         if Self.alwaysRuns(task) { return check(.alwaysRuns) }
@@ -423,6 +430,7 @@ public final class IncrementalState: Sendable {
             }
             return check(.definitionChanged)
         }
+        outputLooksFrom = watched.paths?.count
         for output in expand(request.outputs, in: request.directory, watched: &watched)
         where record.outputs[output] == nil {
             return check(.outputMissing(output))
@@ -487,7 +495,7 @@ public final class IncrementalState: Sendable {
                             path: path,
                             kind: .directory,
                             stat: stat,
-                            hash: WatchedPath.zeroHash,
+                            hash: directory.listing ?? WatchedPath.zeroHash,
                             seenAt: directory.seenAt
                         )
                     )
@@ -580,7 +588,10 @@ public final class IncrementalState: Sendable {
         definition: TaskDefinition?,
         duration: Int64?
     ) -> BuildState.Write {
-        var watched = Watched(paths: check.watched)
+        // The check's looks at the outputs saw them before the job wrote them (missing, or
+        // changed): they are looked at again below. Kept, a job would hold two states of one path
+        // and the snapshot would leave it out, so the next run couldn't be a no-op.
+        var watched = Watched(paths: check.watched.map { Array($0.prefix(check.outputLooksFrom ?? $0.count)) })
         var outputs: [String: ContentHash] = [:]
         let unmatchedOutput: ((Int) -> Void)? = definition.map { definition in
             { [self] position in

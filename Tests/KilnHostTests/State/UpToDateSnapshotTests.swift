@@ -97,6 +97,97 @@ struct UpToDateSnapshotTests {
         }
     }
 
+    @Test(
+        "a racy directory (changed within the window of its look) is read again: the same entries vouch anew, others are a change"
+    )
+    func racyDirectoryIsRead() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        try directory.write("out/a.o", "a")
+        try directory.write("out/b.o", "b")
+        let out = directory.path("out")
+        // A glob's look, as a run takes it right after a job wrote into the directory.
+        var look = VisitedDirectory.read(out).visited
+        let stat = try #require(look.stat)
+        let fingerprint = try #require(look.listing)
+        #expect(fingerprint != WatchedPath.zeroHash)
+        let racy = WatchedPath(path: "out", kind: .directory, stat: stat, hash: fingerprint, seenAt: stat.modified + 1)
+        guard case .sameContent(let refreshed) = racy.compare(root: directory.path) else {
+            Issue.record("the same entries vouch for a racy directory")
+            return
+        }
+        #expect(refreshed.hash == fingerprint && refreshed.stat == stat && refreshed.seenAt > racy.seenAt)
+        // Settled, the status alone decides: no read.
+        var settled = racy
+        settled.seenAt = stat.modified + FileSignature.racyWindow + 1
+        guard case .unchanged = settled.compare(root: directory.path) else {
+            Issue.record("a settled directory is unchanged by its status")
+            return
+        }
+        // An entry added in the same clock tick as the look leaves the status as it was: only the
+        // entries tell. (Recorded here as a look at the status now with the old entries.)
+        try directory.write("out/c.o", "c")
+        look = VisitedDirectory.read(out).visited
+        var sameTick = racy
+        sameTick.stat = try #require(look.stat)
+        sameTick.seenAt = sameTick.stat.modified + 1
+        guard case .changed = sameTick.compare(root: directory.path) else {
+            Issue.record("a racy directory with another entry has changed")
+            return
+        }
+        // An entry added and removed again: the status moved, the entries are the same.
+        try FileManager.default.removeItem(atPath: directory.path("out/c.o"))
+        guard case .sameContent = racy.compare(root: directory.path) else {
+            Issue.record("the same entries vouch for a touched directory")
+            return
+        }
+        // A look without a fingerprint (an older snapshot's) can't be vouched for by reading;
+        // nor can a directory that became a file.
+        var unfingerprinted = racy
+        unfingerprinted.hash = WatchedPath.zeroHash
+        guard case .changed = unfingerprinted.compare(root: directory.path) else {
+            Issue.record("a racy directory without a fingerprint has changed")
+            return
+        }
+        try FileManager.default.removeItem(atPath: out)
+        try directory.write("out", "")
+        guard case .changed = racy.compare(root: directory.path) else {
+            Issue.record("a directory that became a file has changed")
+            return
+        }
+    }
+
+    @Test("a directory's fingerprint is its set of names, kinds and links, in any order, and never zero")
+    func directoryFingerprint() {
+        typealias Entry = DirectoryListing.Entry
+        let entries = [
+            Entry(name: "a.c", kind: .file, isLink: false),
+            Entry(name: "sub", kind: .directory, isLink: false),
+            Entry(name: "link", kind: .file, isLink: true),
+        ]
+        let fingerprint = DirectoryListing.fingerprint(entries)
+        #expect(DirectoryListing.fingerprint(entries.reversed()) == fingerprint)
+        #expect(DirectoryListing.fingerprint([entries[1], entries[2], entries[0]]) == fingerprint)
+        var variants: [[Entry]] = [
+            [], Array(entries.prefix(2)), entries + [Entry(name: "b.c", kind: .file, isLink: false)],
+        ]
+        for position in entries.indices {
+            var renamed = entries
+            renamed[position].name += "x"
+            var retyped = entries
+            retyped[position].kind = entries[position].kind == .file ? .directory : .file
+            var relinked = entries
+            relinked[position].isLink.toggle()
+            variants += [renamed, retyped, relinked]
+        }
+        var seen: Set<ContentHash> = [fingerprint]
+        for variant in variants {
+            let other = DirectoryListing.fingerprint(variant)
+            #expect(other != WatchedPath.zeroHash)
+            #expect(seen.insert(other).inserted, "\(variant.map(\.name))")
+        }
+    }
+
     /// A stand-in index that vouches for one blob id whatever the status.
     struct Vouching: TrackedContent {
         var id: ContentHash?
@@ -270,6 +361,67 @@ struct UpToDateSnapshotTests {
         #expect(Set(whole.jobs.map(\.key)) == ["a", "b"])
         #expect(whole.paths.count == 2)
         #expect(whole.complete)
+    }
+
+    @Test("a run that carries no job builds its table afresh; one that carries jobs checks fresh paths against theirs")
+    func onlyCarriedJobsBringThePreviousTable() throws {
+        let old = WatchedPath(
+            path: "gen.h",
+            kind: .file,
+            stat: FileSignature(device: 9, inode: 1, size: 1, modified: 1, changed: 1),
+            hash: ContentHash(high: 1, low: 1),
+            seenAt: 100
+        )
+        var new = old
+        new.stat.modified = 2
+        new.hash = ContentHash(high: 2, low: 2)
+        new.seenAt = 200
+        // The previous snapshot saw gen.h in a later state than this run's job did, and watched
+        // 500 paths this run's jobs don't.
+        let stale = (0..<500).map { WatchedPath(absent: "gone\($0)", seenAt: 10) }
+        let previous = UpToDateSnapshot(
+            taskfileIdentity: ContentHash(high: 0, low: 0),
+            targets: [],
+            paths: stale + [new],
+            jobs: [
+                UpToDateSnapshot.Job(key: "writer", alwaysRuns: false, paths: [500]),
+                UpToDateSnapshot.Job(key: "lister", alwaysRuns: false, paths: Array(0..<500)),
+            ],
+            published: [:],
+            complete: true,
+            jobCount: 2,
+            anyAlwaysRuns: false
+        )
+        // Every job ran again: no job of the previous snapshot is in this one, so its state of
+        // gen.h is no one's view and can't exclude the job that read gen.h.
+        let fresh = SnapshotRecorder(previous: previous)
+        fresh.record(key: "reader", alwaysRuns: false, paths: [old])
+        let afresh = fresh.snapshot(
+            taskfileIdentity: ContentHash(high: 0, low: 0),
+            targets: [],
+            published: [:],
+            expectedJobs: 1
+        )
+        #expect(afresh.jobs.map(\.key) == ["reader"])
+        #expect(afresh.paths == [old])
+        #expect(afresh.complete)
+
+        // A job carried on the previous snapshot's word saw gen.h newer: the reader's view is
+        // the older one and it is left out; the carried job keeps its path, and the paths only
+        // the previous snapshot's other job watched are dropped.
+        let carrying = SnapshotRecorder(previous: previous)
+        carrying.carry(key: "writer", index: 0)
+        carrying.record(key: "reader", alwaysRuns: false, paths: [old])
+        let carried = carrying.snapshot(
+            taskfileIdentity: ContentHash(high: 0, low: 0),
+            targets: [],
+            published: [:],
+            expectedJobs: 2
+        )
+        #expect(carried.jobs.map(\.key) == ["writer"])
+        #expect(carried.paths == [new])
+        #expect(carried.jobs.first?.paths == [0])
+        #expect(!carried.complete)
     }
 
     @Test("of many jobs that saw a path in three states, exactly those that saw its newest state stay")
