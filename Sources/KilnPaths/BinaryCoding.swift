@@ -119,16 +119,30 @@ package struct BinaryReader {
     }
 
     package mutating func readInteger() -> Int? {
+        // Most integers written are small (lengths, counts, positions below 64): one byte, read
+        // without the loop. Half a million are read when a 10k-task project's cache and snapshot
+        // are decoded.
+        guard offset < bytes.count else { return nil }
+        let first = bytes[offset]
+        guard first >= 0x80 else {
+            offset += 1
+            return Self.unzigzag(UInt64(first))
+        }
         var value: UInt64 = 0
         var shift: UInt64 = 0
         while offset < bytes.count, shift < 64 {
             let byte = bytes[offset]
             offset += 1
             value |= UInt64(byte & 0x7f) << shift
-            if byte < 0x80 { return Int(Int64(bitPattern: (value >> 1) ^ (0 &- (value & 1)))) }
+            if byte < 0x80 { return Self.unzigzag(value) }
             shift += 7
         }
         return nil
+    }
+
+    /// The integer a zigzag encoding stands for: 0, -1, 1, -2… for 0, 1, 2, 3…
+    private static func unzigzag(_ value: UInt64) -> Int {
+        Int(Int64(bitPattern: (value >> 1) ^ (0 &- (value & 1))))
     }
 
     package mutating func readUInt64() -> UInt64? {

@@ -676,3 +676,33 @@ struct BinaryWriterWordTests {
         }
     }
 }
+
+@Suite("The binary reader's integers")
+struct BinaryReaderIntegerTests {
+    @Test("every integer reads back as written, one byte or ten, and a truncated or overlong one reads as nil")
+    func integersRoundTrip() {
+        var values: [Int] = [0, 1, -1, 63, -64, 64, -65, 8191, -8192, 8192, -8193, .max, .min, .max - 1, .min + 1]
+        for shift in 0..<63 { values += [1 << shift, -(1 << shift), (1 << shift) - 1] }
+        for _ in 0..<200 { values.append(Int.random(in: .min ... .max)) }
+        var writer = BinaryWriter()
+        writer.write(byte: 9)
+        for value in values { writer.write(value) }
+        var reader = BinaryReader(bytes: writer.bytes)
+        #expect(reader.readByte() == 9)
+        #expect(values.map { _ in reader.readInteger() } == values.map { $0 })
+        #expect(reader.offset == writer.bytes.count)
+        #expect(reader.readInteger() == nil)
+        // Cut inside a many-byte integer: nil, never a value made of what was there.
+        for value in [64, -8193, Int.max, Int.min] {
+            var one = BinaryWriter()
+            one.write(value)
+            for length in 0..<one.bytes.count {
+                var cut = BinaryReader(bytes: Array(one.bytes.prefix(length)))
+                #expect(cut.readInteger() == nil, "\(value) cut to \(length) bytes")
+            }
+        }
+        // Continuation bits past 64 bits of value: malformed.
+        var overlong = BinaryReader(bytes: [UInt8](repeating: 0x80, count: 11) + [0])
+        #expect(overlong.readInteger() == nil)
+    }
+}
