@@ -109,17 +109,10 @@ struct HookFileLists {
         guard descriptor >= 0 else { throw Failure(path: path, reason: String(cString: strerror(errno))) }
         defer { close(descriptor) }
         _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC)
-        let bytes = Array(paths.joined(separator: "\n").utf8)
-        var offset = 0
-        while offset < bytes.count {
-            let written = bytes[offset...].withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress, $0.count) }
-            if written < 0, errno == EINTR { continue }
-            guard written > 0 else {
-                let reason = String(cString: strerror(errno))
-                unlink(path)
-                throw Failure(path: path, reason: reason)
-            }
-            offset += written
+        let failure = Array(paths.joined(separator: "\n").utf8).withUnsafeBytes { Files.writeAll(descriptor, $0) }
+        guard failure == 0 else {
+            unlink(path)
+            throw Failure(path: path, reason: String(cString: strerror(failure)))
         }
         return path
     }

@@ -163,13 +163,8 @@ struct StagedView {
         let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode)
         guard descriptor >= 0 else { throw Refusal(description: String(cString: strerror(errno))) }
         defer { close(descriptor) }
-        var offset = 0
-        while offset < data.count {
-            let written = data[offset...].withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress, $0.count) }
-            if written < 0, errno == EINTR { continue }
-            guard written > 0 else { throw Refusal(description: String(cString: strerror(errno))) }
-            offset += written
-        }
+        let failure = data.withUnsafeBytes { Files.writeAll(descriptor, $0) }
+        guard failure == 0 else { throw Refusal(description: String(cString: strerror(failure))) }
         fchmod(descriptor, mode)
     }
 }

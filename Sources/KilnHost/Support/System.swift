@@ -117,13 +117,7 @@ public enum System {
 
     /// Writes `text` to a file descriptor, retrying short writes.
     public static func write(_ text: String, to descriptor: Int32) {
-        var bytes = Array(text.utf8)[...]
-        while !bytes.isEmpty {
-            let written = bytes.withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress, $0.count) }
-            if written < 0, errno == EINTR { continue }
-            if written <= 0 { return }
-            bytes = bytes.dropFirst(written)
-        }
+        _ = Array(text.utf8).withUnsafeBytes { Files.writeAll(descriptor, $0) }
     }
 
     /// Writes a whole file (created or truncated, mode 0644).

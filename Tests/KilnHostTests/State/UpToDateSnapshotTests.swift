@@ -322,9 +322,8 @@ struct UpToDateSnapshotTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path + "/.kiln") == ["snapshot"])
     }
 
-    @Test("a job that saw an older state of a path another job rewrote is left out, and the snapshot is incomplete")
-    func conflictingViewsDropTheOlderJob() throws {
-        let recorder = SnapshotRecorder(previous: nil)
+    /// `gen.h` as one job read it, and as another job rewrote it later.
+    static func rewrittenHeader() -> (old: WatchedPath, new: WatchedPath) {
         let old = WatchedPath(
             path: "gen.h",
             kind: .file,
@@ -336,15 +335,17 @@ struct UpToDateSnapshotTests {
         new.stat.modified = 2
         new.hash = ContentHash(high: 2, low: 2)
         new.seenAt = 200
+        return (old, new)
+    }
+
+    @Test("a job that saw an older state of a path another job rewrote is left out, and the snapshot is incomplete")
+    func conflictingViewsDropTheOlderJob() throws {
+        let recorder = SnapshotRecorder(previous: nil)
+        let (old, new) = Self.rewrittenHeader()
         let other = WatchedPath(absent: "other", seenAt: 50)
         recorder.record(key: "reader", alwaysRuns: false, paths: [old, other])
         recorder.record(key: "writer", alwaysRuns: false, paths: [new])
-        let snapshot = recorder.snapshot(
-            taskfileIdentity: ContentHash(high: 0, low: 0),
-            targets: [],
-            published: [:],
-            expectedJobs: 2
-        )
+        let snapshot = recorder.snapshot(expectedJobs: 2)
         #expect(snapshot.jobs.map(\.key) == ["writer"])
         #expect(snapshot.paths.first { $0.path == "gen.h" } == new)
         #expect(!snapshot.complete)
@@ -352,12 +353,7 @@ struct UpToDateSnapshotTests {
         let consistent = SnapshotRecorder(previous: nil)
         consistent.record(key: "a", alwaysRuns: false, paths: [new])
         consistent.record(key: "b", alwaysRuns: false, paths: [new, other])
-        let whole = consistent.snapshot(
-            taskfileIdentity: ContentHash(high: 0, low: 0),
-            targets: [],
-            published: [:],
-            expectedJobs: 2
-        )
+        let whole = consistent.snapshot(expectedJobs: 2)
         #expect(Set(whole.jobs.map(\.key)) == ["a", "b"])
         #expect(whole.paths.count == 2)
         #expect(whole.complete)
@@ -365,17 +361,7 @@ struct UpToDateSnapshotTests {
 
     @Test("a run that carries no job builds its table afresh; one that carries jobs checks fresh paths against theirs")
     func onlyCarriedJobsBringThePreviousTable() throws {
-        let old = WatchedPath(
-            path: "gen.h",
-            kind: .file,
-            stat: FileSignature(device: 9, inode: 1, size: 1, modified: 1, changed: 1),
-            hash: ContentHash(high: 1, low: 1),
-            seenAt: 100
-        )
-        var new = old
-        new.stat.modified = 2
-        new.hash = ContentHash(high: 2, low: 2)
-        new.seenAt = 200
+        let (old, new) = Self.rewrittenHeader()
         // The previous snapshot saw gen.h in a later state than this run's job did, and watched
         // 500 paths this run's jobs don't.
         let stale = (0..<500).map { WatchedPath(absent: "gone\($0)", seenAt: 10) }
@@ -396,12 +382,7 @@ struct UpToDateSnapshotTests {
         // gen.h is no one's view and can't exclude the job that read gen.h.
         let fresh = SnapshotRecorder(previous: previous)
         fresh.record(key: "reader", alwaysRuns: false, paths: [old])
-        let afresh = fresh.snapshot(
-            taskfileIdentity: ContentHash(high: 0, low: 0),
-            targets: [],
-            published: [:],
-            expectedJobs: 1
-        )
+        let afresh = fresh.snapshot(expectedJobs: 1)
         #expect(afresh.jobs.map(\.key) == ["reader"])
         #expect(afresh.paths == [old])
         #expect(afresh.complete)
@@ -412,12 +393,7 @@ struct UpToDateSnapshotTests {
         let carrying = SnapshotRecorder(previous: previous)
         carrying.carry(key: "writer", index: 0)
         carrying.record(key: "reader", alwaysRuns: false, paths: [old])
-        let carried = carrying.snapshot(
-            taskfileIdentity: ContentHash(high: 0, low: 0),
-            targets: [],
-            published: [:],
-            expectedJobs: 2
-        )
+        let carried = carrying.snapshot(expectedJobs: 2)
         #expect(carried.jobs.map(\.key) == ["writer"])
         #expect(carried.paths == [new])
         #expect(carried.jobs.first?.paths == [0])
@@ -454,23 +430,13 @@ struct UpToDateSnapshotTests {
                 saw["job\(job)"] = state
                 recorder.record(key: "job\(job)", alwaysRuns: false, paths: job % 2 == 0 ? [path] : [other, path])
             }
-            let snapshot = recorder.snapshot(
-                taskfileIdentity: ContentHash(high: 0, low: 0),
-                targets: [],
-                published: [:],
-                expectedJobs: 12
-            )
+            let snapshot = recorder.snapshot(expectedJobs: 12)
             let expected = Set(saw.filter { $0.value == newest.state }.keys)
             #expect(Set(snapshot.jobs.map(\.key)) == expected, "round \(round)")
             #expect(snapshot.paths.first { $0.path == "gen.h" }?.hash == states[newest.state].hash)
             #expect(!snapshot.complete)
             // What was recorded was taken: a second snapshot has no job and claims nothing.
-            let again = recorder.snapshot(
-                taskfileIdentity: ContentHash(high: 0, low: 0),
-                targets: [],
-                published: [:],
-                expectedJobs: 12
-            )
+            let again = recorder.snapshot(expectedJobs: 12)
             #expect(again.jobs.isEmpty && !again.complete)
         }
     }
@@ -590,12 +556,7 @@ struct UpToDateSnapshotTests {
     func uncapturedJobMakesItIncomplete() {
         let recorder = SnapshotRecorder(previous: nil)
         recorder.record(key: "a", alwaysRuns: false, paths: nil)
-        let snapshot = recorder.snapshot(
-            taskfileIdentity: ContentHash(high: 0, low: 0),
-            targets: [],
-            published: [:],
-            expectedJobs: 1
-        )
+        let snapshot = recorder.snapshot(expectedJobs: 1)
         #expect(!snapshot.complete)
         #expect(snapshot.jobs.isEmpty)
     }
@@ -704,5 +665,17 @@ struct BinaryReaderIntegerTests {
         // Continuation bits past 64 bits of value: malformed.
         var overlong = BinaryReader(bytes: [UInt8](repeating: 0x80, count: 11) + [0])
         #expect(overlong.readInteger() == nil)
+    }
+}
+
+extension SnapshotRecorder {
+    /// The snapshot of a run with no Taskfile identity, targets or published signatures to speak of.
+    func snapshot(expectedJobs: Int) -> UpToDateSnapshot {
+        snapshot(
+            taskfileIdentity: ContentHash(high: 0, low: 0),
+            targets: [],
+            published: [:],
+            expectedJobs: expectedJobs
+        )
     }
 }
