@@ -308,7 +308,7 @@ extension Kiln {
                     )
                     phases.print()
                     return 0
-                case .ran(let summary, let seconds, let warnings, let hashing):
+                case .ran(let summary, let seconds, let warnings, let hashing, let commits):
                     let observer: any RunObserver =
                         jsonWriter ?? console.reporter.map { $0 as any RunObserver } ?? RunObservers([])
                     for warning in warnings { observer.warning(warning) }
@@ -327,6 +327,7 @@ extension Kiln {
                     phases.mark("report")
                     phases.print()
                     if debugging("hashes") { System.writeError("kiln: hashes: \(hashing)\n") }
+                    if debugging("state") { System.writeError("kiln: state: \(commits)\n") }
                     if summary.interrupted { return ExitStatus.interrupted }
                     return summary.succeededOverall ? 0 : ExitStatus.jobFailed
                 }
@@ -415,7 +416,7 @@ final class SignalWatcher: Sendable {
     }
 }
 
-/// Whether `KILN_DEBUG` (a comma-separated list) names `topic`: `phases`, `hashes`.
+/// Whether `KILN_DEBUG` (a comma-separated list) names `topic`: `phases`, `hashes`, `state`.
 func debugging(_ topic: String) -> Bool {
     getenv("KILN_DEBUG").map { String(cString: $0).split(separator: ",").contains(Substring(topic)) } ?? false
 }

@@ -75,6 +75,23 @@ struct IncrementalTests {
         return lines.sorted()
     }
 
+    /// `count` tasks named `name0`, `name1`…, each with a source `src/fN.txt` (written, holding
+    /// `N`) and an output `out/fN.txt`, whose commands are `commands(N)`; their Taskfile lines.
+    func copyTasks(
+        _ count: Int,
+        named name: String,
+        in directory: TemporaryDirectory,
+        commands: (Int) -> [String]
+    ) throws -> String {
+        var tasks = ""
+        for index in 0..<count {
+            try directory.write("src/f\(index).txt", "\(index)\n")
+            tasks += "  \(name)\(index):\n    sources: [src/f\(index).txt]\n    generates: [out/f\(index).txt]\n"
+            tasks += "    cmds: [\(commands(index).map { "'\($0)'" }.joined(separator: ", "))]\n"
+        }
+        return tasks
+    }
+
     @Test("a second run with nothing changed runs nothing")
     func noOpRunRunsNothing() async throws {
         let directory = try project()
@@ -189,12 +206,8 @@ struct IncrementalTests {
         let directory = try TemporaryDirectory(prefix: "kiln-incremental")
         defer { directory.remove() }
         // Ten quick jobs, then one that blocks until the test has killed kiln.
-        var tasks = ""
-        for index in 0..<10 {
-            try directory.write("src/f\(index).txt", "\(index)\n")
-            tasks += "  quick\(index):\n    sources: [src/f\(index).txt]\n    generates: [out/f\(index).txt]\n"
-            tasks +=
-                "    cmds: ['mkdir -p out', 'echo quick\(index) >> ran.log', 'cp src/f\(index).txt out/f\(index).txt']\n"
+        var tasks = try copyTasks(10, named: "quick", in: directory) { index in
+            ["mkdir -p out", "echo quick\(index) >> ran.log", "cp src/f\(index).txt out/f\(index).txt"]
         }
         let quickNames = (0..<10).map { "quick\($0)" }.joined(separator: ", ")
         tasks += "  slow:\n    deps: [\(quickNames)]\n    sources: [src/f0.txt]\n    generates: [slow.txt]\n"
@@ -223,12 +236,11 @@ struct IncrementalTests {
         let directory = try TemporaryDirectory(prefix: "kiln-incremental")
         defer { directory.remove() }
         let count = 40
-        var tasks = ""
-        for index in 0..<count {
-            try directory.write("src/f\(index).txt", "\(index)\n")
-            tasks += "  t\(index):\n    sources: [src/f\(index).txt]\n    generates: [out/f\(index).txt]\n    cmds:\n"
-            tasks += "      - echo t\(index) >> started.log\n      - mkdir -p out\n      - sleep 0.02\n"
-            tasks += "      - cp src/f\(index).txt out/f\(index).txt\n      - echo t\(index) >> done.log\n"
+        var tasks = try copyTasks(count, named: "t", in: directory) { index in
+            [
+                "echo t\(index) >> started.log", "mkdir -p out", "sleep 0.02",
+                "cp src/f\(index).txt out/f\(index).txt", "echo t\(index) >> done.log",
+            ]
         }
         tasks += "  default:\n    deps: [\((0..<count).map { "t\($0)" }.joined(separator: ", "))]\n"
         try directory.write("Taskfile.yml", "version: '3'\ntasks:\n" + tasks)
@@ -286,9 +298,10 @@ struct IncrementalTests {
                 reported.isDisjoint(with: redone),
                 "round \(round), killed \(delay) ms after \(target) jobs: a job reported finished was redone"
             )
-            // Only jobs caught between their last command and their record: at most -j of them.
+            // Only jobs caught between their last command and their report: at most -j of them,
+            // and the records waiting to share a commit (at most 16, BuildState.batchLimit).
             #expect(
-                redone.subtracting(everyTask.subtracting(done)).count <= 2,
+                redone.subtracting(everyTask.subtracting(done)).count <= 2 + 16,
                 "round \(round), killed \(delay) ms after \(target) jobs"
             )
             for index in 0..<count { #expect(directory.read("out/f\(index).txt") == "\(index)\n") }
@@ -301,6 +314,51 @@ struct IncrementalTests {
         }
         // The kills must land while jobs finish, or the test proves nothing.
         #expect(killedMidway >= 2, "only \(killedMidway) of 6 kills came after a job finished and before the last")
+    }
+
+    @Test(
+        "records share commits while the jobs' queue has more to run (KILN_DEBUG=state); a chain's links, each awaited, commit one by one"
+    )
+    func recordsShareCommits() async throws {
+        func commits(_ result: KilnProcess.Result) -> (records: Int, transactions: Int)? {
+            guard let line = result.standardError.split(separator: "\n").first(where: { $0.hasPrefix("kiln: state: ") })
+            else { return nil }
+            let numbers = line.split(separator: " ").compactMap { Int($0) }
+            return numbers.count == 2 ? (numbers[0], numbers[1]) : nil
+        }
+        let independent = try TemporaryDirectory(prefix: "kiln-incremental")
+        defer { independent.remove() }
+        var tasks = try copyTasks(40, named: "t", in: independent) { index in
+            ["mkdir -p out", "cp src/f\(index).txt out/f\(index).txt"]
+        }
+        tasks += "  default:\n    deps: [\((0..<40).map { "t\($0)" }.joined(separator: ", "))]\n"
+        try independent.write("Taskfile.yml", "version: '3'\ntasks:\n" + tasks)
+        var result = try await KilnProcess.run(
+            ["run", "-j2"],
+            in: independent.path,
+            environment: ["KILN_DEBUG": "state"]
+        )
+        #expect(result.status == 0, "\(result)")
+        let shared = commits(result)
+        #expect(shared?.records == 40, "\(result)")
+        #expect((shared?.transactions ?? 40) < 40, "\(result)")
+        // Nothing lost: the next run runs nothing.
+        result = try await KilnProcess.run(["run", "-j2"], in: independent.path)
+        #expect(result.status == 0 && result.standardOutput.contains("0 ran, 40 up to date"), "\(result)")
+
+        let chain = try TemporaryDirectory(prefix: "kiln-incremental")
+        defer { chain.remove() }
+        tasks = ""
+        for index in 0..<8 {
+            tasks += "  l\(index):\n    generates: [l\(index).txt]\n"
+            if index > 0 { tasks += "    deps: [l\(index - 1)]\n    sources: [l\(index - 1).txt]\n" }
+            tasks += "    cmds: ['echo \(index) > l\(index).txt']\n"
+        }
+        try chain.write("Taskfile.yml", "version: '3'\ntasks:\n" + tasks + "  default:\n    deps: [l7]\n")
+        result = try await KilnProcess.run(["run", "-j2"], in: chain.path, environment: ["KILN_DEBUG": "state"])
+        #expect(result.status == 0, "\(result)")
+        let alone = commits(result)
+        #expect(alone?.records == 8 && alone?.transactions == 8, "\(result)")
     }
 
     @Test("a second run on a busy project fails at once with exit status 3")

@@ -31,7 +31,7 @@ import Testing
             "version: '3'\ntasks:\n  default:\n    sources: [in]\n    generates: [out]\n    cmds: ['cp in out']\n"
         )
         try directory.write("in", "one\n")
-        guard case .ran(let summary, _, _, _) = try BuildSession.run(Self.request(directory), Self.settings()) else {
+        guard case .ran(let summary, _, _, _, _) = try BuildSession.run(Self.request(directory), Self.settings()) else {
             Issue.record("the first session didn't run")
             return
         }
@@ -46,7 +46,7 @@ import Testing
         #expect(verdicts.map(\.label) == ["default"])
         #expect(verdicts.first?.reason == .inputChanged("in"))
         // The inspection saved nothing: the run still has it to do.
-        guard case .ran(let again, _, _, _) = try BuildSession.run(Self.request(directory), Self.settings()) else {
+        guard case .ran(let again, _, _, _, _) = try BuildSession.run(Self.request(directory), Self.settings()) else {
             Issue.record("the third session didn't run")
             return
         }
@@ -96,7 +96,7 @@ import Testing
         usleep(UInt32(FileSignature.racyWindow / 1000) * 2)
         try directory.write("src/a.txt", "a, edited\n")
         try setModificationTime(directory.path("src/a.txt"), secondsAgo: 5)
-        guard case .ran(let summary, _, _, _) = try BuildSession.run(Self.request(directory), Self.settings()) else {
+        guard case .ran(let summary, _, _, _, _) = try BuildSession.run(Self.request(directory), Self.settings()) else {
             Issue.record("the second session didn't run")
             return
         }

@@ -47,6 +47,45 @@ extension JobEngineTests {
             #expect(runs.count == 1)
         }
 
+        @Test(
+            "isAwaited: a job is awaited while a dependent not yet started waits for it alone; readyJobCount counts a queue's ready list"
+        )
+        func awaitedAndReadyCount() throws {
+            let job = Job()
+            #expect(!job.isAwaited)
+            // A dependent that waits for another job too doesn't count; once that one is done, it does.
+            let other = Job()
+            let joining = Job()
+            joining.addDependency(job)
+            joining.addDependency(other)
+            #expect(!job.isAwaited)
+            #expect(!other.isAwaited)
+            let queue = JobQueue(name: "queue", maxConcurrentJobCount: 1)
+            queue.isSuspended = true
+            try queue.addJob(other)
+            #expect(queue.readyJobCount == 1)
+            queue.isSuspended = false
+            #expect(other.finishes())
+            #expect(queue.readyJobCount == 0)
+            #expect(job.isAwaited)
+            // A dependent that has started (or finished) no longer waits: a cancelled one finishes.
+            joining.cancel()
+            #expect(!job.isAwaited)
+            // A second dependent waiting for it alone.
+            let alone = Job()
+            alone.addDependency(job)
+            #expect(job.isAwaited)
+            // The job itself, finished: its dependents start, and it is awaited by none.
+            queue.isSuspended = true
+            try queue.addJob(job)
+            try queue.addJob(alone)
+            #expect(queue.readyJobCount == 1)
+            queue.isSuspended = false
+            #expect(queue.empties())
+            #expect(alone.isFinished)
+            #expect(!job.isAwaited)
+        }
+
         @Test("a job waits for a dependency in another queue")
         func dependencyAcrossQueues() throws {
             let upstream = JobQueue(name: "upstream")

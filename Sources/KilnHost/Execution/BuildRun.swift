@@ -919,6 +919,7 @@ public final class BuildRun: @unchecked Sendable {
         // The chain: a slot job per resource but the last, which the real job's own queue provides.
         var next = realJob
         var nextQueue = queues.queue(named: resources.last ?? "cpu")
+        let realQueue = nextQueue
         var slots: [SlotJob] = []
         for resource in resources.dropLast().reversed() {
             let slot = SlotJob(resource: resource, label: request.label, next: next, in: nextQueue, realJob: realJob)
@@ -977,6 +978,9 @@ public final class BuildRun: @unchecked Sendable {
 
         let verdict = LockedValue<IncrementalState.Check?>(precomputed)
         if let precomputed { observer.jobChecked(info, reason: precomputed.reason) }
+        // The job dependents wait for (its done job, made below): whether one waits for it alone
+        // decides whether its record may wait to share a commit.
+        let awaitedAs = LockedValue<Job?>(nil)
         // The job runs remotely when it goes to the executor: a job on the `remote` queue, which on
         // success cancels the real job (reported as it ran there) and on a failure of the server
         // adds the chain: the job runs here (docs/remote.md: the fallback policy).
@@ -1178,6 +1182,9 @@ public final class BuildRun: @unchecked Sendable {
                         // A remote hit ends on the look-up's thread, one of Swift concurrency's:
                         // its outputs are read and its record written elsewhere.
                         handingOver: outcome == .remoteHit,
+                        // Nothing waits for its end when its slot goes to a ready job and no
+                        // dependent waits for it alone: its record may wait to share a commit.
+                        canWait: realQueue.readyJobCount > 0 && !(awaitedAs.value?.isAwaited ?? true),
                         then: settle
                     )
                     settles = false
@@ -1225,6 +1232,7 @@ public final class BuildRun: @unchecked Sendable {
             if outcome != .succeeded || !unproduced.value.isEmpty { throw UnitFailure(label: request.label) }
         }
         done.name = request.label
+        awaitedAs.withLock { $0 = done }
         done.addDependency(realJob)
         if let recorded { done.addDependency(recorded) }
         if let store { done.addDependency(store) }

@@ -116,7 +116,13 @@ public enum BuildSession {
         /// and the Taskfile wasn't loaded.
         case upToDate(jobs: Int)
         /// The run finished.
-        case ran(RunSummary, seconds: Double, warnings: [RunWarning], hashing: FileHasher.Statistics)
+        case ran(
+            RunSummary,
+            seconds: Double,
+            warnings: [RunWarning],
+            hashing: FileHasher.Statistics,
+            commits: BuildState.Commits
+        )
     }
 
     /// Why a session couldn't go on, with the exit status the command line documents.
@@ -313,7 +319,13 @@ public enum BuildSession {
         )
         state.close()
         phase("save and close")
-        return .ran(summary, seconds: run.now, warnings: warnings, hashing: incremental.hashingStatistics)
+        return .ran(
+            summary,
+            seconds: run.now,
+            warnings: warnings,
+            hashing: incremental.hashingStatistics,
+            commits: incremental.commits
+        )
     }
 
     /// Every job's verdict, as the run of the same request would reach it now — for

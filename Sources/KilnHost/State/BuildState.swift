@@ -73,8 +73,10 @@ public struct BuildStateError: Error, Sendable, CustomStringConvertible {
 /// The project's build state: an SQLite database in write-ahead-log mode under `.kiln/`.
 ///
 /// - Each job's record is committed before the job is reported finished (jobs finishing together
-///   share one transaction), so a `kill -9` at any moment loses at most the jobs that were
-///   running; the next run redoes only those.
+///   share one transaction, and a job nothing waits for may wait a moment for others to share
+///   it), so a `kill -9` at any moment loses at most the jobs not yet reported finished: those
+///   running, and those whose records waited (at most ``batchLimit``, for at most
+///   ``batchDelay``). The next run redoes only those.
 /// - A database that can't be opened, fails SQLite's `quick_check`, or has another format is moved
 ///   aside (`state.db.corrupt-<time>`) with a warning, and the run starts from an empty state —
 ///   a full build, never a crash, never work skipped on a record that can't be trusted.
@@ -93,6 +95,8 @@ public final class BuildState: @unchecked Sendable {
         var database: OpaquePointer?
         /// Prepared statements kept for reuse (the one-row lookups, the job and file writes).
         var cached: [String: OpaquePointer] = [:]
+        /// What ``commit(_:)`` committed.
+        var commits = Commits()
     }
 
     private let connection: HostMutex<Handle>
@@ -100,6 +104,8 @@ public final class BuildState: @unchecked Sendable {
     /// it taken).
     public let lock: ProjectLock?
     private let warn: @Sendable (String) -> Void
+    /// The longest a record that can wait for a commit waits: ``batchDelay`` but in tests.
+    private let commitWait: DispatchTimeInterval
 
     /// Opens (or creates) the state of the project at `root`.
     ///
@@ -115,16 +121,30 @@ public final class BuildState: @unchecked Sendable {
         try self.init(root: root, lock: ProjectLock(root: root, wait: wait), warn: warn)
     }
 
+    /// Opens (or creates) the state of the project at `root`, taking its lock, with records that
+    /// can wait for a commit waiting at most `batchDelay` (for tests of that wait).
+    public convenience init(root: String, batchDelay: DispatchTimeInterval) throws(BuildStateError) {
+        try self.init(root: root, lock: ProjectLock(root: root, wait: false), warn: { _ in }, batchDelay: batchDelay)
+    }
+
     /// Opens (or creates) the state of the project at `root`, whose lock the caller holds.
     ///
     /// - Parameters:
     ///   - root: The project root; the state goes in `root/.kiln/`.
     ///   - lock: The project's lock, held from now on by the state; `nil` only for reading.
     ///   - warn: Receives a line when a broken database is moved aside (from any thread).
-    public init(root: String, lock: ProjectLock?, warn: @escaping @Sendable (String) -> Void) {
+    ///   - batchDelay: The longest a record that can wait for a commit waits
+    ///     (``record(making:handingOver:canWait:committed:)``).
+    public init(
+        root: String,
+        lock: ProjectLock?,
+        warn: @escaping @Sendable (String) -> Void,
+        batchDelay: DispatchTimeInterval = BuildState.batchDelay
+    ) {
         path = KilnDirectory(root: root).stateDatabase
         self.lock = lock
         self.warn = warn
+        commitWait = batchDelay
         var (database, failure) = Self.openDatabase(path)
         // Only damage moves the database aside: a full disk or a read-only .kiln is said as such,
         // and the state — healthy — is left alone.
@@ -277,7 +297,7 @@ public final class BuildState: @unchecked Sendable {
     ///
     /// It goes through the writer, with every write waiting then, in one transaction (a group
     /// commit): a commit costs far more than a row. A run records its jobs with
-    /// ``record(making:handingOver:committed:)``, which doesn't wait.
+    /// ``record(making:handingOver:canWait:committed:)``, which doesn't wait.
     ///
     /// `duration`, when given, is how long the job ran, remembered for its task: the next run
     /// starts the tasks on the longest path first (``loadDurations()``).
@@ -329,7 +349,7 @@ public final class BuildState: @unchecked Sendable {
         committed.wait()
     }
 
-    /// A job's rows, made when the writer comes to them: what ``record(making:handingOver:committed:)`` is
+    /// A job's rows, made when the writer comes to them: what ``record(making:handingOver:canWait:committed:)`` is
     /// given.
     ///
     /// Threading: a value type.
@@ -378,13 +398,33 @@ public final class BuildState: @unchecked Sendable {
     /// The writer thread keeps the state alive until it has finished, a moment after the last
     /// `committed`: let go of the project with ``close()`` and the lock's `release()`, as a run
     /// does, not by dropping the last reference.
+    ///
+    /// **Batching.** With `canWait`, nothing waits for this job's end (the caller says so: its
+    /// slot goes to a ready job and no dependent waits for it alone), so no commit is made for it
+    /// yet: it waits for the next commit another write asks for, at most ``batchDelay`` (its
+    /// report waits with it), or until ``batchLimit`` writes wait, whichever comes first. A commit
+    /// costs far more than a row: jobs ending a millisecond apart, each committing alone, spent
+    /// more on SQLite than on anything else kiln does for a job. A `kill -9` then loses the jobs
+    /// waiting with it too — each not yet reported finished, so each redone by the next run.
     public func record(
         making make: @escaping @Sendable () -> Write?,
         handingOver: Bool = false,
+        canWait: Bool = false,
         committed: @escaping @Sendable () -> Void
     ) {
-        enqueue(PendingWrite(make: { make()?.write }, committed: committed), handingOver: handingOver)
+        enqueue(
+            PendingWrite(make: { make()?.write }, committed: committed),
+            handingOver: handingOver,
+            canWait: canWait && !handingOver
+        )
     }
+
+    /// The longest a write that can wait (``record(making:handingOver:canWait:committed:)``)
+    /// waits for a commit.
+    public static let batchDelay = DispatchTimeInterval.milliseconds(20)
+    /// How many writes that can wait may wait at once: the one that makes them this many commits
+    /// them all.
+    public static let batchLimit = 16
 
     /// Returns once every write queued before has been committed.
     public func flushWrites() {
@@ -392,15 +432,40 @@ public final class BuildState: @unchecked Sendable {
     }
 
     /// Queues `pending`; when no write is under way, writes it (and what joins it meanwhile) here,
-    /// or with `handingOver`, starts the writer thread.
-    private func enqueue(_ pending: PendingWrite, handingOver: Bool = false) {
-        let writesHere = writer.withLock { writer -> Bool in
+    /// or with `handingOver`, starts the writer thread. With `canWait`, while fewer than
+    /// ``batchLimit`` wait, it is left for a later commit instead (see ``Writer/due``).
+    private func enqueue(_ pending: PendingWrite, handingOver: Bool = false, canWait: Bool = false) {
+        enum Next { case nothing, drain, handOver, armTimer }
+        let next = writer.withLock { writer -> Next in
             writer.pending.append(pending)
-            guard writer.drainer == nil else { return false }
+            if !canWait || writer.pending.count >= Self.batchLimit { writer.due = true }
+            // A drainer under way sees `due` when it looks for its next batch.
+            guard writer.drainer == nil else { return .nothing }
+            guard writer.due else { return writer.armTimer() ? .armTimer : .nothing }
             writer.drainer = handingOver ? Self.handingOver : pthread_self()
-            return true
+            return handingOver ? .handOver : .drain
         }
-        if writesHere { handingOver ? handOver() : drain(rounds: 2) }
+        switch next {
+        case .nothing: break
+        case .drain: drain(rounds: 2)
+        case .handOver: handOver()
+        case .armTimer: armTimer()
+        }
+    }
+
+    /// In ``batchDelay`` (or the delay given to the state), the writer thread commits whatever
+    /// waits then.
+    private func armTimer() {
+        writerQueue.asyncAfter(deadline: .now() + commitWait) { [self] in
+            let drains = writer.withLock { writer -> Bool in
+                writer.timerArmed = false
+                guard writer.drainer == nil, !writer.pending.isEmpty else { return false }
+                writer.due = true
+                writer.drainer = pthread_self()
+                return true
+            }
+            if drains { drain(rounds: nil) }
+        }
     }
 
     /// Starts the writer thread on what is waiting; the drainer is ``handingOver`` meanwhile.
@@ -419,21 +484,24 @@ public final class BuildState: @unchecked Sendable {
         while true {
             // The next batch; or none, and whether the rest goes to the writer thread (decided
             // here, under the lock: once the drainer is given up, another thread may take it).
-            let (batch, handsOver) = writer.withLock { writer -> ([PendingWrite]?, Bool) in
-                guard !writer.pending.isEmpty else {
+            let (batch, handsOver, armsTimer) = writer.withLock { writer -> ([PendingWrite]?, Bool, Bool) in
+                // Writes that can wait, and only those, are left to a later commit.
+                guard writer.due, !writer.pending.isEmpty else {
                     writer.drainer = nil
-                    return (nil, false)
+                    return (nil, false, !writer.pending.isEmpty && writer.armTimer())
                 }
                 if let rounds, round == rounds {
                     // The writer thread names itself the drainer as it begins.
                     writer.drainer = Self.handingOver
-                    return (nil, true)
+                    return (nil, true, false)
                 }
+                writer.due = false
                 defer { writer.pending.removeAll(keepingCapacity: true) }
-                return (writer.pending, false)
+                return (writer.pending, false, false)
             }
             guard let batch else {
                 if handsOver { handOver() }
+                if armsTimer { armTimer() }
                 return
             }
             round += 1
@@ -462,12 +530,26 @@ public final class BuildState: @unchecked Sendable {
     private struct Writer: Sendable {
         var drainer: pthread_t?
         var pending: [PendingWrite] = []
+        /// Whether the next commit is due now: a write waits that can't wait, or ``batchLimit``
+        /// writes wait, or the timer fired. Otherwise every write waiting can wait, and waits,
+        /// for at most ``batchDelay`` (the timer).
+        var due = false
+        /// The writer thread will commit what waits, ``batchDelay`` after a write that can wait
+        /// found no timer armed.
+        var timerArmed = false
+
+        /// Notes a timer armed; `false` if one already is (the caller arms none).
+        mutating func armTimer() -> Bool {
+            if timerArmed { return false }
+            timerArmed = true
+            return true
+        }
     }
 
     private let writer = HostMutex(Writer())
     /// The drainer while the writer thread is being handed the rest: no thread's id.
     private static let handingOver = pthread_t(0)
-    /// The writer thread's queue, for what a job's thread leaves (see ``record(making:handingOver:committed:)``).
+    /// The writer thread's queue, for what a job's thread leaves (see ``record(making:handingOver:canWait:committed:)``).
     private let writerQueue = DispatchQueue(label: "kiln.build-state.writer")
 
     private static let insertJob = "INSERT OR REPLACE INTO jobs(key, record) VALUES (?1, ?2)"
@@ -515,9 +597,33 @@ public final class BuildState: @unchecked Sendable {
                 }
             }
             guard let commit = cachedStatement("COMMIT", &handle) else { return cannotRecord(&handle) }
-            _ = step(commit, &handle)
+            guard step(commit, &handle) else { return }
+            handle.commits.records += batch.count(where: { $0.key != nil })
+            handle.commits.transactions += 1
         }
     }
+
+    /// How many job records this state committed, in how many transactions: `KILN_DEBUG=state`.
+    ///
+    /// Threading: a value type.
+    public struct Commits: Sendable, Equatable, CustomStringConvertible {
+        /// Job records committed.
+        public var records = 0
+        /// Transactions that committed them (and the file hashes and durations with them).
+        public var transactions = 0
+
+        /// Counts: `records` job records in `transactions` commits.
+        public init(records: Int = 0, transactions: Int = 0) {
+            self.records = records
+            self.transactions = transactions
+        }
+
+        /// One line.
+        public var description: String { "\(records) job records in \(transactions) commits" }
+    }
+
+    /// The records committed so far, and in how many commits.
+    public var commits: Commits { connection.withLock { $0.commits } }
 
     /// Runs a kept write statement and resets it; on failure, closes the database as a failed
     /// write does (``damaged(_:)`` or ``cannotRecord(_:)``: the open transaction goes with it)

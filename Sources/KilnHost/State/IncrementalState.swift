@@ -532,9 +532,9 @@ public final class IncrementalState: Sendable {
     ///
     /// Without `settled`, all that is done on the calling thread, and the record is committed
     /// before this returns. With it, the caller never waits for another job's commit (see
-    /// ``BuildState/record(making:handingOver:committed:)``, which `handingOver` is passed to):
-    /// `settled` runs once the record is committed — the job may be reported finished then, and
-    /// its dependents start.
+    /// ``BuildState/record(making:handingOver:canWait:committed:)``, which `handingOver` and
+    /// `canWait` are passed to): `settled` runs once the record is committed — the job may be
+    /// reported finished then, and its dependents start.
     public func succeeded(
         key: JobKey,
         check: Check,
@@ -544,6 +544,7 @@ public final class IncrementalState: Sendable {
         definition: TaskDefinition? = nil,
         duration: Int64? = nil,
         handingOver: Bool = false,
+        canWait: Bool = false,
         then settled: (@Sendable () -> Void)? = nil
     ) {
         precondition(!dryRun, "a dry run records nothing")
@@ -569,14 +570,14 @@ public final class IncrementalState: Sendable {
             return
         }
         if let settled {
-            state.record(making: make, handingOver: handingOver, committed: settled)
+            state.record(making: make, handingOver: handingOver, canWait: canWait, committed: settled)
         } else {
             state.save(make())
         }
     }
 
     /// The work of
-    /// ``succeeded(key:check:request:depfile:keepDepfile:definition:duration:handingOver:then:)``
+    /// ``succeeded(key:check:request:depfile:keepDepfile:definition:duration:handingOver:canWait:then:)``
     /// but the commit: the outputs hashed, the depfile read, the snapshot's paths and the
     /// published signature noted; what is to be committed.
     private func recordSuccess(
@@ -789,6 +790,10 @@ public final class IncrementalState: Sendable {
 
     /// How this run's file hashes were obtained (`KILN_DEBUG=hashes`).
     public var hashingStatistics: FileHasher.Statistics { hasher.statistics }
+
+    /// How many job records this run committed, in how many commits (`KILN_DEBUG=state`); zero
+    /// without a state.
+    public var commits: BuildState.Commits { state?.commits ?? BuildState.Commits() }
 
     /// Saves the file hashes learned during the run.
     public func saveFiles() {

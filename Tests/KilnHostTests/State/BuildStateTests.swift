@@ -139,6 +139,77 @@ struct BuildStateTests {
         #expect(jobs["again 790"] == record)
     }
 
+    @Test(
+        "records that can wait share a commit: one that can't takes them with it, so do batchLimit of them, then the timer, then close()"
+    )
+    func recordsThatCanWaitShareCommits() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        // Committed blocks that ran, by job, and the thread each ran on.
+        let settled = Mutex([Int: pthread_t]())
+        @Sendable func write(_ index: Int, on state: BuildState, canWait: Bool, then: (@Sendable () -> Void)? = nil) {
+            state.record(
+                making: {
+                    BuildState.Write(
+                        JobRecord(signature: ContentHash(high: UInt64(index), low: 0), outputs: [:], finishedAt: 1),
+                        for: "job \(index)",
+                        changedFiles: [:]
+                    )
+                },
+                canWait: canWait,
+                committed: {
+                    settled.withLock { $0[index] = pthread_self() }
+                    then?()
+                }
+            )
+        }
+        func settledJobs() -> Set<Int> { Set(settled.withLock { $0.keys }) }
+        do {
+            // No timer fires in this part: what commits is what the writes themselves ask for.
+            let state = try BuildState(root: directory.path, batchDelay: .seconds(3600))
+            for index in 0..<5 { write(index, on: state, canWait: true) }
+            #expect(state.commits == BuildState.Commits(records: 0, transactions: 0))
+            #expect(settledJobs().isEmpty)
+            // One that can't wait is committed at once, on this thread, with every one waiting.
+            write(5, on: state, canWait: false)
+            #expect(state.commits == BuildState.Commits(records: 6, transactions: 1))
+            #expect(settledJobs() == Set(0...5))
+            // batchLimit waiting are committed by the last of them, at once.
+            let limit = BuildState.batchLimit
+            for index in 6..<(6 + limit - 1) { write(index, on: state, canWait: true) }
+            #expect(state.commits.transactions == 1)
+            write(6 + limit - 1, on: state, canWait: true)
+            #expect(state.commits == BuildState.Commits(records: 6 + limit, transactions: 2))
+            #expect(settledJobs() == Set(0..<(6 + limit)))
+            // Written while a commit is under way (from a committed block, as a job finishing
+            // then would be), a record that can wait still waits.
+            write(50, on: state, canWait: false) {
+                for index in 51..<54 { write(index, on: state, canWait: true) }
+            }
+            #expect(state.commits == BuildState.Commits(records: 7 + limit, transactions: 3))
+            #expect(settledJobs().isDisjoint(with: 51..<54))
+            // Closing commits what waits.
+            write(100, on: state, canWait: true)
+            #expect(!settledJobs().contains(100))
+            state.close()
+            state.lock?.release()
+            #expect(settledJobs().isSuperset(of: [51, 52, 53, 100]))
+            #expect(state.commits == BuildState.Commits(records: 11 + limit, transactions: 4))
+        }
+        let reopened = try BuildState(root: directory.path, batchDelay: .milliseconds(30))
+        #expect(reopened.loadJobs().count == 11 + BuildState.batchLimit)
+        // The timer: records that can wait, and nothing else, are committed on the writer's thread.
+        let caller = pthread_self()
+        for index in 200..<203 { write(index, on: reopened, canWait: true) }
+        let committed = await waitUntil(within: 60) { settledJobs().isSuperset(of: 200..<203) }
+        #expect(committed, "the timer never committed what waited")
+        #expect(reopened.commits == BuildState.Commits(records: 3, transactions: 1))
+        #expect(settled.withLock { $0[200].map { pthread_equal($0, caller) == 0 } ?? false })
+        #expect(reopened.loadJob(key: "job 202") != nil)
+        reopened.close()
+        reopened.lock?.release()
+    }
+
     @Test("each file hash keeps the algorithm that made it: in the files table and in job records")
     func algorithmsAreRecorded() throws {
         let directory = try TemporaryDirectory()

@@ -297,6 +297,23 @@ open class Job: @unchecked Sendable, CustomStringConvertible {
     /// Threading: any thread.
     public final var cancellationReason: JobCancellationReason? { state.withLock { $0.cancellationReason } }
 
+    /// Whether a job waits for this one alone: a dependent, not yet started, whose only unfinished
+    /// dependency is this job, so that this job's end makes it ready. A caller that may put off
+    /// finishing a job (kiln's build state lets records share a commit) asks it first: a job
+    /// something waits for is finished at once.
+    ///
+    /// Dependents added later, and dependents that wait for other unfinished jobs too, don't count.
+    ///
+    /// Threading: any thread; a snapshot (dependents may be added, or become ready, meanwhile).
+    public final var isAwaited: Bool {
+        // Read under this job's lock, then each dependent's under its own: never two at once.
+        let (dependents, late) = state.withLock { ($0.dependents, $0.lateDependents) }
+        func waitsForThisAlone(_ dependent: Job) -> Bool {
+            dependent.state.withLock { $0.phase < .starting && $0.unfinishedDependencies <= 1 }
+        }
+        return dependents.contains(where: waitsForThisAlone) || late.contains(where: waitsForThisAlone)
+    }
+
     /// A name for people and for error messages.
     ///
     /// Threading: any thread.

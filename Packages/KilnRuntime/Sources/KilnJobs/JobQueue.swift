@@ -250,6 +250,12 @@ public final class JobQueue: @unchecked Sendable, CustomStringConvertible {
     /// Threading: any thread.
     public var jobCount: Int { scheduler.core.withLock { _ in count } }
 
+    /// The number of jobs on the ready list right now: ready, waiting for a slot. A job finishing
+    /// while this is above zero hands its slot on at once.
+    ///
+    /// Threading: any thread; a snapshot.
+    public var readyJobCount: Int { scheduler.core.withLock { _ in readyCount } }
+
     /// The number of jobs holding a slot right now (executing, or being started).
     ///
     /// Threading: any thread.
