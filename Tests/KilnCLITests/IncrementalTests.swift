@@ -333,8 +333,9 @@ struct IncrementalTests {
         }
         tasks += "  default:\n    deps: [\((0..<40).map { "t\($0)" }.joined(separator: ", "))]\n"
         try independent.write("Taskfile.yml", "version: '3'\ntasks:\n" + tasks)
+        let tracePath = independent.path("trace.json")
         var result = try await KilnProcess.run(
-            ["run", "-j2"],
+            ["run", "-j2", "--trace", tracePath],
             in: independent.path,
             environment: ["KILN_DEBUG": "state"]
         )
@@ -342,6 +343,23 @@ struct IncrementalTests {
         let shared = commits(result)
         #expect(shared?.records == 40, "\(result)")
         #expect((shared?.transactions ?? 40) < 40, "\(result)")
+        // A job is reported once its record is committed, but drawn as it ran: a job whose record
+        // waited ends where its command ended, so the trace never shows more jobs than -j at once.
+        let data = try #require(FileManager.default.contents(atPath: tracePath), "no trace written")
+        let document = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+        let spans = try #require(document["traceEvents"] as? [[String: Any]]).filter { $0["ph"] as? String == "X" }
+        #expect(spans.count == 40)
+        var edges: [(time: Int, change: Int)] = []
+        for span in spans {
+            let start = try #require(span["ts"] as? Int), duration = try #require(span["dur"] as? Int)
+            edges += [(start, 1), (start + duration, -1)]
+        }
+        var running = 0, most = 0
+        for edge in edges.sorted(by: { ($0.time, $0.change) < ($1.time, $1.change) }) {
+            running += edge.change
+            most = max(most, running)
+        }
+        #expect(most <= 2, "the trace shows \(most) jobs at once at -j2")
         // Nothing lost: the next run runs nothing.
         result = try await KilnProcess.run(["run", "-j2"], in: independent.path)
         #expect(result.status == 0 && result.standardOutput.contains("0 ran, 40 up to date"), "\(result)")

@@ -1068,6 +1068,9 @@ public final class BuildRun: @unchecked Sendable {
 
         realJob.completionBlock = { [self] in
             observation.invalidate()
+            // When the job ended: what observers are told, even when its record (and so its
+            // report) waits to share a commit, so a trace draws it as it ran.
+            let endedAt = now
             var outcome = Self.outcome(of: realJob, secrets: plan.taskfile.secrets)
             if let check {
                 if check.isCancelled {
@@ -1121,7 +1124,7 @@ public final class BuildRun: @unchecked Sendable {
                     case .remoteHit: state.summary.remoteHits += 1
                     }
                 }
-                observer.jobFinished(info, outcome: reported, output: output, at: now)
+                observer.jobFinished(info, outcome: reported, output: output, at: endedAt)
                 if !hasDone { onFinish(failed, realJob) }
                 if case .failed = reported, !ignoredFailure, !options.keepGoing { stopScheduling() }
                 // Only now may a waiting job take the slots: after the observers heard this job
@@ -1184,7 +1187,10 @@ public final class BuildRun: @unchecked Sendable {
                         handingOver: outcome == .remoteHit,
                         // Nothing waits for its end when its slot goes to a ready job and no
                         // dependent waits for it alone: its record may wait to share a commit.
-                        canWait: realQueue.readyJobCount > 0 && !(awaitedAs.value?.isAwaited ?? true),
+                        // Not a job holding slots of other queues too: they are let go when
+                        // it is reported.
+                        canWait: chainSlots.isEmpty && realQueue.readyJobCount > 0
+                            && !(awaitedAs.value?.isAwaited ?? true),
                         then: settle
                     )
                     settles = false
