@@ -402,7 +402,8 @@ public final class BuildState: @unchecked Sendable {
     /// **Batching.** With `canWait`, nothing waits for this job's end (the caller says so: its
     /// slot goes to a ready job and no dependent waits for it alone), so no commit is made for it
     /// yet: it waits for the next commit another write asks for, at most ``batchDelay`` (its
-    /// report waits with it), or until ``batchLimit`` writes wait, whichever comes first. A commit
+    /// report waits with it), or until ``batchLimit`` writes wait, whichever comes first. The
+    /// writer thread makes and commits a full batch, and the timer's: the caller never does. A commit
     /// costs far more than a row: jobs ending a millisecond apart, each committing alone, spent
     /// more on SQLite than on anything else kiln does for a job. A `kill -9` then loses the jobs
     /// waiting with it too — each not yet reported finished, so each redone by the next run.
@@ -433,7 +434,8 @@ public final class BuildState: @unchecked Sendable {
 
     /// Queues `pending`; when no write is under way, writes it (and what joins it meanwhile) here,
     /// or with `handingOver`, starts the writer thread. With `canWait`, while fewer than
-    /// ``batchLimit`` wait, it is left for a later commit instead (see ``Writer/due``).
+    /// ``batchLimit`` wait, it is left for a later commit instead (see ``Writer/due``); the one
+    /// that makes them ``batchLimit`` starts the writer thread on them.
     private func enqueue(_ pending: PendingWrite, handingOver: Bool = false, canWait: Bool = false) {
         enum Next { case nothing, drain, handOver, armTimer }
         let next = writer.withLock { writer -> Next in
@@ -442,8 +444,12 @@ public final class BuildState: @unchecked Sendable {
             // A drainer under way sees `due` when it looks for its next batch.
             guard writer.drainer == nil else { return .nothing }
             guard writer.due else { return writer.armTimer() ? .armTimer : .nothing }
-            writer.drainer = handingOver ? Self.handingOver : pthread_self()
-            return handingOver ? .handOver : .drain
+            // A full batch of records nothing waits for is the writer thread's: hashing outputs
+            // and committing sixteen records here would hold up the thread that ended the job
+            // (the process monitor: its next reap, and at -j1 the next job's start).
+            let handsOver = handingOver || canWait
+            writer.drainer = handsOver ? Self.handingOver : pthread_self()
+            return handsOver ? .handOver : .drain
         }
         switch next {
         case .nothing: break

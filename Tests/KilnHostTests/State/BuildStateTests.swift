@@ -140,7 +140,7 @@ struct BuildStateTests {
     }
 
     @Test(
-        "records that can wait share a commit: one that can't takes them with it, so do batchLimit of them, then the timer, then close()"
+        "records that can wait share a commit: one that can't takes them with it, the writer thread takes batchLimit of them, then the timer, then close()"
     )
     func recordsThatCanWaitShareCommits() async throws {
         let directory = try TemporaryDirectory()
@@ -174,13 +174,17 @@ struct BuildStateTests {
             write(5, on: state, canWait: false)
             #expect(state.commits == BuildState.Commits(records: 6, transactions: 1))
             #expect(settledJobs() == Set(0...5))
-            // batchLimit waiting are committed by the last of them, at once.
+            // batchLimit waiting are committed together, on the writer's thread, once the last of
+            // them comes: the thread that ended the job goes on.
             let limit = BuildState.batchLimit
             for index in 6..<(6 + limit - 1) { write(index, on: state, canWait: true) }
             #expect(state.commits.transactions == 1)
+            let writing = pthread_self()
             write(6 + limit - 1, on: state, canWait: true)
+            let full = await waitUntil(within: 60) { settledJobs() == Set(0..<(6 + limit)) }
+            #expect(full, "a full batch was never committed")
             #expect(state.commits == BuildState.Commits(records: 6 + limit, transactions: 2))
-            #expect(settledJobs() == Set(0..<(6 + limit)))
+            #expect(settled.withLock { $0[6 + limit - 1].map { pthread_equal($0, writing) == 0 } ?? false })
             // Written while a commit is under way (from a committed block, as a job finishing
             // then would be), a record that can wait still waits.
             write(50, on: state, canWait: false) {
