@@ -349,8 +349,8 @@ public final class BuildState: @unchecked Sendable {
         committed.wait()
     }
 
-    /// A job's rows, made when the writer comes to them: what ``record(making:handingOver:canWait:committed:)`` is
-    /// given.
+    /// A job's rows, made when the writer comes to them: what
+    /// ``record(making:handingOver:canWait:committed:)`` is given.
     ///
     /// Threading: a value type.
     public struct Write: Sendable {
@@ -403,10 +403,11 @@ public final class BuildState: @unchecked Sendable {
     /// slot goes to a ready job and no dependent waits for it alone), so no commit is made for it
     /// yet: it waits for the next commit another write asks for, at most ``batchDelay`` (its
     /// report waits with it), or until ``batchLimit`` writes wait, whichever comes first. The
-    /// writer thread makes and commits a full batch, and the timer's: the caller never does. A commit
-    /// costs far more than a row: jobs ending a millisecond apart, each committing alone, spent
-    /// more on SQLite than on anything else kiln does for a job. A `kill -9` then loses the jobs
-    /// waiting with it too — each not yet reported finished, so each redone by the next run.
+    /// writer thread makes and commits a full batch, and the timer's: the caller never does.
+    /// A commit costs far more than a row: jobs ending a millisecond apart, each committing
+    /// alone, spent more on SQLite than on anything else kiln does for a job. A `kill -9` then
+    /// loses the jobs waiting with it too — each not yet reported finished, so each redone by
+    /// the next run.
     public func record(
         making make: @escaping @Sendable () -> Write?,
         handingOver: Bool = false,
@@ -555,7 +556,8 @@ public final class BuildState: @unchecked Sendable {
     private let writer = HostMutex(Writer())
     /// The drainer while the writer thread is being handed the rest: no thread's id.
     private static let handingOver = pthread_t(0)
-    /// The writer thread's queue, for what a job's thread leaves (see ``record(making:handingOver:canWait:committed:)``).
+    /// The writer thread's queue, for what a job's thread leaves (see
+    /// ``record(making:handingOver:canWait:committed:)``).
     private let writerQueue = DispatchQueue(label: "kiln.build-state.writer")
 
     private static let insertJob = "INSERT OR REPLACE INTO jobs(key, record) VALUES (?1, ?2)"
