@@ -105,7 +105,6 @@ struct IncrementalBenchmark {
                 seconds[index].append(run.seconds)
             }
         }
-        func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
         let ratio = median(zip(seconds[0], seconds[1]).map { $0 / $1 })
         var table = Table(headers: ["one file changed, \(size) tasks, in turns", "median s", "÷ ninja"])
         table.add(["kiln", format(median(seconds[0]), digits: 3), format(ratio) + "×"])
@@ -146,7 +145,7 @@ struct IncrementalBenchmark {
             prepare()
             samples.append(runChild(command, in: directory, timeout: 600).seconds)
         }
-        result.noOp = samples.sorted()[samples.count / 2]
+        result.noOp = median(samples)
         samples = []
         for round in 0..<repeats {
             appendLine(directory + "/" + changed, "change \(round)")
@@ -155,7 +154,7 @@ struct IncrementalBenchmark {
             samples.append(run.seconds)
             result.ran = jobsRan(run.output, tool: tool)
         }
-        result.change = samples.sorted()[samples.count / 2]
+        result.change = median(samples)
         if isKiln {
             // The build state and the snapshot (the Taskfile cache is a cache of the Taskfile).
             result.stateBytes = fileSize(directory + "/.kiln/state.db") + fileSize(directory + "/.kiln/snapshot")

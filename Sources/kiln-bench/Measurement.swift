@@ -10,6 +10,9 @@ struct Measurement {
     var peakMegabytes: Double
 }
 
+/// The middle of `values` (the upper one of the two middles when their count is even).
+func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
+
 /// Measures `body`: wall time, and the process's peak resident set size during it (the kernel's
 /// high-water mark is reset first through `/proc/self/clear_refs`).
 func measure(_ body: () throws -> Void) rethrows -> Measurement {

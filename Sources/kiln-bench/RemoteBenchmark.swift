@@ -117,7 +117,6 @@ struct RemoteBenchmark {
         for _ in 0..<rounds {
             for (index, build) in builds.enumerated() { samples[index].append(build.run()) }
         }
-        func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
         let warm = samples[2].last!
         let hits =
             warm.output.split(separator: "\n").last { $0.hasPrefix("kiln: ") }

@@ -19,11 +19,12 @@ struct SmallProjectBenchmark {
         let directory = workDirectory + "/small-c"
         try? FileManager.default.removeItem(atPath: directory)
         try generate(directory)
-        let tools: [(name: String, command: [String])] = [
-            ("make", ["/usr/bin/make", "-s", "-j2"]),
-            ("ninja", [ninja, "-j2"]),
-            ("kiln (launcher)", [kiln, "run"]),
-            ("kiln (full command)", [kiln, "run", "--wait"]),
+        // Each with the directory its objects go to.
+        let tools: [(name: String, command: [String], outputs: String)] = [
+            ("make", ["/usr/bin/make", "-s", "-j2"], "make-out"),
+            ("ninja", [ninja, "-j2"], "ninja-out"),
+            ("kiln (launcher)", [kiln, "run"], "kiln-out"),
+            ("kiln (full command)", [kiln, "run", "--wait"], "kiln-out"),
         ]
         // Each builds once from clean (make and ninja share the objects' names, so each builds into
         // its own directory), then one no-op settles what a build just wrote.
@@ -37,16 +38,15 @@ struct SmallProjectBenchmark {
         for _ in 0..<rounds {
             for (index, tool) in tools.enumerated() { samples[index].append(timeDirect(tool.command, in: directory)) }
         }
-        let medians = samples.map { $0.sorted()[$0.count / 2] }
+        let medians = samples.map(median)
         // The no-op a person meets first: right after a build wrote outputs. One object is deleted
         // and rebuilt by each tool (untimed), then its next run is timed. kiln reads back what the
         // build just wrote (a status that fresh can't vouch for it), files and directories alike.
-        let outputDirectories = ["make-out", "ninja-out", "kiln-out", "kiln-out"]
         var afterRebuild = [[Double]](repeating: [], count: tools.count)
         for round in 0..<rebuildRounds {
             for (index, tool) in tools.enumerated() {
                 let object =
-                    directory + "/" + outputDirectories[index] + "/f\(String(format: "%02d", round % 30 + 1)).o"
+                    directory + "/" + tool.outputs + "/f\(String(format: "%02d", round % 30 + 1)).o"
                 try? FileManager.default.removeItem(atPath: object)
                 let rebuild = runChild(tool.command, in: directory, captureOutput: true)
                 guard rebuild.status == 0 else {
@@ -55,7 +55,7 @@ struct SmallProjectBenchmark {
                 afterRebuild[index].append(timeDirect(tool.command, in: directory))
             }
         }
-        let firstMedians = afterRebuild.map { $0.sorted()[$0.count / 2] }
+        let firstMedians = afterRebuild.map(median)
         let make = medians[0]
         var table = Table(headers: [
             "tool", "no-op ms (median)", "÷ make", "÷ ninja", "right after a rebuild ms", "÷ make",

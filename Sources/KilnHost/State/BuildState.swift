@@ -444,7 +444,7 @@ public final class BuildState: @unchecked Sendable {
             if !canWait || writer.pending.count >= Self.batchLimit { writer.due = true }
             // A drainer under way sees `due` when it looks for its next batch.
             guard writer.drainer == nil else { return .nothing }
-            guard writer.due else { return writer.armTimer() ? .armTimer : .nothing }
+            guard writer.due else { return writer.claimTimer() ? .armTimer : .nothing }
             // A full batch of records nothing waits for is the writer thread's: hashing outputs
             // and committing sixteen records here would hold up the thread that ended the job
             // (the process monitor: its next reap, and at -j1 the next job's start).
@@ -495,7 +495,7 @@ public final class BuildState: @unchecked Sendable {
                 // Writes that can wait, and only those, are left to a later commit.
                 guard writer.due, !writer.pending.isEmpty else {
                     writer.drainer = nil
-                    return (nil, false, !writer.pending.isEmpty && writer.armTimer())
+                    return (nil, false, !writer.pending.isEmpty && writer.claimTimer())
                 }
                 if let rounds, round == rounds {
                     // The writer thread names itself the drainer as it begins.
@@ -545,8 +545,9 @@ public final class BuildState: @unchecked Sendable {
         /// found no timer armed.
         var timerArmed = false
 
-        /// Notes a timer armed; `false` if one already is (the caller arms none).
-        mutating func armTimer() -> Bool {
+        /// Notes a timer armed, for the caller to arm (``BuildState/armTimer()``); `false` if one
+        /// already is.
+        mutating func claimTimer() -> Bool {
             if timerArmed { return false }
             timerArmed = true
             return true
