@@ -394,68 +394,6 @@ public struct UpToDateSnapshot: Sendable {
         return found.withLock { $0 }
     }
 
-    // MARK: Encoding
-
-    /// The snapshot's bytes, sealed (what ``write(root:)`` writes).
-    package func encoded() -> [UInt8] {
-        var writer = BinaryWriter()
-        // Its exact size: grown by doubling, the buffer would need up to twice the snapshot's.
-        writer.reserve(encodedSize + FileChecksum.size)
-        encode(into: &writer) { _ in }
-        FileChecksum.seal(&writer.bytes)
-        return writer.bytes
-    }
-
-    /// How many bytes ``encode(into:drain:)`` writes.
-    private var encodedSize: Int {
-        func size(_ value: Int) -> Int { BinaryWriter.size(of: value) }
-        func size(_ value: String) -> Int { BinaryWriter.size(of: value) }
-        let pathBytes = paths.reduce(0) { $0 + size($1.path) + 1 + 8 * 8 }
-        let jobBytes = jobs.reduce(0) { total, job in
-            total + size(job.key) + 1 + size(job.paths.count) + job.paths.reduce(0) { $0 + size(Int($1)) }
-        }
-        let publishedBytes = published.reduce(0) { $0 + size($1.key) + 16 }
-        let targetBytes = targets.reduce(0) { $0 + size($1) }
-        return Self.magic.count + size(Self.formatVersion) + 16 + size(targets.count) + targetBytes + 1 + 1
-            + size(jobs.count) + 1 + size(paths.count) + pathBytes + size(jobs.count) + jobBytes
-            + size(published.count) + publishedBytes
-    }
-
-    /// Encodes the snapshot (without its seal), calling `drain` between entries: a writer to a
-    /// file empties the buffer there.
-    private func encode(into writer: inout BinaryWriter, drain: (inout BinaryWriter) -> Void) {
-        writer.append(Self.magic)
-        writer.write(Self.formatVersion)
-        writer.write(taskfileIdentity.high)
-        writer.write(taskfileIdentity.low)
-        writer.write(targets.count)
-        for target in targets { writer.write(target) }
-        writer.write(complete)
-        writer.write(watches)
-        writer.write(jobs.count)
-        writer.write(jobs.contains { $0.alwaysRuns })
-        writer.write(paths.count)
-        for entry in paths {
-            writer.write(entry)
-            drain(&writer)
-        }
-        writer.write(jobs.count)
-        for job in jobs {
-            writer.write(job.key)
-            writer.write(job.alwaysRuns)
-            writer.write(job.paths.count)
-            for index in job.paths { writer.write(Int(index)) }
-            drain(&writer)
-        }
-        writer.write(published.count)
-        for (name, signature) in published {
-            writer.write(name)
-            writer.write(signature.high)
-            writer.write(signature.low)
-            drain(&writer)
-        }
-    }
-
     /// Decodes a whole snapshot.
     package static func decode(_ sealed: [UInt8]) -> UpToDateSnapshot? {
         var bytes = sealed
@@ -580,18 +518,5 @@ extension BinaryReader {
             hash: ContentHash(high: high, low: low),
             seenAt: Int64(bitPattern: seenAt)
         )
-    }
-}
-
-extension UpToDateSnapshot {
-    /// Writes the snapshot of a project atomically, as it is encoded: the file (14 MB for an
-    /// `each:` task over 100k files) is never whole in memory. Best effort: returns whether it
-    /// worked (a failure is said on standard error).
-    @discardableResult
-    package func write(root: String) -> Bool {
-        guard let file = SealedFileWriter(path: Self.path(root: root), count: encodedSize) else { return false }
-        var writer = file.makeBuffer()
-        encode(into: &writer) { file.drain(&$0) }
-        return file.finish(&writer)
     }
 }

@@ -739,7 +739,7 @@ public final class BuildRun: @unchecked Sendable {
             // Sources are listed only now, after the dependencies that may have generated them ran.
             var listed: [VisitedDirectory] = []
             let sources = plan.sourceFiles(of: task, visited: &listed)
-            options.incremental?.listed(task: name, directories: listed)
+            options.incremental?.listed(task: name, sources: sources, directories: listed)
             if let clash = task.definition.outputClash(among: sources) {
                 // Two of its jobs would write one file: none of them runs.
                 let id = state.withLock { state -> Int in

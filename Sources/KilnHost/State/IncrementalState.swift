@@ -78,7 +78,7 @@ public final class IncrementalState: Sendable {
     /// job's record is only replaced after that job's own check, and each job is checked once.
     private let initialRecords: [String: JobRecord]?
     /// Output signatures of jobs and tasks finished (or found up to date) in this run.
-    private let published = HostMutex<[String: ContentHash]>([:])
+    private let published = HostMutex(PublishedSignatures())
     /// The last complete run's snapshot and which of its jobs watch a changed path.
     private let previous: UpToDateSnapshot.Scan?
     /// Index of each snapshot job, by key.
@@ -199,7 +199,7 @@ public final class IncrementalState: Sendable {
             let signature = previous.snapshot.published[key]
         else { return nil }
         let unchanged = published.withLock { table in
-            dependencies.allSatisfy { table[$0] == previous.snapshot.published[$0] }
+            dependencies.allSatisfy { table[name: $0] == previous.snapshot.published[$0] }
         }
         guard unchanged else { return nil }
         return Check(
@@ -405,7 +405,7 @@ public final class IncrementalState: Sendable {
         }
         var dependencyHashes: [String: ContentHash] = [:]
         published.withLock { table in
-            for name in dependencies { dependencyHashes[name] = table[name] ?? ContentHash(high: 0, low: 0) }
+            for name in dependencies { dependencyHashes[name] = table[name: name] ?? ContentHash(high: 0, low: 0) }
         }
         let parts = Parts(definition: definition, inputs: inputHashes, dependencies: dependencyHashes)
         let signature = Self.signature(of: parts)
@@ -645,18 +645,17 @@ public final class IncrementalState: Sendable {
             dependencies: parts.dependencies,
             discovered: discovered
         )
-        // One string for the record, the snapshot and the published table: an `each:` job's key
-        // is too long to be stored inline, and the last two keep it until the run ends.
-        let stored = key.stored
+        // The snapshot and the published table keep the key's parts (an `each:` job's file is the
+        // task's list's string), not its stored form: 64 bytes a job on the heap until the run ends.
         recorder.record(
-            key: stored,
+            key: key,
             alwaysRuns: check.reason == .alwaysRuns || check.hasStatus,
             paths: watched.paths
         )
-        publish(outputSignature(of: record), under: stored)
+        publish(outputSignature(of: record), under: key)
         return BuildState.Write(
             record,
-            for: stored,
+            for: key.stored,
             changedFiles: hasher.takeChangedRecords(),
             duration: definition.flatMap { definition in duration.map { (definition.name, $0) } }
         )
@@ -668,14 +667,13 @@ public final class IncrementalState: Sendable {
             follow(guardKey, as: key)
             return
         }
-        let stored = key.stored
         if let position = check.snapshotJob {
-            recorder.carry(key: stored, index: position)
+            recorder.carry(key: key, index: position)
         } else {
-            recorder.record(key: stored, alwaysRuns: check.hasStatus, paths: check.watched)
+            recorder.record(key: key, alwaysRuns: check.hasStatus, paths: check.watched)
         }
         guard let signature = check.outputSignature else { return }
-        publish(signature, under: stored)
+        publish(signature, under: key)
     }
 
     /// Takes the tasks of `part` left out of the run (``ChangedPart/unchanged``) as up to date
@@ -697,10 +695,10 @@ public final class IncrementalState: Sendable {
             {
                 // What they published then is the previous table, but for the kept tasks': a
                 // copy shares its storage, and the few kept are taken out.
-                table = snapshot.published
-                for name in keptNames { table[name] = nil }
+                table.named = snapshot.published
+                for name in keptNames { table[name: name] = nil }
             } else {
-                for name in part.unchanged + part.unchangedGroups { table[name] = snapshot.published[name] }
+                for name in part.unchanged + part.unchangedGroups { table[name: name] = snapshot.published[name] }
             }
         }
         recorder.carry(indices: part.snapshotJobs)
@@ -729,9 +727,11 @@ public final class IncrementalState: Sendable {
         state?.remove(key: key.stored)
     }
 
-    /// Notes the directories an `each:` task read to list its files: when one changes (a file
-    /// appears or goes), the next run can't be a no-op on the snapshot's word.
-    func listed(task: String, directories: [VisitedDirectory]) {
+    /// Notes the files an `each:` task listed (sorted), and the directories it read to list
+    /// them: when one changes (a file appears or goes), the next run can't be a no-op on the
+    /// snapshot's word.
+    func listed(task: String, sources: [String], directories: [VisitedDirectory]) {
+        published.withLock { $0.listed(task: task, sources: sources) }
         var watched = Watched()
         watched.add(directories, relativeTo: relative)
         recorder.recordListing(task: task, paths: watched.paths ?? [])
@@ -745,7 +745,7 @@ public final class IncrementalState: Sendable {
         for file in files { _ = watched.hash(relative(file), as: .xxh3, with: hasher) }
         guard let paths = watched.paths else {
             // Can't vouch: the list is incomplete.
-            recorder.record(key: "\u{0}files the run rests on", alwaysRuns: false, paths: nil)
+            recorder.record(key: JobKey(task: "\u{0}files the run rests on"), alwaysRuns: false, paths: nil)
             return
         }
         recorder.recordListing(task: "\u{0}files the run rests on", paths: paths)
@@ -766,9 +766,9 @@ public final class IncrementalState: Sendable {
             var hasher = ContentHasher()
             for name in dependencies {
                 hasher.combine(name)
-                hasher.combine(table[name] ?? ContentHash(high: 0, low: 0))
+                hasher.combine(table[name: name] ?? ContentHash(high: 0, low: 0))
             }
-            table[task] = hasher.finalize()
+            table[name: task] = hasher.finalize()
         }
     }
 
@@ -776,16 +776,7 @@ public final class IncrementalState: Sendable {
     /// `sources`), in order.
     public func publishEachTask(_ task: String, sources: [String]) {
         if dryRun, wouldRun.withLock({ $0.contains(task) }) { return }
-        var hasher = ContentHasher()
-        published.withLock { table in
-            for source in sources {
-                let key = JobKey(task: task, source: source).stored
-                hasher.combine(key)
-                hasher.combine(table[key] ?? ContentHash(high: 0, low: 0))
-            }
-        }
-        let signature = hasher.finalize()
-        published.withLock { $0[task] = signature }
+        published.withLock { table in table[name: task] = table.eachTaskSignature(task, sources: sources) }
     }
 
     /// How this run's file hashes were obtained (`KILN_DEBUG=hashes`).
@@ -848,12 +839,12 @@ public final class IncrementalState: Sendable {
     /// guard published (nothing, until the task's last piece records the guard), and the
     /// snapshot notes it with no path of its own — its verdict rests on the guard's.
     private func follow(_ guardKey: JobKey, as key: JobKey) {
-        recorder.record(key: key.stored, alwaysRuns: false, paths: [])
-        published.withLock { table in table[key.stored] = table[guardKey.stored] }
+        recorder.record(key: key, alwaysRuns: false, paths: [])
+        published.withLock { table in table[key] = table[guardKey] }
     }
 
-    /// Publishes `signature` under a job's stored key (``JobKey/stored``).
-    private func publish(_ signature: ContentHash, under key: String) {
+    /// Publishes a job's output signature.
+    private func publish(_ signature: ContentHash, under key: JobKey) {
         published.withLock { table in table[key] = signature }
     }
 

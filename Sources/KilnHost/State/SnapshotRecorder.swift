@@ -18,47 +18,30 @@ extension WatchedPath {
     }
 }
 
-/// Collects, as a run goes, what each settled job's verdict rested on, and writes the snapshot
+/// Collects, as a run goes, what each settled job's verdict rested on, and makes the snapshot
 /// when the run ends well.
 ///
 /// Threading: every member from any thread; guarded by its mutex.
 final class SnapshotRecorder: Sendable {
-    private enum Paths {
+    fileprivate enum Paths {
         /// Checked or run in this run: the paths its verdict and record rest on, `count` of
         /// them from `start` in the recorded paths (``Recorded/paths``).
         case fresh(start: Int, count: Int32)
         /// Up to date on the previous snapshot's word: that snapshot's job at this index.
         case carried(Int)
     }
-    private struct Entry {
+    fileprivate struct Entry {
+        var key: JobKey
         var alwaysRuns: Bool
         var paths: Paths
     }
-    /// What was recorded, by job, and every fresh job's paths one after another in chunks of
-    /// 4,096: the 100k jobs of an `each:` task don't each hold an array (32 bytes of header and
-    /// malloc's rounding a job), and no one array grows by doubling (two copies while it grows).
+    /// What was recorded, in order: every job (a later entry of a key replaces an earlier one),
+    /// and every fresh job's paths one after another. In chunks: the 100k jobs of an `each:`
+    /// task don't each hold an array, no table grows by doubling (two copies while it grows),
+    /// and making the snapshot lets each chunk go once past it.
     private struct Recorded {
-        static let chunk = 4096
-        var entries: [String: Entry] = [:]
-        var paths: [[WatchedPath]] = []
-        var pathCount = 0
-
-        mutating func add(_ added: [WatchedPath]) -> Int {
-            let start = pathCount
-            for path in added {
-                if pathCount % Self.chunk == 0 {
-                    paths.append([])
-                    paths[paths.count - 1].reserveCapacity(Self.chunk)
-                }
-                paths[paths.count - 1].append(path)
-                pathCount += 1
-            }
-            return start
-        }
-
-        func path(at position: Int) -> WatchedPath {
-            paths[position / Self.chunk][position % Self.chunk]
-        }
+        var entries = ChunkedArray<Entry>()
+        var paths = ChunkedArray<WatchedPath>()
     }
     private let recorded = HostMutex(Recorded())
     /// Jobs carried from the previous snapshot without a job of this run (``carry(indices:)``).
@@ -76,16 +59,16 @@ final class SnapshotRecorder: Sendable {
 
     /// Records a job's paths; `nil` when they couldn't be captured (the snapshot then won't claim
     /// the job is up to date: the next run checks it against the build state).
-    func record(key: String, alwaysRuns: Bool, paths: [WatchedPath]?) {
+    func record(key: JobKey, alwaysRuns: Bool, paths: [WatchedPath]?) {
         guard let paths else {
             missed.withLock { $0 += 1 }
             return
         }
         recorded.withLock { recorded in
-            let start = recorded.add(paths)
-            recorded.entries[key] = Entry(
-                alwaysRuns: alwaysRuns,
-                paths: .fresh(start: start, count: Int32(paths.count))
+            let start = recorded.paths.count
+            for path in paths { recorded.paths.append(path) }
+            recorded.entries.append(
+                Entry(key: key, alwaysRuns: alwaysRuns, paths: .fresh(start: start, count: Int32(paths.count)))
             )
         }
     }
@@ -97,14 +80,60 @@ final class SnapshotRecorder: Sendable {
     }
 
     /// Records a job found up to date on the previous snapshot's word (its job at `index`).
-    func carry(key: String, index: Int) {
-        recorded.withLock { $0.entries[key] = Entry(alwaysRuns: false, paths: .carried(index)) }
+    func carry(key: JobKey, index: Int) {
+        recorded.withLock { $0.entries.append(Entry(key: key, alwaysRuns: false, paths: .carried(index))) }
     }
 
     /// Records jobs up to date on the previous snapshot's word, at once, by their indices there
     /// (jobs no run creates, so none is recorded otherwise).
     func carry(indices: [Int]) {
         carriedInBulk.withLock { $0 += indices }
+    }
+
+    /// A run's snapshot, as the recorder makes it: what an ``UpToDateSnapshot`` holds, with
+    /// every job's path positions in one array, written without being made into one.
+    ///
+    /// Threading: a value type.
+    struct Contents: SnapshotContents {
+        /// 16 bytes, where its key is: the job's, a key of its own, took 48.
+        struct Job {
+            /// Its entry in ``Contents/entries``, or (negative) `-1 -` its position among the
+            /// previous snapshot's jobs, carried in bulk.
+            var origin: Int32
+            var alwaysRuns: Bool
+            /// Where its path positions are in ``Contents/positions``.
+            var start: Int32
+            var count: Int32
+        }
+        var taskfileIdentity: ContentHash
+        var targets: [String]
+        var complete: Bool
+        var watches = false
+        var anyAlwaysRuns: Bool
+        var paths: ChunkedArray<WatchedPath>
+        var jobs: [Job]
+        var positions: [Int32]
+        var published: PublishedSignatures
+        /// What was recorded, where the keys of this run's jobs are.
+        fileprivate var entries: ChunkedArray<Entry>
+        /// The snapshot jobs carried in bulk come from.
+        let previous: UpToDateSnapshot?
+
+        var pathCount: Int { paths.count }
+        func path(at position: Int) -> WatchedPath { paths[position] }
+        var jobCount: Int { jobs.count }
+        func forEachJob(_ body: (_ key: String, _ alwaysRuns: Bool, _ paths: ArraySlice<Int32>) -> Void) {
+            for job in jobs {
+                let key =
+                    job.origin >= 0
+                    ? entries[Int(job.origin)].key.stored : previous?.jobs[Int(-1 - job.origin)].key ?? ""
+                body(key, job.alwaysRuns, positions[Int(job.start)..<Int(job.start + job.count)])
+            }
+        }
+        var publishedCount: Int { published.count }
+        func forEachPublished(_ body: (_ key: String, _ signature: ContentHash) -> Void) {
+            published.forEach(body)
+        }
     }
 
     /// The snapshot of this run. A path that jobs saw in different states (one job rewrote what
@@ -116,118 +145,128 @@ final class SnapshotRecorder: Sendable {
     /// are merged into it, and paths no job watches any more are dropped. When no job is carried,
     /// the table starts empty.
     ///
+    /// The paths are copied into the table once, and each chunk of what was recorded is let go
+    /// as it is passed: at the end of an `each:` task over 100k files, that was two copies of
+    /// every path, an array a job and a dictionary of every path (23 MB more at the peak).
+    ///
     /// Takes what was recorded. Called once, at the end of a run (a second call finds nothing
     /// recorded, and its snapshot is incomplete).
     func snapshot(
         taskfileIdentity: ContentHash,
         targets: [String],
-        published: [String: ContentHash],
+        published: PublishedSignatures,
         expectedJobs: Int
-    ) -> UpToDateSnapshot {
+    ) -> Contents {
         var taken = recorded.withLock { recorded in
             defer { recorded = Recorded() }
             return recorded
         }
         let bulk = previous == nil ? [] : carriedInBulk.withLock { $0 }
         let listed = listings.withLock { $0 }
+        let superseded = Self.superseded(taken.entries)
         // Only carried jobs refer to the previous table's positions. With none (a full or a first
         // run after a cold one), the table starts empty: starting from the previous one cost a
         // copy of it, reserved for every fresh path besides, then a third array to drop what no
         // job watched any more (~10 MB more at 10k tasks).
-        let carries =
-            !bulk.isEmpty
-            || taken.entries.values.contains {
-                if case .carried = $0.paths { return true }
-                return false
-            }
-        let base = carries ? previous : nil
-        var paths = base?.paths ?? []
-        var index: [String: Int32]?
-        var freshIndex: [String: Int32] = [:]
-        /// Where `path` is in the table: fresh paths first, then the previous table (searched
-        /// through a table by path only when many fresh paths need it).
-        func position(of path: String, freshCount: Int) -> Int32? {
-            if let known = freshIndex[path] { return known }
-            guard let base, !base.paths.isEmpty else { return nil }
-            if freshCount > 64 {
-                if index == nil {
-                    var table: [String: Int32] = [:]
-                    table.reserveCapacity(base.paths.count)
-                    for (position, entry) in base.paths.enumerated() { table[entry.path] = Int32(position) }
-                    index = table
-                }
-                return index?[path]
-            }
-            return base.paths.firstIndex { $0.path == path }.map(Int32.init)
-        }
-        var freshCount = listed.values.reduce(0) { $0 + $1.count }
-        for (_, entry) in taken.entries {
-            if case .fresh(_, let count) = entry.paths { freshCount += Int(count) }
-        }
-        // Room for every path at once (a table grown by doubling holds two copies while it grows).
+        var carries = !bulk.isEmpty
         // `freshCount` counts a path once per job watching it: a bound, exact when jobs share none.
-        paths.reserveCapacity(paths.count + freshCount)
-        freshIndex.reserveCapacity(freshCount)
+        var freshCount = listed.values.reduce(0) { $0 + $1.count }
+        var carriedCount = 0
+        for position in 0..<taken.entries.count where !superseded.contains(position) {
+            switch taken.entries[position].paths {
+            case .fresh(_, let count): freshCount += Int(count)
+            case .carried(let index):
+                carries = true
+                carriedCount += previous?.jobs[index].paths.count ?? 0
+            }
+        }
+        for index in bulk { carriedCount += previous?.jobs[index].paths.count ?? 0 }
+        let base = carries ? previous : nil
+        // Room for every path at once (a table grown by doubling holds two copies while it grows).
+        var table = WatchedPathTable(base?.paths ?? [], capacity: (base?.paths.count ?? 0) + freshCount)
         // The different states jobs saw of a conflicting path, first seen first: a job that
         // added the path before it conflicted saw the first (a carried job, the previous
         // table's), and `sawState` says which one the others saw.
         var states: [Int32: [WatchedPath]] = [:]
         var sawState: [Int: [Int: Int]] = [:]
         func add(_ path: WatchedPath, job: Int, offset: Int) -> Int32 {
-            if let known = position(of: path.path, freshCount: freshCount) {
-                let current = paths[Int(known)]
-                let same = current.describesSameState(as: path)
-                if !same || states[known] != nil {
-                    var seenStates = states[known] ?? [current]
-                    let state =
-                        seenStates.firstIndex { $0.describesSameState(as: path) }
-                        ?? {
-                            seenStates.append(path)
-                            return seenStates.count - 1
-                        }()
-                    states[known] = seenStates
-                    if state != 0 { sawState[job, default: [:]][offset] = state }
-                }
-                if !same {
-                    if path.seenAt > current.seenAt { paths[Int(known)] = path }
-                } else if path.seenAt > current.seenAt {
-                    // The same state seen later: a status too fresh to trust then (a directory a
-                    // run had just written to) may be settled now. A look is a proof taken at its
-                    // time — a file's, a hash read then (its `seenAt` is when it was hashed); a
-                    // directory's, its listing read then — so the later one vouches for the same
-                    // content as the earlier, for a longer time.
-                    paths[Int(known)] = path
-                }
-                freshIndex[path.path] = known
-                return known
+            guard let known = table.position(of: path.path) else { return table.append(path) }
+            let current = table[known]
+            let same = current.describesSameState(as: path)
+            if !same || states[known] != nil {
+                var seenStates = states[known] ?? [current]
+                let state =
+                    seenStates.firstIndex { $0.describesSameState(as: path) }
+                    ?? {
+                        seenStates.append(path)
+                        return seenStates.count - 1
+                    }()
+                states[known] = seenStates
+                if state != 0 { sawState[job, default: [:]][offset] = state }
             }
-            let position = Int32(paths.count)
-            freshIndex[path.path] = position
-            paths.append(path)
-            return position
+            // A different state seen later is the newest; the same state seen later is a status
+            // too fresh to trust then (a directory a run had just written to) that may be settled
+            // now. A look is a proof taken at its time — a file's, a hash read then (its `seenAt`
+            // is when it was hashed); a directory's, its listing read then — so the later one
+            // vouches for the same content as the earlier, for a longer time.
+            if path.seenAt > current.seenAt { table[known] = path }
+            return known
         }
 
-        var jobs: [UpToDateSnapshot.Job] = []
-        jobs.reserveCapacity(taken.entries.count + bulk.count)
+        typealias Job = Contents.Job
+        var jobs: [Job] = []
+        jobs.reserveCapacity(taken.entries.count - superseded.count + bulk.count)
+        var positions: [Int32] = []
+        positions.reserveCapacity(freshCount + carriedCount)
         if let previous {
-            for position in bulk { jobs.append(previous.jobs[position]) }
-        }
-        let recordedCount = taken.entries.count
-        for (key, entry) in taken.entries {
-            switch entry.paths {
-            case .fresh(let start, let count):
-                let job = jobs.count
-                var positions: [Int32] = []
-                positions.reserveCapacity(Int(count))
-                for offset in 0..<Int(count) {
-                    positions.append(add(taken.path(at: start + offset), job: job, offset: offset))
-                }
-                jobs.append(UpToDateSnapshot.Job(key: key, alwaysRuns: entry.alwaysRuns, paths: positions))
-            case .carried(let position):
-                guard let previous else { continue }
-                jobs.append(UpToDateSnapshot.Job(key: key, alwaysRuns: false, paths: previous.jobs[position].paths))
+            for index in bulk {
+                let job = previous.jobs[index]
+                jobs.append(
+                    Job(
+                        origin: Int32(-1 - index),
+                        alwaysRuns: job.alwaysRuns,
+                        start: Int32(positions.count),
+                        count: Int32(job.paths.count)
+                    )
+                )
+                positions += job.paths
             }
         }
+        let recordedCount = taken.entries.count - superseded.count
+        for position in 0..<taken.entries.count {
+            let entry = taken.entries[position]
+            switch entry.paths {
+            case .fresh(let start, let count):
+                if !superseded.contains(position) {
+                    let job = jobs.count
+                    jobs.append(
+                        Job(
+                            origin: Int32(position),
+                            alwaysRuns: entry.alwaysRuns,
+                            start: Int32(positions.count),
+                            count: count
+                        )
+                    )
+                    for offset in 0..<Int(count) {
+                        positions.append(add(taken.paths[start + offset], job: job, offset: offset))
+                    }
+                }
+                taken.paths.release(before: start + Int(count))
+            case .carried(let index):
+                guard let previous, !superseded.contains(position) else { break }
+                let paths = previous.jobs[index].paths
+                jobs.append(
+                    Job(
+                        origin: Int32(position),
+                        alwaysRuns: false,
+                        start: Int32(positions.count),
+                        count: Int32(paths.count)
+                    )
+                )
+                positions += paths
+            }
+        }
+        let entries = taken.entries
         taken = Recorded()
         for (_, listing) in listed {
             for path in listing { _ = add(path, job: -1, offset: 0) }
@@ -235,50 +274,81 @@ final class SnapshotRecorder: Sendable {
 
         var dropped = 0
         if !states.isEmpty {
-            var kept: [UpToDateSnapshot.Job] = []
-            for (job, entry) in jobs.enumerated() {
-                let consistent = entry.paths.enumerated().allSatisfy { offset, position in
+            var kept = 0
+            for job in jobs.indices {
+                let entry = jobs[job]
+                let consistent = (0..<Int(entry.count)).allSatisfy { offset in
+                    let position = positions[Int(entry.start) + offset]
                     guard let seenStates = states[position] else { return true }
                     let saw = seenStates[sawState[job]?[offset] ?? 0]
-                    return paths[Int(position)].describesSameState(as: saw)
+                    return table[position].describesSameState(as: saw)
                 }
-                if consistent { kept.append(entry) } else { dropped += 1 }
+                if consistent {
+                    jobs[kept] = entry
+                    kept += 1
+                } else {
+                    dropped += 1
+                }
             }
-            jobs = kept
+            jobs.removeLast(jobs.count - kept)
         }
 
         // Keep only the paths something still watches (a deleted source's job is gone).
-        var used = [Bool](repeating: false, count: paths.count)
-        for job in jobs { for position in job.paths { used[Int(position)] = true } }
-        for (_, listing) in listed {
-            for path in listing { if let known = freshIndex[path.path] { used[Int(known)] = true } }
+        var used = [Bool](repeating: false, count: table.count)
+        for job in jobs {
+            for position in positions[Int(job.start)..<Int(job.start + job.count)] { used[Int(position)] = true }
         }
+        for (_, listing) in listed {
+            for path in listing { if let known = table.position(of: path.path) { used[Int(known)] = true } }
+        }
+        var paths = table.takePaths()
         if used.contains(false) {
+            // In place: a second table would be the peak of a run over many files.
             var remap = [Int32](repeating: -1, count: paths.count)
-            var compact: [WatchedPath] = []
-            compact.reserveCapacity(paths.count)
-            for (position, entry) in paths.enumerated() where used[position] {
-                remap[position] = Int32(compact.count)
-                compact.append(entry)
+            var kept = 0
+            for position in 0..<paths.count where used[position] {
+                remap[position] = Int32(kept)
+                paths.swapAt(kept, position)
+                kept += 1
             }
-            paths = compact
-            jobs = jobs.map { job in
-                var job = job
-                job.paths = job.paths.map { remap[Int($0)] }
-                return job
+            paths.removeLast(paths.count - kept)
+            for job in jobs {
+                for offset in Int(job.start)..<Int(job.start + job.count) {
+                    positions[offset] = remap[Int(positions[offset])]
+                }
             }
         }
         let complete = dropped == 0 && missed.withLock { $0 } == 0 && recordedCount + bulk.count == expectedJobs
-        return UpToDateSnapshot(
+        return Contents(
             taskfileIdentity: taskfileIdentity,
             targets: targets,
+            complete: complete,
+            anyAlwaysRuns: jobs.contains { $0.alwaysRuns },
             paths: paths,
             jobs: jobs,
+            positions: positions,
             published: published,
-            complete: complete,
-            jobCount: jobs.count,
-            anyAlwaysRuns: jobs.contains { $0.alwaysRuns }
+            entries: entries,
+            previous: previous
         )
+    }
+
+    /// The positions of entries a later entry of the same key replaces (a dictionary by key
+    /// would hold every key again: their hashes find the few that repeat).
+    private static func superseded(_ entries: ChunkedArray<Entry>) -> Set<Int> {
+        var seen = Set<Int>(minimumCapacity: entries.count)
+        var repeated = Set<Int>()
+        for position in 0..<entries.count {
+            let hash = entries[position].key.hashValue
+            if !seen.insert(hash).inserted { repeated.insert(hash) }
+        }
+        guard !repeated.isEmpty else { return [] }
+        var latest: [JobKey: Int] = [:]
+        var result = Set<Int>()
+        for position in 0..<entries.count where repeated.contains(entries[position].key.hashValue) {
+            if let earlier = latest.updateValue(position, forKey: entries[position].key) { result.insert(earlier) }
+        }
+        return result
     }
 }
 

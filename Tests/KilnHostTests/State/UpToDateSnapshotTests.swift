@@ -343,17 +343,17 @@ struct UpToDateSnapshotTests {
         let recorder = SnapshotRecorder(previous: nil)
         let (old, new) = Self.rewrittenHeader()
         let other = WatchedPath(absent: "other", seenAt: 50)
-        recorder.record(key: "reader", alwaysRuns: false, paths: [old, other])
-        recorder.record(key: "writer", alwaysRuns: false, paths: [new])
-        let snapshot = recorder.snapshot(expectedJobs: 2)
+        recorder.record(key: JobKey(task: "reader"), alwaysRuns: false, paths: [old, other])
+        recorder.record(key: JobKey(task: "writer"), alwaysRuns: false, paths: [new])
+        let snapshot = try recorder.snapshot(expectedJobs: 2)
         #expect(snapshot.jobs.map(\.key) == ["writer"])
         #expect(snapshot.paths.first { $0.path == "gen.h" } == new)
         #expect(!snapshot.complete)
 
         let consistent = SnapshotRecorder(previous: nil)
-        consistent.record(key: "a", alwaysRuns: false, paths: [new])
-        consistent.record(key: "b", alwaysRuns: false, paths: [new, other])
-        let whole = consistent.snapshot(expectedJobs: 2)
+        consistent.record(key: JobKey(task: "a"), alwaysRuns: false, paths: [new])
+        consistent.record(key: JobKey(task: "b"), alwaysRuns: false, paths: [new, other])
+        let whole = try consistent.snapshot(expectedJobs: 2)
         #expect(Set(whole.jobs.map(\.key)) == ["a", "b"])
         #expect(whole.paths.count == 2)
         #expect(whole.complete)
@@ -381,8 +381,8 @@ struct UpToDateSnapshotTests {
         // Every job ran again: no job of the previous snapshot is in this one, so its state of
         // gen.h is no one's view and can't exclude the job that read gen.h.
         let fresh = SnapshotRecorder(previous: previous)
-        fresh.record(key: "reader", alwaysRuns: false, paths: [old])
-        let afresh = fresh.snapshot(expectedJobs: 1)
+        fresh.record(key: JobKey(task: "reader"), alwaysRuns: false, paths: [old])
+        let afresh = try fresh.snapshot(expectedJobs: 1)
         #expect(afresh.jobs.map(\.key) == ["reader"])
         #expect(afresh.paths == [old])
         #expect(afresh.complete)
@@ -391,9 +391,9 @@ struct UpToDateSnapshotTests {
         // the older one and it is left out; the carried job keeps its path, and the paths only
         // the previous snapshot's other job watched are dropped.
         let carrying = SnapshotRecorder(previous: previous)
-        carrying.carry(key: "writer", index: 0)
-        carrying.record(key: "reader", alwaysRuns: false, paths: [old])
-        let carried = carrying.snapshot(expectedJobs: 2)
+        carrying.carry(key: JobKey(task: "writer"), index: 0)
+        carrying.record(key: JobKey(task: "reader"), alwaysRuns: false, paths: [old])
+        let carried = try carrying.snapshot(expectedJobs: 2)
         #expect(carried.jobs.map(\.key) == ["writer"])
         #expect(carried.paths == [new])
         #expect(carried.jobs.first?.paths == [0])
@@ -428,15 +428,19 @@ struct UpToDateSnapshotTests {
                 // The same state seen later only moves its time; the newest look decides.
                 if path.seenAt > newest.seenAt { newest = (path.seenAt, state) }
                 saw["job\(job)"] = state
-                recorder.record(key: "job\(job)", alwaysRuns: false, paths: job % 2 == 0 ? [path] : [other, path])
+                recorder.record(
+                    key: JobKey(task: "job\(job)"),
+                    alwaysRuns: false,
+                    paths: job % 2 == 0 ? [path] : [other, path]
+                )
             }
-            let snapshot = recorder.snapshot(expectedJobs: 12)
+            let snapshot = try recorder.snapshot(expectedJobs: 12)
             let expected = Set(saw.filter { $0.value == newest.state }.keys)
             #expect(Set(snapshot.jobs.map(\.key)) == expected, "round \(round)")
             #expect(snapshot.paths.first { $0.path == "gen.h" }?.hash == states[newest.state].hash)
             #expect(!snapshot.complete)
             // What was recorded was taken: a second snapshot has no job and claims nothing.
-            let again = recorder.snapshot(expectedJobs: 12)
+            let again = try recorder.snapshot(expectedJobs: 12)
             #expect(again.jobs.isEmpty && !again.complete)
         }
     }
@@ -553,10 +557,10 @@ struct UpToDateSnapshotTests {
     }
 
     @Test("a job whose paths couldn't be pinned (changed while read) makes the snapshot incomplete")
-    func uncapturedJobMakesItIncomplete() {
+    func uncapturedJobMakesItIncomplete() throws {
         let recorder = SnapshotRecorder(previous: nil)
-        recorder.record(key: "a", alwaysRuns: false, paths: nil)
-        let snapshot = recorder.snapshot(expectedJobs: 1)
+        recorder.record(key: JobKey(task: "a"), alwaysRuns: false, paths: nil)
+        let snapshot = try recorder.snapshot(expectedJobs: 1)
         #expect(!snapshot.complete)
         #expect(snapshot.jobs.isEmpty)
     }
@@ -669,13 +673,15 @@ struct BinaryReaderIntegerTests {
 }
 
 extension SnapshotRecorder {
-    /// The snapshot of a run with no Taskfile identity, targets or published signatures to speak of.
-    func snapshot(expectedJobs: Int) -> UpToDateSnapshot {
-        snapshot(
+    /// The snapshot of a run with no Taskfile identity, targets or published signatures to speak
+    /// of, as the next run reads it (encoded as the recorder writes it, and decoded).
+    func snapshot(expectedJobs: Int) throws -> UpToDateSnapshot {
+        let contents = snapshot(
             taskfileIdentity: ContentHash(high: 0, low: 0),
             targets: [],
-            published: [:],
+            published: PublishedSignatures(),
             expectedJobs: expectedJobs
         )
+        return try #require(UpToDateSnapshot.decode(contents.encoded()))
     }
 }
