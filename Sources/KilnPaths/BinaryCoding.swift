@@ -90,6 +90,26 @@ package struct BinaryWriter {
         write(value)
     }
 
+    /// How many bytes ``write(key:source:)`` appends.
+    package static func size(ofKey name: String, source: String?) -> Int {
+        guard let source else { return size(of: name) }
+        let count = name.utf8.count + 1 + source.utf8.count
+        return size(of: count) + count
+    }
+
+    /// A key as ``write(_:)-(String)`` writes `name`, or `name` NUL `source` (a job key's
+    /// stored form), without making the string.
+    package mutating func write(key name: String, source: String?) {
+        guard let source else {
+            write(name)
+            return
+        }
+        write(name.utf8.count + 1 + source.utf8.count)
+        bytes.append(contentsOf: name.utf8)
+        bytes.append(0)
+        bytes.append(contentsOf: source.utf8)
+    }
+
     package mutating func write(_ value: String?) {
         write(value != nil)
         if let value { write(value) }

@@ -23,18 +23,24 @@ package protocol SnapshotContents {
     func path(at position: Int) -> WatchedPath
     /// How many jobs ``forEachJob(_:)`` visits.
     var jobCount: Int { get }
-    /// Calls `body` with each job, in order: its key, whether it always runs, and the positions
-    /// of its paths.
-    func forEachJob(_ body: (_ key: String, _ alwaysRuns: Bool, _ paths: ArraySlice<Int32>) -> Void)
+    /// Calls `body` with each job, in order: its key (`name`, or `name` NUL `source` for an
+    /// `each:` job, made only as it is written), whether it always runs, and the positions of
+    /// its paths.
+    func forEachJob(_ body: (_ name: String, _ source: String?, _ alwaysRuns: Bool, _ paths: ArraySlice<Int32>) -> Void)
     /// How many signatures ``forEachPublished(_:)`` visits.
     var publishedCount: Int { get }
-    /// Calls `body` with each published output signature and the job key or task name it is
-    /// published under.
-    func forEachPublished(_ body: (_ key: String, _ signature: ContentHash) -> Void)
+    /// Calls `body` with each published output signature and the job key (as in
+    /// ``forEachJob(_:)``) or task name it is published under.
+    func forEachPublished(_ body: (_ name: String, _ source: String?, _ signature: ContentHash) -> Void)
 }
 
 extension SnapshotContents {
+    // Inlinable: specialized for each conforming type where it is written, the encoder calls
+    // `path(at:)` and the job visitor directly; generic, it looked up type metadata at every
+    // call (6,000 instructions a job).
+
     /// The snapshot's bytes, sealed (what ``write(root:)`` writes).
+    @inlinable
     package func encoded() -> [UInt8] {
         var writer = BinaryWriter()
         // Its exact size: grown by doubling, the buffer would need up to twice the snapshot's.
@@ -47,7 +53,7 @@ extension SnapshotContents {
     /// Writes the snapshot of a project atomically, as it is encoded: the file (14 MB for an
     /// `each:` task over 100k files) is never whole in memory. Best effort: returns whether it
     /// worked (a failure is said on standard error).
-    @discardableResult
+    @discardableResult @inlinable
     package func write(root: String) -> Bool {
         guard let file = SealedFileWriter(path: UpToDateSnapshot.path(root: root), count: encodedSize) else {
             return false
@@ -58,25 +64,28 @@ extension SnapshotContents {
     }
 
     /// How many bytes ``encode(into:drain:)`` writes.
-    private var encodedSize: Int {
+    @inlinable
+    package var encodedSize: Int {
         func size(_ value: Int) -> Int { BinaryWriter.size(of: value) }
         func size(_ value: String) -> Int { BinaryWriter.size(of: value) }
+        func size(_ name: String, _ source: String?) -> Int { BinaryWriter.size(ofKey: name, source: source) }
         var total =
             UpToDateSnapshot.magic.count + size(UpToDateSnapshot.formatVersion) + 16 + size(targets.count)
             + targets.reduce(0) { $0 + size($1) } + 1 + 1 + size(jobCount) + 1 + size(pathCount)
         for position in 0..<pathCount { total += size(path(at: position).path) + 1 + 8 * 8 }
         total += size(jobCount)
-        forEachJob { key, _, paths in
-            total += size(key) + 1 + size(paths.count) + paths.reduce(0) { $0 + size(Int($1)) }
+        forEachJob { name, source, _, paths in
+            total += size(name, source) + 1 + size(paths.count) + paths.reduce(0) { $0 + size(Int($1)) }
         }
         total += size(publishedCount)
-        forEachPublished { key, _ in total += size(key) + 16 }
+        forEachPublished { name, source, _ in total += size(name, source) + 16 }
         return total
     }
 
     /// Encodes the snapshot (without its seal), calling `drain` between entries: a writer to a
     /// file empties the buffer there.
-    private func encode(into writer: inout BinaryWriter, drain: (inout BinaryWriter) -> Void) {
+    @inlinable
+    package func encode(into writer: inout BinaryWriter, drain: (inout BinaryWriter) -> Void) {
         writer.append(UpToDateSnapshot.magic)
         writer.write(UpToDateSnapshot.formatVersion)
         writer.write(taskfileIdentity.high)
@@ -93,16 +102,16 @@ extension SnapshotContents {
             drain(&writer)
         }
         writer.write(jobCount)
-        forEachJob { key, alwaysRuns, paths in
-            writer.write(key)
+        forEachJob { name, source, alwaysRuns, paths in
+            writer.write(key: name, source: source)
             writer.write(alwaysRuns)
             writer.write(paths.count)
             for index in paths { writer.write(Int(index)) }
             drain(&writer)
         }
         writer.write(publishedCount)
-        forEachPublished { key, signature in
-            writer.write(key)
+        forEachPublished { name, source, signature in
+            writer.write(key: name, source: source)
             writer.write(signature.high)
             writer.write(signature.low)
             drain(&writer)
@@ -115,13 +124,15 @@ extension UpToDateSnapshot: SnapshotContents {
 
     package func path(at position: Int) -> WatchedPath { paths[position] }
 
-    package func forEachJob(_ body: (_ key: String, _ alwaysRuns: Bool, _ paths: ArraySlice<Int32>) -> Void) {
-        for job in jobs { body(job.key, job.alwaysRuns, job.paths[...]) }
+    package func forEachJob(
+        _ body: (_ name: String, _ source: String?, _ alwaysRuns: Bool, _ paths: ArraySlice<Int32>) -> Void
+    ) {
+        for job in jobs { body(job.key, nil, job.alwaysRuns, job.paths[...]) }
     }
 
     package var publishedCount: Int { published.count }
 
-    package func forEachPublished(_ body: (_ key: String, _ signature: ContentHash) -> Void) {
-        for (key, signature) in published { body(key, signature) }
+    package func forEachPublished(_ body: (_ name: String, _ source: String?, _ signature: ContentHash) -> Void) {
+        for (key, signature) in published { body(key, nil, signature) }
     }
 }

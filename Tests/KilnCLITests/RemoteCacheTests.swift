@@ -185,22 +185,30 @@ struct RemoteCacheTests {
         defer { server.remove() }
         let project = try TemporaryDirectory(prefix: "kiln-remote-stop")
         defer { project.remove() }
+        // Step 4 says it has begun and waits until the server is gone (a minute at most): the
+        // server is stopped in the middle however slowly either side runs (a fixed sleep here
+        // once outlasted the whole build on a loaded machine).
         var taskfile = "version: '3'\ntasks:\n"
         for step in 1...12 {
+            let wait =
+                step == 4 ? "'touch begun', 'for i in $(seq 1200); do [ -e stopped ] && break; sleep 0.05; done', " : ""
             taskfile += """
                   step\(step):
                     \(step > 1 ? "deps: [step\(step - 1)]" : "")
                     sources: [\(step > 1 ? "out\(step - 1).txt" : "in.txt")]
                     generates: [out\(step).txt]
-                    cmds: ['sleep 0.2', 'cp \(step > 1 ? "out\(step - 1).txt" : "in.txt") out\(step).txt']
+                    cmds: [\(wait)'sleep 0.2', 'cp \(step > 1 ? "out\(step - 1).txt" : "in.txt") out\(step).txt']
 
                 """
         }
         _ = try project.write("Taskfile.yml", taskfile)
         _ = try project.write("in.txt", "chain\n")
         let run = try KilnProcess.start(["run", "--remote-cache", server.url, "step12"], in: project.path)
-        try await Task.sleep(for: .milliseconds(900))
+        for _ in 0..<1200 where !FileManager.default.fileExists(atPath: project.path("begun")) {
+            try await Task.sleep(for: .milliseconds(50))
+        }
         server.stop()
+        _ = try project.write("stopped", "")
         let result = try await run.wait(within: 60)
         #expect(result.status == 0, "\(result)")
         #expect(project.read("out12.txt") == "chain\n")

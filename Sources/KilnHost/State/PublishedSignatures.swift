@@ -99,18 +99,17 @@ struct PublishedSignatures {
 
     /// How many signatures ``forEach(_:)`` visits.
     var count: Int {
-        var total = 0
-        forEach { _, _ in total += 1 }
-        return total
+        named.keys.count { !isListedJobKey($0) }
+            + each.values.reduce(0) { total, list in total + list.signatures.count { $0 != Self.none } }
     }
 
-    /// Calls `body` with each signature and the key it is published under (a listed `each:`
-    /// job's made as it is visited): the same ones in the same order each time.
-    func forEach(_ body: (_ key: String, _ signature: ContentHash) -> Void) {
-        for (key, signature) in named where !isListedJobKey(key) { body(key, signature) }
+    /// Calls `body` with each signature and the key it is published under: a name (or a stored
+    /// key), or a listed `each:` job's task and file. The same ones in the same order each time.
+    func forEach(_ body: (_ name: String, _ source: String?, _ signature: ContentHash) -> Void) {
+        for (key, signature) in named where !isListedJobKey(key) { body(key, nil, signature) }
         for (task, list) in each {
-            for (source, signature) in zip(list.sources, list.signatures) {
-                if signature != Self.none { body(JobKey(task: task, source: source).stored, signature) }
+            for (source, signature) in zip(list.sources, list.signatures) where signature != Self.none {
+                body(task, source, signature)
             }
         }
     }

@@ -122,16 +122,21 @@ final class SnapshotRecorder: Sendable {
         var pathCount: Int { paths.count }
         func path(at position: Int) -> WatchedPath { paths[position] }
         var jobCount: Int { jobs.count }
-        func forEachJob(_ body: (_ key: String, _ alwaysRuns: Bool, _ paths: ArraySlice<Int32>) -> Void) {
+        func forEachJob(
+            _ body: (_ name: String, _ source: String?, _ alwaysRuns: Bool, _ paths: ArraySlice<Int32>) -> Void
+        ) {
             for job in jobs {
-                let key =
-                    job.origin >= 0
-                    ? entries[Int(job.origin)].key.stored : previous?.jobs[Int(-1 - job.origin)].key ?? ""
-                body(key, job.alwaysRuns, positions[Int(job.start)..<Int(job.start + job.count)])
+                let paths = positions[Int(job.start)..<Int(job.start + job.count)]
+                if job.origin >= 0 {
+                    let key = entries[Int(job.origin)].key
+                    body(key.task, key.source, job.alwaysRuns, paths)
+                } else {
+                    body(previous?.jobs[Int(-1 - job.origin)].key ?? "", nil, job.alwaysRuns, paths)
+                }
             }
         }
         var publishedCount: Int { published.count }
-        func forEachPublished(_ body: (_ key: String, _ signature: ContentHash) -> Void) {
+        func forEachPublished(_ body: (_ name: String, _ source: String?, _ signature: ContentHash) -> Void) {
             published.forEach(body)
         }
     }
@@ -182,7 +187,7 @@ final class SnapshotRecorder: Sendable {
         }
         for index in bulk { carriedCount += previous?.jobs[index].paths.count ?? 0 }
         let base = carries ? previous : nil
-        // Room for every path at once (a table grown by doubling holds two copies while it grows).
+        // Index slots for every path at once (an index grown as it fills is placed again whole).
         var table = WatchedPathTable(base?.paths ?? [], capacity: (base?.paths.count ?? 0) + freshCount)
         // The different states jobs saw of a conflicting path, first seen first: a job that
         // added the path before it conflicted saw the first (a carried job, the previous

@@ -47,7 +47,7 @@ struct RunTablesTests {
         #expect(table[Int32(12)].seenAt == 99)
     }
 
-    @Test("a job key's stored form hashes the same whether or not the string is made")
+    @Test("a job key's stored form hashes and encodes the same whether or not the string is made")
     func storedKeyHashesAsItsString() {
         let keys = [
             JobKey(task: "build"),
@@ -62,6 +62,13 @@ struct RunTablesTests {
             parts.combine(storedKeyOf: key)
             let (whole, inParts) = (made.finalize(), parts.finalize())
             #expect(whole == inParts, "\(key)")
+            // Written to the snapshot in parts: the bytes, and the size counted, of the string.
+            var string = BinaryWriter()
+            string.write(key.stored)
+            var pieces = BinaryWriter()
+            pieces.write(key: key.task, source: key.source)
+            #expect(pieces.bytes == string.bytes, "\(key)")
+            #expect(BinaryWriter.size(ofKey: key.task, source: key.source) == string.bytes.count, "\(key)")
         }
     }
 
@@ -114,7 +121,10 @@ struct RunTablesTests {
         // Written to the next snapshot: the task's name and this run's jobs, each once; not the
         // previous run's keys of a listed task.
         var written: [String: ContentHash] = [:]
-        table.forEach { key, signature in #expect(written.updateValue(signature, forKey: key) == nil, "\(key)") }
+        table.forEach { name, source, signature in
+            let key = JobKey(task: name, source: source).stored
+            #expect(written.updateValue(signature, forKey: key) == nil, "\(key)")
+        }
         #expect(table.count == written.count)
         var published = byKey
         published[JobKey(task: "compile", source: "gone.c").stored] = nil
