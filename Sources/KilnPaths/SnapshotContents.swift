@@ -21,8 +21,9 @@ package protocol SnapshotContents {
     var pathCount: Int { get }
     /// The watched path at `position` (`0..<pathCount`).
     func path(at position: Int) -> WatchedPath
-    /// How many jobs ``forEachJob(_:)`` visits.
-    var jobCount: Int { get }
+    /// How many jobs ``forEachJob(_:)`` visits (what the file says it holds: counted from the
+    /// jobs, not taken from a count kept beside them).
+    var visitedJobCount: Int { get }
     /// Calls `body` with each job, in order: its key (`name`, or `name` NUL `source` for an
     /// `each:` job, made only as it is written), whether it always runs, and the positions of
     /// its paths.
@@ -35,12 +36,7 @@ package protocol SnapshotContents {
 }
 
 extension SnapshotContents {
-    // Inlinable: specialized for each conforming type where it is written, the encoder calls
-    // `path(at:)` and the job visitor directly; generic, it looked up type metadata at every
-    // call (6,000 instructions a job).
-
     /// The snapshot's bytes, sealed (what ``write(root:)`` writes).
-    @inlinable
     package func encoded() -> [UInt8] {
         var writer = BinaryWriter()
         // Its exact size: grown by doubling, the buffer would need up to twice the snapshot's.
@@ -53,7 +49,7 @@ extension SnapshotContents {
     /// Writes the snapshot of a project atomically, as it is encoded: the file (14 MB for an
     /// `each:` task over 100k files) is never whole in memory. Best effort: returns whether it
     /// worked (a failure is said on standard error).
-    @discardableResult @inlinable
+    @discardableResult
     package func write(root: String) -> Bool {
         guard let file = SealedFileWriter(path: UpToDateSnapshot.path(root: root), count: encodedSize) else {
             return false
@@ -64,16 +60,15 @@ extension SnapshotContents {
     }
 
     /// How many bytes ``encode(into:drain:)`` writes.
-    @inlinable
-    package var encodedSize: Int {
+    private var encodedSize: Int {
         func size(_ value: Int) -> Int { BinaryWriter.size(of: value) }
         func size(_ value: String) -> Int { BinaryWriter.size(of: value) }
         func size(_ name: String, _ source: String?) -> Int { BinaryWriter.size(ofKey: name, source: source) }
         var total =
             UpToDateSnapshot.magic.count + size(UpToDateSnapshot.formatVersion) + 16 + size(targets.count)
-            + targets.reduce(0) { $0 + size($1) } + 1 + 1 + size(jobCount) + 1 + size(pathCount)
+            + targets.reduce(0) { $0 + size($1) } + 1 + 1 + size(visitedJobCount) + 1 + size(pathCount)
         for position in 0..<pathCount { total += size(path(at: position).path) + 1 + 8 * 8 }
-        total += size(jobCount)
+        total += size(visitedJobCount)
         forEachJob { name, source, _, paths in
             total += size(name, source) + 1 + size(paths.count) + paths.reduce(0) { $0 + size(Int($1)) }
         }
@@ -84,8 +79,7 @@ extension SnapshotContents {
 
     /// Encodes the snapshot (without its seal), calling `drain` between entries: a writer to a
     /// file empties the buffer there.
-    @inlinable
-    package func encode(into writer: inout BinaryWriter, drain: (inout BinaryWriter) -> Void) {
+    private func encode(into writer: inout BinaryWriter, drain: (inout BinaryWriter) -> Void) {
         writer.append(UpToDateSnapshot.magic)
         writer.write(UpToDateSnapshot.formatVersion)
         writer.write(taskfileIdentity.high)
@@ -94,14 +88,14 @@ extension SnapshotContents {
         for target in targets { writer.write(target) }
         writer.write(complete)
         writer.write(watches)
-        writer.write(jobCount)
+        writer.write(visitedJobCount)
         writer.write(anyAlwaysRuns)
         writer.write(pathCount)
         for position in 0..<pathCount {
             writer.write(path(at: position))
             drain(&writer)
         }
-        writer.write(jobCount)
+        writer.write(visitedJobCount)
         forEachJob { name, source, alwaysRuns, paths in
             writer.write(key: name, source: source)
             writer.write(alwaysRuns)
@@ -123,6 +117,8 @@ extension UpToDateSnapshot: SnapshotContents {
     package var pathCount: Int { paths.count }
 
     package func path(at position: Int) -> WatchedPath { paths[position] }
+
+    package var visitedJobCount: Int { jobs.count }
 
     package func forEachJob(
         _ body: (_ name: String, _ source: String?, _ alwaysRuns: Bool, _ paths: ArraySlice<Int32>) -> Void

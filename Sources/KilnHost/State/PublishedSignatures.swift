@@ -99,8 +99,9 @@ struct PublishedSignatures {
 
     /// How many signatures ``forEach(_:)`` visits.
     var count: Int {
-        named.keys.count { !isListedJobKey($0) }
-            + each.values.reduce(0) { total, list in total + list.signatures.count { $0 != Self.none } }
+        var total = 0
+        forEach { _, _, _ in total += 1 }
+        return total
     }
 
     /// Calls `body` with each signature and the key it is published under: a name (or a stored

@@ -121,7 +121,7 @@ final class SnapshotRecorder: Sendable {
 
         var pathCount: Int { paths.count }
         func path(at position: Int) -> WatchedPath { paths[position] }
-        var jobCount: Int { jobs.count }
+        var visitedJobCount: Int { jobs.count }
         func forEachJob(
             _ body: (_ name: String, _ source: String?, _ alwaysRuns: Bool, _ paths: ArraySlice<Int32>) -> Void
         ) {

@@ -7,7 +7,7 @@ import KilnPaths
 ///
 /// Threading: a value type.
 struct WatchedPathTable {
-    private(set) var paths = ChunkedArray<WatchedPath>()
+    private var paths = ChunkedArray<WatchedPath>()
     /// Positions in ``paths`` by the hash of their path; -1 for an empty slot.
     private var slots: [Int32] = []
 

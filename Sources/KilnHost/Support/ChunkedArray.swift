@@ -11,8 +11,6 @@ struct ChunkedArray<Element> {
     /// How many chunks, from the first, were released.
     private var released = 0
 
-    var isEmpty: Bool { count == 0 }
-
     mutating func append(_ element: Element) {
         if count % Self.chunkSize == 0 {
             chunks.append([])
