@@ -21,6 +21,12 @@ package protocol SnapshotContents {
     var pathCount: Int { get }
     /// The watched path at `position` (`0..<pathCount`).
     func path(at position: Int) -> WatchedPath
+    /// The watched path at `position`, without its state (its size is counted before it is
+    /// written).
+    func pathString(at position: Int) -> String
+    /// Whether what the encoder read is what was recorded: `false` when reading it back failed
+    /// (the snapshot is then not written: with none, the next run checks every job).
+    var isIntact: Bool { get }
     /// How many jobs ``forEachJob(_:)`` visits (what the file says it holds: counted from the
     /// jobs, not taken from a count kept beside them).
     var visitedJobCount: Int { get }
@@ -36,6 +42,10 @@ package protocol SnapshotContents {
 }
 
 extension SnapshotContents {
+    package func pathString(at position: Int) -> String { path(at: position).path }
+
+    package var isIntact: Bool { true }
+
     /// The snapshot's bytes, sealed (what ``write(root:)`` writes).
     package func encoded() -> [UInt8] {
         var writer = BinaryWriter()
@@ -56,6 +66,13 @@ extension SnapshotContents {
         }
         var writer = file.makeBuffer()
         encode(into: &writer) { file.drain(&$0) }
+        guard isIntact else {
+            Files.noteUnwritten(
+                UpToDateSnapshot.path(root: root),
+                reason: "what the run recorded couldn't be read back from its file in .kiln"
+            )
+            return false
+        }
         return file.finish(&writer)
     }
 
@@ -67,7 +84,7 @@ extension SnapshotContents {
         var total =
             UpToDateSnapshot.magic.count + size(UpToDateSnapshot.formatVersion) + 16 + size(targets.count)
             + targets.reduce(0) { $0 + size($1) } + 1 + 1 + size(visitedJobCount) + 1 + size(pathCount)
-        for position in 0..<pathCount { total += size(path(at: position).path) + 1 + 8 * 8 }
+        for position in 0..<pathCount { total += size(pathString(at: position)) + 1 + 8 * 8 }
         total += size(visitedJobCount)
         forEachJob { name, source, _, paths in
             total += size(name, source) + 1 + size(paths.count) + paths.reduce(0) { $0 + size(Int($1)) }

@@ -122,7 +122,12 @@ public final class IncrementalState: Sendable {
         self.root = root
         self.previous = previous
         previousJobs = previous?.jobPositions ?? [:]
-        recorder = SnapshotRecorder(previous: previous?.snapshot)
+        // What jobs watched goes to .kiln/ as they settle (memory flat at any size); a dry run
+        // writes no snapshot.
+        recorder = SnapshotRecorder(
+            previous: previous?.snapshot,
+            spillDirectory: state == nil || dryRun ? nil : KilnDirectory(root: root).path
+        )
         // With a snapshot, read records and file hashes one at a time as jobs need them: when few
         // jobs need a check that is much less work than reading them all, and when most do, they
         // mostly run, and a row read per job costs nothing beside running it but keeps memory flat.

@@ -26,24 +26,40 @@ final class SnapshotRecorder: Sendable {
     fileprivate enum Paths {
         /// Checked or run in this run: the paths its verdict and record rest on, `count` of
         /// them from `start` in the recorded paths (``Recorded/paths``).
-        case fresh(start: Int, count: Int32)
+        case fresh(start: Int32, count: Int32)
         /// Up to date on the previous snapshot's word: that snapshot's job at this index.
         case carried(Int)
     }
+    /// 48 bytes: its ``Paths`` as two numbers (an enum of them took 56).
     fileprivate struct Entry {
         var key: JobKey
         var alwaysRuns: Bool
-        var paths: Paths
+        /// A fresh job's first path and how many, or a carried job's index and -1.
+        private var first: Int32
+        private var count: Int32
+
+        init(key: JobKey, alwaysRuns: Bool, paths: Paths) {
+            self.key = key
+            self.alwaysRuns = alwaysRuns
+            switch paths {
+            case .fresh(let start, let count): (first, self.count) = (start, count)
+            case .carried(let index): (first, count) = (Int32(index), -1)
+            }
+        }
+
+        var paths: Paths { count < 0 ? .carried(Int(first)) : .fresh(start: first, count: count) }
     }
     /// What was recorded, in order: every job (a later entry of a key replaces an earlier one),
-    /// and every fresh job's paths one after another. In chunks: the 100k jobs of an `each:`
-    /// task don't each hold an array, no table grows by doubling (two copies while it grows),
-    /// and making the snapshot lets each chunk go once past it.
+    /// in chunks (the 100k jobs of an `each:` task don't each hold an array, and no table grows
+    /// by doubling, two copies while it grows); and every fresh job's paths one after another,
+    /// out of memory (made with the first).
     private struct Recorded {
         var entries = ChunkedArray<Entry>()
-        var paths = ChunkedArray<WatchedPath>()
+        var paths: WatchedPathSpill?
     }
     private let recorded = HostMutex(Recorded())
+    /// Where the recorded paths go (`.kiln/`), or `nil` to keep them in memory.
+    private let spillDirectory: String?
     /// Jobs carried from the previous snapshot without a job of this run (``carry(indices:)``).
     private let carriedInBulk = HostMutex<[Int]>([])
     /// Directories `each:` tasks listed, by task.
@@ -53,8 +69,11 @@ final class SnapshotRecorder: Sendable {
     /// The snapshot carried entries refer to.
     private let previous: UpToDateSnapshot?
 
-    init(previous: UpToDateSnapshot?) {
+    /// A recorder whose recorded paths go to an anonymous file in `spillDirectory` (`.kiln/`), or
+    /// stay in memory when it is `nil`.
+    init(previous: UpToDateSnapshot?, spillDirectory: String? = nil) {
         self.previous = previous
+        self.spillDirectory = spillDirectory
     }
 
     /// Records a job's paths; `nil` when they couldn't be captured (the snapshot then won't claim
@@ -65,8 +84,10 @@ final class SnapshotRecorder: Sendable {
             return
         }
         recorded.withLock { recorded in
-            let start = recorded.paths.count
-            for path in paths { recorded.paths.append(path) }
+            let spill = recorded.paths ?? WatchedPathSpill(directory: spillDirectory)
+            recorded.paths = spill
+            let start = Int32(spill.count)
+            for path in paths { spill.append(path) }
             recorded.entries.append(
                 Entry(key: key, alwaysRuns: alwaysRuns, paths: .fresh(start: start, count: Int32(paths.count)))
             )
@@ -110,7 +131,7 @@ final class SnapshotRecorder: Sendable {
         var complete: Bool
         var watches = false
         var anyAlwaysRuns: Bool
-        var paths: ChunkedArray<WatchedPath>
+        var paths: WatchedPathTable
         var jobs: [Job]
         var positions: [Int32]
         var published: PublishedSignatures
@@ -120,7 +141,10 @@ final class SnapshotRecorder: Sendable {
         let previous: UpToDateSnapshot?
 
         var pathCount: Int { paths.count }
-        func path(at position: Int) -> WatchedPath { paths[position] }
+        func path(at position: Int) -> WatchedPath { paths[Int32(position)] }
+        func pathString(at position: Int) -> String { paths.path(at: Int32(position)) }
+        /// Whether the recorded paths were read back whole (not when reading the file failed).
+        var isIntact: Bool { !(paths.spill?.failed ?? false) }
         var visitedJobCount: Int { jobs.count }
         func forEachJob(
             _ body: (_ name: String, _ source: String?, _ alwaysRuns: Bool, _ paths: ArraySlice<Int32>) -> Void
@@ -150,9 +174,10 @@ final class SnapshotRecorder: Sendable {
     /// are merged into it, and paths no job watches any more are dropped. When no job is carried,
     /// the table starts empty.
     ///
-    /// The paths are copied into the table once, and each chunk of what was recorded is let go
-    /// as it is passed: at the end of an `each:` task over 100k files, that was two copies of
-    /// every path, an array a job and a dictionary of every path (23 MB more at the peak).
+    /// The recorded paths are read back from their file once, in order. The table holds each
+    /// path's string and where its state is; a state is held in memory only for a path seen
+    /// again (to compare the sightings), so at the end of an `each:` task over 100k files the
+    /// states stay in the file (8.8 MB) and are read from it as the snapshot is written.
     ///
     /// Takes what was recorded. Called once, at the end of a run (a second call finds nothing
     /// recorded, and its snapshot is incomplete).
@@ -188,15 +213,23 @@ final class SnapshotRecorder: Sendable {
         for index in bulk { carriedCount += previous?.jobs[index].paths.count ?? 0 }
         let base = carries ? previous : nil
         // Index slots for every path at once (an index grown as it fills is placed again whole).
-        var table = WatchedPathTable(base?.paths ?? [], capacity: (base?.paths.count ?? 0) + freshCount)
+        var table = WatchedPathTable(
+            base?.paths ?? [],
+            spill: taken.paths,
+            capacity: (base?.paths.count ?? 0) + freshCount
+        )
         // The different states jobs saw of a conflicting path, first seen first: a job that
         // added the path before it conflicted saw the first (a carried job, the previous
         // table's), and `sawState` says which one the others saw.
         var states: [Int32: [WatchedPath]] = [:]
         var sawState: [Int: [Int: Int]] = [:]
-        func add(_ path: WatchedPath, job: Int, offset: Int) -> Int32 {
-            guard let known = table.position(of: path.path) else { return table.append(path) }
-            let current = table[known]
+        // `spilled`: the path's index in the recorded paths, or `nil` for a path held in memory.
+        func add(_ path: WatchedPath, spilled: Int?, job: Int, offset: Int) -> Int32 {
+            guard let known = table.position(of: path.path) else {
+                guard let spilled else { return table.append(path) }
+                return table.append(path: path.path, spilled: spilled)
+            }
+            let current = table.stateToCompare(at: known)
             let same = current.describesSameState(as: path)
             if !same || states[known] != nil {
                 var seenStates = states[known] ?? [current]
@@ -252,11 +285,13 @@ final class SnapshotRecorder: Sendable {
                             count: count
                         )
                     )
-                    for offset in 0..<Int(count) {
-                        positions.append(add(taken.paths[start + offset], job: job, offset: offset))
+                    if let spill = taken.paths {
+                        for offset in 0..<Int(count) {
+                            let index = Int(start) + offset
+                            positions.append(add(spill[index], spilled: index, job: job, offset: offset))
+                        }
                     }
                 }
-                taken.paths.release(before: start + Int(count))
             case .carried(let index):
                 guard let previous, !superseded.contains(position) else { break }
                 let paths = previous.jobs[index].paths
@@ -274,7 +309,7 @@ final class SnapshotRecorder: Sendable {
         let entries = taken.entries
         taken = Recorded()
         for (_, listing) in listed {
-            for path in listing { _ = add(path, job: -1, offset: 0) }
+            for path in listing { _ = add(path, spilled: nil, job: -1, offset: 0) }
         }
 
         var dropped = 0
@@ -306,17 +341,7 @@ final class SnapshotRecorder: Sendable {
         for (_, listing) in listed {
             for path in listing { if let known = table.position(of: path.path) { used[Int(known)] = true } }
         }
-        var paths = table.takePaths()
-        if used.contains(false) {
-            // In place: a second table would be the peak of a run over many files.
-            var remap = [Int32](repeating: -1, count: paths.count)
-            var kept = 0
-            for position in 0..<paths.count where used[position] {
-                remap[position] = Int32(kept)
-                paths.swapAt(kept, position)
-                kept += 1
-            }
-            paths.removeLast(paths.count - kept)
+        if let remap = table.keep(used) {
             for job in jobs {
                 for offset in Int(job.start)..<Int(job.start + job.count) {
                     positions[offset] = remap[Int(positions[offset])]
@@ -329,7 +354,7 @@ final class SnapshotRecorder: Sendable {
             targets: targets,
             complete: complete,
             anyAlwaysRuns: jobs.contains { $0.alwaysRuns },
-            paths: paths,
+            paths: table,
             jobs: jobs,
             positions: positions,
             published: published,

@@ -2,23 +2,42 @@ import KilnPaths
 
 /// The paths of a snapshot being made, each once, found by path: the table, and an index of
 /// its positions by open addressing (4 bytes a slot, at most half of them taken), not a
-/// dictionary keyed by path (a 24-byte bucket a path, on top of the table). The table grows in
-/// chunks, as the recorded paths it is made from are let go.
+/// dictionary keyed by path (a 24-byte bucket a path, on top of the table).
 ///
-/// Threading: a value type.
+/// An entry is its path and where its state is, 24 bytes: most states stay in the
+/// ``WatchedPathSpill`` the run recorded them in (an `each:` task over 100k files held 8.8 MB of
+/// them). The states it holds are the starting table's, the paths added whole (a listing's),
+/// and those of paths seen again, held from the second sighting on: comparing them is then a
+/// read of memory, not of the file.
+///
+/// Threading: a value type (its spill is read, never written, and only through it).
 struct WatchedPathTable {
-    private var paths = ChunkedArray<WatchedPath>()
-    /// Positions in ``paths`` by the hash of their path; -1 for an empty slot.
+    private struct Entry {
+        var path: String
+        /// Where the state is: at or past 0, that index in ``spill``; below, `-1 -` its index in
+        /// ``base`` followed by ``held``.
+        var state: Int32
+    }
+    private var entries = ChunkedArray<Entry>()
+    /// The starting table's states (shared with the snapshot it came from, not copied).
+    private let base: [WatchedPath]
+    /// States held in memory besides ``base``.
+    private var held: [WatchedPath] = []
+    /// Where the states of spilled entries are.
+    let spill: WatchedPathSpill?
+    /// Positions in ``entries`` by the hash of their path; -1 for an empty slot.
     private var slots: [Int32] = []
 
     /// A table that starts as `paths` (each path once), with index slots for `capacity` paths
-    /// in all.
-    init(_ paths: [WatchedPath] = [], capacity: Int) {
-        for path in paths { self.paths.append(path) }
+    /// in all; the states of paths added by their index in `spill` are read from it.
+    init(_ paths: [WatchedPath] = [], spill: WatchedPathSpill? = nil, capacity: Int) {
+        base = paths
+        self.spill = spill
+        for (index, path) in paths.enumerated() { entries.append(Entry(path: path.path, state: Int32(-1 - index))) }
         rehash(slotCount: Self.slotCount(for: max(capacity, paths.count)))
     }
 
-    var count: Int { paths.count }
+    var count: Int { entries.count }
 
     /// Where `path` is in the table.
     func position(of path: String) -> Int32? {
@@ -27,31 +46,88 @@ struct WatchedPathTable {
         while true {
             let position = slots[slot]
             if position < 0 { return nil }
-            if paths[Int(position)].path == path { return position }
+            if entries[Int(position)].path == path { return position }
             slot = (slot + 1) & mask
         }
     }
 
-    /// Adds a path the table doesn't have; returns its position.
-    mutating func append(_ entry: WatchedPath) -> Int32 {
-        if (paths.count + 1) * 2 > slots.count { rehash(slotCount: slots.count * 2) }
-        let position = Int32(paths.count)
-        paths.append(entry)
+    /// Adds a path the table doesn't have, its state held; returns its position.
+    mutating func append(_ path: WatchedPath) -> Int32 {
+        held.append(path)
+        return append(Entry(path: path.path, state: Int32(-base.count - held.count)))
+    }
+
+    /// Adds a path the table doesn't have, its state the one at `index` in the spill; returns its
+    /// position.
+    mutating func append(path: String, spilled index: Int) -> Int32 {
+        precondition(spill != nil, "a spilled entry in a table without a spill")
+        return append(Entry(path: path, state: Int32(index)))
+    }
+
+    private mutating func append(_ entry: Entry) -> Int32 {
+        if (entries.count + 1) * 2 > slots.count { rehash(slotCount: slots.count * 2) }
+        let position = Int32(entries.count)
+        entries.append(entry)
         place(position)
         return position
     }
 
-    /// The entry at `position`; a new one must be of the same path.
+    /// The path at `position` with its state. Setting a new state (of the same path) holds it.
     subscript(position: Int32) -> WatchedPath {
-        get { paths[Int(position)] }
+        get {
+            let entry = entries[Int(position)]
+            if entry.state >= 0 {
+                guard let spill else { preconditionFailure("a spilled entry in a table without a spill") }
+                return spill.state(at: Int(entry.state), path: entry.path)
+            }
+            var state = heldState(-1 - Int(entry.state))
+            state.path = entry.path
+            return state
+        }
         set {
-            precondition(newValue.path == paths[Int(position)].path, "a table entry changes its state, not its path")
-            paths[Int(position)] = newValue
+            let entry = entries[Int(position)]
+            precondition(newValue.path == entry.path, "a table entry changes its state, not its path")
+            let index = -1 - Int(entry.state)
+            if entry.state < 0, index >= base.count {
+                held[index - base.count] = newValue
+            } else {
+                held.append(newValue)
+                entries[Int(position)].state = Int32(-base.count - held.count)
+            }
         }
     }
 
-    /// The paths, the index let go.
-    consuming func takePaths() -> ChunkedArray<WatchedPath> { paths }
+    /// The path at `position`, without its state.
+    func path(at position: Int32) -> String { entries[Int(position)].path }
+
+    /// The state at `position`, to compare with another sighting: a spilled one is read once and
+    /// held from then on.
+    mutating func stateToCompare(at position: Int32) -> WatchedPath {
+        let state = self[position]
+        if entries[Int(position)].state >= 0 { self[position] = state }
+        return state
+    }
+
+    private func heldState(_ index: Int) -> WatchedPath {
+        index < base.count ? base[index] : held[index - base.count]
+    }
+
+    /// Keeps only the entries whose `used` is true (in place: a second table would be the peak of
+    /// a run over many files), and lets the index go. Returns each old position's new one (-1:
+    /// dropped), or `nil` when every entry is kept.
+    mutating func keep(_ used: [Bool]) -> [Int32]? {
+        slots = []
+        guard used.contains(false) else { return nil }
+        var remap = [Int32](repeating: -1, count: entries.count)
+        var kept = 0
+        for position in 0..<entries.count where used[position] {
+            remap[position] = Int32(kept)
+            entries.swapAt(kept, position)
+            kept += 1
+        }
+        entries.removeLast(entries.count - kept)
+        return remap
+    }
 
     private static func slotCount(for capacity: Int) -> Int {
         var count = 16
@@ -61,12 +137,12 @@ struct WatchedPathTable {
 
     private mutating func rehash(slotCount: Int) {
         slots = [Int32](repeating: -1, count: slotCount)
-        for position in 0..<paths.count { place(Int32(position)) }
+        for position in 0..<entries.count { place(Int32(position)) }
     }
 
     private mutating func place(_ position: Int32) {
         let mask = slots.count - 1
-        var slot = paths[Int(position)].path.hashValue & mask
+        var slot = entries[Int(position)].path.hashValue & mask
         while slots[slot] >= 0 { slot = (slot + 1) & mask }
         slots[slot] = position
     }

@@ -1,7 +1,13 @@
+import Foundation
 import KilnPaths
+import KilnTestSupport
 import Testing
 
 @testable import KilnHost
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// The compact tables a run keeps one entry a job in (issue 15, item 3): they must say what
 /// the dictionaries they replaced said.
@@ -145,5 +151,162 @@ struct RunTablesTests {
         #expect(snapshot.jobs.map(\.key) == ["other", JobKey(task: "job", source: "x").stored])
         let job = try #require(snapshot.jobs.last)
         #expect(!job.alwaysRuns && job.paths.map { snapshot.paths[Int($0)].path } == ["second"])
+    }
+}
+
+/// What a run records for every job goes to a file in `.kiln/` (issue 15, item 3): read back, it
+/// must be what was recorded, however it is read.
+@Suite("What a run records, out of memory")
+struct SpilledRecordsTests {
+    /// Pieces of many sizes, one of them past the 64 KiB buffer.
+    private static func pieces() -> [[UInt8]] {
+        (0..<3000).map { number in
+            let size = number == 1500 ? SpillFile.bufferSize + 100 : (number * 37) % 200
+            return (0..<size).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ number) }
+        }
+    }
+
+    private static func bytes(_ store: SpillFile, at offset: Int, count: Int) -> [UInt8] {
+        store.withBytes(at: offset, count: count) { [UInt8]($0) }
+    }
+
+    @Test(
+        "bytes appended to the file, or kept in memory, read back in order, out of order, and before they are written"
+    )
+    func spillFileReadsBack() throws {
+        let directory = try TemporaryDirectory()
+        for store in [SpillFile(directory: directory.path), SpillFile(directory: nil)] {
+            let pieces = Self.pieces()
+            var offsets: [Int] = []
+            for (number, piece) in pieces.enumerated() {
+                offsets.append(store.append(piece))
+                // The newest piece, still in the buffer, reads back too.
+                if number % 500 == 0 { #expect(Self.bytes(store, at: offsets[number], count: piece.count) == piece) }
+            }
+            #expect(store.count == pieces.reduce(0) { $0 + $1.count })
+            for (number, piece) in pieces.enumerated() {
+                #expect(Self.bytes(store, at: offsets[number], count: piece.count) == piece, "piece \(number)")
+            }
+            var generator = SystemRandomNumberGenerator()
+            for number in (0..<pieces.count).shuffled(using: &generator).prefix(500) {
+                #expect(Self.bytes(store, at: offsets[number], count: pieces[number].count) == pieces[number])
+            }
+            #expect(!store.failed)
+        }
+        #expect(SpillFile(directory: directory.path).isFileBacked)
+        // Nothing is left in the directory: the file has no name.
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path).isEmpty)
+    }
+
+    @Test("a file that can't be read back says so")
+    func spillFileFailureIsSaid() throws {
+        let directory = try TemporaryDirectory()
+        let descriptor = open(directory.path("write-only"), O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
+        try #require(descriptor >= 0)
+        let store = SpillFile(descriptor: descriptor)
+        let pieces = Self.pieces()
+        for piece in pieces { store.append(piece) }
+        #expect(!store.failed)
+        #expect(Self.bytes(store, at: 0, count: pieces[1].count) == [UInt8](repeating: 0, count: pieces[1].count))
+        #expect(store.failed)
+    }
+
+    @Test("watched paths read back as they were recorded, in the file or in memory")
+    func watchedPathsReadBack() throws {
+        let directory = try TemporaryDirectory()
+        func name(_ number: Int) -> String {
+            guard number % 3 == 0 else { return "f\(number)" }
+            let deep = String(repeating: "deep/", count: number % 40)
+            return "src/é \(number)/\(deep)f.c"
+        }
+        let paths = (0..<5000).map { (number: Int) -> WatchedPath in
+            WatchedPath(
+                path: name(number),
+                kind: WatchedPath.Kind(rawValue: UInt8(number % 4)) ?? .absent,
+                stat: FileSignature(
+                    device: UInt64.max - UInt64(number),
+                    inode: UInt64(number) << 32,
+                    size: Int64(number) - 2500,
+                    modified: Int64.min + Int64(number),
+                    changed: Int64.max - Int64(number)
+                ),
+                hash: ContentHash(high: UInt64(number) &* 0x9E37_79B9_7F4A_7C15, low: ~UInt64(number)),
+                seenAt: -Int64(number)
+            )
+        }
+        for spill in [WatchedPathSpill(directory: directory.path), WatchedPathSpill(directory: nil)] {
+            for (number, path) in paths.enumerated() { #expect(spill.append(path) == number) }
+            #expect(spill.count == paths.count)
+            #expect((0..<paths.count).allSatisfy { spill[$0] == paths[$0] })
+            for number in stride(from: paths.count - 1, through: 0, by: -7) {
+                #expect(spill.state(at: number, path: paths[number].path) == paths[number])
+            }
+            #expect(!spill.failed)
+        }
+    }
+
+    @Test("the path table holds the states of paths seen again, and finds a spilled path's state in the file")
+    func tableOfSpilledPaths() throws {
+        let directory = try TemporaryDirectory()
+        let spill = WatchedPathSpill(directory: directory.path)
+        let recorded = (0..<20_000).map { WatchedPath(absent: "src/\($0).c", seenAt: Int64($0)) }
+        for path in recorded { spill.append(path) }
+        let start = [WatchedPath(absent: "base", seenAt: -1)]
+        var table = WatchedPathTable(start, spill: spill, capacity: 16)
+        for (index, path) in recorded.enumerated() {
+            #expect(table.append(path: path.path, spilled: index) == Int32(index + 1))
+        }
+        let listed = table.append(WatchedPath(absent: "listed", seenAt: 5))
+        #expect(table[0] == start[0] && table[listed].path == "listed")
+        #expect((0..<recorded.count).allSatisfy { table[Int32($0 + 1)] == recorded[$0] })
+        // Seen again: read once, then held; a newer state replaces it.
+        #expect(table.stateToCompare(at: 7) == recorded[6])
+        var newer = recorded[6]
+        newer.seenAt = 1000
+        table[7] = newer
+        #expect(table[7] == newer && table.position(of: "src/6.c") == 7)
+        // Kept in place: the positions move up, the states go with their paths.
+        var used = [Bool](repeating: true, count: table.count)
+        used[1] = false
+        used[3] = false
+        let kept = table.keep(used)
+        let remap = try #require(kept)
+        #expect(remap[1] == -1 && remap[3] == -1 && remap[7] == 5 && table.count == recorded.count)
+        #expect(table[5] == newer && table[1] == recorded[1] && table[Int32(table.count - 1)].path == "listed")
+        #expect(!spill.failed)
+    }
+
+    @Test("a snapshot whose recorded paths couldn't be read back is not written")
+    func unreadableRecordsAreNotWritten() throws {
+        let directory = try TemporaryDirectory()
+        try FileManager.default.createDirectory(atPath: directory.path(".kiln"), withIntermediateDirectories: true)
+        struct Unreadable: SnapshotContents {
+            var snapshot: UpToDateSnapshot
+            var taskfileIdentity: ContentHash { snapshot.taskfileIdentity }
+            var targets: [String] { snapshot.targets }
+            var complete: Bool { snapshot.complete }
+            var watches: Bool { snapshot.watches }
+            var anyAlwaysRuns: Bool { snapshot.anyAlwaysRuns }
+            var pathCount: Int { snapshot.pathCount }
+            func path(at position: Int) -> WatchedPath { snapshot.path(at: position) }
+            var visitedJobCount: Int { snapshot.visitedJobCount }
+            func forEachJob(
+                _ body: (_ name: String, _ source: String?, _ alwaysRuns: Bool, _ paths: ArraySlice<Int32>) -> Void
+            ) { snapshot.forEachJob(body) }
+            var publishedCount: Int { snapshot.publishedCount }
+            func forEachPublished(_ body: (_ name: String, _ source: String?, _ signature: ContentHash) -> Void) {
+                snapshot.forEachPublished(body)
+            }
+            var isIntact: Bool { false }
+        }
+        let recorder = SnapshotRecorder(previous: nil, spillDirectory: directory.path(".kiln"))
+        recorder.record(key: JobKey(task: "job"), alwaysRuns: false, paths: [WatchedPath(absent: "a", seenAt: 1)])
+        let snapshot = try recorder.snapshot(expectedJobs: 1)
+        #expect(snapshot.write(root: directory.path))
+        #expect(FileManager.default.fileExists(atPath: UpToDateSnapshot.path(root: directory.path)))
+        UpToDateSnapshot.remove(root: directory.path)
+        #expect(!Unreadable(snapshot: snapshot).write(root: directory.path))
+        #expect(!FileManager.default.fileExists(atPath: UpToDateSnapshot.path(root: directory.path)))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path(".kiln")).isEmpty)
     }
 }

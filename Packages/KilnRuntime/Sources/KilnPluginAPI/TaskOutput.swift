@@ -143,18 +143,7 @@ public final class TaskOutput: Sendable {
     // MARK: - The spill file
 
     private func openSpillFile() -> Int32? {
-        guard let spillDirectory else { return nil }
-        // Anonymous: no name to clean up, gone with the descriptor even after a crash.
-        // O_TMPFILE (Linux: __O_TMPFILE | O_DIRECTORY), which Glibc's module doesn't export.
-        let temporaryFile: Int32 = 0o20_000_000 | O_DIRECTORY
-        let anonymous = open(spillDirectory, temporaryFile | O_RDWR | O_CLOEXEC, 0o600)
-        if anonymous >= 0 { return anonymous }
-        var template = Array((spillDirectory + "/output-XXXXXX").utf8CString)
-        let named = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
-        guard named >= 0 else { return nil }
-        _ = fcntl(named, F_SETFD, FD_CLOEXEC)
-        template.withUnsafeBufferPointer { _ = unlink($0.baseAddress!) }
-        return named
+        spillDirectory.flatMap(AnonymousFile.open(in:))
     }
 
     private static func write(_ bytes: ArraySlice<UInt8>, to file: Int32) -> Bool {

@@ -1,0 +1,96 @@
+import KilnPaths
+
+/// The paths a run's jobs watched, in the order they were recorded, kept out of memory (see
+/// ``SpillFile``): an `each:` task over 100k files recorded 8.8 MB of them, held until the run
+/// ended. Each path is a fixed record of 80 bytes, its string in a second store:
+///
+/// | bytes | field |
+/// | --- | --- |
+/// | 0 | kind |
+/// | 4–7 | the path's length in bytes |
+/// | 8–47 | the status: device, inode, size, modified, changed |
+/// | 48–63 | the hash: high, low |
+/// | 64–71 | when it was seen |
+/// | 72–79 | where the path's bytes start in the string store |
+///
+/// Threading: as ``SpillFile``: its owner's lock guards it.
+final class WatchedPathSpill {
+    private static let recordSize = 80
+    private let records: SpillFile
+    private let strings: SpillFile
+
+    /// A spill in `directory` (in memory when `nil`).
+    init(directory: String?) {
+        records = SpillFile(directory: directory)
+        strings = SpillFile(directory: directory)
+    }
+
+    /// How many paths were appended.
+    var count: Int { records.count / Self.recordSize }
+
+    /// Whether reading back what was appended failed (what was read can't be trusted).
+    var failed: Bool { records.failed || strings.failed }
+
+    /// Appends `path`; returns its index.
+    @discardableResult
+    func append(_ path: WatchedPath) -> Int {
+        let index = count
+        let utf8 = path.path.utf8
+        let stringOffset = strings.append(utf8)
+        records.append(count: Self.recordSize) { bytes in
+            func store(_ field: UInt64, _ number: Int) {
+                bytes.storeBytes(of: field.littleEndian, toByteOffset: 8 + 8 * number, as: UInt64.self)
+            }
+            bytes[0] = path.kind.rawValue
+            bytes.storeBytes(of: UInt32(truncatingIfNeeded: utf8.count).littleEndian, toByteOffset: 4, as: UInt32.self)
+            store(path.stat.device, 0)
+            store(path.stat.inode, 1)
+            store(UInt64(bitPattern: path.stat.size), 2)
+            store(UInt64(bitPattern: path.stat.modified), 3)
+            store(UInt64(bitPattern: path.stat.changed), 4)
+            store(path.hash.high, 5)
+            store(path.hash.low, 6)
+            store(UInt64(bitPattern: path.seenAt), 7)
+            store(UInt64(stringOffset), 8)
+        }
+        return index
+    }
+
+    /// The path at `index`, with its string.
+    subscript(index: Int) -> WatchedPath {
+        let (state, length, stringOffset) = record(at: index)
+        var path = state
+        path.path = strings.withBytes(at: stringOffset, count: length) { String(decoding: $0, as: UTF8.self) }
+        return path
+    }
+
+    /// The state of the path at `index` under the name `path` (its string isn't read back).
+    func state(at index: Int, path: String) -> WatchedPath {
+        var state = record(at: index).state
+        state.path = path
+        return state
+    }
+
+    private func record(at index: Int) -> (state: WatchedPath, length: Int, stringOffset: Int) {
+        records.withBytes(at: index * Self.recordSize, count: Self.recordSize) { bytes in
+            func field(_ number: Int) -> UInt64 {
+                UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: 8 + 8 * number, as: UInt64.self))
+            }
+            let length = Int(UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: 4, as: UInt32.self)))
+            let state = WatchedPath(
+                path: "",
+                kind: WatchedPath.Kind(rawValue: bytes[0]) ?? .absent,
+                stat: FileSignature(
+                    device: field(0),
+                    inode: field(1),
+                    size: Int64(bitPattern: field(2)),
+                    modified: Int64(bitPattern: field(3)),
+                    changed: Int64(bitPattern: field(4))
+                ),
+                hash: ContentHash(high: field(5), low: field(6)),
+                seenAt: Int64(bitPattern: field(7))
+            )
+            return (state, length, Int(field(8)))
+        }
+    }
+}
