@@ -795,6 +795,8 @@ public final class IncrementalState: Sendable {
     public func saveFiles() {
         guard !dryRun else { return }
         state?.save(changedFiles: hasher.takeChangedRecords())
+        // Saved, they can be read back should anything ask again.
+        hasher.letGoOfSaved()
     }
 
     /// Writes the up-to-date snapshot of a run whose jobs have all finished: `jobs` of them

@@ -30,16 +30,17 @@ final class SnapshotRecorder: Sendable {
         /// Up to date on the previous snapshot's word: that snapshot's job at this index.
         case carried(Int)
     }
-    /// 48 bytes: its ``Paths`` as two numbers (an enum of them took 56).
+    /// 24 bytes: its key is in the spill (with it, and its ``Paths`` as an enum, it took 56).
     fileprivate struct Entry {
-        var key: JobKey
+        /// Where its key is in the spill (``RecordSpill/key(at:)``).
+        var keyAt: Int
         var alwaysRuns: Bool
         /// A fresh job's first path and how many, or a carried job's index and -1.
         private var first: Int32
         private var count: Int32
 
-        init(key: JobKey, alwaysRuns: Bool, paths: Paths) {
-            self.key = key
+        init(keyAt: Int, alwaysRuns: Bool, paths: Paths) {
+            self.keyAt = keyAt
             self.alwaysRuns = alwaysRuns
             switch paths {
             case .fresh(let start, let count): (first, self.count) = (start, count)
@@ -51,11 +52,19 @@ final class SnapshotRecorder: Sendable {
     }
     /// What was recorded, in order: every job (a later entry of a key replaces an earlier one),
     /// in chunks (the 100k jobs of an `each:` task don't each hold an array, and no table grows
-    /// by doubling, two copies while it grows); and every fresh job's paths one after another,
-    /// out of memory (made with the first).
+    /// by doubling, two copies while it grows); and, out of memory, the jobs' keys and every
+    /// fresh job's paths one after another (the spill is made with the first job).
     private struct Recorded {
         var entries = ChunkedArray<Entry>()
-        var paths: WatchedPathSpill?
+        var paths: RecordSpill?
+
+        /// The spill, made if need be.
+        mutating func spill(in directory: String?) -> RecordSpill {
+            if let paths { return paths }
+            let made = RecordSpill(directory: directory)
+            paths = made
+            return made
+        }
     }
     private let recorded = HostMutex(Recorded())
     /// Where the recorded paths go (`.kiln/`), or `nil` to keep them in memory.
@@ -84,12 +93,15 @@ final class SnapshotRecorder: Sendable {
             return
         }
         recorded.withLock { recorded in
-            let spill = recorded.paths ?? WatchedPathSpill(directory: spillDirectory)
-            recorded.paths = spill
+            let spill = recorded.spill(in: spillDirectory)
             let start = Int32(spill.count)
             for path in paths { spill.append(path) }
             recorded.entries.append(
-                Entry(key: key, alwaysRuns: alwaysRuns, paths: .fresh(start: start, count: Int32(paths.count)))
+                Entry(
+                    keyAt: spill.append(key),
+                    alwaysRuns: alwaysRuns,
+                    paths: .fresh(start: start, count: Int32(paths.count))
+                )
             )
         }
     }
@@ -102,7 +114,10 @@ final class SnapshotRecorder: Sendable {
 
     /// Records a job found up to date on the previous snapshot's word (its job at `index`).
     func carry(key: JobKey, index: Int) {
-        recorded.withLock { $0.entries.append(Entry(key: key, alwaysRuns: false, paths: .carried(index))) }
+        recorded.withLock { recorded in
+            let spill = recorded.spill(in: spillDirectory)
+            recorded.entries.append(Entry(keyAt: spill.append(key), alwaysRuns: false, paths: .carried(index)))
+        }
     }
 
     /// Records jobs up to date on the previous snapshot's word, at once, by their indices there
@@ -116,15 +131,25 @@ final class SnapshotRecorder: Sendable {
     ///
     /// Threading: a value type.
     struct Contents: SnapshotContents {
-        /// 16 bytes, where its key is: the job's, a key of its own, took 48.
+        /// 16 bytes: where its key is (a key of its own took 48), and where its path positions
+        /// are.
         struct Job {
-            /// Its entry in ``Contents/entries``, or (negative) `-1 -` its position among the
-            /// previous snapshot's jobs, carried in bulk.
-            var origin: Int32
-            var alwaysRuns: Bool
+            /// Where its key is in the spill (``RecordSpill/key(at:)``), or (negative) `-1 -` its
+            /// position among the previous snapshot's jobs, carried in bulk.
+            var key: Int
             /// Where its path positions are in ``Contents/positions``.
             var start: Int32
-            var count: Int32
+            /// How many, complemented when the job always runs.
+            private var countAndRuns: Int32
+
+            init(key: Int, alwaysRuns: Bool, start: Int32, count: Int32) {
+                self.key = key
+                self.start = start
+                countAndRuns = alwaysRuns ? ~count : count
+            }
+
+            var alwaysRuns: Bool { countAndRuns < 0 }
+            var count: Int32 { countAndRuns < 0 ? ~countAndRuns : countAndRuns }
         }
         var taskfileIdentity: ContentHash
         var targets: [String]
@@ -135,8 +160,6 @@ final class SnapshotRecorder: Sendable {
         var jobs: [Job]
         var positions: [Int32]
         var published: PublishedSignatures
-        /// What was recorded, where the keys of this run's jobs are.
-        fileprivate var entries: ChunkedArray<Entry>
         /// The snapshot jobs carried in bulk come from.
         let previous: UpToDateSnapshot?
 
@@ -149,13 +172,15 @@ final class SnapshotRecorder: Sendable {
         func forEachJob(
             _ body: (_ name: String, _ source: String?, _ alwaysRuns: Bool, _ paths: ArraySlice<Int32>) -> Void
         ) {
+            // This run's jobs' keys are read back from the spill (an entry makes it).
+            let spill = paths.spill
             for job in jobs {
                 let paths = positions[Int(job.start)..<Int(job.start + job.count)]
-                if job.origin >= 0 {
-                    let key = entries[Int(job.origin)].key
+                if job.key < 0 {
+                    body(previous?.jobs[-1 - job.key].key ?? "", nil, job.alwaysRuns, paths)
+                } else if let spill {
+                    let key = spill.key(at: job.key)
                     body(key.task, key.source, job.alwaysRuns, paths)
-                } else {
-                    body(previous?.jobs[Int(-1 - job.origin)].key ?? "", nil, job.alwaysRuns, paths)
                 }
             }
         }
@@ -193,7 +218,7 @@ final class SnapshotRecorder: Sendable {
         }
         let bulk = previous == nil ? [] : carriedInBulk.withLock { $0 }
         let listed = listings.withLock { $0 }
-        let superseded = Self.superseded(taken.entries)
+        let superseded = Self.superseded(taken.entries, keysIn: taken.paths)
         // Only carried jobs refer to the previous table's positions. With none (a full or a first
         // run after a cold one), the table starts empty: starting from the previous one cost a
         // copy of it, reserved for every fresh path besides, then a third array to drop what no
@@ -261,7 +286,7 @@ final class SnapshotRecorder: Sendable {
                 let job = previous.jobs[index]
                 jobs.append(
                     Job(
-                        origin: Int32(-1 - index),
+                        key: -1 - index,
                         alwaysRuns: job.alwaysRuns,
                         start: Int32(positions.count),
                         count: Int32(job.paths.count)
@@ -279,7 +304,7 @@ final class SnapshotRecorder: Sendable {
                     let job = jobs.count
                     jobs.append(
                         Job(
-                            origin: Int32(position),
+                            key: entry.keyAt,
                             alwaysRuns: entry.alwaysRuns,
                             start: Int32(positions.count),
                             count: count
@@ -297,7 +322,7 @@ final class SnapshotRecorder: Sendable {
                 let paths = previous.jobs[index].paths
                 jobs.append(
                     Job(
-                        origin: Int32(position),
+                        key: entry.keyAt,
                         alwaysRuns: false,
                         start: Int32(positions.count),
                         count: Int32(paths.count)
@@ -305,8 +330,9 @@ final class SnapshotRecorder: Sendable {
                 )
                 positions += paths
             }
+            // Passed: its chunk goes as the jobs grow (they hold what the snapshot needs of it).
+            taken.entries.release(before: position + 1)
         }
-        let entries = taken.entries
         taken = Recorded()
         for (_, listing) in listed {
             for path in listing { _ = add(path, spilled: nil, job: -1, offset: 0) }
@@ -358,25 +384,27 @@ final class SnapshotRecorder: Sendable {
             jobs: jobs,
             positions: positions,
             published: published,
-            entries: entries,
             previous: previous
         )
     }
 
     /// The positions of entries a later entry of the same key replaces (a dictionary by key
     /// would hold every key again: their hashes find the few that repeat).
-    private static func superseded(_ entries: ChunkedArray<Entry>) -> Set<Int> {
+    private static func superseded(_ entries: ChunkedArray<Entry>, keysIn spill: RecordSpill?) -> Set<Int> {
+        guard let spill else { return [] }
         var seen = Set<Int>(minimumCapacity: entries.count)
         var repeated = Set<Int>()
         for position in 0..<entries.count {
-            let hash = entries[position].key.hashValue
+            let hash = spill.key(at: entries[position].keyAt).hashValue
             if !seen.insert(hash).inserted { repeated.insert(hash) }
         }
         guard !repeated.isEmpty else { return [] }
         var latest: [JobKey: Int] = [:]
         var result = Set<Int>()
-        for position in 0..<entries.count where repeated.contains(entries[position].key.hashValue) {
-            if let earlier = latest.updateValue(position, forKey: entries[position].key) { result.insert(earlier) }
+        for position in 0..<entries.count {
+            let key = spill.key(at: entries[position].keyAt)
+            guard repeated.contains(key.hashValue) else { continue }
+            if let earlier = latest.updateValue(position, forKey: key) { result.insert(earlier) }
         }
         return result
     }

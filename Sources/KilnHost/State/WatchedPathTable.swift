@@ -5,7 +5,7 @@ import KilnPaths
 /// dictionary keyed by path (a 24-byte bucket a path, on top of the table).
 ///
 /// An entry is its path and where its state is, 24 bytes: most states stay in the
-/// ``WatchedPathSpill`` the run recorded them in (an `each:` task over 100k files held 8.8 MB of
+/// ``RecordSpill`` the run recorded them in (an `each:` task over 100k files held 8.8 MB of
 /// them). The states it holds are the starting table's, the paths added whole (a listing's),
 /// and those of paths seen again, held from the second sighting on: comparing them is then a
 /// read of memory, not of the file.
@@ -24,13 +24,13 @@ struct WatchedPathTable {
     /// States held in memory besides ``base``.
     private var held: [WatchedPath] = []
     /// Where the states of spilled entries are.
-    let spill: WatchedPathSpill?
+    let spill: RecordSpill?
     /// Positions in ``entries`` by the hash of their path; -1 for an empty slot.
     private var slots: [Int32] = []
 
     /// A table that starts as `paths` (each path once), with index slots for `capacity` paths
     /// in all; the states of paths added by their index in `spill` are read from it.
-    init(_ paths: [WatchedPath] = [], spill: WatchedPathSpill? = nil, capacity: Int) {
+    init(_ paths: [WatchedPath] = [], spill: RecordSpill? = nil, capacity: Int) {
         base = paths
         self.spill = spill
         for (index, path) in paths.enumerated() { entries.append(Entry(path: path.path, state: Int32(-1 - index))) }

@@ -7,8 +7,8 @@ import KilnPluginAPI
 /// Append-only bytes kept out of memory: what a run records for every job, read back once when
 /// the run ends. They go to an anonymous file in a directory (`.kiln/`; see
 /// ``AnonymousFile/open(in:)``) through a 64 KiB buffer, and are read back at the offsets
-/// ``append(_:)`` returned: in order through a 64 KiB window, or one piece at a time when the
-/// reader jumps. Without a directory, or when the file can't be made, they stay in memory.
+/// ``append(_:)`` returned: going forward, through a 64 KiB window; one piece at a time when the
+/// reader jumps back or far ahead. Without a directory, or when the file can't be made, they stay in memory.
 ///
 /// Nothing is lost quietly: a failed write or read sets ``failed`` (and a read that failed gives
 /// zeros), and the owner must then not trust what it read.
@@ -27,8 +27,6 @@ final class SpillFile {
     /// The bytes of the file from ``windowStart`` (a sequential reader's).
     private var window: [UInt8] = []
     private var windowStart = 0
-    /// Where the last read ended: a read that starts there moves the window on.
-    private var lastEnd = -1
     /// Whether a write or read failed.
     private(set) var failed = false
 
@@ -95,15 +93,16 @@ final class SpillFile {
 
     /// Calls `body` with the `count` bytes at `offset` (from ``append(_:)``).
     func withBytes<Result>(at offset: Int, count: Int, _ body: (UnsafeRawBufferPointer) -> Result) -> Result {
-        defer { lastEnd = offset + count }
         if offset >= written {
             let start = offset - written
             guard start >= 0, start + count <= pending.count else { return zeros(count, body) }
             return pending.withUnsafeBytes { body(UnsafeRawBufferPointer(rebasing: $0[start..<start + count])) }
         }
         let inWindow = offset >= windowStart && offset + count <= windowStart + window.count
-        if !inWindow, offset == lastEnd || window.isEmpty {
-            // Sequential: the window moves on to start here.
+        // Ahead, within a window's length past it: a reader going forward (perhaps skipping
+        // pieces it doesn't need) moves the window on to start here.
+        let ahead = offset >= windowStart && offset < windowStart + window.count + Self.bufferSize
+        if !inWindow, ahead || window.isEmpty {
             let size = min(max(Self.bufferSize, count), written - offset)
             window = [UInt8](repeating: 0, count: size)
             windowStart = offset

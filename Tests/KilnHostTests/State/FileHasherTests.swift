@@ -193,5 +193,26 @@ struct FileHasherTests {
         for file in files { _ = try unbounded.hash(file) }
         _ = unbounded.takeChangedRecords()
         #expect(unbounded.keptCount == files.count)
+        unbounded.letGoOfSaved()
+        #expect(unbounded.keptCount == files.count)
+
+        // Once the run's records are saved, all of them go at once (the snapshot is made next);
+        // records not yet taken stay, and one let go is read back, not read from its file.
+        state.save(changedFiles: unsaved)
+        state.save(changedFiles: roomy.takeChangedRecords())
+        _ = try directory.write("src/new.txt", "new")
+        try setModificationTime(directory.path("src/new.txt"), secondsAgo: 10)
+        #expect(try roomy.hash("src/new.txt")?.source == .read)
+        roomy.letGoOfSaved()
+        #expect(roomy.keptCount == 1)
+        let taken = roomy.takeChangedRecords()
+        #expect(Array(taken.keys) == ["src/new.txt"])
+        state.save(changedFiles: taken)
+        roomy.letGoOfSaved()
+        #expect(roomy.keptCount == 0)
+        asked.withLock { $0 = 0 }
+        let readBefore = roomy.statistics.read
+        #expect(try roomy.hash(files[3])?.hash == ContentHash.of("file 3"))
+        #expect(asked.withLock { $0 } == 1 && roomy.statistics.read == readBefore)
     }
 }

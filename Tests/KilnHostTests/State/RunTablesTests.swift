@@ -211,7 +211,7 @@ struct SpilledRecordsTests {
         #expect(store.failed)
     }
 
-    @Test("watched paths read back as they were recorded, in the file or in memory")
+    @Test("watched paths and job keys read back as they were recorded, in the file or in memory")
     func watchedPathsReadBack() throws {
         let directory = try TemporaryDirectory()
         func name(_ number: Int) -> String {
@@ -234,13 +234,22 @@ struct SpilledRecordsTests {
                 seenAt: -Int64(number)
             )
         }
-        for spill in [WatchedPathSpill(directory: directory.path), WatchedPathSpill(directory: nil)] {
+        for spill in [RecordSpill(directory: directory.path), RecordSpill(directory: nil)] {
             for (number, path) in paths.enumerated() { #expect(spill.append(path) == number) }
             #expect(spill.count == paths.count)
             #expect((0..<paths.count).allSatisfy { spill[$0] == paths[$0] })
             for number in stride(from: paths.count - 1, through: 0, by: -7) {
                 #expect(spill.state(at: number, path: paths[number].path) == paths[number])
             }
+            // Job keys, beside them: a plain task's, an `each:` job's (an empty file too).
+            let keys = (0..<3000).map { number in
+                number % 3 == 0
+                    ? JobKey(task: "ns:build-\(number)")
+                    : JobKey(task: "compile", source: number % 3 == 1 ? name(number) : "")
+            }
+            let offsets = keys.map { spill.append($0) }
+            #expect(zip(keys, offsets).allSatisfy { spill.key(at: $1) == $0 })
+            #expect(spill.key(at: offsets[1]).source == name(1) && spill.key(at: offsets[0]).source == nil)
             #expect(!spill.failed)
         }
     }
@@ -248,7 +257,7 @@ struct SpilledRecordsTests {
     @Test("the path table holds the states of paths seen again, and finds a spilled path's state in the file")
     func tableOfSpilledPaths() throws {
         let directory = try TemporaryDirectory()
-        let spill = WatchedPathSpill(directory: directory.path)
+        let spill = RecordSpill(directory: directory.path)
         let recorded = (0..<20_000).map { WatchedPath(absent: "src/\($0).c", seenAt: Int64($0)) }
         for path in recorded { spill.append(path) }
         let start = [WatchedPath(absent: "base", seenAt: -1)]

@@ -1,8 +1,12 @@
 import KilnPaths
 
-/// The paths a run's jobs watched, in the order they were recorded, kept out of memory (see
-/// ``SpillFile``): an `each:` task over 100k files recorded 8.8 MB of them, held until the run
-/// ended. Each path is a fixed record of 80 bytes, its string in a second store:
+/// What a run recorded for every job, kept out of memory (see ``SpillFile``) until the snapshot
+/// is written: the jobs' keys, and the paths they watched (an `each:` task over 100k files
+/// recorded 8.8 MB of paths and 3.2 MB of keys, held until the run ended).
+///
+/// A key is the lengths of its task's name and of its file (`UInt32`s, little-endian; the file's
+/// is `UInt32.max` for a plain task's job), then their bytes. A path is a fixed record of 80
+/// bytes, its string in a store of its own:
 ///
 /// | bytes | field |
 /// | --- | --- |
@@ -14,22 +18,57 @@ import KilnPaths
 /// | 72–79 | where the path's bytes start in the string store |
 ///
 /// Threading: as ``SpillFile``: its owner's lock guards it.
-final class WatchedPathSpill {
+final class RecordSpill {
     private static let recordSize = 80
     private let records: SpillFile
     private let strings: SpillFile
+    private let keys: SpillFile
 
     /// A spill in `directory` (in memory when `nil`).
     init(directory: String?) {
         records = SpillFile(directory: directory)
         strings = SpillFile(directory: directory)
+        keys = SpillFile(directory: directory)
     }
 
     /// How many paths were appended.
     var count: Int { records.count / Self.recordSize }
 
     /// Whether reading back what was appended failed (what was read can't be trusted).
-    var failed: Bool { records.failed || strings.failed }
+    var failed: Bool { records.failed || strings.failed || keys.failed }
+
+    /// Appends `key`; returns where it is, for ``key(at:)``.
+    func append(_ key: JobKey) -> Int {
+        let task = key.task.utf8
+        let source = key.source?.utf8
+        let sourceCount = source?.count ?? 0
+        return keys.append(count: 8 + task.count + sourceCount) { bytes in
+            bytes.storeBytes(of: UInt32(truncatingIfNeeded: task.count).littleEndian, as: UInt32.self)
+            let sourceLength = source.map { UInt32(truncatingIfNeeded: $0.count) } ?? UInt32.max
+            bytes.storeBytes(of: sourceLength.littleEndian, toByteOffset: 4, as: UInt32.self)
+            UnsafeMutableRawBufferPointer(rebasing: bytes[8..<8 + task.count]).copyBytes(from: task)
+            if let source {
+                UnsafeMutableRawBufferPointer(rebasing: bytes[(8 + task.count)...]).copyBytes(from: source)
+            }
+        }
+    }
+
+    /// The key appended at `offset`.
+    func key(at offset: Int) -> JobKey {
+        let (taskCount, sourceLength) = keys.withBytes(at: offset, count: 8) { bytes in
+            (
+                Int(UInt32(littleEndian: bytes.loadUnaligned(as: UInt32.self))),
+                UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: 4, as: UInt32.self))
+            )
+        }
+        let sourceCount = sourceLength == UInt32.max ? 0 : Int(sourceLength)
+        return keys.withBytes(at: offset + 8, count: taskCount + sourceCount) { bytes in
+            let task = String(decoding: UnsafeRawBufferPointer(rebasing: bytes[..<taskCount]), as: UTF8.self)
+            guard sourceLength != UInt32.max else { return JobKey(task: task) }
+            let source = String(decoding: UnsafeRawBufferPointer(rebasing: bytes[taskCount...]), as: UTF8.self)
+            return JobKey(task: task, source: source)
+        }
+    }
 
     /// Appends `path`; returns its index.
     @discardableResult
