@@ -95,19 +95,22 @@ final class RecordSpill {
         return index
     }
 
-    /// The path at `index`, with its string.
+    /// The path at `index`, with its state.
     subscript(index: Int) -> WatchedPath {
         let (state, length, stringOffset) = record(at: index)
         var path = state
-        path.path = strings.withBytes(at: stringOffset, count: length) { String(decoding: $0, as: UTF8.self) }
+        path.path = string(at: stringOffset, length: length)
         return path
     }
 
-    /// The state of the path at `index` under the name `path` (its string isn't read back).
-    func state(at index: Int, path: String) -> WatchedPath {
-        var state = record(at: index).state
-        state.path = path
-        return state
+    /// The path at `index`, without its state.
+    func path(at index: Int) -> String {
+        let (_, length, stringOffset) = record(at: index)
+        return string(at: stringOffset, length: length)
+    }
+
+    private func string(at offset: Int, length: Int) -> String {
+        strings.withBytes(at: offset, count: length) { String(decoding: $0, as: UTF8.self) }
     }
 
     private func record(at index: Int) -> (state: WatchedPath, length: Int, stringOffset: Int) {

@@ -4,19 +4,26 @@ import KilnPaths
 /// its positions by open addressing (4 bytes a slot, at most half of them taken), not a
 /// dictionary keyed by path (a 24-byte bucket a path, on top of the table).
 ///
-/// An entry is its path and where its state is, 24 bytes: most states stay in the
-/// ``RecordSpill`` the run recorded them in (an `each:` task over 100k files held 8.8 MB of
-/// them). The states it holds are the starting table's, the paths added whole (a listing's),
-/// and those of paths seen again, held from the second sighting on: comparing them is then a
-/// read of memory, not of the file.
+/// An entry is 8 bytes: where its path and state are, and the low half of its path's hash. Most
+/// paths stay in the ``RecordSpill`` the run recorded them in (an `each:` task over 100k files
+/// held 8.8 MB of them, and 2.4 MB more for an entry with the path's string); a lookup reads a
+/// path back only when the halves of the hashes match. The paths it holds are the starting
+/// table's, those added whole (a listing's), and those seen again, held from the second sighting
+/// on: comparing them is then a read of memory, not of the file.
 ///
 /// Threading: a value type (its spill is read, never written, and only through it).
 struct WatchedPathTable {
     private struct Entry {
-        var path: String
-        /// Where the state is: at or past 0, that index in ``spill``; below, `-1 -` its index in
-        /// ``base`` followed by ``held``.
+        /// The low 32 bits of its path's `hashValue`.
+        var hash: UInt32
+        /// Where the path and its state are: at or past 0, that index in ``spill``; below, `-1 -`
+        /// its index in ``base`` followed by ``held``.
         var state: Int32
+
+        init(path: String, state: Int32) {
+            hash = UInt32(truncatingIfNeeded: path.hashValue)
+            self.state = state
+        }
     }
     private var entries = ChunkedArray<Entry>()
     /// The starting table's states (shared with the snapshot it came from, not copied).
@@ -42,11 +49,12 @@ struct WatchedPathTable {
     /// Where `path` is in the table.
     func position(of path: String) -> Int32? {
         let mask = slots.count - 1
-        var slot = path.hashValue & mask
+        let hash = UInt32(truncatingIfNeeded: path.hashValue)
+        var slot = Int(hash) & mask
         while true {
             let position = slots[slot]
             if position < 0 { return nil }
-            if entries[Int(position)].path == path { return position }
+            if entries[Int(position)].hash == hash, self.path(at: position) == path { return position }
             slot = (slot + 1) & mask
         }
     }
@@ -78,15 +86,13 @@ struct WatchedPathTable {
             let entry = entries[Int(position)]
             if entry.state >= 0 {
                 guard let spill else { preconditionFailure("a spilled entry in a table without a spill") }
-                return spill.state(at: Int(entry.state), path: entry.path)
+                return spill[Int(entry.state)]
             }
-            var state = heldState(-1 - Int(entry.state))
-            state.path = entry.path
-            return state
+            return heldState(-1 - Int(entry.state))
         }
         set {
             let entry = entries[Int(position)]
-            precondition(newValue.path == entry.path, "a table entry changes its state, not its path")
+            precondition(newValue.path == path(at: position), "a table entry changes its state, not its path")
             let index = -1 - Int(entry.state)
             if entry.state < 0, index >= base.count {
                 held[index - base.count] = newValue
@@ -98,7 +104,12 @@ struct WatchedPathTable {
     }
 
     /// The path at `position`, without its state.
-    func path(at position: Int32) -> String { entries[Int(position)].path }
+    func path(at position: Int32) -> String {
+        let entry = entries[Int(position)]
+        if entry.state < 0 { return heldState(-1 - Int(entry.state)).path }
+        guard let spill else { preconditionFailure("a spilled entry in a table without a spill") }
+        return spill.path(at: Int(entry.state))
+    }
 
     /// The state at `position`, to compare with another sighting: a spilled one is read once and
     /// held from then on.
@@ -142,7 +153,7 @@ struct WatchedPathTable {
 
     private mutating func place(_ position: Int32) {
         let mask = slots.count - 1
-        var slot = entries[Int(position)].path.hashValue & mask
+        var slot = Int(entries[Int(position)].hash) & mask
         while slots[slot] >= 0 { slot = (slot + 1) & mask }
         slots[slot] = position
     }

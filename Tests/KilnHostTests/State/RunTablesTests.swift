@@ -239,7 +239,7 @@ struct SpilledRecordsTests {
             #expect(spill.count == paths.count)
             #expect((0..<paths.count).allSatisfy { spill[$0] == paths[$0] })
             for number in stride(from: paths.count - 1, through: 0, by: -7) {
-                #expect(spill.state(at: number, path: paths[number].path) == paths[number])
+                #expect(spill[number] == paths[number] && spill.path(at: number) == paths[number].path)
             }
             // Job keys, beside them: a plain task's, an `each:` job's (an empty file too).
             let keys = (0..<3000).map { number in
