@@ -21,9 +21,9 @@ package protocol SnapshotContents {
     var pathCount: Int { get }
     /// The watched path at `position` (`0..<pathCount`).
     func path(at position: Int) -> WatchedPath
-    /// The watched path at `position`, without its state (its size is counted before it is
-    /// written).
-    func pathString(at position: Int) -> String
+    /// How many UTF-8 bytes the watched path at `position` has (its size is counted before it
+    /// is written).
+    func pathByteCount(at position: Int) -> Int
     /// Whether what the encoder read is what was recorded: `false` when reading it back failed
     /// (the snapshot is then not written: with none, the next run checks every job).
     var isIntact: Bool { get }
@@ -34,6 +34,10 @@ package protocol SnapshotContents {
     /// `each:` job, made only as it is written), whether it always runs, and the positions of
     /// its paths.
     func forEachJob(_ body: (_ name: String, _ source: String?, _ alwaysRuns: Bool, _ paths: ArraySlice<Int32>) -> Void)
+    /// Calls `body` with each job as ``forEachJob(_:)`` visits it, but only the length in bytes
+    /// of its stored key (`name`, or `name` NUL `source`) and its paths: what counting the size
+    /// needs.
+    func forEachJobSize(_ body: (_ keyByteCount: Int, _ paths: ArraySlice<Int32>) -> Void)
     /// How many signatures ``forEachPublished(_:)`` visits.
     var publishedCount: Int { get }
     /// Calls `body` with each published output signature and the job key (as in
@@ -42,7 +46,13 @@ package protocol SnapshotContents {
 }
 
 extension SnapshotContents {
-    package func pathString(at position: Int) -> String { path(at: position).path }
+    package func pathByteCount(at position: Int) -> Int { path(at: position).path.utf8.count }
+
+    package func forEachJobSize(_ body: (_ keyByteCount: Int, _ paths: ArraySlice<Int32>) -> Void) {
+        forEachJob { name, source, _, paths in
+            body(name.utf8.count + (source.map { 1 + $0.utf8.count } ?? 0), paths)
+        }
+    }
 
     package var isIntact: Bool { true }
 
@@ -80,17 +90,18 @@ extension SnapshotContents {
     private var encodedSize: Int {
         func size(_ value: Int) -> Int { BinaryWriter.size(of: value) }
         func size(_ value: String) -> Int { BinaryWriter.size(of: value) }
-        func size(_ name: String, _ source: String?) -> Int { BinaryWriter.size(ofKey: name, source: source) }
+        // A string of `count` bytes: its length, then its bytes.
+        func size(bytes count: Int) -> Int { size(count) + count }
         var total =
             UpToDateSnapshot.magic.count + size(UpToDateSnapshot.formatVersion) + 16 + size(targets.count)
             + targets.reduce(0) { $0 + size($1) } + 1 + 1 + size(visitedJobCount) + 1 + size(pathCount)
-        for position in 0..<pathCount { total += size(pathString(at: position)) + 1 + 8 * 8 }
+        for position in 0..<pathCount { total += size(bytes: pathByteCount(at: position)) + 1 + 8 * 8 }
         total += size(visitedJobCount)
-        forEachJob { name, source, _, paths in
-            total += size(name, source) + 1 + size(paths.count) + paths.reduce(0) { $0 + size(Int($1)) }
+        forEachJobSize { keyByteCount, paths in
+            total += size(bytes: keyByteCount) + 1 + size(paths.count) + paths.reduce(0) { $0 + size(Int($1)) }
         }
         total += size(publishedCount)
-        forEachPublished { name, source, _ in total += size(name, source) + 16 }
+        forEachPublished { name, source, _ in total += BinaryWriter.size(ofKey: name, source: source) + 16 }
         return total
     }
 

@@ -39,17 +39,29 @@ final class RecordSpill {
 
     /// Appends `key`; returns where it is, for ``key(at:)``.
     func append(_ key: JobKey) -> Int {
-        let task = key.task.utf8
-        let source = key.source?.utf8
-        let sourceCount = source?.count ?? 0
-        return keys.append(count: 8 + task.count + sourceCount) { bytes in
-            bytes.storeBytes(of: UInt32(truncatingIfNeeded: task.count).littleEndian, as: UInt32.self)
-            let sourceLength = source.map { UInt32(truncatingIfNeeded: $0.count) } ?? UInt32.max
-            bytes.storeBytes(of: sourceLength.littleEndian, toByteOffset: 4, as: UInt32.self)
-            UnsafeMutableRawBufferPointer(rebasing: bytes[8..<8 + task.count]).copyBytes(from: task)
-            if let source {
-                UnsafeMutableRawBufferPointer(rebasing: bytes[(8 + task.count)...]).copyBytes(from: source)
+        var task = key.task
+        var source = key.source ?? ""
+        let sourceLength = key.source == nil ? UInt32.max : UInt32(truncatingIfNeeded: source.utf8.count)
+        return task.withUTF8 { task in
+            source.withUTF8 { source in
+                keys.append(count: 8 + task.count + source.count) { bytes in
+                    bytes.storeBytes(of: UInt32(truncatingIfNeeded: task.count).littleEndian, as: UInt32.self)
+                    bytes.storeBytes(of: sourceLength.littleEndian, toByteOffset: 4, as: UInt32.self)
+                    UnsafeMutableRawBufferPointer(rebasing: bytes[8...]).copyMemory(from: UnsafeRawBufferPointer(task))
+                    UnsafeMutableRawBufferPointer(rebasing: bytes[(8 + task.count)...])
+                        .copyMemory(from: UnsafeRawBufferPointer(source))
+                }
             }
+        }
+    }
+
+    /// How many bytes the stored form of the key at `offset` has (`task`, or `task` NUL `source`),
+    /// read without making it.
+    func keyByteCount(at offset: Int) -> Int {
+        keys.withBytes(at: offset, count: 8) { bytes in
+            let task = Int(UInt32(littleEndian: bytes.loadUnaligned(as: UInt32.self)))
+            let source = UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: 4, as: UInt32.self))
+            return source == UInt32.max ? task : task + 1 + Int(source)
         }
     }
 
@@ -74,14 +86,14 @@ final class RecordSpill {
     @discardableResult
     func append(_ path: WatchedPath) -> Int {
         let index = count
-        let utf8 = path.path.utf8
-        let stringOffset = strings.append(utf8)
+        let length = path.path.utf8.count
+        let stringOffset = strings.append(utf8Of: path.path)
         records.append(count: Self.recordSize) { bytes in
             func store(_ field: UInt64, _ number: Int) {
                 bytes.storeBytes(of: field.littleEndian, toByteOffset: 8 + 8 * number, as: UInt64.self)
             }
             bytes[0] = path.kind.rawValue
-            bytes.storeBytes(of: UInt32(truncatingIfNeeded: utf8.count).littleEndian, toByteOffset: 4, as: UInt32.self)
+            bytes.storeBytes(of: UInt32(truncatingIfNeeded: length).littleEndian, toByteOffset: 4, as: UInt32.self)
             store(path.stat.device, 0)
             store(path.stat.inode, 1)
             store(UInt64(bitPattern: path.stat.size), 2)
@@ -102,6 +114,9 @@ final class RecordSpill {
         path.path = string(at: stringOffset, length: length)
         return path
     }
+
+    /// How many UTF-8 bytes the path at `index` has (only its record is read).
+    func pathByteCount(at index: Int) -> Int { record(at: index).length }
 
     /// The path at `index`, without its state.
     func path(at index: Int) -> String {

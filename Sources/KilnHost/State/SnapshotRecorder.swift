@@ -165,7 +165,7 @@ final class SnapshotRecorder: Sendable {
 
         var pathCount: Int { paths.count }
         func path(at position: Int) -> WatchedPath { paths[Int32(position)] }
-        func pathString(at position: Int) -> String { paths.path(at: Int32(position)) }
+        func pathByteCount(at position: Int) -> Int { paths.pathByteCount(at: Int32(position)) }
         /// Whether the recorded paths were read back whole (not when reading the file failed).
         var isIntact: Bool { !(paths.spill?.failed ?? false) }
         var visitedJobCount: Int { jobs.count }
@@ -181,6 +181,17 @@ final class SnapshotRecorder: Sendable {
                 } else if let spill {
                     let key = spill.key(at: job.key)
                     body(key.task, key.source, job.alwaysRuns, paths)
+                }
+            }
+        }
+        func forEachJobSize(_ body: (_ keyByteCount: Int, _ paths: ArraySlice<Int32>) -> Void) {
+            let spill = paths.spill
+            for job in jobs {
+                let paths = positions[Int(job.start)..<Int(job.start + job.count)]
+                if job.key < 0 {
+                    body(previous?.jobs[-1 - job.key].key.utf8.count ?? 0, paths)
+                } else if let spill {
+                    body(spill.keyByteCount(at: job.key), paths)
                 }
             }
         }

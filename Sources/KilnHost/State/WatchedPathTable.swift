@@ -111,6 +111,14 @@ struct WatchedPathTable {
         return spill.path(at: Int(entry.state))
     }
 
+    /// How many UTF-8 bytes the path at `position` has.
+    func pathByteCount(at position: Int32) -> Int {
+        let entry = entries[Int(position)]
+        if entry.state < 0 { return heldState(-1 - Int(entry.state)).path.utf8.count }
+        guard let spill else { preconditionFailure("a spilled entry in a table without a spill") }
+        return spill.pathByteCount(at: Int(entry.state))
+    }
+
     /// The state at `position`, to compare with another sighting: a spilled one is read once and
     /// held from then on.
     mutating func stateToCompare(at position: Int32) -> WatchedPath {

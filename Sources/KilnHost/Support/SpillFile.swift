@@ -57,19 +57,28 @@ final class SpillFile {
     /// Appends `bytes`; returns their offset. A piece never straddles what was written and what is
     /// pending.
     @discardableResult
-    func append(_ bytes: some Collection<UInt8>) -> Int {
-        append(count: bytes.count) { $0.copyBytes(from: bytes) }
+    func append(_ bytes: UnsafeRawBufferPointer) -> Int {
+        if file >= 0, !failed, !pending.isEmpty, pending.count + bytes.count > Self.bufferSize { flush() }
+        let offset = count
+        pending.append(contentsOf: bytes)
+        return offset
+    }
+
+    /// Appends a string's UTF-8 bytes; returns their offset.
+    @discardableResult
+    func append(utf8Of string: String) -> Int {
+        var string = string
+        return string.withUTF8 { append(UnsafeRawBufferPointer($0)) }
     }
 
     /// Appends `count` bytes that `body` fills in (zeros until it does); returns their offset.
     @discardableResult
     func append(count: Int, _ body: (UnsafeMutableRawBufferPointer) -> Void) -> Int {
-        if file >= 0, !failed, !pending.isEmpty, pending.count + count > Self.bufferSize { flush() }
-        let offset = self.count
-        let start = pending.count
-        pending.append(contentsOf: repeatElement(0, count: count))
-        pending.withUnsafeMutableBytes { body(UnsafeMutableRawBufferPointer(rebasing: $0[start..<start + count])) }
-        return offset
+        withUnsafeTemporaryAllocation(byteCount: count, alignment: 8) { bytes in
+            bytes.initializeMemory(as: UInt8.self, repeating: 0)
+            body(bytes)
+            return append(UnsafeRawBufferPointer(bytes))
+        }
     }
 
     /// Writes what is pending to the file. After a write fails, the rest stays in memory (the

@@ -179,7 +179,7 @@ struct SpilledRecordsTests {
             let pieces = Self.pieces()
             var offsets: [Int] = []
             for (number, piece) in pieces.enumerated() {
-                offsets.append(store.append(piece))
+                offsets.append(piece.withUnsafeBytes { store.append($0) })
                 // The newest piece, still in the buffer, reads back too.
                 if number % 500 == 0 { #expect(Self.bytes(store, at: offsets[number], count: piece.count) == piece) }
             }
@@ -205,7 +205,7 @@ struct SpilledRecordsTests {
         try #require(descriptor >= 0)
         let store = SpillFile(descriptor: descriptor)
         let pieces = Self.pieces()
-        for piece in pieces { store.append(piece) }
+        for piece in pieces { piece.withUnsafeBytes { _ = store.append($0) } }
         #expect(!store.failed)
         #expect(Self.bytes(store, at: 0, count: pieces[1].count) == [UInt8](repeating: 0, count: pieces[1].count))
         #expect(store.failed)
@@ -265,6 +265,9 @@ struct SpilledRecordsTests {
         for (index, path) in recorded.enumerated() {
             #expect(table.append(path: path.path, spilled: index) == Int32(index + 1))
         }
+        // Found by path, read back from the file; a path it lacks is not found.
+        #expect((0..<recorded.count).allSatisfy { table.position(of: recorded[$0].path) == Int32($0 + 1) })
+        #expect(table.position(of: "src/20000.c") == nil && table.position(of: "base") == 0)
         let listed = table.append(WatchedPath(absent: "listed", seenAt: 5))
         #expect(table[0] == start[0] && table[listed].path == "listed")
         #expect((0..<recorded.count).allSatisfy { table[Int32($0 + 1)] == recorded[$0] })
@@ -283,6 +286,45 @@ struct SpilledRecordsTests {
         #expect(remap[1] == -1 && remap[3] == -1 && remap[7] == 5 && table.count == recorded.count)
         #expect(table[5] == newer && table[1] == recorded[1] && table[Int32(table.count - 1)].path == "listed")
         #expect(!spill.failed)
+    }
+
+    @Test("a run's snapshot, written from the file of what it recorded, is the size it said and reads back whole")
+    func recordedSnapshotIsWrittenWhole() throws {
+        let directory = try TemporaryDirectory()
+        let kiln = directory.path(".kiln")
+        try FileManager.default.createDirectory(atPath: kiln, withIntermediateDirectories: true)
+        let recorder = SnapshotRecorder(previous: nil, spillDirectory: kiln)
+        // Enough to pass the spill's 64 KiB buffers; keys plain and with files, some long.
+        var keys: [JobKey] = []
+        for number in 0..<3000 {
+            let key =
+                number % 2 == 0
+                ? JobKey(task: "build:\(number)")
+                : JobKey(
+                    task: "compile",
+                    source: "src/é/" + String(repeating: "x", count: number % 300) + "\(number).c"
+                )
+            keys.append(key)
+            let paths = [
+                WatchedPath(absent: "out/\(number).o", seenAt: Int64(number)),
+                WatchedPath(absent: "include/shared.h", seenAt: 1),
+            ]
+            recorder.record(key: key, alwaysRuns: number % 7 == 0, paths: paths)
+        }
+        let contents = recorder.snapshot(
+            taskfileIdentity: ContentHash(high: 1, low: 2),
+            targets: [],
+            published: PublishedSignatures(),
+            expectedJobs: keys.count
+        )
+        #expect(contents.write(root: directory.path))
+        let bytes = try #require(FileManager.default.contents(atPath: UpToDateSnapshot.path(root: directory.path)))
+        let snapshot = try #require(UpToDateSnapshot.decode([UInt8](bytes)))
+        #expect(snapshot.complete && snapshot.jobs.map(\.key) == keys.map(\.stored))
+        #expect(snapshot.jobs.enumerated().allSatisfy { $1.alwaysRuns == ($0 % 7 == 0) })
+        #expect(snapshot.paths.count == keys.count + 1)
+        let last = try #require(snapshot.jobs.last)
+        #expect(last.paths.map { snapshot.paths[Int($0)].path } == ["out/2999.o", "include/shared.h"])
     }
 
     @Test("a snapshot whose recorded paths couldn't be read back is not written")
