@@ -273,12 +273,7 @@ public final class FileHasher: Sendable {
     /// of ``capacity`` — only with a way to read them back. Under the shard's lock.
     private func letGoOfSaved(in table: inout Table) {
         guard lookup != nil || readBack != nil, table.records.count > table.limit else { return }
-        let changed = table.changed
-        let before = table.records.count
-        table.records = table.records.filter { changed.contains($0.key) }
-        table.hasLetGo = true
-        table.limit = max(capacity / shards.count, 2 * table.records.count)
-        let count = before - table.records.count
+        let count = dropSaved(in: &table)
         counts.withLock {
             $0.letGo += count
             $0.letGoPasses += 1
@@ -292,14 +287,18 @@ public final class FileHasher: Sendable {
     /// Threading: any thread.
     public func letGoOfSaved() {
         guard lookup != nil || readBack != nil else { return }
-        for shard in shards {
-            shard.table.withLock { table in
-                let changed = table.changed
-                table.records = table.records.filter { changed.contains($0.key) }
-                table.hasLetGo = true
-                table.limit = max(capacity / shards.count, 2 * table.records.count)
-            }
-        }
+        for shard in shards { shard.table.withLock { _ = dropSaved(in: &$0) } }
+    }
+
+    /// Drops a shard's records already taken for saving, and sets its next limit; returns how many
+    /// went. Under the shard's lock.
+    private func dropSaved(in table: inout Table) -> Int {
+        let changed = table.changed
+        let before = table.records.count
+        table.records = table.records.filter { changed.contains($0.key) }
+        table.hasLetGo = true
+        table.limit = max(capacity / shards.count, 2 * table.records.count)
+        return before - table.records.count
     }
 
     /// Everything recorded and kept, for saving in the build state.

@@ -58,27 +58,28 @@ final class RecordSpill {
     /// How many bytes the stored form of the key at `offset` has (`task`, or `task` NUL `source`),
     /// read without making it.
     func keyByteCount(at offset: Int) -> Int {
-        keys.withBytes(at: offset, count: 8) { bytes in
-            let task = Int(UInt32(littleEndian: bytes.loadUnaligned(as: UInt32.self)))
-            let source = UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: 4, as: UInt32.self))
-            return source == UInt32.max ? task : task + 1 + Int(source)
-        }
+        let (taskCount, sourceCount) = keyLengths(at: offset)
+        return sourceCount.map { taskCount + 1 + $0 } ?? taskCount
     }
 
     /// The key appended at `offset`.
     func key(at offset: Int) -> JobKey {
-        let (taskCount, sourceLength) = keys.withBytes(at: offset, count: 8) { bytes in
-            (
-                Int(UInt32(littleEndian: bytes.loadUnaligned(as: UInt32.self))),
-                UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: 4, as: UInt32.self))
-            )
-        }
-        let sourceCount = sourceLength == UInt32.max ? 0 : Int(sourceLength)
-        return keys.withBytes(at: offset + 8, count: taskCount + sourceCount) { bytes in
+        let (taskCount, sourceCount) = keyLengths(at: offset)
+        return keys.withBytes(at: offset + 8, count: taskCount + (sourceCount ?? 0)) { bytes in
             let task = String(decoding: UnsafeRawBufferPointer(rebasing: bytes[..<taskCount]), as: UTF8.self)
-            guard sourceLength != UInt32.max else { return JobKey(task: task) }
+            guard sourceCount != nil else { return JobKey(task: task) }
             let source = String(decoding: UnsafeRawBufferPointer(rebasing: bytes[taskCount...]), as: UTF8.self)
             return JobKey(task: task, source: source)
+        }
+    }
+
+    /// The byte counts of the task's name and of the file (`nil`: a plain task's job) of the key
+    /// at `offset`.
+    private func keyLengths(at offset: Int) -> (task: Int, source: Int?) {
+        keys.withBytes(at: offset, count: 8) { bytes in
+            let task = Int(UInt32(littleEndian: bytes.loadUnaligned(as: UInt32.self)))
+            let source = UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: 4, as: UInt32.self))
+            return (task, source == UInt32.max ? nil : Int(source))
         }
     }
 

@@ -56,18 +56,18 @@ final class SnapshotRecorder: Sendable {
     /// fresh job's paths one after another (the spill is made with the first job).
     private struct Recorded {
         var entries = ChunkedArray<Entry>()
-        var paths: RecordSpill?
+        var spill: RecordSpill?
 
         /// The spill, made if need be.
         mutating func spill(in directory: String?) -> RecordSpill {
-            if let paths { return paths }
+            if let spill { return spill }
             let made = RecordSpill(directory: directory)
-            paths = made
+            spill = made
             return made
         }
     }
     private let recorded = HostMutex(Recorded())
-    /// Where the recorded paths go (`.kiln/`), or `nil` to keep them in memory.
+    /// Where the recorded keys and paths go (`.kiln/`), or `nil` to keep them in memory.
     private let spillDirectory: String?
     /// Jobs carried from the previous snapshot without a job of this run (``carry(indices:)``).
     private let carriedInBulk = HostMutex<[Int]>([])
@@ -78,8 +78,8 @@ final class SnapshotRecorder: Sendable {
     /// The snapshot carried entries refer to.
     private let previous: UpToDateSnapshot?
 
-    /// A recorder whose recorded paths go to an anonymous file in `spillDirectory` (`.kiln/`), or
-    /// stay in memory when it is `nil`.
+    /// A recorder whose recorded keys and paths go to anonymous files in `spillDirectory`
+    /// (`.kiln/`), or stay in memory when it is `nil`.
     init(previous: UpToDateSnapshot?, spillDirectory: String? = nil) {
         self.previous = previous
         self.spillDirectory = spillDirectory
@@ -210,10 +210,10 @@ final class SnapshotRecorder: Sendable {
     /// are merged into it, and paths no job watches any more are dropped. When no job is carried,
     /// the table starts empty.
     ///
-    /// The recorded paths are read back from their file once, in order. The table holds each
-    /// path's string and where its state is; a state is held in memory only for a path seen
-    /// again (to compare the sightings), so at the end of an `each:` task over 100k files the
-    /// states stay in the file (8.8 MB) and are read from it as the snapshot is written.
+    /// The recorded paths are read back from their file once, in order. The table holds where
+    /// each path and its state are (8 bytes); a path is held in memory only when seen again (to
+    /// compare the sightings), so at the end of an `each:` task over 100k files the paths stay in
+    /// the file (8.8 MB) and are read from it as the snapshot is written.
     ///
     /// Takes what was recorded. Called once, at the end of a run (a second call finds nothing
     /// recorded, and its snapshot is incomplete).
@@ -229,7 +229,7 @@ final class SnapshotRecorder: Sendable {
         }
         let bulk = previous == nil ? [] : carriedInBulk.withLock { $0 }
         let listed = listings.withLock { $0 }
-        let superseded = Self.superseded(taken.entries, keysIn: taken.paths)
+        let superseded = Self.superseded(taken.entries, keysIn: taken.spill)
         // Only carried jobs refer to the previous table's positions. With none (a full or a first
         // run after a cold one), the table starts empty: starting from the previous one cost a
         // copy of it, reserved for every fresh path besides, then a third array to drop what no
@@ -251,7 +251,7 @@ final class SnapshotRecorder: Sendable {
         // Index slots for every path at once (an index grown as it fills is placed again whole).
         var table = WatchedPathTable(
             base?.paths ?? [],
-            spill: taken.paths,
+            spill: taken.spill,
             capacity: (base?.paths.count ?? 0) + freshCount
         )
         // The different states jobs saw of a conflicting path, first seen first: a job that
@@ -321,7 +321,7 @@ final class SnapshotRecorder: Sendable {
                             count: count
                         )
                     )
-                    if let spill = taken.paths {
+                    if let spill = taken.spill {
                         for offset in 0..<Int(count) {
                             let index = Int(start) + offset
                             positions.append(add(spill[index], spilled: index, job: job, offset: offset))

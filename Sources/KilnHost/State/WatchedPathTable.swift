@@ -84,46 +84,52 @@ struct WatchedPathTable {
     subscript(position: Int32) -> WatchedPath {
         get {
             let entry = entries[Int(position)]
-            if entry.state >= 0 {
-                guard let spill else { preconditionFailure("a spilled entry in a table without a spill") }
-                return spill[Int(entry.state)]
-            }
+            if entry.state >= 0 { return spilled[Int(entry.state)] }
             return heldState(-1 - Int(entry.state))
         }
         set {
-            let entry = entries[Int(position)]
             precondition(newValue.path == path(at: position), "a table entry changes its state, not its path")
-            let index = -1 - Int(entry.state)
-            if entry.state < 0, index >= base.count {
-                held[index - base.count] = newValue
-            } else {
-                held.append(newValue)
-                entries[Int(position)].state = Int32(-base.count - held.count)
-            }
+            hold(newValue, at: position)
         }
+    }
+
+    /// Holds `state` as the state of the entry at `position`: in place when it holds one already.
+    private mutating func hold(_ state: WatchedPath, at position: Int32) {
+        let entry = entries[Int(position)]
+        let index = -1 - Int(entry.state)
+        if entry.state < 0, index >= base.count {
+            held[index - base.count] = state
+        } else {
+            held.append(state)
+            entries[Int(position)].state = Int32(-base.count - held.count)
+        }
+    }
+
+    /// The spill, which a spilled entry's table has.
+    private var spilled: RecordSpill {
+        guard let spill else { preconditionFailure("a spilled entry in a table without a spill") }
+        return spill
     }
 
     /// The path at `position`, without its state.
     func path(at position: Int32) -> String {
         let entry = entries[Int(position)]
         if entry.state < 0 { return heldState(-1 - Int(entry.state)).path }
-        guard let spill else { preconditionFailure("a spilled entry in a table without a spill") }
-        return spill.path(at: Int(entry.state))
+        return spilled.path(at: Int(entry.state))
     }
 
     /// How many UTF-8 bytes the path at `position` has.
     func pathByteCount(at position: Int32) -> Int {
         let entry = entries[Int(position)]
         if entry.state < 0 { return heldState(-1 - Int(entry.state)).path.utf8.count }
-        guard let spill else { preconditionFailure("a spilled entry in a table without a spill") }
-        return spill.pathByteCount(at: Int(entry.state))
+        return spilled.pathByteCount(at: Int(entry.state))
     }
 
     /// The state at `position`, to compare with another sighting: a spilled one is read once and
     /// held from then on.
     mutating func stateToCompare(at position: Int32) -> WatchedPath {
         let state = self[position]
-        if entries[Int(position)].state >= 0 { self[position] = state }
+        if entries[Int(position)].state >= 0 { hold(state, at: position) }
         return state
     }
 
