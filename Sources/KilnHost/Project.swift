@@ -79,7 +79,9 @@ public struct Project: Sendable {
         into registry: TaskKindRegistry,
         options: PluginOptions
     ) throws(TaskfileErrors) -> [LoadedPlugin] {
-        let needed = taskfile.tasks.filter { registry.kind(named: $0.kind.value) == nil }
+        // Each kind the tasks use, with the first task that uses it (read from the outline: no
+        // definition is decoded but that task's, for a kind no one registered).
+        let needed = taskfile.tasks.outline.kinds.filter { registry.kind(named: $0.name) == nil }
         guard !taskfile.plugins.isEmpty || !needed.isEmpty else { return [] }
         let loader = PluginLoader(options: options, registry: registry)
         var errors: [TaskfileError] = []
@@ -90,14 +92,14 @@ public struct Project: Sendable {
                 errors.append(TaskfileError(.pluginFailed, error.message, at: entry.location))
             }
         }
-        var tried = Set<String>()
-        for task in needed where registry.kind(named: task.kind.value) == nil && tried.insert(task.kind.value).inserted
-        {
-            guard loader.find(task.kind.value).file != nil else { continue }  // the planner says it is unknown
+        for kind in needed where registry.kind(named: kind.name) == nil {
+            guard loader.find(kind.name).file != nil else { continue }  // the planner says it is unknown
             do {
-                _ = try loader.load(task.kind.value)
+                _ = try loader.load(kind.name)
             } catch {
-                errors.append(TaskfileError(.pluginFailed, error.message, at: task.kind.location))
+                errors.append(
+                    TaskfileError(.pluginFailed, error.message, at: taskfile.tasks[kind.firstTask].kind.location)
+                )
             }
         }
         if !errors.isEmpty { throw TaskfileErrors(sorting: errors, fileOrder: taskfile.files) }

@@ -8,6 +8,9 @@
 package struct BinaryWriter {
     package var bytes: [UInt8] = []
     private var strings: [String: Int] = [:]
+    /// The strings ``writeShared(_:)`` wrote, by the position each is written as: what the
+    /// writer's owner writes as a table ahead of the bytes (``BinaryReader/init(bytes:sharedStrings:)``).
+    package private(set) var sharedStrings: [String] = []
 
     package init() {}
 
@@ -80,14 +83,16 @@ package struct BinaryWriter {
         bytes.append(contentsOf: value.utf8)
     }
 
-    /// A string that repeats (a file path): a back-reference if it was written before.
+    /// A string that repeats (a file path), written as its position in ``sharedStrings``: any
+    /// part of what is written can then be read alone, given the table.
     package mutating func writeShared(_ value: String) {
         if let index = strings[value] {
-            write(-1 - index)
+            write(index)
             return
         }
-        strings[value] = strings.count
-        write(value)
+        strings[value] = sharedStrings.count
+        write(sharedStrings.count)
+        sharedStrings.append(value)
     }
 
     /// How many bytes ``write(key:source:)`` appends.
@@ -125,6 +130,16 @@ package struct BinaryReader {
     private var strings: [String] = []
 
     package init(bytes: [UInt8]) { self.bytes = bytes }
+
+    /// A reader of `bytes` whose shared strings (``readSharedString()``) are `sharedStrings`,
+    /// the table the writer's ``BinaryWriter/sharedStrings`` held.
+    package init(bytes: [UInt8], sharedStrings: [String]) {
+        self.bytes = bytes
+        strings = sharedStrings
+    }
+
+    /// Reads shared strings from now on from `table` (read from the bytes before).
+    package mutating func useSharedStrings(_ table: [String]) { strings = table }
 
     package mutating func readByte() -> UInt8? {
         guard offset < bytes.count else { return nil }
@@ -196,18 +211,10 @@ package struct BinaryReader {
         }
     }
 
-    /// A string written with ``BinaryWriter/writeShared(_:)``.
+    /// A string written with ``BinaryWriter/writeShared(_:)``: its position in the table.
     package mutating func readSharedString() -> String? {
-        guard let length = readInteger() else { return nil }
-        if length < 0 {
-            let index = -1 - length
-            return index < strings.count ? strings[index] : nil
-        }
-        guard offset + length <= bytes.count else { return nil }
-        let string = decodeString(at: offset, length: length)
-        offset += length
-        strings.append(string)
-        return string
+        guard let index = readInteger(), index >= 0, index < strings.count else { return nil }
+        return strings[index]
     }
 
     package mutating func readOptionalString() -> String?? {

@@ -10,7 +10,7 @@
 package enum TaskfileCacheHeader {
     package static let magic = Array("KILNTFC\u{2}".utf8)
     /// Bump when the encoding or the meaning of the host's `Taskfile` model changes.
-    package static let formatVersion = 31
+    package static let formatVersion = 32
 
     /// Stands for a file that doesn't exist (or can't be read).
     package static let absent = ContentHash(high: 0, low: 0)

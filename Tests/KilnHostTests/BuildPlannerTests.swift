@@ -137,6 +137,42 @@ struct ArchiveTaskKind: TaskKind {
     }
 
     /// Every task of `plan` comes after the tasks it depends on.
+    @Test func aPlanOfPartOfACachedTaskfileDecodesOnlyTheTasksItKeepsAndItsTargets() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let names = (0..<50).map { "t\($0)" }
+        var text = "version: '3'\ntasks:\n"
+        for name in names { text += "  \(name): {sources: [src/\(name)], cmds: ['echo \(name)']}\n" }
+        text += "  default: {deps: [\(names.joined(separator: ", "))]}\n"
+        _ = try loadTaskfile(in: directory, ["Taskfile.yml": text])  // writes the cache
+        let taskfile = try TaskfileLoader().load(path: directory.path("Taskfile.yml"))
+        // Its plugins are found from the kinds the outline lists.
+        let registry = try Project(taskfile: taskfile, runner: sharedMonitor).registry
+        #expect(taskfile.tasks.decodedCount == 0)
+        var offered: [String] = []
+        let (plan, part) = try BuildPlanner(taskfile: taskfile, registry: registry).plan(targets: []) {
+            outline,
+            order,
+            dependencyPositions,
+            _ in
+            offered = order.map { outline.names[$0] }
+            #expect(dependencyPositions.last?.count == 50)
+            let kept = order.map { ["t7", "default"].contains(outline.names[$0]) }
+            let left = order.indices.filter { !kept[$0] }
+            return ChangedPart(
+                kept: kept,
+                unchanged: left.map { outline.names[order[$0]] },
+                snapshotJobs: left,
+                unchangedGroups: []
+            )
+        }
+        #expect(offered == names + ["default"])
+        #expect(part?.unchanged.count == 49)
+        #expect(plan.tasks.map(\.definition.name) == ["t7", "default"])
+        // The target (its checks read the definition) and the one task kept: not the other 49.
+        #expect(taskfile.tasks.decodedCount == 2)
+    }
+
     private func expectDependenciesFirst(_ plan: BuildPlan, sourceLocation: Testing.SourceLocation = #_sourceLocation)
         throws
     {

@@ -38,6 +38,7 @@ import Testing
               - cmd: '{{.CC}} {{.CFLAGS}} -c {{.source}} -o {{.output}}'
                 timeout: 5m
           link:
+            aliases: [ln]
             deps: [compile, {task: 'lib:prepare'}]
             dir: out
             vars: {OUT: app}
@@ -58,17 +59,65 @@ import Testing
         """,
     ]
 
-    @Test func aCachedLoadIsTheSameModelAsAFreshLoad() throws {
-        let directory = try TemporaryDirectory()
-        defer { directory.remove() }
+    /// ``files`` loaded without the cache, then from the cache (written by a load in between).
+    private func freshAndCached(in directory: TemporaryDirectory) throws -> (fresh: Taskfile, cached: Taskfile) {
         for (path, text) in Self.files { try directory.write(path, text) }
         let path = directory.path("Taskfile.yml")
         let fresh = try TaskfileLoader(usesCache: false).load(path: path)
         _ = try TaskfileLoader(usesCache: true).load(path: path)  // writes the cache
         #expect(directory.exists(".kiln/taskfile.cache"))
-        let cached = try TaskfileLoader(usesCache: true).load(path: path)
+        return (fresh, try TaskfileLoader(usesCache: true).load(path: path))
+    }
+
+    @Test func aCachedLoadIsTheSameModelAsAFreshLoad() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let (fresh, cached) = try freshAndCached(in: directory)
         #expect(snapshot(cached) == snapshot(fresh))
         #expect(cached.secrets.values == ["t0ken"])
+    }
+
+    @Test func aCachedTaskIsDecodedOnlyWhenReadAndTheSavedOutlineIsTheOneItsDefinitionsMake() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let (fresh, cached) = try freshAndCached(in: directory)
+        #expect(cached.tasks.decodedCount == 0)
+        #expect(cached.tasks.outline == TaskOutline(Array(fresh.tasks)))
+        #expect(cached.tasks.outline.names == ["compile", "link", "archive", "lib:prepare"])
+        #expect(cached.aliases == ["ln": "link"])
+        #expect(cached.task(named: "ln")?.name == "link")
+        #expect(cached.tasks[1].name == "link")
+        #expect(cached.tasks.decodedCount == 1)
+        #expect(snapshot(cached) == snapshot(fresh))
+        #expect(cached.tasks.decodedCount == cached.tasks.count)
+    }
+
+    @Test(
+        "generated Taskfiles read back from the cache task by task: the same definitions, and the outline the definitions make"
+    )
+    func generatedTaskfilesReadBackFromTheCache() throws {
+        let directory = try TemporaryDirectory(prefix: "kiln-cache-fuzz")
+        defer { directory.remove() }
+        var compared = 0
+        for index in stride(from: 0, to: TaskfileFuzzTests.count, by: 8) {
+            var random = SeededGenerator(seed: 0xF00D + UInt64(index))
+            let folder = "\(index)"
+            for (name, text) in TaskfileFuzzer.files(using: &random) { try directory.write("\(folder)/\(name)", text) }
+            let path = directory.path("\(folder)/Taskfile.yml")
+            guard let fresh = try? TaskfileLoader(usesCache: false).load(path: path),
+                (try? TaskfileLoader(usesCache: true).load(path: path)) != nil,
+                directory.exists("\(folder)/.kiln/taskfile.cache")
+            else { continue }
+            let cached = try TaskfileLoader(usesCache: true).load(path: path)
+            #expect(cached.tasks.decodedCount == 0, "case \(index)")
+            #expect(cached.tasks.outline == TaskOutline(Array(fresh.tasks)), "case \(index)")
+            #expect(
+                TaskfileFuzzTests.canonical(Array(cached.tasks)) == TaskfileFuzzTests.canonical(Array(fresh.tasks)),
+                "case \(index)"
+            )
+            compared += 1
+        }
+        #expect(compared >= 20, "too few generated Taskfiles load to compare: \(compared)")
     }
 
     @Test func aChangedIncludedFileIsReadAgainAndCheckedAgain() throws {

@@ -70,7 +70,7 @@ extension TaskfileFuzzTests {
         /// the load failed.
         func load(_ path: String) -> String? {
             do throws(TaskfileErrors) {
-                return Self.canonical(try TaskfileLoader(usesCache: false).load(path: path).tasks)
+                return Self.canonical(Array(try TaskfileLoader(usesCache: false).load(path: path).tasks))
             } catch {
                 return nil
             }

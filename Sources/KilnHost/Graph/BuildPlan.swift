@@ -143,13 +143,13 @@ public struct BuildPlanner: Sendable {
     /// Taskfile's tasks, the plan's order of them, the positions in that order of each one's
     /// dependencies, and whether a target says `watch: true`; `nil` for the whole plan.
     typealias Choose = (
-        _ tasks: [TaskDefinition], _ order: [Int], _ dependencyPositions: [[Int]], _ watches: Bool
+        _ outline: TaskOutline, _ order: [Int], _ dependencyPositions: [[Int]], _ watches: Bool
     ) -> ChangedPart?
 
     /// Plans a run of `targets`, leaving out the tasks `choose` says the run doesn't take
     /// (``ChangedPart/of(_:order:dependencyPositions:watches:after:)``): they are neither checked
-    /// nor prepared. `choose` is given the Taskfile's tasks and the whole plan's order of them
-    /// (dependencies first; not copied: ten thousand task definitions are many retains), the
+    /// nor prepared, nor decoded from the Taskfile cache. `choose` is given the Taskfile's
+    /// outline (``TaskOutline``) and the whole plan's order of its tasks (dependencies first), the
     /// positions in that order of each one's dependencies, and whether a target says
     /// `watch: true` (`nil`: the whole plan, without working out what to give it). A task
     /// left out doesn't run, so it can't write outside the project; whether it would is checked
@@ -163,13 +163,12 @@ public struct BuildPlanner: Sendable {
     ) throws(TaskfileErrors) -> (plan: BuildPlan, part: ChangedPart?) {
         var errors: [TaskfileError] = []
         var targets = requested
-        let index = Dictionary(
-            taskfile.tasks.enumerated().map { ($1.name, $0) },
-            uniquingKeysWith: { first, _ in first }
-        )
+        // Names, dependencies and flags, without decoding a definition.
+        let outline = taskfile.tasks.outline
         // A name is a task's or an alias's (the loader refuses an alias that is a task's name).
-        let aliases = taskfile.aliases
-        func position(of name: String) -> Int? { index[name] ?? aliases[name].flatMap { index[$0] } }
+        func position(of name: String) -> Int? {
+            outline.position(named: name) ?? outline.aliases[name].flatMap(outline.position(named:))
+        }
         if targets.isEmpty {
             guard position(of: "default") != nil else {
                 // The Taskfile's tasks, not the pieces kiln makes of them (instances, steps).
@@ -183,24 +182,23 @@ public struct BuildPlanner: Sendable {
             targets = ["default"]
         }
         var order: [Int] = []
-        var visited = Set<Int>()
-        // Each visited task's dependencies, by position in the Taskfile, found as it is visited
-        // (for `choose`, which needs them by position in the plan).
-        var resolved = [[Int]](repeating: [], count: choose == nil ? 0 : taskfile.tasks.count)
+        var visited = [Bool](repeating: false, count: outline.count)
         // Depth first, dependencies before dependents, with an explicit stack: a chain of a
         // million tasks must not need a million stack frames.
         func visit(_ start: Int) {
-            guard visited.insert(start).inserted else { return }
+            guard !visited[start] else { return }
+            visited[start] = true
             var stack: [(position: Int, next: Int)] = [(start, 0)]
             while let top = stack.last {
                 // A task that doesn't run on this platform skips its dependencies too (go-task's rule).
-                let task = taskfile.tasks[top.position]
-                let dependencies = task.runsHere ? task.dependencies : []
+                let dependencies =
+                    outline.flags[top.position].contains(.runsHere) ? outline.dependencies(of: top.position) : []
                 if top.next < dependencies.count {
                     stack[stack.count - 1].next += 1
-                    if let next = index[dependencies[top.next].value] {
-                        if choose != nil { resolved[top.position].append(next) }
-                        if visited.insert(next).inserted { stack.append((next, 0)) }
+                    let next = Int(dependencies[dependencies.startIndex + top.next])
+                    if !visited[next] {
+                        visited[next] = true
+                        stack.append((next, 0))
                     }
                 } else {
                     order.append(top.position)
@@ -210,10 +208,9 @@ public struct BuildPlanner: Sendable {
         }
         for name in targets {
             if let position = position(of: name) {
+                let target = taskfile.tasks[position]
                 // A wildcard task's instance answers to the name that matched it (`start:web`).
-                if let whole = taskfile.tasks[position].partOf,
-                    !(whole.contains("*") && taskfile.tasks[position].name == name)
-                {
+                if let whole = target.partOf, !(whole.contains("*") && target.name == name) {
                     errors.append(
                         TaskfileError(
                             .unknownTask,
@@ -223,12 +220,12 @@ public struct BuildPlanner: Sendable {
                     )
                     continue
                 }
-                if taskfile.tasks[position].options.isInternal {
+                if target.options.isInternal {
                     errors.append(
                         TaskfileError(
                             .unknownTask,
-                            "task '\(taskfile.tasks[position].name)' is internal: it runs only as another task's dependency",
-                            at: taskfile.tasks[position].location
+                            "task '\(target.name)' is internal: it runs only as another task's dependency",
+                            at: target.location
                         )
                     )
                     continue
@@ -249,13 +246,17 @@ public struct BuildPlanner: Sendable {
         let checkBoundary = memo?.vouches(resolvedRoot: boundary.resolvedRoot) != true
         var part: ChangedPart?
         if let choose, errors.isEmpty {
-            var planned = [Int](repeating: -1, count: taskfile.tasks.count)
+            var planned = [Int](repeating: -1, count: outline.count)
             for (offset, position) in order.enumerated() { planned[position] = offset }
-            let dependencyPositions = order.map { position in resolved[position].map { planned[$0] } }
-            let watches = targets.contains { name in
-                position(of: name).map { taskfile.tasks[$0].options.watches } == true
+            // Each visited task's dependencies, as the visit followed them, by position in the plan.
+            let dependencyPositions = order.map { position in
+                outline.flags[position].contains(.runsHere)
+                    ? outline.dependencies(of: position).map { planned[Int($0)] } : []
             }
-            part = choose(taskfile.tasks, order, dependencyPositions, watches)
+            let watches = targets.contains { name in
+                position(of: name).map { outline.flags[$0].contains(.watches) } == true
+            }
+            part = choose(outline, order, dependencyPositions, watches)
         }
         var escapes = 0
         for (offset, position) in order.enumerated() {

@@ -26,8 +26,8 @@ public struct ChangedPart: Sendable {
     /// which publish what they published then.
     public var unchangedGroups: [String]
 
-    /// The part of the plan of `tasks` (every task of the plan, dependencies first, with the
-    /// positions of each one's dependencies) that a run after the changes `scan` found needs,
+    /// The part of the plan of the tasks of `outline` (every task of the plan, dependencies first,
+    /// with the positions of each one's dependencies) that a run after the changes `scan` found needs,
     /// or `nil` when the run must take the whole plan: the snapshot isn't complete, a changed
     /// path is no job's (a directory an `each:` task listed, a plugin), the plan has tasks whose
     /// verdict or order the snapshot doesn't cover alone — `each:` tasks, calls and their
@@ -38,7 +38,7 @@ public struct ChangedPart: Sendable {
     ///
     /// - Parameter watches: Whether a target says `watch: true`.
     static func of(
-        _ tasks: [TaskDefinition],
+        _ outline: TaskOutline,
         order: [Int],
         dependencyPositions: [[Int]],
         watches: Bool,
@@ -50,15 +50,15 @@ public struct ChangedPart: Sendable {
         // A left-out task's job in the snapshot; -2 for a group (no job: it publishes what its
         // dependencies did, the same as then when none of them is kept).
         var jobs = [Int](repeating: -1, count: order.count)
-        // Each definition is read in place (`tasks[index].…`), not copied whole.
+        // Read from the outline: no definition is decoded for a task left out.
+        let covered: TaskOutline.Flags = [.each, .calls, .partOf, .guarded, .prompts]
         for (position, index) in order.enumerated() {
-            guard tasks[index].each == .none, tasks[index].calls.isEmpty, tasks[index].partOf == nil,
-                tasks[index].guardedBy == nil, !tasks[index].hasPrompts
-            else { return nil }
-            let name = tasks[index].name
-            if tasks[index].isGroup {
+            let flags = outline.flags[index]
+            guard flags.isDisjoint(with: covered) else { return nil }
+            let name = outline.names[index]
+            if flags.contains(.isGroup) {
                 jobs[position] = -2
-            } else if !tasks[index].hasStatusChecks, tasks[index].runsHere, let job = scan.jobPositions[name] {
+            } else if !flags.contains(.hasStatusChecks), flags.contains(.runsHere), let job = scan.jobPositions[name] {
                 // A job the snapshot has; no `status:` (its tests read what no snapshot covers).
                 jobs[position] = job
             }
@@ -75,9 +75,9 @@ public struct ChangedPart: Sendable {
         part.snapshotJobs.reserveCapacity(order.count - keptCount)
         for (position, index) in order.enumerated() where !kept[position] {
             if jobs[position] == -2 {
-                part.unchangedGroups.append(tasks[index].name)
+                part.unchangedGroups.append(outline.names[index])
             } else {
-                part.unchanged.append(tasks[index].name)
+                part.unchanged.append(outline.names[index])
                 part.snapshotJobs.append(jobs[position])
             }
         }

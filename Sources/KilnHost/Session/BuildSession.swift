@@ -221,9 +221,9 @@ public enum BuildSession {
         // rest is up to date on the snapshot's word, without a job each.
         var choose: BuildPlanner.Choose?
         if let scan, settings.allowsSnapshotShortcuts, !settings.forcesEveryJob {
-            choose = { tasks, order, dependencyPositions, watches in
+            choose = { outline, order, dependencyPositions, watches in
                 ChangedPart.of(
-                    tasks,
+                    outline,
                     order: order,
                     dependencyPositions: dependencyPositions,
                     watches: watches,

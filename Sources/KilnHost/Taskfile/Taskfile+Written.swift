@@ -35,13 +35,14 @@ public struct WrittenTask: Sendable {
 ///
 /// Threading: a value type; safe to pass between threads.
 public struct TaskLookup: Sendable {
-    private let tasks: [TaskDefinition]
+    private let tasks: TaskList
     private let positions: [String: Int]
     private let aliases: [String: String]
 
     init(_ taskfile: Taskfile) {
         tasks = taskfile.tasks
-        positions = Dictionary(taskfile.tasks.enumerated().map { ($1.name, $0) }) { first, _ in first }
+        let names = taskfile.tasks.outline.names
+        positions = Dictionary(names.enumerated().map { ($1, $0) }) { first, _ in first }
         aliases = taskfile.aliases
     }
 

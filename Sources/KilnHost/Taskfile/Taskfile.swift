@@ -16,8 +16,9 @@ public struct Taskfile: Sendable {
     public var version: String
     /// Resources defined with a width (user-defined queues, and overrides of built-in widths).
     public var resources: [ResourceDefinition]
-    /// Every task, in the order written (includes after the file that includes them).
-    public var tasks: [TaskDefinition]
+    /// Every task, in the order written (includes after the file that includes them). From the
+    /// Taskfile cache, each is decoded when first read.
+    public var tasks: TaskList
     /// Every file read (the main one first), for messages and the Taskfile cache.
     public var files: [String]
     /// `plugins:` — plugins to load, each a name (looked up on the plugin path) or a path (with a
@@ -42,27 +43,19 @@ public struct Taskfile: Sendable {
 
     /// The task called `name`, or answering to it as an alias.
     public func task(named name: String) -> TaskDefinition? {
-        // As ``aliases`` resolves it (an alias first; the last task that claims it), without
-        // building that table for one name.
-        if let owner = tasks.last(where: { $0.aliases.contains(name) }) {
-            return tasks.first { $0.name == owner.name }
-        }
-        return tasks.first { $0.name == name }
+        // An alias first (the last task that claims it), then a name: the outline's rule.
+        tasks.outline.position(answeringTo: name).map { tasks[$0] }
     }
 
     /// Whether one of the tasks `names` (or aliases) says `watch: true` (go-task then watches it).
     func watches(_ names: [String]) -> Bool {
-        names.contains { task(named: $0)?.options.watches == true }
+        let outline = tasks.outline
+        return names.contains { outline.position(answeringTo: $0).map { outline.flags[$0].contains(.watches) } == true }
     }
 
-    /// Every alias (`aliases:`, with its include namespace) and the task it names.
-    public var aliases: [String: String] {
-        var result: [String: String] = [:]
-        for task in tasks {
-            for alias in task.aliases { result[alias] = task.name }
-        }
-        return result
-    }
+    /// Every alias (`aliases:`, with its include namespace) and the task it names: the last task
+    /// that claims it.
+    public var aliases: [String: String] { tasks.outline.aliases }
 }
 
 /// `resources: { link: 1 }` — a queue and its width.

@@ -31,7 +31,7 @@ enum TaskfileCache {
         var reader = BinaryReader(bytes: bytes)
         guard validHeader(&reader, taskfilePath: taskfilePath, context: context) != nil else { return nil }
         let identity = FileChecksum.of(bytes[0..<reader.offset])
-        var taskfile = reader.readTaskfile()
+        var taskfile = reader.readTaskfile(cachePath: path(root: root))
         taskfile?.contentIdentity = identity
         return taskfile
     }
@@ -191,7 +191,21 @@ extension BinaryWriter {
         }
     }
 
+    /// The model after the header: the table of shared strings (file paths, directories, task
+    /// kinds), then the rest (``writeBody(_:)``), whose every task record can be read alone given
+    /// the table (``CachedTaskRecords``).
     mutating func write(_ taskfile: Taskfile) {
+        var body = BinaryWriter()
+        body.writeBody(taskfile)
+        write(body.sharedStrings)
+        append(body.bytes)
+    }
+
+    /// The model's globals and tables; the task count; where the outline starts (8 bytes); each
+    /// task's record; the outline (``TaskOutline``: each record's length, then the task's name,
+    /// flags, dependencies and aliases; then the task kinds). Positions count from the body's
+    /// first byte.
+    private mutating func writeBody(_ taskfile: Taskfile) {
         write(taskfile.path)
         write(taskfile.root)
         write(taskfile.version)
@@ -263,7 +277,12 @@ extension BinaryWriter {
         write(order.count)
         for dictionary in order { write(dictionary) }
         write(taskfile.tasks.count)
+        let outlineAt = bytes.count
+        write(UInt64(0))
+        var recordStarts: [Int] = []
+        recordStarts.reserveCapacity(taskfile.tasks.count)
         for (task, indices) in zip(taskfile.tasks, tableIndices) {
+            recordStarts.append(bytes.count)
             write(task.name)
             write(task.location)
             write(task.summary)
@@ -294,6 +313,27 @@ extension BinaryWriter {
             write(task.keepsDepfile)
             writeShared(task.file)
             write(task.options)
+        }
+        withUnsafeBytes(of: UInt64(bytes.count).littleEndian) { word in
+            for (index, byte) in word.enumerated() { bytes[outlineAt + index] = byte }
+        }
+        let outline = taskfile.tasks.outline
+        let aliases = outline.aliasesByTask()
+        var previous = outlineAt + 8
+        for position in 0..<outline.count {
+            write(recordStarts[position] - previous)
+            previous = recordStarts[position]
+            write(outline.names[position])
+            write(Int(outline.flags[position].rawValue))
+            let dependencies = outline.dependencies(of: position)
+            write(dependencies.count)
+            for dependency in dependencies { write(Int(dependency)) }
+            write(aliases[position])
+        }
+        write(outline.kinds.count)
+        for kind in outline.kinds {
+            writeShared(kind.name)
+            write(kind.firstTask)
         }
     }
 
@@ -665,7 +705,13 @@ extension BinaryReader {
         }
     }
 
-    mutating func readTaskfile() -> Taskfile? {
+    /// The model ``BinaryWriter/write(_:)-(Taskfile)`` wrote, read from just after the header of
+    /// the cache at `cachePath`: everything but the task records, which are decoded as they are
+    /// read (``TaskList``); each record's bounds are checked now.
+    mutating func readTaskfile(cachePath: String) -> Taskfile? {
+        guard let sharedStrings = readStrings() else { return nil }
+        useSharedStrings(sharedStrings)
+        let bodyStart = offset
         guard let path = readString(), let root = readString(), let version = readString(),
             let fileCount = readInteger(), fileCount >= 0, fileCount <= bytes.count
         else { return nil }
@@ -725,79 +771,31 @@ extension BinaryReader {
             guard let table = readDictionary() else { return nil }
             tables.append(table)
         }
-        guard let taskCount = readInteger(), taskCount >= 0, taskCount <= bytes.count else { return nil }
-        var tasks: [TaskDefinition] = []
-        tasks.reserveCapacity(taskCount)
-        for _ in 0..<taskCount {
-            guard let name = readString(), let location = readLocation(), let summary = readOptionalString(),
-                let dependencies = readLocated(), let calls = readLocated(), let commands = readLocated(),
-                let sources = readLocated(),
-                let generates = readLocated(), let variablesIndex = readInteger(),
-                variableTables.indices.contains(variablesIndex),
-                let sourcesAsWritten = readBool()
-            else { return nil }
-            var renderedSources: [String]?
-            if !sourcesAsWritten {
-                guard let count = readInteger(), count >= 0, count <= bytes.count else { return nil }
-                renderedSources = []
-                for _ in 0..<count {
-                    guard let pattern = readString() else { return nil }
-                    renderedSources?.append(pattern)
-                }
-            }
-            guard let environmentIndex = readInteger(), tables.indices.contains(environmentIndex),
-                let directory = readSharedString(), let claims = readLocated(), let each = readBool(),
-                let batch = readInteger(),
-                let kindName = readSharedString(), let kindLocation = readLocation(), let hasConfiguration = readBool()
-            else { return nil }
-            var configuration: ConfigurationValue?
-            if hasConfiguration {
-                guard let value = readConfiguration() else { return nil }
-                configuration = value
-            }
-            guard let allowsOutsideRoot = readBool(), let depfileText = readOptionalString() else { return nil }
-            var depfile: Located<String>?
-            if let depfileText {
-                guard let depfileLocation = readLocation() else { return nil }
-                depfile = Located(value: depfileText, location: depfileLocation)
-            }
-            guard let keepsDepfile = readBool(), let file = readSharedString(), let options = readOptions() else {
-                return nil
-            }
-            tasks.append(
-                TaskDefinition(
-                    name: name,
-                    location: location,
-                    summary: summary,
-                    dependencies: dependencies,
-                    calls: calls,
-                    commands: commands,
-                    sources: sources,
-                    generates: generates,
-                    variables: variableTables[variablesIndex],
-                    renderedSources: renderedSources,
-                    environment: tables[environmentIndex],
-                    directory: directory,
-                    resources: claims,
-                    each: each ? .sources : .none,
-                    batchSize: batch > 0 ? batch : nil,
-                    kind: Located(value: kindName, location: kindLocation),
-                    pluginConfiguration: configuration,
-                    allowsOutsideRoot: allowsOutsideRoot,
-                    depfile: depfile,
-                    keepsDepfile: keepsDepfile,
-                    file: file,
-                    options: options
-                )
-            )
-        }
+        guard let taskCount = readInteger(), taskCount >= 0, taskCount <= bytes.count,
+            let outlineWord = readUInt64(), outlineWord <= UInt64(bytes.count - bodyStart)
+        else { return nil }
+        let recordsStart = offset
+        let outlineStart = bodyStart + Int(outlineWord)
+        guard outlineStart >= recordsStart else { return nil }
+        offset = outlineStart
+        guard let outline = readOutline(taskCount: taskCount, recordsStart: recordsStart, recordsEnd: outlineStart)
+        else { return nil }
         guard offset == bytes.count else { return nil }
+        let records = CachedTaskRecords(
+            path: cachePath,
+            bytes: bytes,
+            sharedStrings: sharedStrings,
+            variableTables: variableTables,
+            environmentTables: tables,
+            starts: outline.starts,
+            end: outlineStart
+        )
         var taskfile = Taskfile(
             path: path,
             root: root,
             version: version,
             resources: resources,
-            tasks: tasks,
+            tasks: TaskList(records: records, outline: outline.outline),
             files: files,
             plugins: plugins,
             hooks: hooks
@@ -808,4 +806,130 @@ extension BinaryReader {
         taskfile.secrets = SecretMask(values: secrets)
         return taskfile
     }
+
+    /// The outline of `taskCount` tasks, and where each one's record starts: every record inside
+    /// `recordsStart..<recordsEnd`, in order; every dependency a task's position.
+    private mutating func readOutline(taskCount: Int, recordsStart: Int, recordsEnd: Int) -> (
+        outline: TaskOutline, starts: [Int]
+    )? {
+        var outline = TaskOutline(reservingCapacity: taskCount)
+        var starts: [Int] = []
+        starts.reserveCapacity(taskCount)
+        var previous = recordsStart
+        for _ in 0..<taskCount {
+            guard let length = readInteger(), length >= 0, previous + length < recordsEnd,
+                let name = readString(), let rawFlags = readInteger(), rawFlags >= 0, rawFlags <= Int(UInt16.max),
+                let dependencyCount = readInteger(), dependencyCount >= 0, dependencyCount <= bytes.count
+            else { return nil }
+            previous += length
+            starts.append(previous)
+            for _ in 0..<dependencyCount {
+                guard let dependency = readInteger(), dependency >= 0, dependency < taskCount else { return nil }
+                outline.addDependency(Int32(dependency))
+            }
+            guard let aliases = readStrings() else { return nil }
+            outline.append(name: name, flags: TaskOutline.Flags(rawValue: UInt16(rawFlags)), aliases: aliases)
+        }
+        guard let kindCount = readInteger(), kindCount >= 0, kindCount <= bytes.count else { return nil }
+        for _ in 0..<kindCount {
+            guard let name = readSharedString(), let firstTask = readInteger(), firstTask >= 0, firstTask < taskCount
+            else { return nil }
+            outline.addKind(name, firstTask: firstTask)
+        }
+        return (outline, starts)
+    }
+
+    /// One task's record, as ``BinaryWriter/writeBody(_:)`` wrote it, given the tables it refers to.
+    mutating func readTask(variableTables: [[String: TemplateValue]], environmentTables tables: [[String: String]])
+        -> TaskDefinition?
+    {
+        guard let name = readString(), let location = readLocation(), let summary = readOptionalString(),
+            let dependencies = readLocated(), let calls = readLocated(), let commands = readLocated(),
+            let sources = readLocated(),
+            let generates = readLocated(), let variablesIndex = readInteger(),
+            variableTables.indices.contains(variablesIndex),
+            let sourcesAsWritten = readBool()
+        else { return nil }
+        var renderedSources: [String]?
+        if !sourcesAsWritten {
+            guard let count = readInteger(), count >= 0, count <= bytes.count else { return nil }
+            renderedSources = []
+            for _ in 0..<count {
+                guard let pattern = readString() else { return nil }
+                renderedSources?.append(pattern)
+            }
+        }
+        guard let environmentIndex = readInteger(), tables.indices.contains(environmentIndex),
+            let directory = readSharedString(), let claims = readLocated(), let each = readBool(),
+            let batch = readInteger(),
+            let kindName = readSharedString(), let kindLocation = readLocation(), let hasConfiguration = readBool()
+        else { return nil }
+        var configuration: ConfigurationValue?
+        if hasConfiguration {
+            guard let value = readConfiguration() else { return nil }
+            configuration = value
+        }
+        guard let allowsOutsideRoot = readBool(), let depfileText = readOptionalString() else { return nil }
+        var depfile: Located<String>?
+        if let depfileText {
+            guard let depfileLocation = readLocation() else { return nil }
+            depfile = Located(value: depfileText, location: depfileLocation)
+        }
+        guard let keepsDepfile = readBool(), let file = readSharedString(), let options = readOptions() else {
+            return nil
+        }
+        return TaskDefinition(
+            name: name,
+            location: location,
+            summary: summary,
+            dependencies: dependencies,
+            calls: calls,
+            commands: commands,
+            sources: sources,
+            generates: generates,
+            variables: variableTables[variablesIndex],
+            renderedSources: renderedSources,
+            environment: tables[environmentIndex],
+            directory: directory,
+            resources: claims,
+            each: each ? .sources : .none,
+            batchSize: batch > 0 ? batch : nil,
+            kind: Located(value: kindName, location: kindLocation),
+            pluginConfiguration: configuration,
+            allowsOutsideRoot: allowsOutsideRoot,
+            depfile: depfile,
+            keepsDepfile: keepsDepfile,
+            file: file,
+            options: options
+        )
+    }
+}
+
+/// The task records of a Taskfile cache, kept to be decoded one at a time (``TaskList``): the
+/// file's bytes, the shared strings and tables the records refer to, and where each starts.
+///
+/// Threading: a value type.
+struct CachedTaskRecords: Sendable {
+    /// The cache file, for messages.
+    let path: String
+    let bytes: [UInt8]
+    let sharedStrings: [String]
+    let variableTables: [[String: TemplateValue]]
+    let environmentTables: [[String: String]]
+    /// Where each record starts; each ends where the next starts, the last at ``end``.
+    let starts: [Int]
+    let end: Int
+
+    var count: Int { starts.count }
+
+    /// The task whose record is at `position`, or `nil` when the record doesn't read back whole.
+    func definition(at position: Int) -> TaskDefinition? {
+        var reader = BinaryReader(bytes: bytes, sharedStrings: sharedStrings)
+        reader.offset = starts[position]
+        let definition = reader.readTask(variableTables: variableTables, environmentTables: environmentTables)
+        return reader.offset == (position + 1 < starts.count ? starts[position + 1] : end) ? definition : nil
+    }
+
+    /// Removes the cache file (a record didn't read back).
+    func discard() { unlink(path) }
 }

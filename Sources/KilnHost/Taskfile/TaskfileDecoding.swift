@@ -102,8 +102,8 @@ public struct TaskfileLoader: Sendable {
     /// wildcard names: the name may need an instance the cached model doesn't hold.
     static func needsWildcardInstances(_ taskfile: Taskfile, context: TaskfileContext) -> Bool {
         guard case .tasks(let names) = context.dynamicScope, !names.isEmpty else { return false }
-        return names.contains { taskfile.task(named: $0) == nil && taskfile.aliases[$0] == nil }
-            && taskfile.tasks.contains { $0.name.contains("*") || $0.options.aliases.contains { $0.contains("*") } }
+        let outline = taskfile.tasks.outline
+        return outline.hasWildcardNames && names.contains { outline.position(answeringTo: $0) == nil }
     }
 
     /// Loads the Taskfile at `path` (absolute, or relative to the current directory).
@@ -152,7 +152,7 @@ public struct TaskfileLoader: Sendable {
             root: session.root,
             version: version ?? "3",
             resources: session.resources,
-            tasks: session.tasks,
+            tasks: TaskList(session.tasks),
             files: session.files,
             plugins: session.plugins,
             hooks: session.hooks
