@@ -21,8 +21,8 @@ package final class SealedFileWriter {
     private var written = 0
     /// The first error, once a write failed.
     private var failure: Int32 = 0
-    /// How many bytes the writer holds before ``drain()`` writes them.
-    private let bufferSize: Int
+    /// How many bytes the writer holds before ``drain(_:)`` writes them.
+    package let bufferSize: Int
 
     /// Opens the temporary file for a sealed file of `count` bytes (the checksum not counted)
     /// at `path`; `nil` when it can't be made, said on standard error as any of kiln's own

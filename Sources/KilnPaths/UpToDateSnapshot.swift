@@ -211,6 +211,10 @@ public struct UpToDateSnapshot: Sendable {
         /// Where each job is in ``UpToDateSnapshot/jobs``, by key (empty for a no-op, whose jobs
         /// aren't read).
         public var jobPositions: [String: Int] = [:]
+        /// Whether the key of the job at each position ``jobPositions`` gives is one of
+        /// ``dirtyJobs``: asked by position, for every task a plan has, without hashing its name
+        /// again.
+        public var dirtyAtPosition: [Bool] = []
         /// The positions in ``UpToDateSnapshot/paths`` of the paths no job watches (a directory
         /// an `each:` task listed, a plugin the run loaded; empty for a no-op).
         public var unwatchedPaths: [Int] = []
@@ -288,7 +292,10 @@ public struct UpToDateSnapshot: Sendable {
         var scan = Scan(snapshot: snapshot, dirtyJobs: dirty, changedPaths: changed.count)
         scan.unwatchedPaths = watched.indices.filter { !watched[$0] }
         scan.unownedChanges = changed.lazy.filter { !watched[$0] }.count
+        var dirtyAtPosition = [Bool](repeating: false, count: snapshot.jobs.count)
+        for key in dirty { if let position = jobPositions[key] { dirtyAtPosition[position] = true } }
         scan.jobPositions = jobPositions
+        scan.dirtyAtPosition = dirtyAtPosition
         scan.handedOver = handedOver != nil
         return scan
     }

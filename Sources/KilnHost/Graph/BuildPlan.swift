@@ -240,6 +240,9 @@ public struct BuildPlanner: Sendable {
         }
         var tasks: [BuildPlan.Task] = []
         tasks.reserveCapacity(order.count)
+        // Each planned task's position in the outline.
+        var planned: [Int] = []
+        planned.reserveCapacity(order.count)
         let boundary = ProjectBoundary(root: taskfile.root)
         // The same Taskfile over the same directories: the last check's verdict holds.
         let memo = taskfile.contentIdentity.map { BoundaryMemo(root: taskfile.root, identity: $0) }
@@ -308,6 +311,7 @@ public struct BuildPlanner: Sendable {
                         prepared: try kind.prepare(definition.configuration, for: description)
                     )
                 )
+                planned.append(position)
             } catch {
                 errors.append(
                     TaskfileError(
@@ -334,7 +338,16 @@ public struct BuildPlanner: Sendable {
         var positions: [String: Int] = [:]
         positions.reserveCapacity(tasks.count)
         for (position, task) in tasks.enumerated() { positions[task.definition.name] = position }
-        let dependencyPositions = tasks.map { task in task.definition.dependencies.compactMap { positions[$0.value] } }
+        // A task's dependencies by position, from the outline's (each name resolved to the first
+        // task of that name, as every visit resolved it, so the plan holds no other task of that
+        // name): those the plan holds. None for a task that doesn't run here. (By name, a task
+        // depending on ten thousand hashed each of them.)
+        var inPlan = [Int32](repeating: -1, count: outline.count)
+        for (index, position) in planned.enumerated() { inPlan[position] = Int32(index) }
+        let dependencyPositions = zip(tasks, planned).map { task, position in
+            guard task.definition.runsHere else { return [Int]() }
+            return outline.dependencies(of: position).compactMap { inPlan[Int($0)] < 0 ? nil : Int(inPlan[Int($0)]) }
+        }
         var plan = BuildPlan(
             taskfile: taskfile,
             tasks: tasks,

@@ -63,7 +63,9 @@ public struct ChangedPart: Sendable {
                 jobs[position] = job
             }
             // Its job (or group) watches nothing that changed, and it published a signature.
-            let vouched = jobs[position] != -1 && !scan.dirtyJobs.contains(name) && snapshot.published[name] != nil
+            // (A group has no job, so none of its is dirty.)
+            let job = jobs[position]
+            let vouched = job != -1 && (job == -2 || !scan.dirtyAtPosition[job]) && snapshot.published[name] != nil
             // A task depending on a kept one is kept: what its dependency publishes may change.
             if !vouched || dependencyPositions[position].contains(where: { kept[$0] }) { kept[position] = true }
         }
