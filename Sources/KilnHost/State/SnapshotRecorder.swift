@@ -351,12 +351,17 @@ final class SnapshotRecorder: Sendable {
 
         var dropped = 0
         if !states.isEmpty {
+            // The paths seen in several states, marked by position: most of the jobs checked
+            // watch none (after one change, one path of 20k), and asking the dictionary hashed
+            // every position.
+            var seenInStates = [Bool](repeating: false, count: table.count)
+            for position in states.keys { seenInStates[Int(position)] = true }
             var kept = 0
             for job in jobs.indices {
                 let entry = jobs[job]
                 let consistent = (0..<Int(entry.count)).allSatisfy { offset in
                     let position = positions[Int(entry.start) + offset]
-                    guard let seenStates = states[position] else { return true }
+                    guard seenInStates[Int(position)], let seenStates = states[position] else { return true }
                     let saw = seenStates[sawState[job]?[offset] ?? 0]
                     return table[position].describesSameState(as: saw)
                 }

@@ -14,14 +14,14 @@ import KilnPaths
 /// Threading: a value type (its spill is read, never written, and only through it).
 struct WatchedPathTable {
     private struct Entry {
-        /// The low 32 bits of its path's `hashValue`.
+        /// The low 32 bits of its path's hash (``ContentHash/tableHash(_:)``).
         var hash: UInt32
         /// Where the path and its state are: at or past 0, that index in ``spill``; below, `-1 -`
         /// its index in ``base`` followed by ``held``.
         var state: Int32
 
         init(path: String, state: Int32) {
-            hash = UInt32(truncatingIfNeeded: path.hashValue)
+            hash = UInt32(truncatingIfNeeded: ContentHash.tableHash(path))
             self.state = state
         }
     }
@@ -49,7 +49,7 @@ struct WatchedPathTable {
     /// Where `path` is in the table.
     func position(of path: String) -> Int32? {
         let mask = slots.count - 1
-        let hash = UInt32(truncatingIfNeeded: path.hashValue)
+        let hash = UInt32(truncatingIfNeeded: ContentHash.tableHash(path))
         var slot = Int(hash) & mask
         while true {
             let position = slots[slot]
