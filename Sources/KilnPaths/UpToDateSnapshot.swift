@@ -378,10 +378,13 @@ public struct UpToDateSnapshot: Sendable {
         let chunk = 512
         let chunks = (paths.count + chunk - 1) / chunk
         let found = Mutex<(changed: [Int], refreshed: [(Int, WatchedPath)])>(([], []))
-        let rootDescriptor = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        defer { if rootDescriptor >= 0 { close(rootDescriptor) } }
-        let base = rootDescriptor >= 0 ? rootDescriptor : AT_FDCWD
         DispatchQueue.concurrentPerform(iterations: chunks) { index in
+            // A descriptor of the root for each chunk: the kernel counts the uses of an open file
+            // at every lookup relative to it, and threads sharing one contend for that count
+            // (a tenth more system time in a no-op's look at 20k paths on two cores).
+            let rootDescriptor = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+            defer { if rootDescriptor >= 0 { close(rootDescriptor) } }
+            let base = rootDescriptor >= 0 ? rootDescriptor : AT_FDCWD
             var changed: [Int] = []
             var refreshed: [(Int, WatchedPath)] = []
             for position in index * chunk..<min(paths.count, (index + 1) * chunk) {

@@ -120,6 +120,9 @@ final class ProjectBoundary: Sendable {
         if let handle = opendir(directory) {
             while let entry = readdir(handle) {
                 var type = entry.pointee.d_type
+                // Most entries say what they are: a name is made only for a link, or for an entry
+                // whose type the file system doesn't say (an output directory holds 10k files).
+                guard type == UInt8(DT_LNK) || type == UInt8(DT_UNKNOWN) else { continue }
                 let name = withUnsafeBytes(of: entry.pointee.d_name) { bytes in
                     String(decoding: bytes.prefix { $0 != 0 }, as: UTF8.self)
                 }
