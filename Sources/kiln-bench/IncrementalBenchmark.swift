@@ -15,6 +15,9 @@ struct IncrementalBenchmark {
     var task: String
     var quick: Bool
     var workDirectory: String
+    /// Another kiln (`--baseline`, the build before a change), taking its turn in the paired
+    /// one-changed-file rounds beside this one and ninja.
+    var baseline: String? = nil
 
     private var host: HostBenchmark {
         HostBenchmark(kiln: kiln, ninja: ninja, task: task, quick: quick, workDirectory: workDirectory)
@@ -53,7 +56,7 @@ struct IncrementalBenchmark {
             }
         }
         print(table.render())
-        try printPairedChange(size: size)
+        try printPairedChange()
         print(
             """
 
@@ -65,21 +68,26 @@ struct IncrementalBenchmark {
         )
     }
 
-    /// One changed file in the independent project, kiln and ninja in turns: each in a copy of its
-    /// own, built once from clean, then 11 rounds of (a file changed, kiln runs) and (the same
-    /// file changed in ninja's copy, ninja runs). Taking turns, both see the same moments of this
-    /// shared machine, whose speed drifts between the table above's samples of one tool and the
-    /// other's; the ratio is the median of the rounds' ratios.
-    private func printPairedChange(size: Int) throws {
+    /// One changed file in the independent project, kiln and ninja in turns (with `--baseline`,
+    /// the baseline kiln too): each in a copy of its own, built once from clean, then 11 rounds of
+    /// (a file changed, kiln runs) and (the same file changed in ninja's copy, ninja runs). Taking
+    /// turns, both see the same moments of this shared machine, whose speed drifts between the
+    /// table above's samples of one tool and the other's; the ratio is the median of the rounds'
+    /// ratios. `--only change` prints this table alone.
+    func printPairedChange() throws {
+        let size = quick ? 1_000 : 10_000
         let rounds = quick ? 5 : 11
         var copies: [(tool: String, command: [String], project: HostBenchmark.Project)] = []
-        for (tool, command) in [("kiln", [kiln, "run", "-j2"]), ("ninja", [ninja, "-j2"])] {
+        var tools = [("kiln", [kiln, "run", "-j2"])]
+        if let baseline { tools.append(("kiln (baseline)", [baseline, "run", "-j2"])) }
+        tools.append(("ninja", [ninja, "-j2"]))
+        for (tool, command) in tools {
             let other = HostBenchmark(
                 kiln: kiln,
                 ninja: ninja,
                 task: task,
                 quick: quick,
-                workDirectory: workDirectory + "/paired-\(tool)"
+                workDirectory: workDirectory + "/paired-\(tool.filter(\.isLetter))"
             )
             let project = try other.generateIndependent(size)
             for state in [".kiln", ".ninja_log", ".ninja_deps"] {
@@ -94,7 +102,7 @@ struct IncrementalBenchmark {
             _ = runChild(command, in: project.directory, timeout: 600)
             copies.append((tool, command, project))
         }
-        var seconds: [[Double]] = [[], []]
+        var seconds = [[Double]](repeating: [], count: copies.count)
         for round in 0..<rounds {
             for (index, copy) in copies.enumerated() {
                 appendLine(copy.project.directory + "/src/f\(size / 2 + round).txt", "change \(round)")
@@ -105,10 +113,14 @@ struct IncrementalBenchmark {
                 seconds[index].append(run.seconds)
             }
         }
-        let ratio = median(zip(seconds[0], seconds[1]).map { $0 / $1 })
+        let ninjaSeconds = seconds[copies.count - 1]
         var table = Table(headers: ["one file changed, \(size) tasks, in turns", "median s", "÷ ninja"])
-        table.add(["kiln", format(median(seconds[0]), digits: 3), format(ratio) + "×"])
-        table.add(["ninja", format(median(seconds[1]), digits: 3), ""])
+        for (index, copy) in copies.enumerated() {
+            let ratio = median(zip(seconds[index], ninjaSeconds).map { $0 / $1 })
+            table.add([
+                copy.tool, format(median(seconds[index]), digits: 3), copy.tool == "ninja" ? "" : format(ratio) + "×",
+            ])
+        }
         print("\n" + table.render())
         print("\(rounds) rounds; ÷ ninja is the median of the rounds' ratios. Target: ≤ 1.0×.")
     }

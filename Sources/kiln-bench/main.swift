@@ -6,7 +6,8 @@ import Foundation
 //       content-hashing throughput (XXH3-128) beside md5sum and sha256sum
 //   kiln-bench host --kiln PATH --ninja PATH --task PATH [--work DIR] [--quick] [--only dry-run|critical-path|each]
 //       kiln vs ninja vs go-task on generated projects
-//   kiln-bench incremental --kiln PATH --ninja PATH --task PATH [--work DIR] [--quick] [--only small]
+//   kiln-bench incremental --kiln PATH --ninja PATH --task PATH [--work DIR] [--quick] [--only small|change]
+//       [--baseline KILN]
 //       no-op and one-changed-file runs: kiln vs ninja vs go-task; a small C project's no-op vs make
 //   kiln-bench plugins --kiln PATH [--work DIR]
 //       what loading every bundled plugin adds to kiln's start-up
@@ -73,11 +74,16 @@ case "incremental":
         ninja: ninja,
         task: task,
         quick: arguments.contains("--quick"),
-        workDirectory: value("--work") ?? "/tmp/kiln-bench-host"
+        workDirectory: value("--work") ?? "/tmp/kiln-bench-host",
+        baseline: value("--baseline")
     )
     do {
-        if value("--only") != "small" { try benchmark.run() }
-        try SmallProjectBenchmark(kiln: kiln, ninja: ninja, workDirectory: benchmark.workDirectory).run()
+        if value("--only") == "change" {
+            try benchmark.printPairedChange()
+        } else {
+            if value("--only") != "small" { try benchmark.run() }
+            try SmallProjectBenchmark(kiln: kiln, ninja: ninja, workDirectory: benchmark.workDirectory).run()
+        }
     } catch {
         print("kiln-bench incremental: \(error)")
         exit(1)
@@ -172,7 +178,9 @@ default:
     print("  hash   content hashing throughput, beside md5sum and sha256sum")
     print("usage: kiln-bench host --kiln PATH --ninja PATH --task PATH [--work DIR] [--quick] [--baseline KILN]")
     print("  host   kiln vs ninja vs go-task on generated projects (wall time, peak RSS, ratios)")
-    print("usage: kiln-bench incremental --kiln PATH --ninja PATH --task PATH [--work DIR] [--quick]")
+    print(
+        "usage: kiln-bench incremental --kiln PATH --ninja PATH --task PATH [--work DIR] [--quick] [--only small|change] [--baseline KILN]"
+    )
     print("  incremental  no-op and one-changed-file runs vs ninja and go-task (time, jobs ran, state size)")
     print("usage: kiln-bench plugins --kiln PATH [--work DIR]")
     print("  plugins      start-up time added by loading every bundled plugin")
