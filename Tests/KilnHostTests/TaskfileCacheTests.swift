@@ -88,8 +88,11 @@ import Testing
         #expect(cached.task(named: "ln")?.name == "link")
         #expect(cached.tasks[1].name == "link")
         #expect(cached.tasks.decodedCount == 1)
+        #expect(cached.tasks.holdsRecords)
         #expect(snapshot(cached) == snapshot(fresh))
         #expect(cached.tasks.decodedCount == cached.tasks.count)
+        // Every definition decoded: the file's bytes are let go of.
+        #expect(!cached.tasks.holdsRecords)
     }
 
     @Test(

@@ -42,44 +42,72 @@ public struct TaskList: RandomAccessCollection, Sendable, ExpressibleByArrayLite
     /// How many definitions were decoded from the cache so far (all of them for an array).
     var decodedCount: Int { storage.decodedCount }
 
+    /// Whether the cache's records are still held: until every definition is decoded.
+    var holdsRecords: Bool { storage.holdsRecords }
+
     /// Immutable after creation, but for the memo of decoded definitions and the outline worked
     /// out on first use, each under its lock.
     private final class Storage: Sendable {
         let count: Int
         private let definitions: [TaskDefinition]
-        private let records: CachedTaskRecords?
-        private let memo: HostMutex<[TaskDefinition?]>
+        /// From the cache: the definitions decoded so far, how many are not, and the records,
+        /// let go of once every one is decoded (a run of every task would hold the file's bytes
+        /// beside them to the end).
+        private let memo: HostMutex<Memo>
         private let computedOutline: HostMutex<TaskOutline?>
+        private let fromCache: Bool
+
+        private struct Memo {
+            var decoded: [TaskDefinition?]
+            var remaining: Int
+            var records: CachedTaskRecords?
+        }
 
         init(definitions: [TaskDefinition]) {
             count = definitions.count
             self.definitions = definitions
-            records = nil
-            memo = HostMutex([])
+            fromCache = false
+            memo = HostMutex(Memo(decoded: [], remaining: 0, records: nil))
             computedOutline = HostMutex(nil)
         }
 
         init(records: CachedTaskRecords, outline: TaskOutline) {
             count = records.count
             definitions = []
-            self.records = records
-            memo = HostMutex([TaskDefinition?](repeating: nil, count: records.count))
+            fromCache = true
+            memo = HostMutex(
+                Memo(
+                    decoded: [TaskDefinition?](repeating: nil, count: records.count),
+                    remaining: records.count,
+                    records: records
+                )
+            )
             computedOutline = HostMutex(outline)
         }
 
         func definition(at position: Int) -> TaskDefinition {
-            guard let records else { return definitions[position] }
-            if let known = memo.withLock({ $0[position] }) { return known }
+            guard fromCache else { return definitions[position] }
+            let (known, records) = memo.withLock { memo -> (TaskDefinition?, CachedTaskRecords?) in
+                if let known = memo.decoded[position] { return (known, nil) }
+                return (nil, memo.records)
+            }
+            if let known { return known }
             // Decoded outside the lock: two threads may decode the same record; both get the same.
-            guard let decoded = records.definition(at: position) else {
+            // (The records are there until every definition is in the memo.)
+            guard let records, let decoded = records.definition(at: position) else {
                 // The file's checksum held, so its bytes are what kiln wrote: a record that doesn't
                 // read back is kiln's mistake, and going on would run a task kiln can't describe.
-                records.discard()
+                records?.discard()
                 fatalError(
-                    "kiln: task \(position) of \(records.path) can't be read back (a kiln bug: please report it). The cache is removed: run again."
+                    "kiln: task \(position) of \(records?.path ?? "the Taskfile cache") can't be read back (a kiln bug: please report it). The cache is removed: run again."
                 )
             }
-            memo.withLock { $0[position] = decoded }
+            memo.withLock { memo in
+                guard memo.decoded[position] == nil else { return }
+                memo.decoded[position] = decoded
+                memo.remaining -= 1
+                if memo.remaining == 0 { memo.records = nil }
+            }
             return decoded
         }
 
@@ -93,8 +121,11 @@ public struct TaskList: RandomAccessCollection, Sendable, ExpressibleByArrayLite
         }
 
         var decodedCount: Int {
-            records == nil ? count : memo.withLock { $0.lazy.filter { $0 != nil }.count }
+            fromCache ? memo.withLock { count - $0.remaining } : count
         }
+
+        /// Whether the cache's records are still held (they go once every definition is decoded).
+        var holdsRecords: Bool { memo.withLock { $0.records != nil } }
     }
 }
 
