@@ -249,12 +249,12 @@ public struct BuildPlanner: Sendable {
         let checkBoundary = memo?.vouches(resolvedRoot: boundary.resolvedRoot) != true
         var part: ChangedPart?
         if let choose, errors.isEmpty {
-            var planned = [Int](repeating: -1, count: outline.count)
-            for (offset, position) in order.enumerated() { planned[position] = offset }
+            var inOrder = [Int](repeating: -1, count: outline.count)
+            for (offset, position) in order.enumerated() { inOrder[position] = offset }
             // Each visited task's dependencies, as the visit followed them, by position in the plan.
             let dependencyPositions = order.map { position in
                 outline.flags[position].contains(.runsHere)
-                    ? outline.dependencies(of: position).map { planned[Int($0)] } : []
+                    ? outline.dependencies(of: position).map { inOrder[Int($0)] } : []
             }
             let watches = targets.contains { name in
                 position(of: name).map { outline.flags[$0].contains(.watches) } == true
