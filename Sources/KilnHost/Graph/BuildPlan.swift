@@ -335,9 +335,6 @@ public struct BuildPlanner: Sendable {
         if !errors.isEmpty {
             throw TaskfileErrors(sorting: errors, fileOrder: taskfile.files)
         }
-        var positions: [String: Int] = [:]
-        positions.reserveCapacity(tasks.count)
-        for (position, task) in tasks.enumerated() { positions[task.definition.name] = position }
         // A task's dependencies by position, from the outline's (each name resolved to the first
         // task of that name, as every visit resolved it, so the plan holds no other task of that
         // name): those the plan holds. None for a task that doesn't run here. (By name, a task
@@ -356,6 +353,10 @@ public struct BuildPlanner: Sendable {
             boundary: boundary
         )
         if tasks.contains(where: { !$0.definition.calls.isEmpty }) {
+            // The plan's tasks by name, for the calls (no other plan needs them).
+            var positions: [String: Int] = [:]
+            positions.reserveCapacity(tasks.count)
+            for (position, task) in tasks.enumerated() { positions[task.definition.name] = position }
             let roots = targets.compactMap { positions[$0] ?? taskfile.aliases[$0].flatMap { positions[$0] } }
             plan.gating = CallGating(tasks: tasks.map(\.definition), positions: positions, roots: roots)
         }

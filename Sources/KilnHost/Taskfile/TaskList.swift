@@ -251,17 +251,6 @@ struct TaskOutline: Sendable, Equatable {
         dependencyList[Int(dependencyStarts[position])..<Int(dependencyStarts[position + 1])]
     }
 
-    /// The aliases each task claims, in task order (what the cache writes).
-    func aliasesByTask() -> [[String]] {
-        var result = [[String]](repeating: [], count: count)
-        var owners: [String: Int] = [:]
-        for (position, name) in names.enumerated() where owners[name] == nil { owners[name] = position }
-        for (alias, owner) in aliases.sorted(by: { $0.key < $1.key }) {
-            if let position = owners[owner] { result[position].append(alias) }
-        }
-        return result
-    }
-
     /// The position of the first task called `name`.
     func position(named name: String) -> Int? { names.firstIndex(of: name) }
 

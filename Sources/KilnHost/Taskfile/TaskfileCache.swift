@@ -318,7 +318,6 @@ extension BinaryWriter {
             for (index, byte) in word.enumerated() { bytes[outlineAt + index] = byte }
         }
         let outline = taskfile.tasks.outline
-        let aliases = outline.aliasesByTask()
         var previous = outlineAt + 8
         for position in 0..<outline.count {
             write(recordStarts[position] - previous)
@@ -328,7 +327,8 @@ extension BinaryWriter {
             let dependencies = outline.dependencies(of: position)
             write(dependencies.count)
             for dependency in dependencies { write(Int(dependency)) }
-            write(aliases[position])
+            // Each task's own, in order: the reader's outline makes the table as ``TaskOutline/init(_:)`` did.
+            write(taskfile.tasks[position].aliases)
         }
         write(outline.kinds.count)
         for kind in outline.kinds {
