@@ -32,6 +32,18 @@ public enum Files {
         return FileChecksum.opened(consume bytes, magic: magic, path: path)
     }
 
+    /// ``readSealed(_:magic:)``, and the file, still open: it can be read again after the path is
+    /// removed or replaced.
+    package static func openSealed(_ path: String, magic: [UInt8]) -> (bytes: [UInt8], file: OpenFile)? {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
+        guard descriptor >= 0 else { return nil }
+        let file = OpenFile(descriptor: descriptor)
+        guard let bytes = try? readBytes(descriptor: descriptor, path: path, limit: maximumReadSize),
+            let contents = FileChecksum.opened(consume bytes, magic: magic, path: path)
+        else { return nil }
+        return (contents, file)
+    }
+
     /// Up to the first `count` bytes of a regular file, and whether that is all of it; `nil`
     /// when it can't be read. For a header, without reading (or checksumming) what follows it.
     package static func readPrefix(_ path: String, count: Int) -> (bytes: [UInt8], whole: Bool)? {
@@ -76,6 +88,11 @@ public enum Files {
         let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
         guard descriptor >= 0 else { throw ReadError(path: path, reason: String(cString: strerror(errno))) }
         defer { close(descriptor) }
+        return try readBytes(descriptor: descriptor, path: path, limit: limit)
+    }
+
+    /// The whole of the file open at `descriptor` (read from where it is), which is `path`.
+    private static func readBytes(descriptor: Int32, path: String, limit: Int) throws(ReadError) -> [UInt8] {
         var info = stat()
         guard fstat(descriptor, &info) == 0 else {
             throw ReadError(path: path, reason: String(cString: strerror(errno)))
@@ -177,5 +194,30 @@ public enum Files {
     public static func isDirectory(_ path: String) -> Bool {
         var info = stat()
         return stat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR
+    }
+}
+
+/// A file kept open for as long as something holds it, closed when released.
+///
+/// Threading: immutable; any thread (reads at an offset, `pread`, don't move a shared position).
+package final class OpenFile: Sendable {
+    /// The file's descriptor (close-on-exec).
+    package let descriptor: Int32
+
+    /// Takes over `descriptor`: it is closed when this is released.
+    package init(descriptor: Int32) { self.descriptor = descriptor }
+
+    deinit { close(descriptor) }
+
+    /// Fills `buffer` from `offset`; whether the file had that many bytes there.
+    package func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int) -> Bool {
+        var filled = 0
+        while filled < buffer.count {
+            let count = pread(descriptor, buffer.baseAddress! + filled, buffer.count - filled, off_t(offset + filled))
+            if count < 0, errno == EINTR { continue }
+            guard count > 0 else { return false }
+            filled += count
+        }
+        return true
     }
 }

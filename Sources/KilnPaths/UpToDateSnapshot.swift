@@ -37,6 +37,9 @@ public struct WatchedPath: Sendable, Equatable {
 
     package static let zeroStat = FileSignature(device: 0, inode: 0, size: 0, modified: 0, changed: 0)
     package static let zeroHash = ContentHash(high: 0, low: 0)
+    /// How many bytes follow the path in a record: its kind, then eight 64-bit words
+    /// (``BinaryWriter/writeFields(of:)``).
+    package static let fieldsSize = 1 + 8 * 8
 
     /// A path that didn't exist at `seenAt`.
     package init(absent path: String, seenAt: Int64) {
@@ -223,6 +226,13 @@ public struct UpToDateSnapshot: Sendable {
         public var unownedChanges = 0
         /// Whether the paths were looked at by the launcher (``Handover``), not by this scan.
         public var handedOver = false
+        /// The file this scan decoded, still open, and where its fixed-width fields are: a run
+        /// that changes only those writes the next snapshot as a ``Patch`` of it (`nil` for a
+        /// no-op).
+        package var base: Base?
+        /// The positions of the paths this scan re-read and found the same: its records of them
+        /// are newer than the file's (``base``), which a patch rewrites.
+        package var refreshed: [Int] = []
         /// Nothing changed and the snapshot covers the whole run: a run would do nothing.
         public var isNoOp: Bool {
             snapshot.vouchesForWholeRun && dirtyJobs.isEmpty && changedPaths == 0
@@ -259,7 +269,8 @@ public struct UpToDateSnapshot: Sendable {
         handover: Handover? = nil,
         requirementHolds: (_ key: String, _ valueHash: UInt64?) -> Bool
     ) -> Scan? {
-        guard let (bytes, head, tail) = load(root: root, targets: targets),
+        var layout = Layout(recording: true)
+        guard let (bytes, head, tail) = load(root: root, targets: targets, layout: &layout),
             identityHolds(head, root: root, taskfilePath: taskfilePath, requirementHolds)
         else { return nil }
         var snapshot = head
@@ -269,7 +280,7 @@ public struct UpToDateSnapshot: Sendable {
             // A no-op: the jobs and signatures aren't needed.
             return Scan(snapshot: snapshot, dirtyJobs: [], changedPaths: 0, handedOver: handedOver != nil)
         }
-        guard decodeTail(bytes, from: tail, into: &snapshot) else { return nil }
+        guard decodeTail(bytes, from: tail, into: &snapshot, layout: &layout) else { return nil }
         let changedPositions = Set(changed)
         var dirty = Set<String>()
         var watched = [Bool](repeating: false, count: snapshot.paths.count)
@@ -290,6 +301,8 @@ public struct UpToDateSnapshot: Sendable {
         for (position, entry) in refreshed { snapshot.paths[position] = entry }
         if mayRewrite, !refreshed.isEmpty, changed.isEmpty { snapshot.write(root: root) }
         var scan = Scan(snapshot: snapshot, dirtyJobs: dirty, changedPaths: changed.count)
+        scan.refreshed = refreshed.map(\.0)
+        scan.base = Base(layout, count: bytes.count)
         scan.unwatchedPaths = watched.indices.filter { !watched[$0] }
         scan.unownedChanges = changed.lazy.filter { !watched[$0] }.count
         var dirtyAtPosition = [Bool](repeating: false, count: snapshot.jobs.count)
@@ -329,7 +342,9 @@ public struct UpToDateSnapshot: Sendable {
         // The cheapest test that fails first: a changed path is the usual reason a run isn't a
         // no-op, and the Taskfile's identity (reading its cache, hashing every Taskfile) waits
         // until every path is found unchanged.
-        guard let (bytes, head, tail) = load(root: root, targets: targets), head.vouchesForWholeRun else {
+        var layout = Layout(recording: false)
+        guard let (bytes, head, tail) = load(root: root, targets: targets, layout: &layout), head.vouchesForWholeRun
+        else {
             return .unknown
         }
         let (changed, refreshed) = look(at: head.paths, root: root, tracked: nil)
@@ -347,11 +362,23 @@ public struct UpToDateSnapshot: Sendable {
     }
 
     /// The project's snapshot — its bytes, its head (all but the jobs and the published
-    /// signatures) and where the rest starts — when it is of these targets.
-    private static func load(root: String, targets: [String]) -> (bytes: [UInt8], head: UpToDateSnapshot, tail: Int)? {
-        guard let bytes = Files.readSealed(path(root: root), magic: magic), let (head, tail) = decodeHead(bytes),
-            head.targets == targets
-        else { return nil }
+    /// signatures) and where the rest starts — when it is of these targets. A `layout` that
+    /// records keeps the file open and notes where its fields are.
+    private static func load(
+        root: String,
+        targets: [String],
+        layout: inout Layout
+    ) -> (bytes: [UInt8], head: UpToDateSnapshot, tail: Int)? {
+        let bytes: [UInt8]
+        if layout.recording {
+            guard let (contents, file) = Files.openSealed(path(root: root), magic: magic) else { return nil }
+            bytes = contents
+            layout.file = file
+        } else {
+            guard let contents = Files.readSealed(path(root: root), magic: magic) else { return nil }
+            bytes = contents
+        }
+        guard let (head, tail) = decodeHead(bytes, layout: &layout), head.targets == targets else { return nil }
         return (bytes, head, tail)
     }
 
@@ -416,9 +443,16 @@ public struct UpToDateSnapshot: Sendable {
     /// Decodes all but the jobs and the published signatures (a no-op needs only the paths);
     /// returns where the rest starts.
     package static func decodeHead(_ bytes: [UInt8]) -> (UpToDateSnapshot, Int)? {
+        var layout = Layout(recording: false)
+        return decodeHead(bytes, layout: &layout)
+    }
+
+    /// ``decodeHead(_:)``, noting where the fields are in `layout` when it records.
+    static func decodeHead(_ bytes: [UInt8], layout: inout Layout) -> (UpToDateSnapshot, Int)? {
         var reader = BinaryReader(bytes: bytes)
-        guard reader.readBytes(count: magic.count) == magic, reader.readInteger() == formatVersion,
-            let identityHigh = reader.readUInt64(), let identityLow = reader.readUInt64(),
+        guard reader.readBytes(count: magic.count) == magic, reader.readInteger() == formatVersion else { return nil }
+        layout.identityAt = reader.offset
+        guard let identityHigh = reader.readUInt64(), let identityLow = reader.readUInt64(),
             let targetCount = reader.readInteger(), targetCount >= 0, targetCount <= bytes.count
         else { return nil }
         var targets: [String] = []
@@ -426,15 +460,19 @@ public struct UpToDateSnapshot: Sendable {
             guard let target = reader.readString() else { return nil }
             targets.append(target)
         }
+        layout.flagsAt = reader.offset
         guard let complete = reader.readBool(), let watches = reader.readBool(), let jobCount = reader.readInteger(),
             let anyAlwaysRuns = reader.readBool(),
             let pathCount = reader.readInteger(), pathCount >= 0, pathCount <= bytes.count
         else { return nil }
         var paths: [WatchedPath] = []
         paths.reserveCapacity(pathCount)
+        if layout.recording { layout.pathFieldsAt.reserveCapacity(pathCount) }
         for _ in 0..<pathCount {
             guard let entry = reader.readWatchedPath() else { return nil }
             paths.append(entry)
+            // A record ends with its fixed-width fields.
+            if layout.recording { layout.pathFieldsAt.append(UInt32(reader.offset - WatchedPath.fieldsSize)) }
         }
         var snapshot = UpToDateSnapshot(
             taskfileIdentity: ContentHash(high: identityHigh, low: identityLow),
@@ -452,6 +490,17 @@ public struct UpToDateSnapshot: Sendable {
 
     /// Decodes the jobs and the published signatures, from `offset`.
     package static func decodeTail(_ bytes: [UInt8], from offset: Int, into snapshot: inout UpToDateSnapshot) -> Bool {
+        var layout = Layout(recording: false)
+        return decodeTail(bytes, from: offset, into: &snapshot, layout: &layout)
+    }
+
+    /// ``decodeTail(_:from:into:)``, noting where the signatures start in `layout`.
+    static func decodeTail(
+        _ bytes: [UInt8],
+        from offset: Int,
+        into snapshot: inout UpToDateSnapshot,
+        layout: inout Layout
+    ) -> Bool {
         var reader = BinaryReader(bytes: bytes)
         reader.offset = offset
         guard let jobCount = reader.readInteger(), jobCount == snapshot.jobCount, jobCount >= 0, jobCount <= bytes.count
@@ -470,6 +519,7 @@ public struct UpToDateSnapshot: Sendable {
             }
             jobs.append(Job(key: key, alwaysRuns: alwaysRuns, paths: indices))
         }
+        layout.publishedAt = reader.offset
         guard let publishedCount = reader.readInteger(), publishedCount >= 0, publishedCount <= bytes.count else {
             return false
         }
@@ -493,6 +543,12 @@ extension BinaryWriter {
     /// ones for nanosecond times, and read and written without a loop per byte).
     package mutating func write(_ entry: WatchedPath) {
         write(entry.path)
+        writeFields(of: entry)
+    }
+
+    /// What follows a path's name in its record: ``WatchedPath/fieldsSize`` bytes, the same for
+    /// any path (a ``UpToDateSnapshot/Patch`` rewrites them in place).
+    package mutating func writeFields(of entry: WatchedPath) {
         write(byte: entry.kind.rawValue)
         write(
             words: UInt64(bitPattern: entry.stat.modified),

@@ -125,7 +125,7 @@ public final class IncrementalState: Sendable {
         // What jobs watched goes to .kiln/ as they settle (memory flat at any size); a dry run
         // writes no snapshot.
         recorder = SnapshotRecorder(
-            previous: previous?.snapshot,
+            scan: previous,
             spillDirectory: state == nil || dryRun ? nil : KilnDirectory(root: root).path
         )
         // With a snapshot, read records and file hashes one at a time as jobs need them: when few
@@ -700,15 +700,13 @@ public final class IncrementalState: Sendable {
             {
                 // What they published then is the previous table, but for the kept tasks': a
                 // copy shares its storage, and the few kept are taken out.
-                table.named = snapshot.published
+                table.carry(snapshot.published)
                 for name in keptNames { table[name: name] = nil }
             } else {
                 for name in part.unchanged + part.unchangedGroups { table[name: name] = snapshot.published[name] }
             }
         }
-        recorder.carry(indices: part.snapshotJobs)
-        let unwatched = previous.unwatchedPaths.map { snapshot.paths[$0] }
-        if !unwatched.isEmpty { recorder.recordListing(task: "\u{0}paths no job watched", paths: unwatched) }
+        recorder.carry(indices: part.snapshotJobs, unwatchedPaths: previous.unwatchedPaths)
     }
 
     /// Notes a warning, once however often it is noticed.
@@ -804,6 +802,10 @@ public final class IncrementalState: Sendable {
     /// next run be a no-op on its word; otherwise it still spares the next run checking the jobs
     /// that settled. Without a Taskfile identity (no valid Taskfile cache: the Taskfile changed
     /// during the run) there is none.
+    ///
+    /// After a run that changed only a few fixed-width fields of the previous snapshot (one
+    /// changed source among 10k tasks), it is written as a patch of that snapshot's file
+    /// (``UpToDateSnapshot/Patch``); otherwise it is encoded from what the run recorded.
     public func saveSnapshot(
         taskfilePath: String,
         targets: [String],
@@ -815,10 +817,24 @@ public final class IncrementalState: Sendable {
         guard state != nil, !dryRun,
             let identity = TaskfileCache.identity(taskfilePath: taskfilePath, root: root, context: context)
         else { return }
+        let table = published.withLock { $0 }
+        if let base = previous?.base,
+            let patch = recorder.patch(
+                taskfileIdentity: identity,
+                targets: targets,
+                published: table,
+                expectedJobs: jobs,
+                complete: complete,
+                watches: watches
+            ),
+            patch.write(root: root, over: base) != .notApplicable
+        {
+            return
+        }
         var snapshot = recorder.snapshot(
             taskfileIdentity: identity,
             targets: targets,
-            published: published.withLock { $0 },
+            published: table,
             expectedJobs: jobs
         )
         snapshot.complete = snapshot.complete && complete

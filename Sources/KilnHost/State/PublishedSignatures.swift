@@ -13,9 +13,13 @@ import KilnPaths
 struct PublishedSignatures {
     /// By task name or plain job key (``JobKey/stored``); the previous snapshot's table, as a
     /// run starts from it, holds `each:` jobs' keys too.
-    var named: [String: ContentHash] = [:]
+    private(set) var named: [String: ContentHash] = [:]
     /// The jobs of `each:` tasks listed in this run, by task.
     private var each: [String: EachTask] = [:]
+    /// When ``named`` started as the previous snapshot's table (``carry(_:)``), the names set
+    /// since, in order, repeats and all: with the table's count, what tells whether the names
+    /// are still the snapshot's and which signatures are new (``UpToDateSnapshot/Patch``).
+    private(set) var setSinceCarried: [String]?
 
     private struct EachTask {
         /// The task's files, sorted (``Glob``'s order, `<`).
@@ -44,10 +48,23 @@ struct PublishedSignatures {
     /// Whether nothing was published.
     var isEmpty: Bool { named.isEmpty && each.isEmpty }
 
+    /// Whether a listed `each:` task keeps signatures by position.
+    var hasListedTasks: Bool { !each.isEmpty }
+
+    /// Starts from the previous snapshot's table: what its tasks and jobs published then (a copy
+    /// shares its storage). The names set from now on are noted.
+    mutating func carry(_ table: [String: ContentHash]) {
+        named = table
+        setSinceCarried = []
+    }
+
     /// The signature published under a task's name or a plain job's key.
     subscript(name name: String) -> ContentHash? {
         get { named[name] }
-        set { named[name] = newValue }
+        set {
+            named[name] = newValue
+            setSinceCarried?.append(name)
+        }
     }
 
     /// The signature a job published (an `each:` job's, by its file's position in a listed task).
@@ -64,7 +81,7 @@ struct PublishedSignatures {
             if let source = key.source, let position = each[key.task]?.position(of: source) {
                 each[key.task]?.signatures[position] = newValue ?? Self.none
             } else {
-                named[key.stored] = newValue
+                self[name: key.stored] = newValue
             }
         }
     }

@@ -69,20 +69,40 @@ final class SnapshotRecorder: Sendable {
     private let recorded = HostMutex(Recorded())
     /// Where the recorded keys and paths go (`.kiln/`), or `nil` to keep them in memory.
     private let spillDirectory: String?
-    /// Jobs carried from the previous snapshot without a job of this run (``carry(indices:)``).
+    /// Jobs carried from the previous snapshot without a job of this run (``carry(indices:unwatchedPaths:)``).
     private let carriedInBulk = HostMutex<[Int]>([])
+    /// The positions of the previous snapshot's paths no job watched, carried with them.
+    private let carriedUnwatched = HostMutex<[Int]>([])
     /// Directories `each:` tasks listed, by task.
     private let listings = HostMutex<[String: [WatchedPath]]>([:])
     /// Jobs whose paths couldn't be captured faithfully (a file changed while it was read).
     private let missed = HostMutex(0)
     /// The snapshot carried entries refer to.
     private let previous: UpToDateSnapshot?
+    /// Its file, for a ``patch(taskfileIdentity:targets:published:expectedJobs:complete:watches:)``.
+    private let base: UpToDateSnapshot.Base?
+    /// Where each of its jobs is, by key.
+    private let previousJobs: [String: Int]
+    /// The positions of its paths whose records are newer than its file's (``UpToDateSnapshot/Scan/refreshed``).
+    private let refreshed: [Int]
 
     /// A recorder whose recorded keys and paths go to anonymous files in `spillDirectory`
     /// (`.kiln/`), or stay in memory when it is `nil`.
     init(previous: UpToDateSnapshot?, spillDirectory: String? = nil) {
         self.previous = previous
         self.spillDirectory = spillDirectory
+        base = nil
+        previousJobs = [:]
+        refreshed = []
+    }
+
+    /// A recorder starting from `scan`'s snapshot, whose file the next snapshot may patch.
+    init(scan: UpToDateSnapshot.Scan?, spillDirectory: String?) {
+        previous = scan?.snapshot
+        self.spillDirectory = spillDirectory
+        base = scan?.base
+        previousJobs = scan?.jobPositions ?? [:]
+        refreshed = scan?.refreshed ?? []
     }
 
     /// Records a job's paths; `nil` when they couldn't be captured (the snapshot then won't claim
@@ -121,9 +141,11 @@ final class SnapshotRecorder: Sendable {
     }
 
     /// Records jobs up to date on the previous snapshot's word, at once, by their indices there
-    /// (jobs no run creates, so none is recorded otherwise).
-    func carry(indices: [Int]) {
+    /// (jobs no run creates, so none is recorded otherwise), and the paths it watched for no job
+    /// (a plugin's files, the directories an `each:` task listed), by position.
+    func carry(indices: [Int], unwatchedPaths: [Int] = []) {
         carriedInBulk.withLock { $0 += indices }
+        if !unwatchedPaths.isEmpty { carriedUnwatched.withLock { $0 += unwatchedPaths } }
     }
 
     /// A run's snapshot, as the recorder makes it: what an ``UpToDateSnapshot`` holds, with
@@ -228,7 +250,11 @@ final class SnapshotRecorder: Sendable {
             return recorded
         }
         let bulk = previous == nil ? [] : carriedInBulk.withLock { $0 }
-        let listed = listings.withLock { $0 }
+        var listed = listings.withLock { $0 }
+        if let previous {
+            let unwatched = carriedUnwatched.withLock { $0 }
+            if !unwatched.isEmpty { listed["\u{0}paths no job watched"] = unwatched.map { previous.paths[$0] } }
+        }
         let superseded = Self.superseded(taken.entries, keysIn: taken.spill)
         // Only carried jobs refer to the previous table's positions. With none (a full or a first
         // run after a cold one), the table starts empty: starting from the previous one cost a
@@ -402,6 +428,117 @@ final class SnapshotRecorder: Sendable {
             published: published,
             previous: previous
         )
+    }
+
+    /// How many published names a patch rewrites at most: it finds each by comparing it with
+    /// every name in the old file, which is cheaper than encoding only while they are few.
+    static let patchedNamesLimit = 32
+
+    /// The next snapshot as a patch of the previous one's file (``UpToDateSnapshot/Patch``), when
+    /// this run left everything but fixed-width fields as it was:
+    /// - every job of the previous snapshot is here once, carried or checked again, and none
+    ///   else; a checked job has its key, watches the same paths in the same order, and always
+    ///   runs as it did;
+    /// - a path a checked job saw in a new state is watched by no carried job (the encoder would
+    ///   leave that job out), and jobs that saw one path saw it the same;
+    /// - nothing else was recorded (no listing, no plugin file), the paths no job watched are
+    ///   carried, and nothing was missed;
+    /// - the names published are the previous snapshot's, few set again (no `each:` task listed
+    ///   its files, which publish by position).
+    ///
+    /// `nil` otherwise: ``snapshot(taskfileIdentity:targets:published:expectedJobs:)`` encodes
+    /// it. Takes nothing, so that call still can when the patch can't be written.
+    func patch(
+        taskfileIdentity: ContentHash,
+        targets: [String],
+        published: PublishedSignatures,
+        expectedJobs: Int,
+        complete: Bool,
+        watches: Bool
+    ) -> UpToDateSnapshot.Patch? {
+        guard let previous, base != nil, targets == previous.targets, missed.withLock({ $0 }) == 0,
+            !published.hasListedTasks, let setNames = published.setSinceCarried,
+            setNames.count <= Self.patchedNamesLimit, published.named.count == previous.published.count,
+            listings.withLock({ $0.values.allSatisfy(\.isEmpty) })
+        else { return nil }
+        let bulk = carriedInBulk.withLock { $0 }
+        let unwatched = carriedUnwatched.withLock { $0 }
+        return recorded.withLock { recorded -> UpToDateSnapshot.Patch? in
+            // How each previous job came in: 0 not yet, 1 carried, 2 checked again.
+            var came = [UInt8](repeating: 0, count: previous.jobs.count)
+            for index in bulk {
+                guard came.indices.contains(index), came[index] == 0 else { return nil }
+                came[index] = 1
+            }
+            // The newest record of each path a checked job watched, and the paths seen in a new
+            // state.
+            var records: [Int: WatchedPath] = [:]
+            var moved = Set<Int>()
+            for position in 0..<recorded.entries.count {
+                let entry = recorded.entries[position]
+                switch entry.paths {
+                case .carried(let index):
+                    guard came.indices.contains(index), came[index] == 0, !previous.jobs[index].alwaysRuns else {
+                        return nil
+                    }
+                    came[index] = 1
+                case .fresh(let start, let count):
+                    guard let spill = recorded.spill, let index = previousJobs[spill.key(at: entry.keyAt).stored],
+                        came[index] == 0
+                    else { return nil }
+                    let job = previous.jobs[index]
+                    guard job.alwaysRuns == entry.alwaysRuns, job.paths.count == Int(count) else { return nil }
+                    came[index] = 2
+                    for offset in 0..<Int(count) {
+                        let seen = spill[Int(start) + offset]
+                        let at = Int(job.paths[offset])
+                        let was = previous.paths[at]
+                        guard seen.path == was.path else { return nil }
+                        let current = records[at] ?? was
+                        if !current.describesSameState(as: seen) {
+                            // A second state among this run's jobs, or a first one no later than
+                            // the snapshot's: the encoder's to sort out.
+                            guard records[at] == nil, seen.seenAt > was.seenAt else { return nil }
+                            moved.insert(at)
+                        }
+                        records[at] = seen.seenAt > current.seenAt ? seen : current
+                    }
+                }
+            }
+            guard !came.contains(0) else { return nil }
+            var covered = [Bool](repeating: false, count: previous.paths.count)
+            for position in unwatched where covered.indices.contains(position) { covered[position] = true }
+            for (index, job) in previous.jobs.enumerated() {
+                for position in job.paths {
+                    covered[Int(position)] = true
+                    if came[index] == 1, !moved.isEmpty, moved.contains(Int(position)) { return nil }
+                }
+            }
+            guard !covered.contains(false) else { return nil }
+
+            // What the file says of a path the scan re-read is older than the scan's record, which a
+            // checked job's may have replaced since.
+            var rewritten: [Int: WatchedPath] = [:]
+            for position in refreshed where previous.paths.indices.contains(position) {
+                rewritten[position] = previous.paths[position]
+            }
+            for (position, record) in records where rewritten[position] != nil || record != previous.paths[position] {
+                rewritten[position] = record
+            }
+            var names = Set<String>()
+            var signatures: [(name: String, signature: ContentHash)] = []
+            for name in setNames where names.insert(name).inserted {
+                guard let signature = published[name: name] else { return nil }
+                signatures.append((name, signature))
+            }
+            return UpToDateSnapshot.Patch(
+                taskfileIdentity: taskfileIdentity,
+                complete: complete && recorded.entries.count + bulk.count == expectedJobs,
+                watches: watches,
+                paths: rewritten.map { (position: $0.key, entry: $0.value) },
+                published: signatures
+            )
+        }
     }
 
     /// The positions of entries a later entry of the same key replaces (a dictionary by key

@@ -85,11 +85,11 @@ struct RunTablesTests {
         var table = PublishedSignatures()
         // The previous snapshot's table: the task's name, a job of this run's list, and a job
         // whose file is gone.
-        table.named = [
+        table.carry([
             "compile": ContentHash(high: 9, low: 9),
             JobKey(task: "compile", source: "b.c").stored: ContentHash(high: 8, low: 8),
             JobKey(task: "compile", source: "gone.c").stored: ContentHash(high: 7, low: 7),
-        ]
+        ])
         byKey = table.named
         table.listed(task: "compile", sources: sources)
         for (position, source) in sources.enumerated() where source != "b.c" {
