@@ -458,7 +458,7 @@ final class SnapshotRecorder: Sendable {
     ) -> UpToDateSnapshot.Patch? {
         guard let previous, base != nil, targets == previous.targets, missed.withLock({ $0 }) == 0,
             !published.hasListedTasks, let setNames = published.setSinceCarried,
-            setNames.count <= Self.patchedNamesLimit, published.named.count == previous.published.count,
+            published.named.count == previous.published.count,
             listings.withLock({ $0.values.allSatisfy(\.isEmpty) })
         else { return nil }
         let bulk = carriedInBulk.withLock { $0 }
@@ -508,11 +508,20 @@ final class SnapshotRecorder: Sendable {
             guard !came.contains(0) else { return nil }
             var covered = [Bool](repeating: false, count: previous.paths.count)
             for position in unwatched where covered.indices.contains(position) { covered[position] = true }
-            for (index, job) in previous.jobs.enumerated() {
-                for position in job.paths {
-                    covered[Int(position)] = true
-                    if came[index] == 1, !moved.isEmpty, moved.contains(Int(position)) { return nil }
+            // Marked by position: every carried job's paths are asked (a set hashed 20k of them).
+            var isMoved = [Bool](repeating: false, count: moved.isEmpty ? 0 : previous.paths.count)
+            for position in moved { isMoved[position] = true }
+            for index in previous.jobs.indices {
+                // Read in place: a copy of each job retained and released its key and its list.
+                let carried = came[index] == 1 && !moved.isEmpty
+                let inconsistent = previous.jobs[index].paths.withUnsafeBufferPointer { paths in
+                    for position in paths {
+                        covered[Int(position)] = true
+                        if carried, isMoved[Int(position)] { return true }
+                    }
+                    return false
                 }
+                if inconsistent { return nil }
             }
             guard !covered.contains(false) else { return nil }
 
@@ -528,7 +537,7 @@ final class SnapshotRecorder: Sendable {
             var names = Set<String>()
             var signatures: [(name: String, signature: ContentHash)] = []
             for name in setNames where names.insert(name).inserted {
-                guard let signature = published[name: name] else { return nil }
+                guard names.count <= Self.patchedNamesLimit, let signature = published[name: name] else { return nil }
                 signatures.append((name, signature))
             }
             return UpToDateSnapshot.Patch(
