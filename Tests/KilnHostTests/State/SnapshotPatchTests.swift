@@ -208,6 +208,46 @@ struct SnapshotPatchTests {
         #expect(declined >= rounds / 10, "patched \(patched), declined \(declined)")
     }
 
+    @Test("a patch of a file larger than its copy buffer writes the edits that cross the buffer's boundaries whole")
+    func editsCrossTheBuffersBoundaries() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        try FileManager.default.createDirectory(atPath: directory.path(".kiln"), withIntermediateDirectories: true)
+        // 3,000 records of about 75 bytes: 225 KB, three 64 KiB boundaries, each inside some
+        // path's fields.
+        let paths = (0..<3_000).map { Self.record("src/file\($0).txt", state: 1, seenAt: 1_000) }
+        let previous = UpToDateSnapshot(
+            taskfileIdentity: ContentHash(high: 1, low: 1),
+            targets: ["build"],
+            paths: paths,
+            jobs: [UpToDateSnapshot.Job(key: "build", alwaysRuns: false, paths: (0..<3_000).map(Int32.init))],
+            published: ["build": ContentHash(high: 1, low: 1)],
+            complete: false,
+            jobCount: 1,
+            anyAlwaysRuns: false
+        )
+        #expect(previous.write(root: directory.path))
+        let (_, base) = try #require(UpToDateSnapshot.readWithBase(root: directory.path))
+        let rewritten = paths.map { Self.record($0.path, state: 2, seenAt: 2_000) }
+        let patch = UpToDateSnapshot.Patch(
+            taskfileIdentity: ContentHash(high: 2, low: 2),
+            complete: true,
+            watches: true,
+            paths: rewritten.enumerated().map { (position: $0.offset, entry: $0.element) },
+            published: [("build", ContentHash(high: 3, low: 3))]
+        )
+        #expect(patch.write(root: directory.path, over: base) == .written)
+        let bytes = try #require(FileManager.default.contents(atPath: directory.path(".kiln/snapshot")))
+        #expect(bytes.count > 3 * 65_536)
+        let written = try #require(UpToDateSnapshot.decode(Array(bytes)))
+        #expect(written.paths == rewritten)
+        #expect(written.taskfileIdentity == ContentHash(high: 2, low: 2))
+        #expect(written.complete && written.watches)
+        #expect(written.targets == ["build"])
+        #expect(written.published == ["build": ContentHash(high: 3, low: 3)])
+        #expect(written.jobs.first?.paths == (0..<3_000).map(Int32.init))
+    }
+
     @Test("a patch whose published name the old file doesn't have writes nothing, and the encoder's turn comes")
     func unknownNameIsNotApplicable() throws {
         let directory = try TemporaryDirectory()
