@@ -11,8 +11,10 @@ import Testing
 @Suite struct RunStressTests {
     @Test("random graphs with failures and interrupts always end, and report each job once", arguments: 0..<6)
     func randomRunsEnd(batch: Int) async throws {
-        for round in 0..<10 {
-            let seed = UInt64(batch * 10 + round)
+        // KILN_STRESS_ROUNDS soaks it: that many rounds per batch, with seeds past the usual 60.
+        let rounds = ProcessInfo.processInfo.environment["KILN_STRESS_ROUNDS"].flatMap { Int($0) } ?? 10
+        for round in 0..<rounds {
+            let seed = UInt64(round < 10 ? batch * 10 + round : 60 + batch * rounds + round)
             var random = SeededGenerator(seed: seed)
             let directory = try TemporaryDirectory()
             defer { directory.remove() }
@@ -47,10 +49,14 @@ import Testing
                 buildRun.interrupt()
             }
             guard let summary = await waitForResult(within: 60, { buildRun.wait() }) else {
+                // Read before the interrupt, which ends what was stuck.
                 let pending = buildRun.pendingDescription
+                let reported = observer.finished.map(\.job.task)
+                let ran = lab.runs
                 buildRun.interrupt()
+                let unreported = (0..<count).map { "t\($0)" }.filter { !reported.contains($0) }
                 Issue.record(
-                    "seed \(seed): the run did not end within 60 s (\(observer.finished.count) of \(count) jobs reported): \(pending)"
+                    "seed \(seed): the run did not end within 60 s (\(reported.count) of \(count) jobs reported, not \(unreported); probes that ran: \(ran)): \(pending)"
                 )
                 return
             }

@@ -249,6 +249,80 @@ extension JobEngineTests {
             #expect(jobs.allSatisfy { $0.isFinished })
         }
 
+        /// An asynchronous job that counts the calls of its `start()`, the hook a subclass has to
+        /// hand a cancellation on (as the host's resource-slot jobs cancel the job they lead to).
+        final class StartCounting: Job, @unchecked Sendable {
+            let starts: Counter
+            init(starts: Counter) {
+                self.starts = starts
+                super.init()
+            }
+            override var isAsynchronous: Bool { true }
+            override func start() throws(JobError) {
+                starts.increment()
+                guard try beginExecution() else { return }
+                try finish()
+            }
+        }
+
+        /// How a job in no queue is cancelled, while another thread adds it to a queue.
+        enum FreeCancellation: String, CaseIterable, Sendable {
+            case requested = "cancel()"
+            case failedDependency = "a dependency fails (requiresSuccessfulDependencies)"
+        }
+
+        @Test(
+            "a job cancelled while another thread adds it to a queue: the add fails (it had finished), or the queue calls its start()",
+            arguments: FreeCancellation.allCases
+        )
+        func cancelRacesAdd(how: FreeCancellation) {
+            let queue = JobQueue(name: "race", maxConcurrentJobCount: 4)
+            let count = Self.scaled(5_000)
+            let starts = Counter()
+            let jobs = (0..<count).map { _ in StartCounting(starts: starts) }
+            let dependencies = (0..<count).map { _ in ClosureJob { _ in throw Failure() } }
+            if how == .failedDependency {
+                for (job, dependency) in zip(jobs, dependencies) {
+                    job.requiresSuccessfulDependencies = true
+                    job.addDependency(dependency)
+                }
+            }
+            // Lockstep: both threads reach job i before either acts on it, so the two meet often.
+            final class Lockstep: Sendable {
+                let first = Atomic<Int>(-1)
+                let second = Atomic<Int>(-1)
+            }
+            let reached = Lockstep()
+            let added = Counter()
+            let done = Arrivals()
+            spawnThread {
+                for index in 0..<count {
+                    reached.first.store(index, ordering: .releasing)
+                    while reached.second.load(ordering: .acquiring) < index {}
+                    switch how {
+                    case .requested: jobs[index].cancel()
+                    case .failedDependency: try? dependencies[index].start()
+                    }
+                }
+                done.arrive()
+            }
+            spawnThread {
+                for index in 0..<count {
+                    reached.second.store(index, ordering: .releasing)
+                    while reached.first.load(ordering: .acquiring) < index {}
+                    if (try? queue.addJob(jobs[index])) != nil { added.increment() }
+                }
+                done.arrive()
+            }
+            #expect(done.wait(for: 2, seconds: 120))
+            #expect(queue.empties(within: 60))
+            // (A job cancelled with cancel() may have run before it: the add won by far.)
+            #expect(jobs.allSatisfy { $0.isFinished && ($0.isCancelled || how == .requested) })
+            // A job the queue took must be started by it: finishing it behind the queue's back
+            // skips the start() a subclass relies on.
+            #expect(starts.count == added.count)
+        }
+
         @Test("many threads waiting on the same jobs are all released")
         func concurrentWaiters() throws {
             let queue = JobQueue(name: "queue")

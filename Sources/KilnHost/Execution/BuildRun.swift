@@ -500,12 +500,26 @@ public final class BuildRun: @unchecked Sendable {
     }
 
     /// What the run is still waiting for, for a test's watchdog: the count of pending work, the
-    /// tasks created and live, and the jobs not finished.
+    /// tasks created and live, the jobs not finished (where each stands), and each queue's jobs.
     var pendingDescription: String {
-        state.withLock { state in
-            "pending \(state.pending), created \(state.nextTask) of \(plan.tasks.count) (creating \(state.creating), done \(state.creatingDone)), "
-                + "live tasks \(state.liveTasks), live jobs \(state.live.values.map { "\($0.name ?? "?") finished=\($0.isFinished)" })"
+        let (head, jobs) = state.withLock { state in
+            (
+                "pending \(state.pending), created \(state.nextTask) of \(plan.tasks.count) (creating \(state.creating), done \(state.creatingDone)), "
+                    + "live tasks \(state.liveTasks)",
+                Array(state.live.values)
+            )
         }
+        // Read outside the run's lock: a job's and a queue's state take their own.
+        func standing(_ job: Job) -> String {
+            "\(job.name ?? "?") finished=\(job.isFinished) executing=\(job.isExecuting) cancelled=\(job.isCancelled) "
+                + "ready=\(job.isReady) dependencies=\(job.dependencies.map { "\($0.name ?? "?")\($0.isFinished ? "✓" : "…")" })"
+        }
+        let queueStates = ([checks, control, unitEnds] + queues.all.map(\.queue)).map { queue in
+            "\(queue.name): \(queue.jobCount) jobs, \(queue.runningJobCount) running, \(queue.readyJobCount) ready"
+                + (queue.isSuspended ? ", suspended" : "")
+                + " \(queue.jobs.map { "\($0.name ?? "?")\($0.isExecuting ? "▶" : "")" })"
+        }
+        return head + ", live jobs \(jobs.map(standing)); queues: " + queueStates.joined(separator: "; ")
     }
 
     /// Blocks until every job has finished; returns the summary.

@@ -205,13 +205,37 @@ open class Job: @unchecked Sendable, CustomStringConvertible {
     /// dependents, queue slot — in that order, none under a lock. A dependent added after the
     /// state changed but before the completion block ran is released after the block too.
     final func finishExecution(error: (any Error)?) {
+        finishExecution(error: error, onlyInNoQueue: false)
+    }
+
+    /// Finishes a job cancelled in no queue (``JobState/AfterCancel/finishNow``), unless a queue
+    /// took it since the cancellation decided so: another thread's `addJob` between the two. The
+    /// queue then starts it as any cancelled job, and its `start()` runs — the hook a subclass
+    /// may rely on to pass the cancellation on; finishing it here, behind the queue's back, would
+    /// skip it. Returns whether it is now in a queue instead, to be flushed.
+    private func finishCancelledInNoQueue() -> Bool {
+        !finishExecution(error: nil, onlyInNoQueue: true)
+    }
+
+    /// The finishing path; with `onlyInNoQueue`, only a job in no queue and not started is
+    /// finished. Returns whether this call finished the job.
+    @discardableResult
+    private func finishExecution(error: (any Error)?, onlyInNoQueue: Bool) -> Bool {
         let observed = isObserved
         if observed {
             let executing = state.withLock { $0.phase == .executing }
             if executing { deliver(.isExecuting, .willChange) }
             deliver(.isFinished, .willChange)
         }
-        guard let actions = state.withLock({ $0.finish(error: error) }) else { return }
+        let finished = state.withLock { state -> JobState.FinishActions? in
+            if onlyInNoQueue, state.phase != .free { return nil }
+            return state.finish(error: error)
+        }
+        guard let actions = finished else {
+            // The will-change announced a change that didn't happen: close it, value unchanged.
+            if onlyInNoQueue, observed { deliver(.isFinished, .didChange) }
+            return false
+        }
         if observed {
             if actions.wasExecuting { deliver(.isExecuting, .didChange) }
             deliver(.isFinished, .didChange)
@@ -247,6 +271,7 @@ open class Job: @unchecked Sendable, CustomStringConvertible {
         } else if !readied.isEmpty {
             Scheduler.shared.makeReady(readied.all)
         }
+        return true
     }
 
     // MARK: - State
@@ -535,9 +560,7 @@ open class Job: @unchecked Sendable, CustomStringConvertible {
             return phase == .waiting
         case .cancelled(let after):
             switch after {
-            case .finishNow:
-                finishExecution(error: nil)
-                return false
+            case .finishNow: return finishCancelledInNoQueue()
             case .flush: return true
             case .nothing: return false
             }
@@ -549,7 +572,9 @@ open class Job: @unchecked Sendable, CustomStringConvertible {
     /// Asks the job to stop. Sets ``isCancelled``; a job waiting on dependencies becomes ready at
     /// once so its queue flushes it without running `main`; a job in no queue that has not started
     /// finishes at once. A running job keeps running until its code checks ``isCancelled``.
-    /// Cancelling twice, or a finished job, has no effect.
+    /// Cancelling twice, or a finished job, has no effect. When another thread adds the job to a
+    /// queue meanwhile, either the add throws `.alreadyFinished` or the queue starts the job:
+    /// a queue that took a job always calls its `start()`, cancelled or not.
     ///
     /// Threading: any thread.
     open func cancel() {
@@ -577,7 +602,7 @@ open class Job: @unchecked Sendable, CustomStringConvertible {
 
     private func perform(_ after: JobState.AfterCancel) {
         switch after {
-        case .finishNow: finishExecution(error: nil)
+        case .finishNow: if finishCancelledInNoQueue() { scheduleIfReady() }
         case .flush: scheduleIfReady()
         case .nothing: break
         }

@@ -71,7 +71,8 @@ struct JobState {
 
     /// What happens to a job right after it has been cancelled.
     enum AfterCancel {
-        /// In no queue and not started: finish it now, without running `main`.
+        /// In no queue and not started: finish it now, without running `main` — if it is still
+        /// in no queue then (``Job`` checks again: another thread may have added it meanwhile).
         case finishNow
         /// Waiting in a queue: put it on the ready list so the queue flushes it.
         case flush
