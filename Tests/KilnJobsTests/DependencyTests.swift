@@ -34,6 +34,41 @@ extension JobEngineTests {
             #expect(job.isReady)
         }
 
+        @Test(
+            "any number of dependencies and dependents: kept in order, removed from any place, let go when the job finishes",
+            arguments: [1, 3, 4, 5, 8, 17]
+        )
+        func manyDependencies(count: Int) throws {
+            for removed in 0..<count {
+                let queue = JobQueue(name: "queue", maxConcurrentJobCount: 2)
+                let runs = Counter()
+                let dependencies = (0..<count).map { index in ClosureJob("d\(index)") { _ in } }
+                // Each dependency has several dependents too.
+                let jobs = (0..<3).map { _ in ClosureJob { _ in runs.increment() } }
+                for job in jobs {
+                    for dependency in dependencies { job.addDependency(dependency) }
+                    job.addDependency(dependencies[0])
+                }
+                #expect(jobs[0].dependencies.count == count)
+                #expect(zip(jobs[0].dependencies, dependencies).allSatisfy { $0 === $1 })
+                jobs[0].removeDependency(dependencies[removed])
+                var expected = dependencies
+                expected.remove(at: removed)
+                #expect(jobs[0].dependencies.count == count - 1)
+                #expect(zip(jobs[0].dependencies, expected).allSatisfy { $0 === $1 })
+                try queue.addJobs(jobs)
+                // A removed dependency that never runs holds nothing back.
+                let unstarted = dependencies[removed]
+                try queue.addJobs(dependencies.filter { $0 !== unstarted })
+                #expect(jobs[0].finishes())
+                #expect(!jobs[1].isFinished && !jobs[2].isFinished)
+                try queue.addJob(unstarted)
+                #expect(queue.empties())
+                #expect(runs.count == 3)
+                #expect(jobs.allSatisfy { $0.dependencies.isEmpty })
+            }
+        }
+
         @Test("removing the last unfinished dependency lets a queued job run")
         func removingDependencyReleasesQueuedJob() throws {
             let queue = JobQueue(name: "queue")
