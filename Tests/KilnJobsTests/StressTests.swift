@@ -269,6 +269,8 @@ extension JobEngineTests {
         enum FreeCancellation: String, CaseIterable, Sendable {
             case requested = "cancel()"
             case failedDependency = "a dependency fails (requiresSuccessfulDependencies)"
+            /// cancel() on jobs whose `isFinished` and `isExecuting` are observed.
+            case observed = "cancel(), observed"
         }
 
         @Test(
@@ -280,6 +282,20 @@ extension JobEngineTests {
             let count = Self.scaled(5_000)
             let starts = Counter()
             let jobs = (0..<count).map { _ in StartCounting(starts: starts) }
+            // Per job: will-changes minus did-changes of `isFinished` and of `isExecuting`.
+            let unpaired = Locked([Int](repeating: 0, count: count * 2))
+            var observations: [JobObservation] = []
+            if how == .observed {
+                for (index, job) in jobs.enumerated() {
+                    for (slot, property) in [(0, JobProperty<Bool>.isFinished), (1, .isExecuting)] {
+                        observations.append(
+                            job.observe(property) { change in
+                                unpaired.withLock { $0[index * 2 + slot] += change.kind == .willChange ? 1 : -1 }
+                            }
+                        )
+                    }
+                }
+            }
             let dependencies = (0..<count).map { _ in ClosureJob { _ in throw Failure() } }
             if how == .failedDependency {
                 for (job, dependency) in zip(jobs, dependencies) {
@@ -300,7 +316,7 @@ extension JobEngineTests {
                     reached.first.store(index, ordering: .releasing)
                     while reached.second.load(ordering: .acquiring) < index {}
                     switch how {
-                    case .requested: jobs[index].cancel()
+                    case .requested, .observed: jobs[index].cancel()
                     case .failedDependency: try? dependencies[index].start()
                     }
                 }
@@ -317,7 +333,10 @@ extension JobEngineTests {
             #expect(done.wait(for: 2, seconds: 120))
             #expect(queue.empties(within: 60))
             // (A job cancelled with cancel() may have run before it: the add won by far.)
-            #expect(jobs.allSatisfy { $0.isFinished && ($0.isCancelled || how == .requested) })
+            #expect(jobs.allSatisfy { $0.isFinished && ($0.isCancelled || how != .failedDependency) })
+            // Each announced change was closed, also where the cancellation found the job taken.
+            #expect(unpaired.value.allSatisfy { $0 == 0 })
+            for observation in observations { observation.invalidate() }
             // A job the queue took must be started by it: finishing it behind the queue's back
             // skips the start() a subclass relies on.
             #expect(starts.count == added.count)

@@ -212,7 +212,8 @@ open class Job: @unchecked Sendable, CustomStringConvertible {
     /// took it since the cancellation decided so: another thread's `addJob` between the two. The
     /// queue then starts it as any cancelled job, and its `start()` runs — the hook a subclass
     /// may rely on to pass the cancellation on; finishing it here, behind the queue's back, would
-    /// skip it. Returns whether it is now in a queue instead, to be flushed.
+    /// skip it. Returns `true` when it didn't finish the job here (a queue has it, or it had
+    /// finished): the caller then flushes it, which does nothing unless it waits in a queue.
     private func finishCancelledInNoQueue() -> Bool {
         !finishExecution(error: nil, onlyInNoQueue: true)
     }
@@ -223,7 +224,9 @@ open class Job: @unchecked Sendable, CustomStringConvertible {
     private func finishExecution(error: (any Error)?, onlyInNoQueue: Bool) -> Bool {
         let observed = isObserved
         if observed {
-            let executing = state.withLock { $0.phase == .executing }
+            // A job finished only in no queue isn't executing (a queue may start it meanwhile:
+            // then this call changes nothing, and announces nothing of `isExecuting`).
+            let executing = !onlyInNoQueue && state.withLock { $0.phase == .executing }
             if executing { deliver(.isExecuting, .willChange) }
             deliver(.isFinished, .willChange)
         }
