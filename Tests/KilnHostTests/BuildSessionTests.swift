@@ -69,10 +69,13 @@ import Testing
                 each: sources
                 sources: ['src/*.txt']
                 generates: ['out/{{.source_stem}}.txt']
-                cmds: ['mkdir -p out && cp {{.source}} {{.output}}']
+                cmds: ['mkdir -p out && cp {{.source}} {{.output}} && touch -d "@$(( $(date +%s) + 5 ))" {{.output}}']
 
             """
         )
+        // Each output's time is set 4–5 s ahead, so it is hashed within the racy window of its
+        // time however slow the machine (written at once, it was hashed 50 ms later, now and then,
+        // on a loaded CI machine, and the first snapshot vouched for it).
         for name in ["a", "b", "c"] { try directory.write("src/\(name).txt", "\(name)\n") }
         for file in ["src/a.txt", "src/b.txt", "src/c.txt", "Taskfile.yml"] {
             try setModificationTime(directory.path(file), secondsAgo: 10)
@@ -93,7 +96,14 @@ import Testing
         }
         // Hashed as they were written: the first snapshot can't vouch for them by status.
         #expect(try outputsSettled() == ["out/a.txt": false, "out/b.txt": false, "out/c.txt": false])
-        usleep(UInt32(FileSignature.racyWindow / 1000) * 2)
+        // Until the outputs' times are settled: a racy window after the latest.
+        let latest =
+            try ["out/a.txt", "out/b.txt", "out/c.txt"].map { file in
+                try #require(FileSignature.of(directory.path(file))).modified
+            }.max() ?? 0
+        let now = Int64(Date().timeIntervalSince1970 * 1e9)
+        let wait = latest + 2 * FileSignature.racyWindow - now
+        if wait > 0 { usleep(UInt32(wait / 1000)) }
         try directory.write("src/a.txt", "a, edited\n")
         try setModificationTime(directory.path("src/a.txt"), secondsAgo: 5)
         guard case .ran(let summary, _, _, _, _) = try BuildSession.run(Self.request(directory), Self.settings()) else {
