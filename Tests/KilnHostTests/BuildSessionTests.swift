@@ -101,8 +101,7 @@ import Testing
             try ["out/a.txt", "out/b.txt", "out/c.txt"].map { file in
                 try #require(FileSignature.of(directory.path(file))).modified
             }.max() ?? 0
-        let now = Int64(Date().timeIntervalSince1970 * 1e9)
-        let wait = latest + 2 * FileSignature.racyWindow - now
+        let wait = latest + 2 * FileSignature.racyWindow - FileSignature.now()
         if wait > 0 { usleep(UInt32(wait / 1000)) }
         try directory.write("src/a.txt", "a, edited\n")
         try setModificationTime(directory.path("src/a.txt"), secondsAgo: 5)
