@@ -296,8 +296,10 @@ public enum BuildSession {
                 : state.loadDurations(expecting: plan.tasks.count)
         let ordered = plan.startingLongestPathFirst(durations: durations)
         let run = BuildRun(plan: ordered, queues: queues, options: options, observer: settings.observers(queues))
+        // Not `plan`: reordered, its task list and dependency lists are no longer needed, and
+        // they would be held through the run (0.4 MB for 10k tasks, 1 MB in a DAG).
         if request.exitsAfterwards {
-            keepUntilExit([project, plan, ordered, state, incremental, run, queues, scan as Any])
+            keepUntilExit([project, ordered, state, incremental, run, queues, scan as Any])
         }
         settings.started(run)
         System.markRunInProgress(true)
