@@ -99,8 +99,6 @@ public struct TaskDefinition: Sendable {
     private final class Storage: Sendable {
         let name: String
         let location: SourceLocation
-        let calls: [Located<String>]
-        let summary: String?
         let commands: [Located<String>]
         let sources: [Located<String>]
         let generates: [Located<String>]
@@ -108,21 +106,54 @@ public struct TaskDefinition: Sendable {
         let renderedSources: [String]?
         let environment: [String: String]
         let directory: String
-        let resources: [Located<String>]
         let each: Each
-        let batchSize: Int?
-        let kind: Located<String>
-        let pluginConfiguration: ConfigurationValue?
-        let allowsOutsideRoot: Bool
-        let depfile: Located<String>?
-        let keepsDepfile: Bool
         let file: String
         /// go-task's settings, `nil` when they are the defaults (most tasks): a task copies one
         /// reference, not a dozen fields.
         let options: TaskOptionsBox?
+        /// What few tasks of a large Taskfile say, `nil` when they say none of it: a run holds
+        /// every task's storage, and these took 190 of its 340 bytes.
+        let rare: Rare?
         /// Worked out once: read for every job.
         let runsHere: Bool
         let hasPlanChecks: Bool
+
+        /// `calls`, `desc:`, `resources:`, `batch:`, a kind other than `shell` where the task
+        /// is, `with:`, `allow-outside-root:`, `depfile:` and `keep-depfile:`.
+        final class Rare: Sendable {
+            let calls: [Located<String>]
+            let summary: String?
+            let resources: [Located<String>]
+            let batchSize: Int?
+            /// `nil`: `shell`, at the task's key.
+            let kind: Located<String>?
+            let pluginConfiguration: ConfigurationValue?
+            let allowsOutsideRoot: Bool
+            let depfile: Located<String>?
+            let keepsDepfile: Bool
+
+            init(
+                calls: [Located<String>],
+                summary: String?,
+                resources: [Located<String>],
+                batchSize: Int?,
+                kind: Located<String>?,
+                pluginConfiguration: ConfigurationValue?,
+                allowsOutsideRoot: Bool,
+                depfile: Located<String>?,
+                keepsDepfile: Bool
+            ) {
+                self.calls = calls
+                self.summary = summary
+                self.resources = resources
+                self.batchSize = batchSize
+                self.kind = kind
+                self.pluginConfiguration = pluginConfiguration
+                self.allowsOutsideRoot = allowsOutsideRoot
+                self.depfile = depfile
+                self.keepsDepfile = keepsDepfile
+            }
+        }
 
         init(
             name: String,
@@ -148,24 +179,33 @@ public struct TaskDefinition: Sendable {
         ) {
             self.name = name
             self.location = location
-            self.calls = calls
-            self.summary = summary
             self.commands = commands
             self.sources = sources
             self.generates = generates
             self.renderedSources = renderedSources
             self.environment = environment
             self.directory = directory
-            self.resources = resources
             self.each = each
-            self.batchSize = batchSize
-            self.kind = kind
-            self.pluginConfiguration = pluginConfiguration
-            self.allowsOutsideRoot = allowsOutsideRoot
-            self.depfile = depfile
-            self.keepsDepfile = keepsDepfile
             self.file = file
             self.options = options.map(TaskOptionsBox.init)
+            let ownKind = kind == Located(value: ShellTaskKind.kindName, location: location) ? nil : kind
+            if calls.isEmpty, summary == nil, resources.isEmpty, batchSize == nil, ownKind == nil,
+                pluginConfiguration == nil, !allowsOutsideRoot, depfile == nil, !keepsDepfile
+            {
+                rare = nil
+            } else {
+                rare = Rare(
+                    calls: calls,
+                    summary: summary,
+                    resources: resources,
+                    batchSize: batchSize,
+                    kind: ownKind,
+                    pluginConfiguration: pluginConfiguration,
+                    allowsOutsideRoot: allowsOutsideRoot,
+                    depfile: depfile,
+                    keepsDepfile: keepsDepfile
+                )
+            }
             runsHere = TaskOptions.allows(options?.platforms) && options?.conditionHolds != false
             // Something the planner checks: a template in what the task runs, a deferred mistake,
             // a required variable.
@@ -175,6 +215,8 @@ public struct TaskDefinition: Sendable {
                 || generates.contains { TextTemplate.hasActions($0.value) }
                 || depfile.map { TextTemplate.hasActions($0.value) } == true
         }
+
+        var depfile: Located<String>? { rare?.depfile }
     }
 
     private let storage: Storage
@@ -186,14 +228,14 @@ public struct TaskDefinition: Sendable {
     /// depends on: each starts only once the others have succeeded (the commands before the
     /// call have run), unless something else needs it first. Empty for most tasks. (In the
     /// storage: a copy of a task costs no more for it.)
-    public var calls: [Located<String>] { storage.calls }
+    public var calls: [Located<String>] { storage.rare?.calls ?? [] }
 
     /// The full name, with include namespace.
     public var name: String { storage.name }
     /// Where the task's key is.
     public var location: SourceLocation { storage.location }
     /// `desc:`.
-    public var summary: String? { storage.summary }
+    public var summary: String? { storage.rare?.summary }
     /// `cmds:` of a shell task, before templating.
     public var commands: [Located<String>] { storage.commands }
     /// `sources:` glob patterns, relative to the task's directory, before templating.
@@ -213,18 +255,20 @@ public struct TaskDefinition: Sendable {
     /// `dir:`, absolute, after templating.
     public var directory: String { storage.directory }
     /// `resources:` claims as written (built-ins `cpu`, `disk`, `net:<host>`, or user-defined).
-    public var resources: [Located<String>] { storage.resources }
+    public var resources: [Located<String>] { storage.rare?.resources ?? [] }
     /// `each:`.
     public var each: Each { storage.each }
     /// `batch:` — how many jobs of an `each:` task exist at once.
-    public var batchSize: Int? { storage.batchSize }
+    public var batchSize: Int? { storage.rare?.batchSize }
     /// `plugin:` — the task kind, `shell` when the task has `cmds`.
-    public var kind: Located<String> { storage.kind }
+    public var kind: Located<String> {
+        storage.rare?.kind ?? Located(value: ShellTaskKind.kindName, location: storage.location)
+    }
     /// `with:` — a plugin task's configuration; `nil` for shell tasks, whose configuration is
     /// made from ``commands`` when asked for (it would double the memory of a large Taskfile).
-    public var pluginConfiguration: ConfigurationValue? { storage.pluginConfiguration }
+    public var pluginConfiguration: ConfigurationValue? { storage.rare?.pluginConfiguration }
     /// `allow-outside-root: true` lets the task write outside the project root.
-    public var allowsOutsideRoot: Bool { storage.allowsOutsideRoot }
+    public var allowsOutsideRoot: Bool { storage.rare?.allowsOutsideRoot ?? false }
     /// `depfile:` — a Makefile-syntax file the command writes (`cc -MD -MF FILE`) naming the
     /// files it read; they become the job's inputs next time. Before templating.
     public var depfile: String? { storage.depfile?.value }
@@ -232,7 +276,7 @@ public struct TaskDefinition: Sendable {
     public var locatedDepfile: Located<String>? { storage.depfile }
     /// `keep-depfile: true` leaves the depfile in place after reading it (like make), so the
     /// files it names are known from the files alone — remote-cache keys include them.
-    public var keepsDepfile: Bool { storage.keepsDepfile }
+    public var keepsDepfile: Bool { storage.rare?.keepsDepfile ?? false }
     /// The file the task was defined in.
     public var file: String { storage.file }
     /// go-task's settings: aliases, `internal`, `platforms`, `prompt`, `preconditions`, ….
@@ -264,6 +308,10 @@ public struct TaskDefinition: Sendable {
     /// Whether planning the task has anything to check (templates, deferred mistakes, required
     /// variables): most tasks of a large Taskfile have none.
     var hasPlanChecks: Bool { storage.hasPlanChecks }
+    /// Whether the task says any of what few tasks do (``calls``, ``summary``, ``resources``,
+    /// ``batchSize``, a ``kind`` of its own, ``pluginConfiguration``, ``allowsOutsideRoot``, a
+    /// depfile): those have a second object; the others share none.
+    var hasRareFields: Bool { storage.rare != nil }
 
     /// Creates a task.
     public init(
