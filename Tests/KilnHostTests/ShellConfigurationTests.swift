@@ -115,4 +115,11 @@ import Testing
         // 2.3 MB for a 10k-task Taskfile's commands, held for the whole run.
         #expect(MemoryLayout<ShellTaskKind.Configuration.Command>.stride <= 48)
     }
+
+    @Test("the kind is one reference: every task's prepared configuration holds a copy")
+    func kindIsSmall() {
+        // The runner's existential and the version inline made it 56 bytes, 10k times over.
+        #expect(MemoryLayout<ShellTaskKind>.size == MemoryLayout<AnyObject>.size)
+        #expect(ShellTaskKind(runner: sharedMonitor).version == "2")
+    }
 }
