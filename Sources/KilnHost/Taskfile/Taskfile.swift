@@ -112,7 +112,7 @@ public struct TaskDefinition: Sendable {
         /// reference, not a dozen fields.
         let options: TaskOptionsBox?
         /// What few tasks of a large Taskfile say, `nil` when they say none of it: a run holds
-        /// every task's storage, and these took 190 of its 340 bytes.
+        /// every task's storage, and a plain task's is 154 bytes with them apart, 338 inline.
         let rare: Rare?
         /// Worked out once: read for every job.
         let runsHere: Bool
