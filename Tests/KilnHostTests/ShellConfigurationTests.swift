@@ -7,30 +7,31 @@ import Testing
 /// The shell kind's configuration of a task's `cmds`: what each command says, read from the
 /// Taskfile, and kept small, since a run holds every task's.
 @Suite struct ShellConfigurationTests {
-    private func commands(_ taskfile: String, task: String = "build") throws -> [ShellTaskKind.Configuration.Command] {
+    /// The command of a Taskfile whose one task runs `echo one`, as the shell kind reads it.
+    private func oneCommand() throws -> ShellTaskKind.Configuration.Command {
         let directory = try TemporaryDirectory()
-        let loaded = try loadTaskfile(in: directory, ["Taskfile.yml": taskfile])
-        let definition = try #require(loaded.task(named: task))
-        let description = TaskDescription(
-            name: definition.name,
-            location: definition.location,
-            variables: definition.variables
-        )
-        return try ShellTaskKind(runner: sharedMonitor).configuration(from: definition.configuration, task: description)
-            .commands
-    }
-
-    @Test("a plain command has go-task's defaults for every setting")
-    func plainCommand() throws {
-        let read = try commands(
-            """
+        defer { directory.remove() }
+        let taskfile = """
             version: '3'
             tasks:
               build:
                 cmds: [echo one]
             """
+        let loaded = try loadTaskfile(in: directory, ["Taskfile.yml": taskfile])
+        let definition = try #require(loaded.task(named: "build"))
+        let description = TaskDescription(
+            name: definition.name,
+            location: definition.location,
+            variables: definition.variables
         )
-        let command = try #require(read.first)
+        let commands = try ShellTaskKind(runner: sharedMonitor)
+            .configuration(from: definition.configuration, task: description).commands
+        return try #require(commands.first)
+    }
+
+    @Test("a plain command has go-task's defaults for every setting")
+    func plainCommand() throws {
+        let command = try oneCommand()
         #expect(command.text == "echo one")
         #expect(command.location.line == 4)
         #expect(!command.ignoresError && !command.isDeferred)
@@ -89,15 +90,7 @@ import Testing
 
     @Test("a change to a copy's setting leaves the original as it was")
     func copiesAreIndependent() throws {
-        let read = try commands(
-            """
-            version: '3'
-            tasks:
-              build:
-                cmds: [echo one]
-            """
-        )
-        let original = try #require(read.first)
+        let original = try oneCommand()
         var copy = original
         copy.ignoresError = true
         copy.prefix = "set -e; "
