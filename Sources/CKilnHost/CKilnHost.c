@@ -3,19 +3,24 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/epoll.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
-/// The child leads a process group of its own, so kiln can signal everything it starts.
-/// `output_fd` -1: the child keeps kiln's standard input, output and error (an interactive
-/// command); `terminal_fd` >= 0: its new process group becomes that terminal's foreground group.
-static int spawn_shell(const char *shell, const char *command, const char *directory, char *const envp[], int output_fd,
-                       int error_fd, int terminal_fd, pid_t *pid) {
+/// Starts `program` with `argv`. The child leads a process group of its own, so kiln can signal
+/// everything it starts. `output_fd` -1: the child keeps kiln's standard input, output and error
+/// (an interactive command); `terminal_fd` >= 0: its new process group becomes that terminal's
+/// foreground group.
+static int spawn_program(const char *program, char *const argv[], const char *directory, char *const envp[],
+                         int output_fd, int error_fd, int terminal_fd, pid_t *pid) {
     posix_spawn_file_actions_t actions;
     posix_spawnattr_t attributes;
     int status = posix_spawn_file_actions_init(&actions);
@@ -50,13 +55,95 @@ static int spawn_shell(const char *shell, const char *command, const char *direc
         (status = posix_spawnattr_setsigdefault(&attributes, &defaults)) == 0 &&
         (status = posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
                                                            POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_USEVFORK)) == 0) {
-        // `-e`: a failing statement ends the command, as go-task runs every command (errexit).
-        char *const argv[] = {(char *)shell, "-e", "-c", (char *)command, NULL};
-        status = posix_spawn(pid, shell, &actions, &attributes, argv, envp);
+        status = posix_spawn(pid, program, &actions, &attributes, argv, envp);
     }
     posix_spawnattr_destroy(&attributes);
     posix_spawn_file_actions_destroy(&actions);
     return status;
+}
+
+static int spawn_shell(const char *shell, const char *command, const char *directory, char *const envp[], int output_fd,
+                       int error_fd, int terminal_fd, pid_t *pid) {
+    // `-e`: a failing statement ends the command, as go-task runs every command (errexit).
+    char *const argv[] = {(char *)shell, "-e", "-c", (char *)command, NULL};
+    return spawn_program(shell, argv, directory, envp, output_fd, error_fd, terminal_fd, pid);
+}
+
+/// Whether `entry` ("NAME=value") has a name the shell keeps: [A-Za-z_][A-Za-z0-9_]*.
+static int is_shell_variable(const char *entry) {
+    const char *c = entry;
+    if (!((*c >= 'A' && *c <= 'Z') || (*c >= 'a' && *c <= 'z') || *c == '_')) return 0;
+    for (c++; *c != '='; c++) {
+        // The terminating NUL of an entry without `=` fails this test too.
+        if (!((*c >= 'A' && *c <= 'Z') || (*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '_')) return 0;
+    }
+    return 1;
+}
+
+/// The program `/bin/sh` runs for the command word `name`: the first regular, executable
+/// `entry/name` along `path` (dash tries each entry in turn and skips what it can't run). Into
+/// `found` (PATH_MAX bytes); 0, or -1 when the shell must decide: nothing found, or a `path` entry
+/// that is empty, relative or holds dash's `%` (all three mean something only the shell knows).
+static int find_program(const char *name, const char *path, char *found) {
+    size_t name_length = strlen(name);
+    while (1) {
+        const char *end = strchrnul(path, ':');
+        size_t length = (size_t)(end - path);
+        if (length == 0 || path[0] != '/' || memchr(path, '%', length) != NULL) return -1;
+        if (length + 1 + name_length < PATH_MAX) {
+            memcpy(found, path, length);
+            found[length] = '/';
+            memcpy(found + length + 1, name, name_length + 1);
+            struct stat info;
+            if (stat(found, &info) == 0 && S_ISREG(info.st_mode) && access(found, X_OK) == 0) return 0;
+        }
+        if (*end == 0) return -1;
+        path = end + 1;
+    }
+}
+
+int ckiln_spawn_direct(char *const words[], const char *directory, char *const envp[], int output_fd, pid_t *pid) {
+    size_t count = 0;
+    const char *path = NULL, *pwd = NULL;
+    for (; envp[count] != NULL; count++) {
+        if (strncmp(envp[count], "PATH=", 5) == 0) path = envp[count] + 5;
+        if (strncmp(envp[count], "PWD=", 4) == 0) pwd = envp[count] + 4;
+    }
+    char program[PATH_MAX];
+    if (strchr(words[0], '/') != NULL) {
+        // Run as written (relative to `directory`), as the shell does: no search.
+        if (strlen(words[0]) >= PATH_MAX) return -1;
+        strcpy(program, words[0]);
+    } else if (path == NULL || find_program(words[0], path, program) != 0) {
+        return -1;
+    }
+    // The environment the shell passes on: every variable whose name it can hold, and PWD — the
+    // one it was given if that names `directory` (the same file), else the directory's real path.
+    char pwd_entry[PATH_MAX + 4];
+    struct stat here, there;
+    int keeps_pwd = pwd != NULL && pwd[0] == '/' && stat(directory, &here) == 0 && stat(pwd, &there) == 0 &&
+                    here.st_dev == there.st_dev && here.st_ino == there.st_ino;
+    if (!keeps_pwd) {
+        char real[PATH_MAX];
+        if (realpath(directory, real) == NULL) return -1;
+        memcpy(pwd_entry, "PWD=", 4);
+        strcpy(pwd_entry + 4, real);
+    }
+    char **environment = malloc((count + 2) * sizeof(char *));
+    if (environment == NULL) return -1;
+    size_t kept = 0;
+    for (size_t index = 0; index < count; index++) {
+        if (!is_shell_variable(envp[index])) continue;
+        if (!keeps_pwd && strncmp(envp[index], "PWD=", 4) == 0) continue;
+        environment[kept++] = envp[index];
+    }
+    if (!keeps_pwd) environment[kept++] = pwd_entry;
+    environment[kept] = NULL;
+    int status = spawn_program(program, words, directory, environment, output_fd, output_fd, -1, pid);
+    free(environment);
+    // Whatever stopped it here (no such program after all, a script without `#!`, …), the shell
+    // starts it as it would have, or says why not, in its own words.
+    return status == 0 ? 0 : -1;
 }
 
 int ckiln_spawn_shell(const char *shell, const char *command, const char *directory, char *const envp[], int output_fd,

@@ -42,3 +42,52 @@ import Testing
         #expect(CommandShell.path(for: "[[ 1 ]]") == (CommandShell.bash ?? "/bin/sh"))
     }
 }
+
+/// Which commands kiln starts without the shell (``CommandShell/directWords(_:)``): only those the
+/// shell would start as one program with the same words. What they then do is compared with the
+/// shell's in `DirectCommandTests`.
+@Suite struct DirectWordsTests {
+    @Test(
+        "one simple command of plain words starts without the shell",
+        arguments: [
+            ("cp in.txt out.txt", ["cp", "in.txt", "out.txt"]),
+            ("cc -c src/a.c -o build/a.o", ["cc", "-c", "src/a.c", "-o", "build/a.o"]),
+            ("  go   build\t./...  ", ["go", "build", "./..."]),
+            ("./configure --prefix=/usr", ["./configure", "--prefix=/usr"]),
+            ("tool a=b x,y+z:1@2%3^4 -", ["tool", "a=b", "x,y+z:1@2%3^4", "-"]),
+            ("time make", ["time", "make"]),
+        ]
+    )
+    func direct(command: String, words: [String]) {
+        #expect(CommandShell.directWords(command) == words)
+    }
+
+    /// Every byte: the word bytes keep a command direct; any other one (quotes, `$`, globs, `~`,
+    /// `#`, redirections, separators, a newline, a control byte, a byte of UTF-8) sends it to the
+    /// shell.
+    @Test func everyByteTheShellReadsSendsTheCommandToTheShell() {
+        let wordBytes = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./,+:@%^=".utf8)
+        for byte in UInt8(1)...UInt8(255) where byte != UInt8(ascii: " ") && byte != UInt8(ascii: "\t") {
+            let command = String(decoding: Array("cp a".utf8) + [byte] + Array("b c".utf8), as: UTF8.self)
+            let words = CommandShell.directWords(command)
+            if wordBytes.contains(byte) {
+                #expect(words?.count == 3, "byte \(byte)")
+            } else {
+                #expect(words == nil, "byte \(byte)")
+            }
+        }
+    }
+
+    @Test(
+        "assignments, builtins, reserved words and what needs bash go to the shell",
+        arguments: [
+            "", "   ", "A=1 make", "echo hi", "cd dir", "true", "false", "test -f x", "exit 1", "printf x",
+            "pwd", "kill 1", "exec make", "command -v cc", "set -x", "export A", "read x", "wait", "umask 022",
+            "type cc", "hash", ".", ":", "if", "then", "fi", "while", "for", "do", "done", "case", "esac", "in",
+            "!", "{", "}", "source env.sh", "let x", "declare x", "pushd dir", "function", "grep pipefail f",
+        ]
+    )
+    func shell(command: String) {
+        #expect(CommandShell.directWords(command) == nil, "\(command)")
+    }
+}

@@ -13,6 +13,16 @@
 int ckiln_spawn_shell(const char *shell, const char *command, const char *directory, char *const envp[], int output_fd,
                       pid_t *pid);
 
+/// Starts one simple command without a shell, exactly as `/bin/sh -e -c` would start it (see
+/// CommandShell.directWords): `words` (NULL-terminated; words[0] the command word as written) with
+/// the program the shell would find for words[0] on envp's PATH (or words[0] itself when it holds
+/// a '/'), and the environment the shell would pass on (variables with a valid name only, and PWD
+/// as the shell sets it). Descriptors, process group and signals as ckiln_spawn_shell. Returns 0
+/// and sets *pid; -1 when the shell must start it instead: it alone knows the answer (no such
+/// program, a PATH entry it reads its own way, a script without `#!`, or any other failure, which
+/// it then reports in its own words).
+int ckiln_spawn_direct(char *const words[], const char *directory, char *const envp[], int output_fd, pid_t *pid);
+
 /// As ckiln_spawn_shell, but only standard output goes to `output_fd` (standard error is kiln's).
 /// The child leads a process group of its own, as ckiln_spawn_shell's does: Ctrl-C at the terminal
 /// reaches kiln, which passes it on (LoadInterruption), and the guardian can end the group with kiln.

@@ -22,6 +22,14 @@ import KilnPaths
 /// which means the same thing there: a wrong guess costs half a millisecond, never a different
 /// result.
 ///
+/// A command that is one simple command — words only, nothing the shell would expand, quote,
+/// redirect or assign, and a first word that is neither a builtin nor a reserved word
+/// (``directWords(_:)``) — is started by kiln itself, as the shell would start it: the same
+/// program, arguments and environment, without the shell's start-up (about a third of the cost of
+/// starting `cp a b`). Only the process monitor's captured commands do this; the rest, and
+/// whatever the shell alone can answer (a program not found, a script without `#!`), go through
+/// the shell.
+///
 /// Threading: stateless; any thread.
 public enum CommandShell {
     /// The POSIX shell.
@@ -41,6 +49,58 @@ public enum CommandShell {
     public static func arguments(for command: String) -> [String] {
         [path(for: command), "-e", "-c", command]
     }
+
+    /// The words of `command` when `/bin/sh -e -c command` would only start one program with
+    /// exactly these words as its arguments, so kiln may start it without the shell; nil otherwise.
+    ///
+    /// That holds when the command is ASCII words made of letters, digits and `_-./,+:@%^=`,
+    /// separated by spaces or tabs — no quote, `$`, glob, `~`, `#`, redirection, separator or
+    /// newline — and its first word holds no `=` (an assignment) and is none of the shell's
+    /// builtins and reserved words, nor bash's words that make bash run it (``needsBash(_:)``).
+    public static func directWords(_ command: String) -> [String]? {
+        var command = command
+        return command.withUTF8 { bytes -> [String]? in
+            var words: [String] = []
+            var start = -1
+            for index in 0...bytes.count {
+                let byte = index < bytes.count ? bytes[index] : UInt8(ascii: " ")
+                if byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") {
+                    if start >= 0 {
+                        words.append(
+                            String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self)
+                        )
+                        start = -1
+                    }
+                } else if wordByte[Int(byte)] {
+                    if start < 0 { start = index }
+                } else {
+                    return nil
+                }
+            }
+            guard let first = words.first, !first.utf8.contains(UInt8(ascii: "=")), !shellWords.contains(first),
+                !needsBash(bytes: bytes)
+            else { return nil }
+            return words
+        }
+    }
+
+    /// The bytes a word started without the shell may hold: the shell passes them on as they are.
+    private static let wordByte: [Bool] = (0..<256).map { byte in
+        "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./,+:@%^=".utf8.contains(UInt8(byte))
+    }
+
+    /// First words the shell runs itself, or reads as syntax: dash's builtins and reserved words,
+    /// and bash's words (``bashWords``), which make bash run the command.
+    private static let shellWords: Set<String> = Set(
+        [
+            ".", ":", "[", "alias", "bg", "break", "cd", "chdir", "command", "continue", "echo", "eval", "exec",
+            "exit", "export", "false", "fg", "getopts", "hash", "jobs", "kill", "local", "printf", "pwd", "read",
+            "readonly", "return", "set", "shift", "test", "times", "trap", "true", "type", "ulimit", "umask",
+            "unalias", "unset", "wait",
+            "!", "case", "do", "done", "elif", "else", "esac", "fi", "for", "if", "in", "then", "until", "while",
+            "{", "}",
+        ] + bashWords.map { String(decoding: $0, as: UTF8.self) }
+    )
 
     /// Whether `command` uses something only bash (and go-task's interpreter) reads as meant.
     public static func needsBash(_ command: String) -> Bool {

@@ -11,7 +11,10 @@ import Synchronization
 /// child's output pipe and its pidfd. A running command therefore holds no pool thread.
 ///
 /// Each command runs as `/bin/sh -c` (or bash: ``CommandShell``) in a process group of its own,
-/// so terminating it reaches everything it started. Output is read as it arrives; the completion
+/// so terminating it reaches everything it started. A captured command that is one simple command
+/// (``CommandShell/directWords(_:)``) starts without the shell, as the shell would start it; if a
+/// signal ends it, the monitor reports what the shell would have: its line (`Segmentation fault`)
+/// in the output and exit status 128 + the signal. Output is read as it arrives; the completion
 /// runs when the process has exited and its output has reached end-of-file (or 200 ms after the
 /// exit, if a background grandchild keeps the pipe open).
 ///
@@ -27,7 +30,11 @@ public final class ProcessMonitor: CommandRunner, @unchecked Sendable {
         var outputDescriptor: Int32
         var output: TaskOutput
         var completion: @Sendable (CommandResult) -> Void
+        /// Started without the shell (``CommandShell/directWords(_:)``).
+        var startedDirectly: Bool
         var result: CommandResult?
+        /// The process dumped core (for the shell's `(core dumped)`).
+        var dumpedCore = false
         var exitedAt: UInt64 = 0
         var outputClosed = false
         var killAt: UInt64?
@@ -50,6 +57,8 @@ public final class ProcessMonitor: CommandRunner, @unchecked Sendable {
     private let usePidDescriptors: Bool
     /// Set once a child has no pidfd: only then does the loop poll (see ``reapWithoutPidDescriptors()``).
     private let someChildPolled = Atomic<Bool>(false)
+    /// Whether simple commands start without the shell.
+    private let startsSimpleCommandsDirectly: Bool
 
     /// Creates a monitor and starts its thread.
     ///
@@ -61,10 +70,14 @@ public final class ProcessMonitor: CommandRunner, @unchecked Sendable {
     ///   - terminationGrace: Seconds a terminated command gets before SIGKILL.
     ///   - usePidDescriptors: Watch exits through pidfds (the default). `false` polls instead, as
     ///     kiln does where `pidfd_open` fails; for tests of that path.
-    public init(terminationGrace: Double = 2, usePidDescriptors: Bool = true) {
+    ///   - startsSimpleCommandsDirectly: Start a simple command without the shell (the default).
+    ///     `false` starts every command with the shell; for tests that compare the two.
+    public init(terminationGrace: Double = 2, usePidDescriptors: Bool = true, startsSimpleCommandsDirectly: Bool = true)
+    {
         epoll = ckiln_epoll_create()
         self.terminationGrace = terminationGrace
         self.usePidDescriptors = usePidDescriptors
+        self.startsSimpleCommandsDirectly = startsSimpleCommandsDirectly
         System.startThread { [self] in self.loop() }
     }
 
@@ -155,7 +168,14 @@ public final class ProcessMonitor: CommandRunner, @unchecked Sendable {
         }
         let (readEnd, writeEnd) = (pipeEnds[0], pipeEnds[1])
         var pid: pid_t = 0
-        let status = withEnvironmentPointers(environment) { envp in
+        var startedDirectly = false
+        let status = withEnvironmentPointers(environment) { envp -> Int32 in
+            if terminal == nil, startsSimpleCommandsDirectly, let words = CommandShell.directWords(command),
+                withCStrings(words, { ckiln_spawn_direct($0, directory, envp, writeEnd, &pid) }) == 0
+            {
+                startedDirectly = true
+                return 0
+            }
             if let terminal {
                 return ckiln_spawn_shell_interactive(
                     CommandShell.path(for: command),
@@ -189,7 +209,8 @@ public final class ProcessMonitor: CommandRunner, @unchecked Sendable {
                 pidDescriptor: pidDescriptor,
                 outputDescriptor: readEnd,
                 output: output,
-                completion: completion
+                completion: completion,
+                startedDirectly: startedDirectly
             )
             return token
         }
@@ -360,6 +381,7 @@ public final class ProcessMonitor: CommandRunner, @unchecked Sendable {
         let result: CommandResult = (status & 0x7f) == 0 ? .exited((status >> 8) & 0xff) : .signaled(status & 0x7f)
         children.withLock { children in
             children.byToken[token]?.result = result
+            children.byToken[token]?.dumpedCore = status & 0x80 != 0
             children.byToken[token]?.exitedAt = Self.now()
         }
     }
@@ -402,7 +424,17 @@ public final class ProcessMonitor: CommandRunner, @unchecked Sendable {
                 _ = ckiln_epoll_remove(epoll, child.outputDescriptor)
                 close(child.outputDescriptor)
             }
-            child.completion(child.result ?? .exited(-1))
+            var result = child.result ?? .exited(-1)
+            if child.startedDirectly, case .signaled(let signal) = result {
+                // Not kiln's doing (a terminated child isn't here): the shell would have outlived
+                // it, said so (not for SIGINT or SIGPIPE) and exited with 128 + the signal.
+                if signal != SIGINT, signal != SIGPIPE {
+                    let name = strsignal(signal).map { String(cString: $0) } ?? "Signal \(signal)"
+                    child.output.write(line: name + (child.dumpedCore ? " (core dumped)" : ""))
+                }
+                result = .exited(128 + signal)
+            }
+            child.completion(result)
         }
     }
 
@@ -458,6 +490,27 @@ func withEnvironmentPointers<Result>(
         offset += 1
     }
     pointers[index] = nil
+    return body(UnsafePointer(pointers))
+}
+
+/// Calls `body` with a NULL-terminated array of `strings` as C strings (all in one block).
+func withCStrings<Result>(
+    _ strings: [String],
+    _ body: (UnsafePointer<UnsafeMutablePointer<CChar>?>) -> Result
+) -> Result {
+    let size = strings.reduce(0) { $0 + $1.utf8.count + 1 }
+    let block = UnsafeMutablePointer<CChar>.allocate(capacity: max(size, 1))
+    defer { block.deallocate() }
+    let pointers = UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>.allocate(capacity: strings.count + 1)
+    defer { pointers.deallocate() }
+    var offset = 0
+    for (index, string) in strings.enumerated() {
+        pointers[index] = block + offset
+        offset = copyUTF8(string, to: block, at: offset)
+        block[offset] = 0
+        offset += 1
+    }
+    pointers[strings.count] = nil
     return body(UnsafePointer(pointers))
 }
 
