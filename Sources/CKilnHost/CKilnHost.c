@@ -108,6 +108,11 @@ int ckiln_spawn_direct(char *const words[], const char *directory, char *const e
     for (; envp[count] != NULL; count++) {
         if (strncmp(envp[count], "PATH=", 5) == 0) path = envp[count] + 5;
         if (strncmp(envp[count], "PWD=", 4) == 0) pwd = envp[count] + 4;
+        // Variables dash sets its own way when they are in its environment (IFS to its default,
+        // PPID to its parent, OPTIND to 1 or an error): the shell's to pass on.
+        if (strncmp(envp[count], "IFS=", 4) == 0 || strncmp(envp[count], "PPID=", 5) == 0 ||
+            strncmp(envp[count], "OPTIND=", 7) == 0)
+            return -1;
     }
     char program[PATH_MAX];
     if (strchr(words[0], '/') != NULL) {

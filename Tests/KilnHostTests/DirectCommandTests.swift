@@ -32,9 +32,18 @@ import Testing
                 "bin/onlyreadable": "#!/bin/sh\necho not executable\n",
             ]
             for (path, text) in scripts {
-                let file = try directory.write(path, text)
                 let executable = path != "first/tool" && path != "bin/onlyreadable"
-                _ = chmod(file, executable ? 0o755 : 0o644)
+                // Written through a close-on-exec descriptor: a process another test starts
+                // meanwhile would otherwise hold it open for writing, and running the script would
+                // fail (ETXTBSY) until that process ended.
+                let descriptor = open(
+                    directory.path(path),
+                    O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
+                    executable ? 0o755 : 0o644
+                )
+                #expect(descriptor >= 0)
+                _ = text.utf8CString.withUnsafeBufferPointer { write(descriptor, $0.baseAddress, $0.count - 1) }
+                close(descriptor)
             }
             _ = try directory.makeDirectory("real")
             _ = symlink(directory.path("real"), directory.path("link"))
@@ -105,6 +114,14 @@ import Testing
         #expect(result == .exited(0))
         #expect(output.contains("KILN_GOOD_NAME=kept\n"))
         #expect(!output.contains("KILN-BAD-NAME"))
+        // Variables dash sets its own way when it is given them.
+        var special = fixture.environment
+        special["IFS"] = "x"
+        special["PPID"] = "1"
+        special["OPTIND"] = "5"
+        let shellSet = await Self.compare("env", in: fixture.directory.path, environment: special, sortingLines: true)
+        #expect(shellSet.output.contains("OPTIND=1\n"))
+        #expect(!shellSet.output.contains("IFS=x"))
     }
 
     @Test func pwdIsSetAsTheShellSetsIt() async throws {

@@ -19,8 +19,9 @@ int ckiln_spawn_shell(const char *shell, const char *command, const char *direct
 /// a '/'), and the environment the shell would pass on (variables with a valid name only, and PWD
 /// as the shell sets it). Descriptors, process group and signals as ckiln_spawn_shell. Returns 0
 /// and sets *pid; -1 when the shell must start it instead: it alone knows the answer (no such
-/// program, a PATH entry it reads its own way, a script without `#!`, or any other failure, which
-/// it then reports in its own words).
+/// program, a PATH entry it reads its own way, a script without `#!`, an environment with IFS, PPID
+/// or OPTIND, which it sets its own way, or any other failure, which it then reports in its own
+/// words).
 int ckiln_spawn_direct(char *const words[], const char *directory, char *const envp[], int output_fd, pid_t *pid);
 
 /// As ckiln_spawn_shell, but only standard output goes to `output_fd` (standard error is kiln's).
