@@ -172,6 +172,30 @@ import Testing
         #expect(await Self.compare("/bin/false", in: path, environment: environment).result == .exited(1))
     }
 
+    /// Terminated by kiln (Ctrl-C, a timeout, a failure elsewhere), a program started directly ends
+    /// with the signal, as the shell did when its group was signalled — no line, no 128 + N.
+    @Test func aProgramKilnTerminatesEndsWithItsSignal() async throws {
+        let fixture = try Fixture()
+        defer { fixture.directory.remove() }
+        let monitor = ProcessMonitor(terminationGrace: 30)
+        let output = TaskOutput()
+        let result = HostMutex<CommandResult?>(nil)
+        let done = Gate()
+        let handle = monitor.run(
+            "sleep 1000",
+            directory: fixture.directory.path,
+            environment: fixture.environment,
+            output: output
+        ) { ending in
+            result.withLock { $0 = ending }
+            done.open()
+        }
+        handle.terminate()
+        #expect(await waitForResult(within: 30) { done.wait(seconds: 30) } == true)
+        #expect(result.withLock { $0 } == .signaled(SIGTERM))
+        #expect(output.text == "")
+    }
+
     @Test func aProgramEndedByASignalIsReportedAsTheShellReportsIt() async throws {
         let fixture = try Fixture()
         defer { fixture.directory.remove() }

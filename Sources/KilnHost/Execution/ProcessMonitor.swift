@@ -425,9 +425,10 @@ public final class ProcessMonitor: CommandRunner, @unchecked Sendable {
                 close(child.outputDescriptor)
             }
             var result = child.result ?? .exited(-1)
-            if child.startedDirectly, case .signaled(let signal) = result {
-                // Not kiln's doing (a terminated child isn't here): the shell would have outlived
-                // it, said so (not for SIGINT or SIGPIPE) and exited with 128 + the signal.
+            if child.startedDirectly, !child.terminated, case .signaled(let signal) = result {
+                // Not kiln's doing (kiln signals the whole group, which took the shell with it):
+                // the shell would have outlived it, said so (not for SIGINT or SIGPIPE) and exited
+                // with 128 + the signal.
                 if signal != SIGINT, signal != SIGPIPE {
                     let name = strsignal(signal).map { String(cString: $0) } ?? "Signal \(signal)"
                     child.output.write(line: name + (child.dumpedCore ? " (core dumped)" : ""))
