@@ -75,6 +75,66 @@ struct HostBenchmark {
         try printEach()
     }
 
+    /// Full builds with the tools in turns (`--only full`): each round builds each project from
+    /// clean outputs with kiln, the baseline kiln (`--baseline`) when given, and ninja, one after
+    /// another, so a slow moment of the machine falls on all of them. kiln keeps its build state
+    /// (warm). Prints the medians and the median of the rounds' ratios, with their spread.
+    func runFullInTurns() throws {
+        try FileManager.default.createDirectory(atPath: workDirectory, withIntermediateDirectories: true)
+        print(
+            "kiln-bench host --only full — \(ProcessInfo.processInfo.activeProcessorCount) cores, -j2, tools in turns"
+        )
+        var projects: [(Project, rounds: Int)] = []
+        for size in quick ? [200, 1_000] : [1_000, 10_000] {
+            projects.append((try generateIndependent(size), size >= 10_000 ? 3 : 7))
+        }
+        projects.append((try generateDeepDAG(layers: quick ? 20 : 100, width: 100), 3))
+        var headers = ["project", "rounds", "kiln s", "ninja s", "kiln ÷ ninja", "spread"]
+        if baseline != nil { headers += ["baseline s", "baseline ÷ ninja", "kiln ÷ baseline"] }
+        var table = Table(headers: headers)
+        for (project, rounds) in projects {
+            var tools: [(name: String, command: [String])] = [("kiln", [kiln, "run", "-j2"])]
+            if let baseline { tools.append(("baseline", [baseline, "run", "-j2"])) }
+            tools.append(("ninja", [ninja, "-j2"]))
+            // A first build each, so every kiln starts warm.
+            for tool in tools where tool.name != "ninja" { _ = runChild(tool.command, in: project.directory) }
+            var seconds: [String: [Double]] = [:]
+            for _ in 0..<rounds {
+                for tool in tools {
+                    seconds[tool.name, default: []].append(
+                        measureBuild(project, repeats: 1) { tool.command }.seconds
+                    )
+                }
+            }
+            let ratios = { (top: String, bottom: String) -> [Double] in
+                zip(seconds[top] ?? [], seconds[bottom] ?? []).map { $0 / $1 }
+            }
+            let kilnToNinja = ratios("kiln", "ninja")
+            var row = [
+                project.name, "\(rounds)", format(median(seconds["kiln"] ?? [0]), digits: 3),
+                format(median(seconds["ninja"] ?? [0]), digits: 3), format(median(kilnToNinja)) + "×",
+                format(kilnToNinja.min() ?? 0) + "–" + format(kilnToNinja.max() ?? 0) + "×",
+            ]
+            if baseline != nil {
+                row += [
+                    format(median(seconds["baseline"] ?? [0]), digits: 3),
+                    format(median(ratios("baseline", "ninja"))) + "×", format(median(ratios("kiln", "baseline"))) + "×",
+                ]
+            }
+            table.add(row)
+            FileHandle.standardError.write(Data("  done: \(project.name)\n".utf8))
+        }
+        print(table.render())
+        print(
+            "\nRatios: the median of the rounds' ratios (spread: their lowest and highest). Target: kiln ≤ 1.0× ninja; ≤ 0.9× on the deep DAG."
+        )
+        if baseline != nil {
+            print(
+                "kiln and the baseline share each project's .kiln: a baseline with another state format starts both without state."
+            )
+        }
+    }
+
     /// Batching: peak memory of an `each:` task as the file count grows (`--only each` alone).
     func printEach() throws {
         try FileManager.default.createDirectory(atPath: workDirectory, withIntermediateDirectories: true)

@@ -4,7 +4,8 @@ import Foundation
 //
 //   kiln-bench hash [--megabytes N]
 //       content-hashing throughput (XXH3-128) beside md5sum and sha256sum
-//   kiln-bench host --kiln PATH --ninja PATH --task PATH [--work DIR] [--quick] [--only dry-run|critical-path|each]
+//   kiln-bench host --kiln PATH --ninja PATH --task PATH [--work DIR] [--quick]
+//       [--only dry-run|critical-path|each|full] [--baseline KILN]
 //       kiln vs ninja vs go-task on generated projects
 //   kiln-bench incremental --kiln PATH --ninja PATH --task PATH [--work DIR] [--quick] [--only small|change]
 //       [--baseline KILN]
@@ -165,6 +166,7 @@ case "host":
         case "dry-run": try benchmark.runDryRunsOnly()
         case "critical-path": try criticalPath.run()
         case "each": try benchmark.printEach()
+        case "full": try benchmark.runFullInTurns()
         default:
             try benchmark.run()
             try criticalPath.run()
@@ -176,7 +178,9 @@ case "host":
 default:
     print("usage: kiln-bench hash [--megabytes N]")
     print("  hash   content hashing throughput, beside md5sum and sha256sum")
-    print("usage: kiln-bench host --kiln PATH --ninja PATH --task PATH [--work DIR] [--quick] [--baseline KILN]")
+    print(
+        "usage: kiln-bench host --kiln PATH --ninja PATH --task PATH [--work DIR] [--quick] [--only dry-run|critical-path|each|full] [--baseline KILN]"
+    )
     print("  host   kiln vs ninja vs go-task on generated projects (wall time, peak RSS, ratios)")
     print(
         "usage: kiln-bench incremental --kiln PATH --ninja PATH --task PATH [--work DIR] [--quick] [--only small|change] [--baseline KILN]"
