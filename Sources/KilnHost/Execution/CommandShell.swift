@@ -26,9 +26,9 @@ import KilnPaths
 /// redirect or assign, and a first word that is neither a builtin nor a reserved word
 /// (``directWords(_:)``) — is started by kiln itself, as the shell would start it: the same
 /// program, arguments and environment, without the shell's start-up (about a third of the cost of
-/// starting `cp a b`). Only the process monitor's captured commands do this; the rest, and
-/// whatever the shell alone can answer (a program not found, a script without `#!`), go through
-/// the shell.
+/// starting `cp a b`). Only the process monitor's commands that aren't interactive do this (not
+/// `sh:` variables, whose spawn is their own); the rest, and whatever the shell alone can answer
+/// (a program not found, a script without `#!`), go through the shell.
 ///
 /// Threading: stateless; any thread.
 public enum CommandShell {

@@ -11,12 +11,12 @@ import Synchronization
 /// child's output pipe and its pidfd. A running command therefore holds no pool thread.
 ///
 /// Each command runs as `/bin/sh -c` (or bash: ``CommandShell``) in a process group of its own,
-/// so terminating it reaches everything it started. A captured command that is one simple command
-/// (``CommandShell/directWords(_:)``) starts without the shell, as the shell would start it; if a
-/// signal ends it, the monitor reports what the shell would have: its line (`Segmentation fault`)
-/// in the output and exit status 128 + the signal. Output is read as it arrives; the completion
-/// runs when the process has exited and its output has reached end-of-file (or 200 ms after the
-/// exit, if a background grandchild keeps the pipe open).
+/// so terminating it reaches everything it started. A command that isn't interactive and is one
+/// simple command (``CommandShell/directWords(_:)``) starts without the shell, as the shell would
+/// start it; if a signal ends it, the monitor reports what the shell would have: its line
+/// (`Segmentation fault`) in the output and exit status 128 + the signal. Output is read as it
+/// arrives; the completion runs when the process has exited and its output has reached
+/// end-of-file (or 200 ms after the exit, if a background grandchild keeps the pipe open).
 ///
 /// The monitor can also watch a signalfd (``watchTerminationSignals(descriptor:_:)``), so Ctrl-C is
 /// handled on its thread.
