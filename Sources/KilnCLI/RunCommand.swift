@@ -307,6 +307,7 @@ extension Kiln {
                         seconds: Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
                     )
                     phases.print()
+                    if debugging("memory") { System.writeError("kiln: memory: \(MemoryReport.summary())\n") }
                     return 0
                 case .ran(let summary, let seconds, let warnings, let hashing, let commits):
                     let observer: any RunObserver =
@@ -328,6 +329,7 @@ extension Kiln {
                     phases.print()
                     if debugging("hashes") { System.writeError("kiln: hashes: \(hashing)\n") }
                     if debugging("state") { System.writeError("kiln: state: \(commits)\n") }
+                    if debugging("memory") { System.writeError("kiln: memory: \(MemoryReport.summary())\n") }
                     if summary.interrupted { return ExitStatus.interrupted }
                     return summary.succeededOverall ? 0 : ExitStatus.jobFailed
                 }
@@ -416,7 +418,8 @@ final class SignalWatcher: Sendable {
     }
 }
 
-/// Whether `KILN_DEBUG` (a comma-separated list) names `topic`: `phases`, `hashes`, `state`.
+/// Whether `KILN_DEBUG` (a comma-separated list) names `topic`: `phases`, `hashes`, `state`,
+/// `memory`.
 func debugging(_ topic: String) -> Bool {
     getenv("KILN_DEBUG").map { String(cString: $0).split(separator: ",").contains(Substring(topic)) } ?? false
 }

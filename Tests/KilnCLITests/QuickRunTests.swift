@@ -12,15 +12,16 @@ import Testing
 struct QuickRunTests {
     let incremental = IncrementalTests()
 
-    /// `kiln ARGUMENTS…` with `KILN_DEBUG=phases` (and `environment`): its result, and whether the
-    /// launcher answered it (its phases line says `quick run`).
+    /// `kiln ARGUMENTS…` with `environment` and `KILN_DEBUG=phases` (unless `environment` sets it,
+    /// phases among its topics): its result, and whether the launcher answered it (its phases line
+    /// says `quick run`).
     func kiln(
         _ arguments: [String],
         _ directory: TemporaryDirectory,
         environment: [String: String] = [:]
     ) async throws -> (result: KilnProcess.Result, quick: Bool) {
         var environment = environment
-        environment["KILN_DEBUG"] = "phases"
+        if environment["KILN_DEBUG"] == nil { environment["KILN_DEBUG"] = "phases" }
         let result = try await KilnProcess.run(arguments, in: directory.path, environment: environment)
         return (result, result.standardError.contains("phases (ms): quick run"))
     }
@@ -298,5 +299,33 @@ struct QuickRunTests {
         let second = try await kiln(["run"], directory)
         #expect(!second.quick && second.result.status == 0, "\(second.result)")
         #expect(words(second.result) == "kiln: done: 0 ran, 1 up to date in S s\n")
+    }
+
+    @Test("the launcher's look, on Dispatch's workers, leaves the run one malloc arena")
+    func theLookLeavesOneMallocArena() async throws {
+        // 1,500 watched files: the look stats them in three chunks, on Dispatch's worker threads.
+        let directory = try TemporaryDirectory(prefix: "kiln-quick-run")
+        defer { directory.remove() }
+        for index in 0..<1_500 { _ = try directory.write("src/f\(index).txt", "\(index)\n") }
+        try directory.write(
+            "Taskfile.yml",
+            """
+            version: '3'
+            tasks:
+              default:
+                sources: ['src/*.txt']
+                generates: [all.txt]
+                cmds: ['cat src/*.txt > all.txt']
+
+            """
+        )
+        let first = try await kiln(["run"], directory)
+        #expect(first.result.status == 0, "\(first.result)")
+        _ = try directory.write("src/f700.txt", "changed\n")
+        let changed = try await kiln(["run"], directory, environment: ["KILN_DEBUG": "phases,memory"])
+        #expect(changed.result.status == 0, "\(changed.result)")
+        #expect(changed.result.standardError.contains("phases (ms): load (the launcher looked)"), "\(changed.result)")
+        // A worker that allocated before the launcher limited malloc to one arena got its own.
+        #expect(changed.result.standardError.contains("; malloc arenas 1\n"), "\(changed.result)")
     }
 }
