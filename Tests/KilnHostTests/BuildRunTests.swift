@@ -6,6 +6,38 @@ import Testing
 
 /// Runs of shell and probe tasks: output, failures, stopping and `--keep-going`, `dir:` and `env:`.
 @Suite struct BuildRunTests {
+    @Test("the live-task window bounds how many tasks' jobs exist at once, and every task runs")
+    func theLiveTaskWindowBoundsTheLiveTasks() async throws {
+        let count = 600
+        var text = "version: '3'\ntasks:\n"
+        for index in 0..<count { text += "  t\(index):\n    cmds: ['echo \(index) >> ran.log']\n" }
+        text += "  default:\n    deps: [\((0..<count).map { "t\($0)" }.joined(separator: ", "))]\n"
+        // The default window at -j2 (256), then one set by hand.
+        for (window, expected) in [(nil, 256), (7, 7)] as [(Int?, Int)] {
+            let directory = try TemporaryDirectory()
+            defer { directory.remove() }
+            let taskfile = try loadTaskfile(in: directory, ["Taskfile.yml": text])
+            var options = RunOptions()
+            options.liveTaskWindow = window
+            let (summary, _, _) = try await run(taskfile, targets: ["default"], cpuWidth: 2, options: options)
+            #expect(summary.failed == 0 && summary.cancelled == 0)
+            #expect(summary.succeeded == count)
+            #expect(summary.peakLiveTasks > 0 && summary.peakLiveTasks <= expected, "\(summary)")
+            let lines = try #require(directory.read("ran.log")).split(separator: "\n")
+            #expect(Set(lines).count == count && lines.count == count)
+        }
+    }
+
+    @Test("the default live-task window: 16 tasks per cpu slot, at least 256, at least 512 with a remote")
+    func theDefaultLiveTaskWindow() {
+        #expect(RunOptions.defaultLiveTaskWindow(cpuWidth: 1, remote: false) == 256)
+        #expect(RunOptions.defaultLiveTaskWindow(cpuWidth: 2, remote: false) == 256)
+        #expect(RunOptions.defaultLiveTaskWindow(cpuWidth: 16, remote: false) == 256)
+        #expect(RunOptions.defaultLiveTaskWindow(cpuWidth: 32, remote: false) == 512)
+        #expect(RunOptions.defaultLiveTaskWindow(cpuWidth: 2, remote: true) == 512)
+        #expect(RunOptions.defaultLiveTaskWindow(cpuWidth: 64, remote: true) == 1024)
+    }
+
     @Test func aJobsOutputIsCapturedWholeStandardOutputAndErrorTogether() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }

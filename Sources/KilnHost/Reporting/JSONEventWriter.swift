@@ -80,6 +80,7 @@ public final class JSONEventWriter: RunObserver {
             ("ignoredFailures", .integer(summary.ignoredFailures)),
             ("cancelled", .integer(summary.cancelled)), ("interrupted", .bool(summary.interrupted)),
             ("seconds", .number(seconds)), ("peakLiveEachJobs", .integer(summary.peakLiveEachJobs)),
+            ("peakLiveTasks", .integer(summary.peakLiveTasks)),
         ])
     }
 
