@@ -89,8 +89,10 @@ struct HostBenchmark {
             projects.append((try generateIndependent(size), size >= 10_000 ? 3 : 7))
         }
         projects.append((try generateDeepDAG(layers: quick ? 20 : 100, width: 100), 3))
-        var headers = ["project", "rounds", "kiln s", "ninja s", "kiln ÷ ninja", "spread"]
-        if baseline != nil { headers += ["baseline s", "baseline ÷ ninja", "kiln ÷ baseline"] }
+        var headers = ["project", "rounds", "kiln s", "ninja s", "kiln ÷ ninja", "spread", "peak RSS MB kiln / ninja"]
+        if baseline != nil {
+            headers += ["baseline s", "baseline ÷ ninja", "kiln ÷ baseline", "peak RSS MB baseline"]
+        }
         var table = Table(headers: headers)
         for (project, rounds) in projects {
             var tools: [(name: String, command: [String])] = [("kiln", [kiln, "run", "-j2"])]
@@ -99,13 +101,15 @@ struct HostBenchmark {
             // A first build each, so every kiln starts warm.
             for tool in tools where tool.name != "ninja" { _ = runChild(tool.command, in: project.directory) }
             var seconds: [String: [Double]] = [:]
+            var peakMegabytes: [String: Double] = [:]
             for _ in 0..<rounds {
                 for tool in tools {
-                    seconds[tool.name, default: []].append(
-                        measureBuild(project, repeats: 1) { tool.command }.seconds
-                    )
+                    let run = measureBuild(project, repeats: 1) { tool.command }
+                    seconds[tool.name, default: []].append(run.seconds)
+                    peakMegabytes[tool.name] = max(peakMegabytes[tool.name] ?? 0, run.peakMegabytes)
                 }
             }
+            let peak = { (tool: String) in format(peakMegabytes[tool] ?? 0) }
             let ratios = { (top: String, bottom: String) -> [Double] in
                 zip(seconds[top] ?? [], seconds[bottom] ?? []).map { $0 / $1 }
             }
@@ -114,11 +118,13 @@ struct HostBenchmark {
                 project.name, "\(rounds)", format(median(seconds["kiln"] ?? [0]), digits: 3),
                 format(median(seconds["ninja"] ?? [0]), digits: 3), format(median(kilnToNinja)) + "×",
                 format(kilnToNinja.min() ?? 0) + "–" + format(kilnToNinja.max() ?? 0) + "×",
+                "\(peak("kiln")) / \(peak("ninja"))",
             ]
             if baseline != nil {
                 row += [
                     format(median(seconds["baseline"] ?? [0]), digits: 3),
                     format(median(ratios("baseline", "ninja"))) + "×", format(median(ratios("kiln", "baseline"))) + "×",
+                    peak("baseline"),
                 ]
             }
             table.add(row)
@@ -126,7 +132,7 @@ struct HostBenchmark {
         }
         print(table.render())
         print(
-            "\nRatios: the median of the rounds' ratios (spread: their lowest and highest). Target: kiln ≤ 1.0× ninja; ≤ 0.9× on the deep DAG."
+            "\nRatios: the median of the rounds' ratios (spread: their lowest and highest). Target: kiln ≤ 1.0× ninja; ≤ 0.9× on the deep DAG. Peak RSS: the highest of the rounds."
         )
         if baseline != nil {
             print(
