@@ -23,8 +23,8 @@ public struct RunOptions: Sendable {
     /// to keep every slot fed and the longest paths among the created tasks — and at least 512
     /// with a remote, whose cache takes 256 look-ups at once. Each live task holds its job, its
     /// request and its variables: a warm 10k-task build at -j2 peaked at 40.5 MB of RSS with 512,
-    /// 39.0 with 256 and 38.1 with 128, but with 128 it spent more system time waking threads
-    /// (the ready queues run dry more often).
+    /// 39.0 with 256 and 38.1 with 128. 256 built as fast as 512; 128 was slower than the build
+    /// before in three rounds of four, with more system time.
     public static func defaultLiveTaskWindow(cpuWidth: Int, remote: Bool) -> Int {
         max(remote ? 512 : 256, 16 * cpuWidth)
     }
