@@ -895,33 +895,37 @@ public final class BuildRun: @unchecked Sendable {
         // A dry run schedules exactly as a run does, with jobs that run nothing (ninja's dry run
         // is its builder with a command runner that runs nothing, too).
         let dryRun = incremental?.isDryRun ?? false
+        // Prepared once for the job (the plan keeps no prepared task: see ``BuildPlan/Task/prepared()``).
+        let prepared = Result { () throws(TaskConfigurationError) in try task.prepared() }
         let realJob: Job
         do {
             // A template of the task's own that failed (its `generates:`) fails the job, naming why.
             if let failure = request.renderFailure { throw failure }
+            let kind = try prepared.get()
             if dryRun {
                 // Made too, and never run: a command whose template fails when rendered
                 // (`{{.UNSET | lower}}`) fails the dry run as it would fail the run. Other
                 // refusals may rest on files the tasks before it would have made: not those.
                 do {
-                    _ = try task.prepared.makeJob(request, context: context)
+                    _ = try kind.makeJob(request, context: context)
                 } catch let error as TemplateRenderError {
                     throw error
                 } catch {}
                 realJob = BlockJob {}
             } else {
-                realJob = try task.prepared.makeJob(request, context: context)
+                realJob = try kind.makeJob(request, context: context)
             }
         } catch {
             realJob = FailingJob(error)
         }
+        let kind = try? prepared.get()
         let id = state.withLock { state -> Int in
             defer { state.nextJobID += 1 }
             return state.nextJobID
         }
         let outputs = request.outputs.map { $0.hasPrefix("/") ? $0 : request.directory + "/" + $0 }
         // The Taskfile's claims, or what the task's kind asks for (a download: its host's queue).
-        var claims = request.resources.isEmpty ? task.prepared.defaultResources(for: request) : request.resources
+        var claims = request.resources.isEmpty ? kind?.defaultResources(for: request) ?? [] : request.resources
         // `remote`: the job runs on the remote executor when there is one (on its own queue, as
         // wide as the remote's capacity); here, it holds what it would hold without the claim.
         let claimsRemote = claims.contains(RemoteSettings.resource)
@@ -935,7 +939,7 @@ public final class BuildRun: @unchecked Sendable {
         var described = JobInfo(
             id: id,
             key: key,
-            summary: secrets.masking(task.prepared.summary(for: request)),
+            summary: secrets.masking(kind?.summary(for: request) ?? task.definition.name),
             resources: resources
         )
         described.isInteractive = interactive && !dryRun

@@ -63,8 +63,9 @@ extension BuildPlan {
             guard var jobs = byTask[task.definition.name] else { continue }
             jobs.sort { ($0.key.source ?? "") < ($1.key.source ?? "") }
             for (key, reason) in jobs {
+                let request = task.definition.jobRequest(source: key.source)
                 let summary = taskfile.secrets.masking(
-                    task.prepared.summary(for: task.definition.jobRequest(source: key.source))
+                    (try? task.prepared())?.summary(for: request) ?? task.definition.name
                 )
                 result.append(JobVerdict(key: key, summary: summary, reason: reason, remoteKeys: keys[key]))
             }

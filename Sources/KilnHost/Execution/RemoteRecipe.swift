@@ -30,9 +30,12 @@ public enum RemoteRecipe {
         let root = plan.taskfile.root
         if let refusal = refusal(of: task) { return .failure(refusal) }
         if request.renderFailure != nil { return .failure(Refusal("a template of its own can't be rendered")) }
+        guard let prepared = try? task.prepared() else {
+            return .failure(Refusal("its kind refuses its configuration"))
+        }
         let job: KilnJobs.Job
         do {
-            job = try task.prepared.makeJob(
+            job = try prepared.makeJob(
                 request,
                 context: TaskContext(output: TaskOutput(), projectRoot: root, environment: [:])
             )
@@ -40,7 +43,7 @@ public enum RemoteRecipe {
             return .failure(Refusal("its commands can't be rendered"))
         }
         guard let commands = job as? CommandJob else {
-            return .failure(Refusal("it is a plugin's job (\(task.prepared.kindName))"))
+            return .failure(Refusal("it is a plugin's job (\(task.kindName))"))
         }
         guard let arguments = arguments(of: commands.steps) else {
             return .failure(Refusal("it has 'defer:' commands"))
@@ -168,8 +171,8 @@ public enum RemoteRecipe {
         if definition.guardedBy != nil || !definition.guardedWork.isEmpty {
             return Refusal("it has '- task:' calls among its commands")
         }
-        if task.prepared.kindName != ShellTaskKind.kindName {
-            return Refusal("it is a plugin's job (\(task.prepared.kindName))")
+        if task.kindName != ShellTaskKind.kindName {
+            return Refusal("it is a plugin's job (\(task.kindName))")
         }
         return nil
     }

@@ -370,9 +370,12 @@ public final class IncrementalState: Sendable {
             }
         }
         var hasher = ContentHasher()
-        hasher.combine(task.prepared.kindName)
-        hasher.combine(task.prepared.kindVersion)
-        hasher.combine(task.prepared.summary(for: request))
+        // A kind that refuses the configuration now fails the job when it is made (the signature
+        // is never recorded as a success).
+        let prepared = try? task.prepared()
+        hasher.combine(task.kindName)
+        hasher.combine(prepared?.kindVersion ?? "")
+        hasher.combine(prepared?.summary(for: request) ?? "")
         // A guard answers for its whole task: what the task's other pieces run counts too.
         for work in task.definition.guardedWork { hasher.combine(request.display(work)) }
         if let configuration = task.definition.pluginConfiguration { hasher.combine(configuration.description) }

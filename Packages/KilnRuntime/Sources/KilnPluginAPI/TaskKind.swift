@@ -2,9 +2,11 @@ import KilnJobs
 
 /// A kind of task — `shell` (built in), `archive`, `http`, … — that turns a Taskfile task into jobs.
 ///
-/// The host calls ``configuration(from:task:)`` once per task while it loads the Taskfile, before
-/// anything runs, so a bad `with:` map stops the run with the file, line and column of the
-/// mistake. It then calls ``makeJob(configuration:request:context:)`` once per job: once for a
+/// The host calls ``configuration(from:task:)`` for every task a run plans, before anything runs,
+/// so a bad `with:` map stops the run with the file, line and column of the mistake. It keeps none
+/// of the results: it calls ``configuration(from:task:)`` again when it makes the task's jobs (and
+/// works out their signatures), so it must give the same answer for the same map; a refusal then
+/// fails those jobs. It calls ``makeJob(configuration:request:context:)`` once per job: once for a
 /// plain task, once per source file for an `each: sources` task.
 ///
 /// The returned ``Job`` may be synchronous (override `main()`) or asynchronous (override
