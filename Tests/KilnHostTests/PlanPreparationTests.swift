@@ -114,6 +114,27 @@ struct CountingTaskKind: TaskKind {
         #expect(counts.peak <= 2 * 7, "at most \(counts.peak) configurations existed at once")
     }
 
+    @Test("a job's check prepares its task for it: each job's configuration is made once in a run")
+    func theCheckHandsItsPreparationToTheJob() async throws {
+        let count = 20
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let taskfile = try loadTaskfile(in: directory, ["Taskfile.yml": Self.taskfile(count)])
+        let counts = ConfigurationCounts()
+        var options = RunOptions()
+        options.incremental = IncrementalState(state: nil, root: directory.path)
+        let (summary, observer, _) = try await run(
+            taskfile,
+            targets: ["default"],
+            kinds: [CountingTaskKind(counts: counts)],
+            options: options
+        )
+        #expect(summary.succeeded == count)
+        #expect(observer.finished.count == count)
+        // One for the plan's check, one for the job's (its signature, then the job itself).
+        #expect(counts.made == 2 * count)
+    }
+
     @Test("a kind that refuses when the job is made what it accepted when the plan was made fails that job, naming why")
     func aLateRefusalFailsTheJob() async throws {
         let directory = try TemporaryDirectory()

@@ -895,8 +895,11 @@ public final class BuildRun: @unchecked Sendable {
         // A dry run schedules exactly as a run does, with jobs that run nothing (ninja's dry run
         // is its builder with a command runner that runs nothing, too).
         let dryRun = incremental?.isDryRun ?? false
-        // Prepared once for the job (the plan keeps no prepared task: see ``BuildPlan/Task/prepared()``).
-        let prepared = Result { () throws(TaskConfigurationError) in try task.prepared() }
+        // Prepared once for the job, or by its check (the plan keeps no prepared task: see
+        // ``BuildPlan/Task/prepared()``).
+        let prepared =
+            precomputed?.prepared.map { Result.success($0) }
+            ?? Result { () throws(TaskConfigurationError) in try task.prepared() }
         let realJob: Job
         do {
             // A template of the task's own that failed (its `generates:`) fails the job, naming why.
@@ -1082,7 +1085,13 @@ public final class BuildRun: @unchecked Sendable {
             let entry = next
             let entryQueue = nextQueue
             let check = BlockJob { [self] in
-                let result = self.verdict(of: task, key: key, request: request, incremental: incremental)
+                let result = self.verdict(
+                    of: task,
+                    key: key,
+                    request: request,
+                    incremental: incremental,
+                    prepared: try? prepared.get()
+                )
                 verdict.withLock { $0 = result }
             }
             check.name = "\(request.label) (up-to-date check)"
@@ -1340,7 +1349,8 @@ public final class BuildRun: @unchecked Sendable {
         of task: BuildPlan.Task,
         key: JobKey,
         request: @autoclosure () -> JobRequest,
-        incremental: IncrementalState?
+        incremental: IncrementalState?,
+        prepared: PreparedTask? = nil
     ) -> IncrementalState.Check {
         let name = task.definition.name
         let guardName = task.definition.guardedBy
@@ -1359,7 +1369,13 @@ public final class BuildRun: @unchecked Sendable {
             runs.reason = .alwaysRuns
             return runs
         }
-        let result = incremental.verdict(of: task, key: key, request: request(), fresh: calledTasks.contains(name))
+        let result = incremental.verdict(
+            of: task,
+            key: key,
+            request: request(),
+            fresh: calledTasks.contains(name),
+            prepared: prepared
+        )
         if !task.definition.guardedWork.isEmpty { state.withLock { $0.guardVerdicts[name] = result.reason } }
         return result
     }

@@ -174,6 +174,9 @@ public final class IncrementalState: Sendable {
         /// verdict is the guard's; it has no record of its own, and publishes the guard's output
         /// signature (so what depends on the task sees the same one whether it ran or not).
         var follows: JobKey?
+        /// The task as its kind prepared it for this check, handed to the job that runs (see
+        /// ``BuildPlan/Task/prepared()``); `nil` when the check didn't need it.
+        var prepared: PreparedTask?
 
         /// The verdict of a job that doesn't run because its task was skipped with its caller:
         /// a call its caller's commands didn't reach, or made by a task found up to date. It
@@ -235,11 +238,12 @@ public final class IncrementalState: Sendable {
         of task: BuildPlan.Task,
         key: JobKey,
         request: @autoclosure () -> JobRequest,
-        fresh: Bool = false
+        fresh: Bool = false,
+        prepared: PreparedTask? = nil
     )
         -> Check
     {
-        var result = judge(task, key: key, request: request(), fresh: fresh)
+        var result = judge(task, key: key, request: request(), fresh: fresh, prepared: prepared)
         // A dry run says what a run would do: a job that would run stops at a precondition that
         // doesn't hold now (go-task's `--dry` checks them too).
         let preconditions = task.definition.options.preconditions
@@ -272,9 +276,13 @@ public final class IncrementalState: Sendable {
     }
 
     /// ``verdict(of:key:request:fresh:)`` before a dry run's preconditions.
-    private func judge(_ task: BuildPlan.Task, key: JobKey, request: @autoclosure () -> JobRequest, fresh: Bool)
-        -> Check
-    {
+    private func judge(
+        _ task: BuildPlan.Task,
+        key: JobKey,
+        request: @autoclosure () -> JobRequest,
+        fresh: Bool,
+        prepared: PreparedTask?
+    ) -> Check {
         let dependencies = task.definition.dependencies.map(\.value)
         if dryRun, let running = wouldRun.withLock({ set in dependencies.first(where: set.contains) }) {
             return Check(
@@ -285,7 +293,7 @@ public final class IncrementalState: Sendable {
             )
         }
         if forcing {
-            var result = check(key: key, task: task, request: request(), dependencies: dependencies)
+            var result = check(key: key, task: task, request: request(), dependencies: dependencies, prepared: prepared)
             if result.reason == .upToDate { result.reason = .forced }
             return result
         }
@@ -294,7 +302,7 @@ public final class IncrementalState: Sendable {
             return verdict
         }
         let made = request()
-        var result = check(key: key, task: task, request: made, dependencies: dependencies)
+        var result = check(key: key, task: task, request: made, dependencies: dependencies, prepared: prepared)
         guard !statusChecks.isEmpty else { return result }
         // go-task's `status:`: up to date when every test succeeds — and, with sources or outputs,
         // when they say so too. A task with only `status:` is up to date on its tests alone.
@@ -346,7 +354,13 @@ public final class IncrementalState: Sendable {
     ///   - task: Its task.
     ///   - request: The job's request (inputs, outputs, directory, environment).
     ///   - dependencies: The names of the tasks it depends on, whose output signatures are published.
-    private func check(key: JobKey, task: BuildPlan.Task, request: JobRequest, dependencies: [String]) -> Check {
+    private func check(
+        key: JobKey,
+        task: BuildPlan.Task,
+        request: JobRequest,
+        dependencies: [String],
+        prepared given: PreparedTask?
+    ) -> Check {
         // A job whose request couldn't be made fails: it is never up to date.
         if let failure = request.renderFailure {
             return Check(
@@ -372,7 +386,7 @@ public final class IncrementalState: Sendable {
         var hasher = ContentHasher()
         // A kind that refuses the configuration now fails the job when it is made (the signature
         // is never recorded as a success).
-        let prepared = try? task.prepared()
+        let prepared = given ?? (try? task.prepared())
         hasher.combine(task.kindName)
         hasher.combine(prepared?.kindVersion ?? "")
         hasher.combine(prepared?.summary(for: request) ?? "")
@@ -421,6 +435,8 @@ public final class IncrementalState: Sendable {
         let check = { (reason: RunReason) in
             var check = Check(signature: signature, reason: reason, parts: parts, watched: watched.paths)
             check.outputLooksFrom = outputLooksFrom
+            // For the job that runs (an up-to-date one makes none).
+            if reason != .upToDate { check.prepared = prepared }
             return check
         }
 
