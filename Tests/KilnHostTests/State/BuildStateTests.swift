@@ -207,7 +207,9 @@ struct BuildStateTests {
         for index in 200..<203 { write(index, on: reopened, canWait: true) }
         let committed = await waitUntil(within: 60) { settledJobs().isSuperset(of: 200..<203) }
         #expect(committed, "the timer never committed what waited")
-        #expect(reopened.commits == BuildState.Commits(records: 3, transactions: 1))
+        // In one commit, unless the timer fired between two of the writes (a loaded machine).
+        #expect(reopened.commits.records == 3)
+        #expect((1...3).contains(reopened.commits.transactions), "\(reopened.commits)")
         #expect(settled.withLock { $0[200].map { pthread_equal($0, caller) == 0 } ?? false })
         #expect(reopened.loadJob(key: "job 202") != nil)
         reopened.close()
