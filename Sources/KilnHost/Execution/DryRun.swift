@@ -62,11 +62,11 @@ extension BuildPlan {
         for task in tasks where !task.definition.isGroup {
             guard var jobs = byTask[task.definition.name] else { continue }
             jobs.sort { ($0.key.source ?? "") < ($1.key.source ?? "") }
+            // Once for the task, not per job (an `each:` task has one per file).
+            let prepared = try? task.prepared()
             for (key, reason) in jobs {
                 let request = task.definition.jobRequest(source: key.source)
-                let summary = taskfile.secrets.masking(
-                    (try? task.prepared())?.summary(for: request) ?? task.definition.name
-                )
+                let summary = taskfile.secrets.masking(prepared?.summary(for: request) ?? task.definition.name)
                 result.append(JobVerdict(key: key, summary: summary, reason: reason, remoteKeys: keys[key]))
             }
         }
