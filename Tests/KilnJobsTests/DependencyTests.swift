@@ -201,5 +201,69 @@ extension JobEngineTests {
             #expect(job.dependencies.isEmpty)
             #expect(released == nil)
         }
+
+        // A job holds its dependents until it lets them go (they are kept uncounted by the type
+        // system, so each way out is tested: a leak or a early release would show here).
+
+        /// A weak reference that a `@Sendable` block may set.
+        final class WeakJob: @unchecked Sendable {
+            weak var job: Job?
+        }
+
+        @Test("a finished job lets go of its dependents, and of those added while its completion block ran")
+        func finishedJobReleasesDependents() throws {
+            let dependent = WeakJob()
+            let lateDependent = WeakJob()
+            let dependency = Job()
+            dependency.completionBlock = { [unowned dependency] in
+                let late = Job()
+                lateDependent.job = late
+                late.addDependency(dependency)
+            }
+            do {
+                let job = Job()
+                dependent.job = job
+                job.addDependency(dependency)
+            }
+            // Held by the unfinished dependency alone.
+            #expect(dependent.job != nil)
+            try dependency.start()
+            #expect(dependent.job == nil)
+            #expect(lateDependent.job == nil)
+        }
+
+        @Test("removeDependency lets go of the dependent")
+        func removedDependentIsReleased() {
+            weak var dependent: Job?
+            let dependency = Job()
+            do {
+                let job = Job()
+                dependent = job
+                job.addDependency(dependency)
+                job.removeDependency(dependency)
+            }
+            #expect(dependent == nil)
+            #expect(!dependency.isFinished)
+        }
+
+        @Test("a dependency that dies unfinished lets go of a dependent that was cancelled and finished")
+        func unfinishedDependencyReleasesDependents() throws {
+            weak var dependent: Job?
+            weak var dependency: Job?
+            do {
+                let first = Job()
+                dependency = first
+                let job = Job()
+                dependent = job
+                job.addDependency(first)
+                // Cancelled in no queue, it finishes at once and lets go of `first`, which
+                // still holds it.
+                job.cancel()
+                #expect(job.isFinished)
+                #expect(job.dependencies.isEmpty)
+            }
+            #expect(dependency == nil)
+            #expect(dependent == nil)
+        }
     }
 }

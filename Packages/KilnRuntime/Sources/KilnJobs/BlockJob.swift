@@ -109,9 +109,9 @@ private final class ConcurrentBlocks: Sendable {
     /// their job: `JobQueue.current` and the wait checks see it.
     func drain() {
         let context = ThreadContext.current
-        let outer = context.currentJob
-        context.currentJob = job
-        defer { context.currentJob = outer }
+        let outer = context.currentJobReference
+        context.currentJobReference = Unmanaged.passUnretained(job)
+        defer { context.currentJobReference = outer }
         while true {
             let index = progress.withLock { progress -> Int? in
                 guard progress.next < blocks.count else { return nil }

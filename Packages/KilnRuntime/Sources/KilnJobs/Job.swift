@@ -46,7 +46,8 @@ public enum JobCancellationReason: Sendable {
 /// Every public member may be called from any thread at any time. The engine never runs user
 /// code — ``main()``, completion blocks, observers, ``isReady`` overrides — while it holds one of
 /// its locks. `@unchecked Sendable`: all mutable state is in `state`, guarded by its lock (a `Mutex`),
-/// except the intrusive queue links, which are guarded by the scheduler's lock.
+/// except the intrusive queue links, which are guarded by the scheduler's lock, and
+/// `hadDependents`, which `state`'s lock guards too.
 open class Job: @unchecked Sendable, CustomStringConvertible {
     /// The lifecycle state; every access goes through `withLock`.
     let state = EngineLock(JobState())
@@ -55,17 +56,37 @@ open class Job: @unchecked Sendable, CustomStringConvertible {
 
     // Intrusive links owned by the job's queue, guarded by `Scheduler.core`. They don't count
     // references: the queue retains a job once when linking it and releases it when unlinking it.
-    unowned(unsafe) var queueNext: Job?
-    unowned(unsafe) var queuePrevious: Job?
-    unowned(unsafe) var readyNext: Job?
-    unowned(unsafe) var readyPrevious: Job?
+    // `Unmanaged`, not `unowned(unsafe)`: following a link then costs no retain and release.
+    var queueNext: Unmanaged<Job>?
+    var queuePrevious: Unmanaged<Job>?
+    var readyNext: Unmanaged<Job>?
+    var readyPrevious: Unmanaged<Job>?
     var readyBucket = 2
     var holdsQueueSlot = false
+    /// Set, under `state`'s lock, when a dependent is first added to `state`, so `deinit` knows
+    /// whether to look for dependents to let go. `deinit` reads it without the lock: the last
+    /// release orders every earlier write before it.
+    var hadDependents = false
 
     /// Creates a job that is not in any queue.
     ///
     /// Threading: any thread.
     public init() {}
+
+    deinit {
+        // A job that finished has let its dependents go. One that didn't still holds a dependent
+        // that finished without it: one that was cancelled.
+        guard hadDependents else { return }
+        let (dependents, late) = state.withLock { state in
+            defer {
+                state.dependents = []
+                state.lateDependents = []
+            }
+            return (state.dependents, state.lateDependents)
+        }
+        for dependent in dependents { dependent.release() }
+        for dependent in late { dependent.release() }
+    }
 
     // MARK: - Work
 
@@ -134,7 +155,7 @@ open class Job: @unchecked Sendable, CustomStringConvertible {
     /// Checks and performs the transition to executing; `nil` when there is nothing to run.
     private func begin() throws(JobError) -> Double? {
         let context = ThreadContext.existing
-        let byQueue = context?.currentJob === self && context?.worker != nil
+        let byQueue = context.map { $0.isWorker && $0.isRunning(self) } ?? false
         if !byQueue {
             // A queue only starts jobs it found ready; a hand start checks the (overridable) readiness.
             let (phase, cancelled) = state.withLock { ($0.phase, $0.isCancelled) }
@@ -165,9 +186,9 @@ open class Job: @unchecked Sendable, CustomStringConvertible {
     /// Runs `main` with the thread priority applied; returns what it threw.
     private func runMain(threadPriority: Double) -> (any Error)? {
         let context = ThreadContext.current
-        let outer = context.currentJob
-        context.currentJob = self
-        defer { context.currentJob = outer }
+        let outer = context.currentJobReference
+        context.currentJobReference = Unmanaged.passUnretained(self)
+        defer { context.currentJobReference = outer }
         let restore = threadPriority == 0.5 ? nil : ThreadPriority.apply(threadPriority)
         defer { if let restore { ThreadPriority.restore(restore) } }
         do {
@@ -245,14 +266,15 @@ open class Job: @unchecked Sendable, CustomStringConvertible {
         }
         for waiter in actions.waiters { waiter() }
         let context = ThreadContext.current
+        // Retained once each (see `JobState.dependents`), until they are let go below.
         var dependents = actions.dependents
         if let completion = actions.completionBlock {
-            let outer = context.currentJob
-            context.currentJob = self
+            let outer = context.currentJobReference
+            context.currentJobReference = Unmanaged.passUnretained(self)
             completion()
-            context.currentJob = outer
+            context.currentJobReference = outer
             // And those added while it ran.
-            let late = state.withLock { state -> [Job] in
+            let late = state.withLock { state -> [Unmanaged<Job>] in
                 state.completionPending = false
                 defer { state.lateDependents = [] }
                 return state.lateDependents
@@ -262,18 +284,24 @@ open class Job: @unchecked Sendable, CustomStringConvertible {
         // Dependents that became ready are pushed together with the slot release, under one
         // acquisition of the scheduler lock; the worker that ran the job takes its next job there too.
         var readied = ReadiedJobs()
-        for dependent in dependents
-        where dependent.dependencyDidFinish(self, failed: actions.failed, cancelled: actions.cancelled)
-            && dependent.readyForQueue()
-        {
-            readied.append(dependent)
+        let (failed, cancelled) = (actions.failed, actions.cancelled)
+        for dependent in dependents {
+            let ready = dependent._withUnsafeGuaranteedRef { dependent in
+                dependent.dependencyDidFinish(self, failed: failed, cancelled: cancelled) && dependent.readyForQueue()
+            }
+            if ready { readied.append(dependent) }
         }
         if let queue = actions.queue {
-            let handOff = context.worker != nil && context.currentJob === self
-            queue.jobDidFinish(self, readied: readied, handOffTo: handOff ? context : nil)
+            let handOff = context.isWorker && context.isRunning(self)
+            // The job holds its queue (`JobState.queue`), and the caller holds the job.
+            queue._withUnsafeGuaranteedRef {
+                $0.jobDidFinish(self, readied: readied, handOffTo: handOff ? context : nil)
+            }
         } else if !readied.isEmpty {
             Scheduler.shared.makeReady(readied.all)
         }
+        // Only now: a readied dependent is held by its queue, which may have started it already.
+        for dependent in dependents { dependent.release() }
         return true
     }
 
@@ -335,7 +363,10 @@ open class Job: @unchecked Sendable, CustomStringConvertible {
     /// Threading: any thread; a snapshot (dependents may be added, or become ready, meanwhile).
     public final var isAwaited: Bool {
         // Read under this job's lock, then each dependent's under its own: never two at once.
-        let (dependents, late) = state.withLock { ($0.dependents, $0.lateDependents) }
+        // Retained here: the job may finish and let them go meanwhile.
+        let (dependents, late) = state.withLock { state in
+            (state.dependents.map { $0.takeUnretainedValue() }, state.lateDependents.map { $0.takeUnretainedValue() })
+        }
         func waitsForThisAlone(_ dependent: Job) -> Bool {
             dependent.state.withLock { $0.phase < .starting && $0.unfinishedDependencies <= 1 }
         }
@@ -464,7 +495,9 @@ open class Job: @unchecked Sendable, CustomStringConvertible {
             state.dependencies.append(job)
             state.dependencyIndex?.insert(ObjectIdentifier(job))
             state.unfinishedDependencies += 1
-            return (true, state.queue, state.cycleChecked)
+            // Only a job on its ready list has to leave it. It can't get there from now on: its
+            // count of unfinished dependencies is above zero.
+            return (true, state.phase == .readyQueued ? state.queue : nil, state.cycleChecked)
         }
         if added {
             queue?.withdrawFromReadyList(self)
@@ -474,13 +507,15 @@ open class Job: @unchecked Sendable, CustomStringConvertible {
                     // like the dependents it had when it finished (the block may publish what
                     // they read).
                     if state.completionPending {
-                        state.lateDependents.append(self)
+                        job.hadDependents = true
+                        state.lateDependents.append(Unmanaged.passRetained(self))
                         return (false, false, false)
                     }
                     return (true, state.error != nil || state.isCancelled, state.isCancelled)
                 }
                 if state.dependents.isEmpty { state.dependents.reserveCapacity(4) }
-                state.dependents.append(self)
+                job.hadDependents = true
+                state.dependents.append(Unmanaged.passRetained(self))
                 return (false, false, false)
             }
             if dependencyState.finished {
@@ -515,15 +550,9 @@ open class Job: @unchecked Sendable, CustomStringConvertible {
             return true
         }
         if removed {
-            let stillCounted = job.state.withLock { state -> Bool in
-                if let index = state.dependents.firstIndex(where: { $0 === self }) {
-                    state.dependents.remove(at: index)
-                    return true
-                }
-                guard let index = state.lateDependents.firstIndex(where: { $0 === self }) else { return false }
-                state.lateDependents.remove(at: index)
-                return true
-            }
+            let taken = job.state.withLock { $0.removeDependent(self) }
+            taken?.release()
+            let stillCounted = taken != nil
             // If the dependency already finished it has already decremented our count.
             if stillCounted {
                 let became = state.withLock { state -> Bool in
@@ -652,7 +681,7 @@ open class Job: @unchecked Sendable, CustomStringConvertible {
 
     /// Puts an enqueued, waiting job on its queue's ready list if it is ready.
     final func scheduleIfReady() {
-        if readyForQueue() { Scheduler.shared.makeReady([self]) }
+        if readyForQueue() { Scheduler.shared.makeReady([Unmanaged.passUnretained(self)]) }
     }
 
     // MARK: - Waiting
@@ -733,14 +762,15 @@ open class Job: @unchecked Sendable, CustomStringConvertible {
     }
 }
 
-/// The dependents a finishing job made ready: usually none or one, which need no array.
+/// The dependents a finishing job made ready: usually none or one, which need no array. Not
+/// counted: the finishing job holds them (its `dependents`) while it hands them on.
 struct ReadiedJobs {
-    private(set) var first: Job?
-    private(set) var more: [Job] = []
+    private(set) var first: Unmanaged<Job>?
+    private(set) var more: [Unmanaged<Job>] = []
 
     var isEmpty: Bool { first == nil }
 
-    mutating func append(_ job: Job) {
+    mutating func append(_ job: Unmanaged<Job>) {
         if first == nil {
             first = job
         } else {
@@ -748,7 +778,8 @@ struct ReadiedJobs {
         }
     }
 
-    var all: [Job] { first.map { [$0] + more } ?? [] }
+    /// The jobs, uncounted.
+    var all: [Unmanaged<Job>] { first.map { [$0] + more } ?? [] }
 }
 
 /// Applies and restores `Job.threadPriority` on Linux threads (per-thread nice values).

@@ -19,15 +19,15 @@ import Synchronization
 /// Threading: every member may be called from any thread at any time. `@unchecked Sendable`: the
 /// scheduling fields below are guarded by the shared scheduler's `core` mutex, the name by `label`.
 public final class JobQueue: @unchecked Sendable, CustomStringConvertible {
-    /// Five unowned job references, one per priority level, without an array's allocation.
+    /// Five uncounted job references, one per priority level, without an array's allocation.
     struct UnownedJobs {
-        unowned(unsafe) var veryHigh: Job?
-        unowned(unsafe) var high: Job?
-        unowned(unsafe) var normal: Job?
-        unowned(unsafe) var low: Job?
-        unowned(unsafe) var veryLow: Job?
+        var veryHigh: Unmanaged<Job>?
+        var high: Unmanaged<Job>?
+        var normal: Unmanaged<Job>?
+        var low: Unmanaged<Job>?
+        var veryLow: Unmanaged<Job>?
 
-        subscript(bucket: Int) -> Job? {
+        subscript(bucket: Int) -> Unmanaged<Job>? {
             get {
                 switch bucket {
                 case 0: veryHigh
@@ -60,10 +60,10 @@ public final class JobQueue: @unchecked Sendable, CustomStringConvertible {
     var readyHeads = UnownedJobs()
     var readyTails = UnownedJobs()
     var readyCount = 0
-    unowned(unsafe) var jobsHead: Job?
-    unowned(unsafe) var jobsTail: Job?
+    var jobsHead: Unmanaged<Job>?
+    var jobsTail: Unmanaged<Job>?
     var count = 0
-    unowned(unsafe) var runnableNext: JobQueue?
+    var runnableNext: Unmanaged<JobQueue>?
     var inRunnableList = false
     var emptyWaiters: [@Sendable () -> Void] = []
 
@@ -201,10 +201,11 @@ public final class JobQueue: @unchecked Sendable, CustomStringConvertible {
         if let (failure, job) = failure { throw failure.error(for: job.description) }
         // Hand ready jobs over in chunks, so the pool starts on the first ones while the rest are
         // still being checked.
-        var ready: [Job] = []
+        // Uncounted: the queue holds them now.
+        var ready: [Unmanaged<Job>] = []
         ready.reserveCapacity(min(jobs.count, Self.readyChunk))
         for job in jobs where job.readyForQueue() {
-            ready.append(job)
+            ready.append(Unmanaged.passUnretained(job))
             if ready.count == Self.readyChunk {
                 scheduler.makeReady(ready)
                 ready.removeAll(keepingCapacity: true)
@@ -237,7 +238,8 @@ public final class JobQueue: @unchecked Sendable, CustomStringConvertible {
             var result: [Job] = []
             result.reserveCapacity(count)
             var cursor = jobsHead
-            while let job = cursor {
+            while let link = cursor {
+                let job = link.takeUnretainedValue()
                 result.append(job)
                 cursor = job.queueNext
             }
@@ -358,7 +360,7 @@ public final class JobQueue: @unchecked Sendable, CustomStringConvertible {
             }
             scheduler.noteRunnable(self, &core)
             if let worker {
-                worker.handOff = scheduler.takeJob(&core)
+                worker.handOff(scheduler.takeJob(&core))
                 // Like a worker's own pick: if work remains, wake one more thread (which cascades).
                 return (core.hasWork ? .one(scheduler.wakeOne(&core)) : .none, waiters)
             }
@@ -371,29 +373,30 @@ public final class JobQueue: @unchecked Sendable, CustomStringConvertible {
     // MARK: - Intrusive lists (under `scheduler.core`)
 
     private func link(_ job: Job) {
-        _ = Unmanaged.passRetained(job)  // released in `unlink`
+        let link = Unmanaged.passRetained(job)  // released in `unlink`
         job.queueNext = nil
         job.queuePrevious = jobsTail
         if let tail = jobsTail {
-            tail.queueNext = job
+            tail._withUnsafeGuaranteedRef { $0.queueNext = link }
         } else {
-            jobsHead = job
+            jobsHead = link
         }
-        jobsTail = job
+        jobsTail = link
         count += 1
     }
 
     private func unlink(_ job: Job) {
         let next = job.queueNext
-        if let previous = job.queuePrevious {
-            previous.queueNext = next
+        let previous = job.queuePrevious
+        if let previous {
+            previous._withUnsafeGuaranteedRef { $0.queueNext = next }
         } else {
             jobsHead = next
         }
         if let next {
-            next.queuePrevious = job.queuePrevious
+            next._withUnsafeGuaranteedRef { $0.queuePrevious = previous }
         } else {
-            jobsTail = job.queuePrevious
+            jobsTail = previous
         }
         job.queueNext = nil
         job.queuePrevious = nil
@@ -402,15 +405,16 @@ public final class JobQueue: @unchecked Sendable, CustomStringConvertible {
     }
 
     func pushReady(_ job: Job, bucket: Int) {
+        let link = Unmanaged.passUnretained(job)
         job.readyBucket = bucket
         job.readyNext = nil
         job.readyPrevious = readyTails[bucket]
         if let tail = readyTails[bucket] {
-            tail.readyNext = job
+            tail._withUnsafeGuaranteedRef { $0.readyNext = link }
         } else {
-            readyHeads[bucket] = job
+            readyHeads[bucket] = link
         }
-        readyTails[bucket] = job
+        readyTails[bucket] = link
         readyCount += 1
     }
 
@@ -420,15 +424,16 @@ public final class JobQueue: @unchecked Sendable, CustomStringConvertible {
 
     private func removeReady(_ job: Job, from bucket: Int) {
         let next = job.readyNext
-        if let previous = job.readyPrevious {
-            previous.readyNext = next
+        let previous = job.readyPrevious
+        if let previous {
+            previous._withUnsafeGuaranteedRef { $0.readyNext = next }
         } else {
             readyHeads[bucket] = next
         }
         if let next {
-            next.readyPrevious = job.readyPrevious
+            next._withUnsafeGuaranteedRef { $0.readyPrevious = previous }
         } else {
-            readyTails[bucket] = job.readyPrevious
+            readyTails[bucket] = previous
         }
         job.readyNext = nil
         job.readyPrevious = nil
@@ -438,7 +443,8 @@ public final class JobQueue: @unchecked Sendable, CustomStringConvertible {
     /// Takes the first job of the highest non-empty priority list and marks it starting.
     func popReadyJob() -> Job? {
         for bucket in 0..<5 {
-            while let job = readyHeads[bucket] {
+            while let link = readyHeads[bucket] {
+                let job = link.takeUnretainedValue()
                 removeReady(job, from: bucket)
                 let take = job.state.withLock { state -> Bool in
                     guard state.phase == .readyQueued else { return false }

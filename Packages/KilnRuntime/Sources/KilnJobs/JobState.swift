@@ -38,12 +38,16 @@ struct JobState {
     var dependencies: [Job] = []
     /// Identities of `dependencies`, kept once there are many, so adding one stays O(1).
     var dependencyIndex: Set<ObjectIdentifier>?
-    var dependents: [Job] = []
+    /// The jobs that wait for this one, each retained once by the list: `Unmanaged`, so the
+    /// finishing job notifies them and lets them go without counting references per visit.
+    /// Whoever takes an element out of the list takes over its retain.
+    var dependents: [Unmanaged<Job>] = []
     /// Finished, its completion block not yet run: a dependent added now waits for it in
     /// ``lateDependents``, as those added before the job finished do.
     var completionPending = false
-    /// Dependents added while the completion block was pending, released after it ran.
-    var lateDependents: [Job] = []
+    /// Dependents added while the completion block was pending, released after it ran; retained
+    /// as ``dependents`` are.
+    var lateDependents: [Unmanaged<Job>] = []
     var completionBlock: (@Sendable () -> Void)?
     var error: (any Error)?
     var cancellationReason: JobCancellationReason?
@@ -53,6 +57,19 @@ struct JobState {
     /// The queue the job was added to. Kept after the job finished (``JobQueue/current`` in a
     /// completion block needs it); a finished job therefore keeps its queue alive while it lives.
     var queue: JobQueue?
+
+    /// Takes `job` out of the dependents (or the late dependents); the caller releases the
+    /// returned reference, outside the lock.
+    mutating func removeDependent(_ job: Job) -> Unmanaged<Job>? {
+        let identity = Unmanaged.passUnretained(job).toOpaque()
+        if let index = dependents.firstIndex(where: { $0.toOpaque() == identity }) {
+            return dependents.remove(at: index)
+        }
+        if let index = lateDependents.firstIndex(where: { $0.toOpaque() == identity }) {
+            return lateDependents.remove(at: index)
+        }
+        return nil
+    }
 
     /// Whether `job` is already a dependency.
     mutating func hasDependency(_ job: Job) -> Bool {
@@ -190,10 +207,12 @@ struct JobState {
         var wasExecuting: Bool
         var failed: Bool
         var cancelled: Bool
-        var dependents: [Job]
+        /// Each retained: the caller releases them once it has notified them.
+        var dependents: [Unmanaged<Job>]
         var completionBlock: (@Sendable () -> Void)?
         var waiters: [@Sendable () -> Void]
-        var queue: JobQueue?
+        /// Uncounted: the job keeps its queue after it finished.
+        var queue: Unmanaged<JobQueue>?
     }
 
     /// Moves the job to finished.
@@ -214,7 +233,7 @@ struct JobState {
             dependents: dependents,
             completionBlock: completionBlock,
             waiters: finishWaiters,
-            queue: queue
+            queue: queue.map(Unmanaged.passUnretained)
         )
         completionPending = completionBlock != nil
         dependents = []

@@ -39,8 +39,8 @@ final class Scheduler: @unchecked Sendable {
 
     struct Core {
         // Unowned: a queue on this list has ready jobs, and its jobs hold it.
-        unowned(unsafe) var runnableHead: JobQueue?
-        unowned(unsafe) var runnableTail: JobQueue?
+        var runnableHead: Unmanaged<JobQueue>?
+        var runnableTail: Unmanaged<JobQueue>?
         var idle: [Worker] = []
         var liveThreads = 0
         var blockedThreads = 0
@@ -75,26 +75,30 @@ final class Scheduler: @unchecked Sendable {
     /// Puts `queue` on the runnable list if it can start a job and isn't there yet.
     func noteRunnable(_ queue: JobQueue, _ core: inout Core) {
         guard !queue.inRunnableList, queue.canStartJob else { return }
+        let link = Unmanaged.passUnretained(queue)
         queue.inRunnableList = true
         queue.runnableNext = nil
         if let tail = core.runnableTail {
-            tail.runnableNext = queue
+            tail._withUnsafeGuaranteedRef { $0.runnableNext = link }
         } else {
-            core.runnableHead = queue
+            core.runnableHead = link
         }
-        core.runnableTail = queue
+        core.runnableTail = link
     }
 
     /// Takes the next job to run, round-robin over runnable queues, highest priority first.
     func takeJob(_ core: inout Core) -> Job? {
-        while let queue = core.runnableHead {
-            core.runnableHead = queue.runnableNext
-            if core.runnableHead == nil { core.runnableTail = nil }
-            queue.runnableNext = nil
-            queue.inRunnableList = false
-            guard queue.canStartJob, let job = queue.popReadyJob() else { continue }
-            noteRunnable(queue, &core)
-            return job
+        while let link = core.runnableHead {
+            let job = link._withUnsafeGuaranteedRef { queue -> Job? in
+                core.runnableHead = queue.runnableNext
+                if core.runnableHead == nil { core.runnableTail = nil }
+                queue.runnableNext = nil
+                queue.inRunnableList = false
+                guard queue.canStartJob, let job = queue.popReadyJob() else { return nil }
+                noteRunnable(queue, &core)
+                return job
+            }
+            if let job { return job }
         }
         return nil
     }
@@ -128,7 +132,8 @@ final class Scheduler: @unchecked Sendable {
     }
 
     /// Puts waiting, ready jobs (of any queues) on their queues' ready lists and wakes threads.
-    func makeReady(_ jobs: [Job]) {
+    /// Uncounted references: the caller holds each job for the call.
+    func makeReady(_ jobs: [Unmanaged<Job>]) {
         let wakes = core.withLock { core -> Wakes in
             let pushed = acceptReady(jobs, &core)
             return pushed > 0 ? wakeForNewWork(&core, units: pushed) : .none
@@ -138,17 +143,17 @@ final class Scheduler: @unchecked Sendable {
 
     /// Moves each job still waiting (and ready as far as the engine knows) to its ready list.
     /// Call with `core` held. Returns how many were pushed.
-    func acceptReady(_ jobs: [Job], _ core: inout Core) -> Int {
+    func acceptReady(_ jobs: [Unmanaged<Job>], _ core: inout Core) -> Int {
         var pushed = 0
-        for job in jobs where acceptReady(job, &core) { pushed += 1 }
+        for job in jobs where job._withUnsafeGuaranteedRef({ acceptReady($0, &core) }) { pushed += 1 }
         return pushed
     }
 
     /// As above, for the jobs a finishing job made ready.
     func acceptReady(_ jobs: ReadiedJobs, _ core: inout Core) -> Int {
         guard let first = jobs.first else { return 0 }
-        var pushed = acceptReady(first, &core) ? 1 : 0
-        for job in jobs.more where acceptReady(job, &core) { pushed += 1 }
+        var pushed = first._withUnsafeGuaranteedRef { acceptReady($0, &core) } ? 1 : 0
+        for job in jobs.more where job._withUnsafeGuaranteedRef({ acceptReady($0, &core) }) { pushed += 1 }
         return pushed
     }
 
@@ -252,8 +257,7 @@ final class Scheduler: @unchecked Sendable {
                     context.currentJob = job
                     job.runFromQueue(context)
                     context.currentJob = nil
-                    guard let next = context.handOff else { break }
-                    context.handOff = nil
+                    guard let next = context.takeHandOff() else { break }
                     job = next
                 }
             case .task(let task):
@@ -282,7 +286,7 @@ final class Scheduler: @unchecked Sendable {
     /// Runs `body`, which blocks the calling thread; if the thread is a pool worker, the pool may
     /// start another thread for the duration so the rest of the work goes on.
     func blocking<Result>(_ body: () throws -> Result) rethrows -> Result {
-        guard ThreadContext.existing?.worker != nil else { return try body() }
+        guard ThreadContext.existing?.isWorker == true else { return try body() }
         let wake = core.withLock { core -> Wake in
             core.blockedThreads += 1
             return core.hasWork && core.idle.isEmpty ? wakeOne(&core) : .none
