@@ -226,21 +226,21 @@ struct JobState {
         let wasExecuting = phase == .executing
         if let error, self.error == nil { self.error = error }
         phase = .finished
-        let actions = FinishActions(
+        // Moved out, not copied and cleared: no reference counting for what changes hands.
+        var actions = FinishActions(
             wasExecuting: wasExecuting,
             failed: self.error != nil || isCancelled,
             cancelled: isCancelled,
-            dependents: dependents,
-            completionBlock: completionBlock,
-            waiters: finishWaiters,
+            dependents: [],
+            completionBlock: completionBlock.take(),
+            waiters: [],
             queue: queue.map(Unmanaged.passUnretained)
         )
-        completionPending = completionBlock != nil
-        dependents = []
+        swap(&actions.dependents, &dependents)
+        swap(&actions.waiters, &finishWaiters)
+        completionPending = actions.completionBlock != nil
         dependencies = []
         dependencyIndex = nil
-        completionBlock = nil
-        finishWaiters = []
         return actions
     }
 }
