@@ -78,11 +78,9 @@ open class Job: @unchecked Sendable, CustomStringConvertible {
         // that finished without it: one that was cancelled.
         guard hadDependents else { return }
         let (dependents, late) = state.withLock { state in
-            defer {
-                state.dependents = []
-                state.lateDependents = []
-            }
-            return (state.dependents, state.lateDependents)
+            var dependents: [Unmanaged<Job>] = []
+            swap(&dependents, &state.dependents)
+            return (dependents, state.takeLateDependents())
         }
         for dependent in dependents { dependent.release() }
         for dependent in late { dependent.release() }
@@ -276,8 +274,7 @@ open class Job: @unchecked Sendable, CustomStringConvertible {
             // And those added while it ran.
             let late = state.withLock { state -> [Unmanaged<Job>] in
                 state.completionPending = false
-                defer { state.lateDependents = [] }
-                return state.lateDependents
+                return state.takeLateDependents()
             }
             dependents += late
         }
@@ -508,7 +505,7 @@ open class Job: @unchecked Sendable, CustomStringConvertible {
                     // they read).
                     if state.completionPending {
                         job.hadDependents = true
-                        state.lateDependents.append(Unmanaged.passRetained(self))
+                        state.appendLateDependent(Unmanaged.passRetained(self))
                         return (false, false, false)
                     }
                     return (true, state.error != nil || state.isCancelled, state.isCancelled)
@@ -719,7 +716,7 @@ open class Job: @unchecked Sendable, CustomStringConvertible {
     final func addFinishWaiter(_ waiter: @escaping @Sendable () -> Void) -> Bool {
         state.withLock { state in
             guard state.phase != .finished else { return false }
-            state.finishWaiters.append(waiter)
+            state.appendFinishWaiter(waiter)
             return true
         }
     }

@@ -89,7 +89,7 @@ public final class JobObservation: Sendable {
     public func invalidate() {
         guard entry.deactivate() else { return }
         if let job {
-            job.state.withLock { state in state.observers.removeAll { $0 === self.entry } }
+            job.state.withLock { state in state.rare?.observers.removeAll { $0 === self.entry } }
             job.observationCount.subtract(1, ordering: .releasing)
         }
         entry.waitForOtherDeliveries()
@@ -162,7 +162,7 @@ extension Job {
         let entry = ObservationEntry(property: property.kind) { kind, job in
             handler(JobChange(kind: kind, job: job, value: property.read(job)))
         }
-        state.withLock { $0.observers.append(entry) }
+        state.withLock { $0.appendObserver(entry) }
         observationCount.add(1, ordering: .releasing)
         return JobObservation(entry: entry, job: self)
     }

@@ -45,18 +45,68 @@ struct JobState {
     /// Finished, its completion block not yet run: a dependent added now waits for it in
     /// ``lateDependents``, as those added before the job finished do.
     var completionPending = false
-    /// Dependents added while the completion block was pending, released after it ran; retained
-    /// as ``dependents`` are.
-    var lateDependents: [Unmanaged<Job>] = []
     var completionBlock: (@Sendable () -> Void)?
     var error: (any Error)?
-    var cancellationReason: JobCancellationReason?
-    var name: String?
-    var observers: [ObservationEntry] = []
-    var finishWaiters: [@Sendable () -> Void] = []
     /// The queue the job was added to. Kept after the job finished (``JobQueue/current`` in a
     /// completion block needs it); a finished job therefore keeps its queue alive while it lives.
     var queue: JobQueue?
+
+    /// What most jobs never use, kept apart: a job without any of it destroys one `nil` instead
+    /// of releasing four empty arrays and a name.
+    struct Rare {
+        /// Dependents added while the completion block was pending, released after it ran;
+        /// retained as ``JobState/dependents`` are.
+        var lateDependents: [Unmanaged<Job>] = []
+        var cancellationReason: JobCancellationReason?
+        var name: String?
+        var observers: [ObservationEntry] = []
+        var finishWaiters: [@Sendable () -> Void] = []
+    }
+
+    /// Made on the first write to one of its fields (the accessors below); reads of a job
+    /// without it see the defaults.
+    var rare: Rare?
+
+    /// Modifies `rare`, making it first if it isn't there.
+    private mutating func withRare<Result>(_ body: (inout Rare) -> Result) -> Result {
+        if rare == nil { rare = Rare() }
+        return body(&rare!)
+    }
+
+    var lateDependents: [Unmanaged<Job>] { rare?.lateDependents ?? [] }
+
+    var cancellationReason: JobCancellationReason? {
+        get { rare?.cancellationReason }
+        set { withRare { $0.cancellationReason = newValue } }
+    }
+
+    var name: String? {
+        get { rare?.name }
+        set { withRare { $0.name = newValue } }
+    }
+
+    var observers: [ObservationEntry] { rare?.observers ?? [] }
+
+    /// Adds a dependent while the completion block is pending.
+    mutating func appendLateDependent(_ job: Unmanaged<Job>) {
+        withRare { $0.lateDependents.append(job) }
+    }
+
+    /// Takes the late dependents out.
+    mutating func takeLateDependents() -> [Unmanaged<Job>] {
+        guard rare != nil else { return [] }
+        var taken: [Unmanaged<Job>] = []
+        swap(&taken, &rare!.lateDependents)
+        return taken
+    }
+
+    mutating func appendObserver(_ entry: ObservationEntry) {
+        withRare { $0.observers.append(entry) }
+    }
+
+    mutating func appendFinishWaiter(_ waiter: @escaping @Sendable () -> Void) {
+        withRare { $0.finishWaiters.append(waiter) }
+    }
 
     /// Takes `job` out of the dependents (or the late dependents); the caller releases the
     /// returned reference, outside the lock.
@@ -65,8 +115,8 @@ struct JobState {
         if let index = dependents.firstIndex(where: { $0.toOpaque() == identity }) {
             return dependents.remove(at: index)
         }
-        if let index = lateDependents.firstIndex(where: { $0.toOpaque() == identity }) {
-            return lateDependents.remove(at: index)
+        if let index = rare?.lateDependents.firstIndex(where: { $0.toOpaque() == identity }) {
+            return rare!.lateDependents.remove(at: index)
         }
         return nil
     }
@@ -237,7 +287,7 @@ struct JobState {
             queue: queue.map(Unmanaged.passUnretained)
         )
         swap(&actions.dependents, &dependents)
-        swap(&actions.waiters, &finishWaiters)
+        if rare != nil { swap(&actions.waiters, &rare!.finishWaiters) }
         completionPending = actions.completionBlock != nil
         dependencies = []
         dependencyIndex = nil
