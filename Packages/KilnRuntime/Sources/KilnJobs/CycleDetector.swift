@@ -22,7 +22,14 @@ enum CycleDetector {
     /// flushes it) — or its dependencies.
     private static func snapshot(_ job: Job) -> (skip: Bool, dependencies: [Job]) {
         job.state.withLock { state in
-            (state.cycleChecked || state.phase == .finished || state.isCancelled, state.dependencies)
+            let skip = state.cycleChecked || state.phase == .finished || state.isCancelled
+            // A job with no dependency is in no cycle: mark it as a search would, without
+            // copying anything out. (A finished or cancelled job stays unmarked, as before.)
+            if state.dependencies.isEmpty {
+                if !skip { state.cycleChecked = true }
+                return (true, [])
+            }
+            return (skip, state.dependencies)
         }
     }
 

@@ -158,14 +158,17 @@ final class Scheduler: @unchecked Sendable {
     }
 
     private func acceptReady(_ job: Job, _ core: inout Core) -> Bool {
-        let accepted = job.state.withLock { state -> (JobQueue, Int)? in
+        // The queue uncounted: the job holds it (`JobState.queue`), and the caller holds the job.
+        let accepted = job.state.withLock { state -> (Unmanaged<JobQueue>, Int)? in
             guard state.phase == .waiting, state.baseReadiness, let queue = state.queue else { return nil }
             state.phase = .readyQueued
-            return (queue, state.priority.bucket)
+            return (Unmanaged.passUnretained(queue), state.priority.bucket)
         }
         guard let (queue, bucket) = accepted else { return false }
-        queue.pushReady(job, bucket: bucket)
-        noteRunnable(queue, &core)
+        queue._withUnsafeGuaranteedRef { queue in
+            queue.pushReady(job, bucket: bucket)
+            noteRunnable(queue, &core)
+        }
         return true
     }
 
