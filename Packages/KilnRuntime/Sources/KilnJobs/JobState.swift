@@ -52,7 +52,7 @@ struct JobState {
     var queue: JobQueue?
 
     /// What most jobs never use, kept apart: a job without any of it destroys one `nil` instead
-    /// of releasing four empty arrays and a name.
+    /// of three empty arrays, a name and a cancellation reason.
     struct Rare {
         /// Dependents added while the completion block was pending, released after it ran;
         /// retained as ``JobState/dependents`` are.
