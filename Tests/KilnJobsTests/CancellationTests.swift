@@ -111,5 +111,22 @@ extension JobEngineTests {
             #expect(job.cancellationReason == nil)
             #expect(job.isFinished)
         }
+
+        @Test("a dependency added to a cancelled job on its ready list doesn't take it off: the queue still flushes it")
+        func dependencyAddedToCancelledReadyJob() {
+            let queue = JobQueue(name: "suspended")
+            queue.isSuspended = true
+            let job = Job()
+            #expect(throws: Never.self) { try queue.addJob(job) }
+            job.cancel()
+            #expect(queue.readyJobCount == 1)
+            // Never finishes while the queue runs: only the cancellation lets `job` go.
+            let never = Job()
+            job.addDependency(never)
+            queue.isSuspended = false
+            #expect(job.finishes())
+            #expect(queue.empties())
+            never.cancel()
+        }
     }
 }

@@ -492,9 +492,11 @@ open class Job: @unchecked Sendable, CustomStringConvertible {
             state.dependencies.append(job)
             state.dependencyIndex?.insert(ObjectIdentifier(job))
             state.unfinishedDependencies += 1
-            // Only a job on its ready list has to leave it. It can't get there from now on: its
-            // count of unfinished dependencies is above zero.
-            return (true, state.phase == .readyQueued ? state.queue : nil, state.cycleChecked)
+            // Only a job on its ready list has to leave it, and a cancelled one doesn't (see
+            // `withdrawFromReadyList`). Another can't get there from now on: its count of
+            // unfinished dependencies is above zero.
+            let withdraw = state.phase == .readyQueued && !state.isCancelled
+            return (true, withdraw ? state.queue : nil, state.cycleChecked)
         }
         if added {
             queue?.withdrawFromReadyList(self)
