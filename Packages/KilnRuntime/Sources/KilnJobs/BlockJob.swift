@@ -108,10 +108,10 @@ private final class ConcurrentBlocks: Sendable {
     /// Runs unclaimed blocks until none is left. On a helper thread, the blocks run as part of
     /// their job: `JobQueue.current` and the wait checks see it.
     func drain() {
-        let context = ThreadContext.current
-        let outer = context.currentJobReference
-        context.currentJobReference = Unmanaged.passUnretained(job)
-        defer { context.currentJobReference = outer }
+        ThreadContext.current.running(job, drainUnclaimed)
+    }
+
+    private func drainUnclaimed() {
         while true {
             let index = progress.withLock { progress -> Int? in
                 guard progress.next < blocks.count else { return nil }

@@ -183,17 +183,15 @@ open class Job: @unchecked Sendable, CustomStringConvertible {
 
     /// Runs `main` with the thread priority applied; returns what it threw.
     private func runMain(threadPriority: Double) -> (any Error)? {
-        let context = ThreadContext.current
-        let outer = context.currentJobReference
-        context.currentJobReference = Unmanaged.passUnretained(self)
-        defer { context.currentJobReference = outer }
-        let restore = threadPriority == 0.5 ? nil : ThreadPriority.apply(threadPriority)
-        defer { if let restore { ThreadPriority.restore(restore) } }
-        do {
-            try main()
-            return nil
-        } catch {
-            return error
+        ThreadContext.current.running(self) {
+            let restore = threadPriority == 0.5 ? nil : ThreadPriority.apply(threadPriority)
+            defer { if let restore { ThreadPriority.restore(restore) } }
+            do {
+                try main()
+                return nil
+            } catch {
+                return error
+            }
         }
     }
 
@@ -267,10 +265,7 @@ open class Job: @unchecked Sendable, CustomStringConvertible {
         // Retained once each (see `JobState.dependents`), until they are let go below.
         var dependents = actions.dependents
         if let completion = actions.completionBlock {
-            let outer = context.currentJobReference
-            context.currentJobReference = Unmanaged.passUnretained(self)
-            completion()
-            context.currentJobReference = outer
+            context.running(self, completion)
             // And those added while it ran.
             let late = state.withLock { state -> [Unmanaged<Job>] in
                 state.completionPending = false

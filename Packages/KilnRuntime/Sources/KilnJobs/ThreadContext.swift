@@ -70,10 +70,13 @@ struct ThreadContext: @unchecked Sendable {
         nonmutating set { storage.pointee.currentJob = newValue.map(Unmanaged.passUnretained) }
     }
 
-    /// The current job as stored, for saving and putting back without reference counting.
-    var currentJobReference: Unmanaged<Job>? {
-        get { storage.pointee.currentJob }
-        nonmutating set { storage.pointee.currentJob = newValue }
+    /// Runs `body` as part of `job`: it is the current job meanwhile, and the outer one is put
+    /// back after. Neither is reference counted; the caller holds `job` for the call.
+    func running<Result>(_ job: Job, _ body: () throws -> Result) rethrows -> Result {
+        let outer = storage.pointee.currentJob
+        storage.pointee.currentJob = Unmanaged.passUnretained(job)
+        defer { storage.pointee.currentJob = outer }
+        return try body()
     }
 
     /// Whether `job` is the job this thread is inside.
