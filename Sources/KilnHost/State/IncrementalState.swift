@@ -203,7 +203,8 @@ public final class IncrementalState: Sendable {
     /// the paths the job watches changed, and each dependency publishes the output signature it
     /// published then. `nil`: the job needs ``check(key:task:request:dependencies:)``.
     private func snapshotVerdict(key: String, dependencies: [String]) -> Check? {
-        guard let previous, let position = previousJobs[key], !previous.dirtyJobs.contains(key),
+        guard let previous, let position = previousJobs[key],
+            previous.dirtyAtPosition.indices.contains(position), !previous.dirtyAtPosition[position],
             let signature = previous.snapshot.published[key]
         else { return nil }
         let unchanged = published.withLock { table in

@@ -46,6 +46,9 @@ struct WatchedPathTable {
 
     var count: Int { entries.count }
 
+    /// How many states it holds in memory besides the starting table's.
+    var heldCount: Int { held.count }
+
     /// Where `path` is in the table.
     func position(of path: String) -> Int32? {
         let mask = slots.count - 1
@@ -103,6 +106,19 @@ struct WatchedPathTable {
             held.append(state)
             entries[Int(position)].state = Int32(-base.count - held.count)
         }
+    }
+
+    /// Whether the entry at `position` still has its starting state (``init(_:spill:capacity:)``'s).
+    func hasStartingState(at position: Int32) -> Bool {
+        let state = entries[Int(position)].state
+        return state < 0 && -1 - Int(state) < base.count
+    }
+
+    /// Gives the entry at `position` the state at `index` in the spill (a sighting of the same
+    /// path), instead of holding it in memory as setting it through the subscript does.
+    mutating func setState(at position: Int32, spilled index: Int) {
+        precondition(spill != nil, "a spilled entry in a table without a spill")
+        entries[Int(position)].state = Int32(index)
     }
 
     /// The spill, which a spilled entry's table has.

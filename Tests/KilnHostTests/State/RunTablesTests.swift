@@ -288,6 +288,84 @@ struct SpilledRecordsTests {
         #expect(!spill.failed)
     }
 
+    @Test(
+        "a run that checked most jobs again after a change: their new states replace the previous snapshot's without being held, and a carried job that saw an old state is left out"
+    )
+    func rewrittenPathsAreNotHeld() throws {
+        let directory = try TemporaryDirectory()
+        let kiln = directory.path(".kiln")
+        try FileManager.default.createDirectory(atPath: kiln, withIntermediateDirectories: true)
+        func record(_ path: String, state: Int, seenAt: Int64) -> WatchedPath {
+            WatchedPath(
+                path: path,
+                kind: .file,
+                stat: FileSignature(device: 1, inode: 2, size: 3, modified: Int64(state), changed: 4),
+                hash: ContentHash(high: UInt64(state), low: 5),
+                seenAt: seenAt
+            )
+        }
+        // The previous snapshot: 1,000 jobs, each watching its source and its output; job 0 and
+        // job 1 also watch a shared header.
+        let jobCount = 1_000
+        var paths: [WatchedPath] = [record("shared.h", state: 1, seenAt: 10)]
+        var jobs: [UpToDateSnapshot.Job] = []
+        for number in 0..<jobCount {
+            paths.append(record("src/\(number).c", state: 1, seenAt: 10))
+            paths.append(record("out/\(number).o", state: 1, seenAt: 10))
+            let own = [Int32(1 + 2 * number), Int32(2 + 2 * number)]
+            jobs.append(UpToDateSnapshot.Job(key: "t\(number)", alwaysRuns: false, paths: number < 2 ? own + [0] : own))
+        }
+        let previous = UpToDateSnapshot(
+            taskfileIdentity: ContentHash(high: 1, low: 1),
+            targets: [],
+            paths: paths,
+            jobs: jobs,
+            published: [:],
+            complete: true,
+            jobCount: jobCount,
+            anyAlwaysRuns: false
+        )
+        let recorder = SnapshotRecorder(previous: previous, spillDirectory: kiln)
+        // Jobs 0 and 2 are up to date on the snapshot's word; the others ran again, job 1 after
+        // the shared header changed, each writing its output anew.
+        recorder.carry(key: JobKey(task: "t0"), index: 0)
+        recorder.carry(key: JobKey(task: "t2"), index: 2)
+        for number in 0..<jobCount where number != 0 && number != 2 {
+            var seen = [
+                record("src/\(number).c", state: 2, seenAt: 20), record("out/\(number).o", state: 2, seenAt: 20),
+            ]
+            if number == 1 { seen.append(record("shared.h", state: 2, seenAt: 20)) }
+            recorder.record(key: JobKey(task: "t\(number)"), alwaysRuns: false, paths: seen)
+        }
+        let contents = recorder.snapshot(
+            taskfileIdentity: ContentHash(high: 1, low: 1),
+            targets: [],
+            published: PublishedSignatures(),
+            expectedJobs: jobCount
+        )
+        // Only the shared header, which a carried job watches, was compared and held: the other
+        // 1,996 new states stay in the file they were recorded in.
+        #expect(contents.paths.heldCount <= 2, "held \(contents.paths.heldCount)")
+        #expect(contents.write(root: directory.path))
+        let bytes = try #require(FileManager.default.contents(atPath: UpToDateSnapshot.path(root: directory.path)))
+        let written = try #require(UpToDateSnapshot.decode([UInt8](bytes)))
+        // Job 0 saw the header's old state, which job 1's newer sighting replaced: it is left out
+        // (the next run checks it), and the snapshot is incomplete. Every other job is in it,
+        // with the states it saw.
+        let byKey = Dictionary(uniqueKeysWithValues: written.jobs.map { ($0.key, $0) })
+        #expect(!written.complete && byKey["t0"] == nil && byKey.count == jobCount - 1)
+        func states(_ key: String) -> [WatchedPath]? { byKey[key].map { $0.paths.map { written.paths[Int($0)] } } }
+        #expect(states("t2") == [record("src/2.c", state: 1, seenAt: 10), record("out/2.o", state: 1, seenAt: 10)])
+        #expect(states("t1")?.last == record("shared.h", state: 2, seenAt: 20))
+        for number in 3..<jobCount {
+            #expect(
+                states("t\(number)") == [
+                    record("src/\(number).c", state: 2, seenAt: 20), record("out/\(number).o", state: 2, seenAt: 20),
+                ]
+            )
+        }
+    }
+
     @Test("a run's snapshot, written from the file of what it recorded, is the size it said and reads back whole")
     func recordedSnapshotIsWrittenWhole() throws {
         let directory = try TemporaryDirectory()

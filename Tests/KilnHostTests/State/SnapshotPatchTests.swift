@@ -135,17 +135,27 @@ struct SnapshotPatchTests {
             let checked = Set(
                 (0..<Int.random(in: 1...3, using: &random)).map { _ in Int.random(in: 0..<jobCount, using: &random) }
             )
-            let recorder = SnapshotRecorder(scan: scan, spillDirectory: nil)
+            // The same run recorded twice: from the scan, and from the scan as a run of the whole
+            // plan holds it, its paths and jobs let go of, read again from the file as the
+            // snapshot is made. Both make the same snapshot, patched or encoded.
+            let released = scan.releasingDetail()
+            #expect(released.detailReleased && released.snapshot.paths.isEmpty && released.snapshot.jobs.isEmpty)
+            let whole = try #require(released.wholeSnapshot())
+            #expect(whole.paths == scan.snapshot.paths, "round \(round)")
+            #expect(whole.jobs.map(\.key) == jobs.map(\.key) && whole.jobs.map(\.paths) == jobs.map(\.paths))
+            #expect(whole.published == scan.snapshot.published && whole.jobCount == jobCount)
+            let recorders = [scan, released].map { SnapshotRecorder(scan: $0, spillDirectory: nil) }
             var bulk: [Int] = []
             for index in 0..<jobCount where !checked.contains(index) {
                 if Bool.random(using: &random) {
                     bulk.append(index)
                 } else {
-                    recorder.carry(key: JobKey(task: jobs[index].key), index: index)
+                    for recorder in recorders { recorder.carry(key: JobKey(task: jobs[index].key), index: index) }
                 }
             }
             // Sometimes the paths no job watched aren't carried: the encoder drops them.
-            recorder.carry(indices: bulk, unwatchedPaths: Int.random(in: 0..<8, using: &random) == 0 ? [] : unwatched)
+            let unwatchedCarried = Int.random(in: 0..<8, using: &random) == 0 ? [] : unwatched
+            for recorder in recorders { recorder.carry(indices: bulk, unwatchedPaths: unwatchedCarried) }
             var table = PublishedSignatures()
             table.carry(published)
             for index in checked.sorted() {
@@ -164,7 +174,9 @@ struct SnapshotPatchTests {
                 if Int.random(in: 0..<10, using: &random) == 0 {
                     seen.append(Self.record("new\(round)", state: 1, seenAt: 2_000))
                 }
-                recorder.record(key: JobKey(task: job.key), alwaysRuns: false, paths: seen)
+                for recorder in recorders {
+                    recorder.record(key: JobKey(task: job.key), alwaysRuns: false, paths: seen)
+                }
                 table[name: job.key] = nil
                 table[name: job.key] =
                     Bool.random(using: &random) ? published[job.key] : ContentHash(high: random.next(), low: 3)
@@ -173,23 +185,40 @@ struct SnapshotPatchTests {
             let identity = ContentHash(high: random.next(), low: 5)
             let watches = Bool.random(using: &random)
 
-            let patch = recorder.patch(
-                taskfileIdentity: identity,
-                targets: [],
-                published: table,
-                expectedJobs: jobCount,
-                complete: true,
-                watches: watches
-            )
-            var encoded = recorder.snapshot(
-                taskfileIdentity: identity,
-                targets: [],
-                published: table,
-                expectedJobs: jobCount
-            )
-            encoded.watches = watches
-            let expected = Canonical(try #require(UpToDateSnapshot.decode(encoded.encoded())))
-            guard let patch else {
+            let patches = recorders.map {
+                $0.patch(
+                    taskfileIdentity: identity,
+                    targets: [],
+                    published: table,
+                    expectedJobs: jobCount,
+                    complete: true,
+                    watches: watches
+                )
+            }
+            let snapshots = try recorders.map { recorder in
+                var encoded = recorder.snapshot(
+                    taskfileIdentity: identity,
+                    targets: [],
+                    published: table,
+                    expectedJobs: jobCount
+                )
+                encoded.watches = watches
+                return Canonical(try #require(UpToDateSnapshot.decode(encoded.encoded())))
+            }
+            let expected = snapshots[0]
+            #expect(snapshots[1] == expected, "round \(round), released: \(snapshots[1].differences(from: expected))")
+            #expect(expected.jobs.count == jobCount || !expected.complete, "round \(round)")
+            #expect((patches[0] == nil) == (patches[1] == nil), "round \(round)")
+            if let first = patches[0], let second = patches[1] {
+                #expect(first.paths.count == second.paths.count && first.published.count == second.published.count)
+                for (one, other) in zip(
+                    first.paths.sorted { $0.position < $1.position },
+                    second.paths.sorted { $0.position < $1.position }
+                ) {
+                    #expect(one.position == other.position && one.entry == other.entry, "round \(round)")
+                }
+            }
+            guard let patch = patches[1] else {
                 declined += 1
                 continue
             }
