@@ -232,7 +232,6 @@ public enum BuildSession {
             }
         }
         let (project, plan, part) = try loadAndPlan(request, loaded: loaded, choose: choose)
-        choose = nil
         // A run of the whole plan asks the snapshot only for published signatures, positions and
         // dirty flags as it runs: its paths and jobs are read again when the next one is made
         // (2.7 MB of a 10k-task build's heap, held through the run before).

@@ -290,16 +290,27 @@ final class SnapshotRecorder: Sendable {
         // `freshCount` counts a path once per job watching it: a bound, exact when jobs share none.
         var freshCount = listed.values.reduce(0) { $0 + $1.count }
         var carriedCount = 0
+        // The starting table's paths that no carried job watches: their state there is no job's
+        // sighting in this snapshot, so the first newer sighting of this run replaces it, with
+        // nothing to compare. (Compared, every path a run rewrote was held twice, in memory, with
+        // both states: 9.5 MB after 9,500 of 10k sources changed.)
+        var unclaimed = [Bool](repeating: true, count: previous?.paths.count ?? 0)
+        func countCarried(_ index: Int) {
+            guard let paths = previous?.jobs[index].paths else { return }
+            carriedCount += paths.count
+            for position in paths { unclaimed[Int(position)] = false }
+        }
         for position in 0..<taken.entries.count where !superseded.contains(position) {
             switch taken.entries[position].paths {
             case .fresh(_, let count): freshCount += Int(count)
             case .carried(let index):
                 carries = true
-                carriedCount += previous?.jobs[index].paths.count ?? 0
+                countCarried(index)
             }
         }
-        for index in bulk { carriedCount += previous?.jobs[index].paths.count ?? 0 }
+        for index in bulk { countCarried(index) }
         let base = carries ? previous : nil
+        if base == nil { unclaimed = [] }
         // Index slots for every path at once (an index grown as it fills is placed again whole).
         var table = WatchedPathTable(
             base?.paths ?? [],
@@ -311,26 +322,14 @@ final class SnapshotRecorder: Sendable {
         // table's), and `sawState` says which one the others saw.
         var states: [Int32: [WatchedPath]] = [:]
         var sawState: [Int: [Int: Int]] = [:]
-        // The starting table's paths that no carried job watches: their state there is no job's
-        // sighting in this snapshot, so the first newer sighting of this run replaces it, with
-        // nothing to compare. (Compared, every path a run rewrote was held twice, in memory, with
-        // both states: 9.5 MB after 9,500 of 10k sources changed.)
-        var unclaimed = [Bool](repeating: true, count: base?.paths.count ?? 0)
-        if let base {
-            for index in bulk { for position in base.jobs[index].paths { unclaimed[Int(position)] = false } }
-            for position in 0..<taken.entries.count {
-                if case .carried(let index) = taken.entries[position].paths {
-                    for path in base.jobs[index].paths { unclaimed[Int(path)] = false }
-                }
-            }
-        }
         // `spilled`: the path's index in the recorded paths, or `nil` for a path held in memory.
         func add(_ path: WatchedPath, spilled: Int?, job: Int, offset: Int) -> Int32 {
             guard let known = table.position(of: path.path) else {
                 guard let spilled else { return table.append(path) }
                 return table.append(path: path.path, spilled: spilled)
             }
-            if Int(known) < unclaimed.count, unclaimed[Int(known)], table.hasStartingState(at: known) {
+            // Unclaimed until first sighted: its state is still the starting table's.
+            if Int(known) < unclaimed.count, unclaimed[Int(known)] {
                 unclaimed[Int(known)] = false
                 // Newer: what the rules below would keep, the job that saw it consistent with it.
                 if path.seenAt > table[known].seenAt {

@@ -108,12 +108,6 @@ struct WatchedPathTable {
         }
     }
 
-    /// Whether the entry at `position` still has its starting state (``init(_:spill:capacity:)``'s).
-    func hasStartingState(at position: Int32) -> Bool {
-        let state = entries[Int(position)].state
-        return state < 0 && -1 - Int(state) < base.count
-    }
-
     /// Gives the entry at `position` the state at `index` in the spill (a sighting of the same
     /// path), instead of holding it in memory as setting it through the subscript does.
     mutating func setState(at position: Int32, spilled index: Int) {

@@ -487,11 +487,9 @@ open class Job: @unchecked Sendable, CustomStringConvertible {
             state.dependencies.append(job)
             state.dependencyIndex?.insert(ObjectIdentifier(job))
             state.unfinishedDependencies += 1
-            // Only a job on its ready list has to leave it, and a cancelled one doesn't (see
-            // `withdrawFromReadyList`). Another can't get there from now on: its count of
-            // unfinished dependencies is above zero.
-            let withdraw = state.phase == .readyQueued && !state.isCancelled
-            return (true, withdraw ? state.queue : nil, state.cycleChecked)
+            // Only a job on its ready list may have to leave it. Another can't get there from
+            // now on: its count of unfinished dependencies is above zero.
+            return (true, state.leavesReadyListWhenNotReady ? state.queue : nil, state.cycleChecked)
         }
         if added {
             queue?.withdrawFromReadyList(self)
@@ -655,10 +653,10 @@ open class Job: @unchecked Sendable, CustomStringConvertible {
         if observed { deliver(.isReady, .willChange) }
         try change()
         if observed { deliver(.isReady, .didChange) }
-        let (phase, queue, cancelled) = state.withLock { ($0.phase, $0.queue, $0.isCancelled) }
+        let (phase, queue, leaves) = state.withLock { ($0.phase, $0.queue, $0.leavesReadyListWhenNotReady) }
         if phase == .waiting {
             scheduleIfReady()
-        } else if phase == .readyQueued, !cancelled, !isReady {
+        } else if leaves, !isReady {
             queue?.withdrawFromReadyList(self)
         }
     }

@@ -319,12 +319,12 @@ public final class JobQueue: @unchecked Sendable, CustomStringConvertible {
     // MARK: - Engine side (called by Job)
 
     /// Takes a job off the ready list because it is no longer ready (a dependency was added, or a
-    /// custom readiness condition went false). A cancelled job stays: the queue flushes it
-    /// whatever it waits for, and nothing would put it back.
+    /// custom readiness condition went false), unless it stays
+    /// (``JobState/leavesReadyListWhenNotReady``).
     func withdrawFromReadyList(_ job: Job) {
         scheduler.core.withLock { _ in
             let wasQueued = job.state.withLock { state -> Bool in
-                guard state.phase == .readyQueued, !state.isCancelled else { return false }
+                guard state.leavesReadyListWhenNotReady else { return false }
                 state.phase = .waiting
                 return true
             }

@@ -134,6 +134,11 @@ struct JobState {
     /// Dependencies satisfied (or cancelled), ignoring subclass conditions.
     var baseReadiness: Bool { isCancelled || unfinishedDependencies == 0 }
 
+    /// On its ready list, and taken off it when it stops being ready (a dependency added, a
+    /// readiness condition gone false). A cancelled job stays: its queue flushes it whatever it
+    /// waits for, and nothing would put it back.
+    var leavesReadyListWhenNotReady: Bool { phase == .readyQueued && !isCancelled }
+
     // MARK: Cancellation
 
     /// What happens to a job right after it has been cancelled.
