@@ -218,20 +218,15 @@ public enum BuildSession {
             early = settings.remote(nil).map(EarlyConnection.init)
         }
         // After a small change, only the part of the plan it touches is planned and runs: the
-        // rest is up to date on the snapshot's word, without a job each.
-        var choose: BuildPlanner.Choose?
-        if let scan, settings.allowsSnapshotShortcuts, !settings.forcesEveryJob {
-            choose = { outline, order, dependencyPositions, watches in
-                ChangedPart.of(
-                    outline,
-                    order: order,
-                    dependencyPositions: dependencyPositions,
-                    watches: watches,
-                    after: scan
-                )
-            }
-        }
-        let (project, plan, part) = try loadAndPlan(request, loaded: loaded, choose: choose)
+        // rest is up to date on the snapshot's word, without a job each. The closure that asks the
+        // scan is a temporary of this call: a copy of the scan it kept would hold the detail
+        // released below for the whole run.
+        let (project, plan, part) = try loadAndPlan(
+            request,
+            loaded: loaded,
+            choose: settings.allowsSnapshotShortcuts && !settings.forcesEveryJob
+                ? scan.map(choosingChangedPart(after:)) : nil
+        )
         // A run of the whole plan asks the snapshot only for published signatures, positions and
         // dirty flags as it runs: its paths and jobs are read again when the next one is made
         // (2.7 MB of a 10k-task build's heap, held through the run before).
@@ -455,6 +450,20 @@ public enum BuildSession {
             done.wait()
             // Taken, not copied: the caller may let go of parts of it (``UpToDateSnapshot/Scan/releasingDetail()``).
             return value.withLock { $0.take()! }
+        }
+    }
+
+    /// What chooses the part of the plan a run after `scan` takes: the part a change touches
+    /// (``ChangedPart/of(_:order:dependencyPositions:watches:after:)``).
+    private static func choosingChangedPart(after scan: UpToDateSnapshot.Scan) -> BuildPlanner.Choose {
+        { outline, order, dependencyPositions, watches in
+            ChangedPart.of(
+                outline,
+                order: order,
+                dependencyPositions: dependencyPositions,
+                watches: watches,
+                after: scan
+            )
         }
     }
 
