@@ -115,6 +115,46 @@ import Testing
         #expect(try outputsSettled() == ["out/a.txt": false, "out/b.txt": true, "out/c.txt": true])
     }
 
+    @Test("a run of the whole plan holds no copy of the last snapshot's detail once it has planned")
+    func wholeRunLetsGoOfTheSnapshotDetail() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        var taskfile = "version: '3'\ntasks:\n"
+        for index in 0..<4 {
+            taskfile += "  t\(index):\n    sources: [in\(index)]\n    generates: [out\(index)]\n"
+            taskfile += "    cmds: ['cp in\(index) out\(index)']\n"
+            try directory.write("in\(index)", "\(index)\n")
+        }
+        taskfile += "  default:\n    deps: [t0, t1, t2, t3]\n"
+        try directory.write("Taskfile.yml", taskfile)
+        guard case .ran = try BuildSession.run(Self.request(directory), Self.settings()) else {
+            Issue.record("the first session didn't run")
+            return
+        }
+        // Every output gone: every job runs, and the run takes the whole plan.
+        for index in 0..<4 { try FileManager.default.removeItem(atPath: directory.path + "/out\(index)") }
+        let root = directory.path
+        // Each phase as it ends, with how many scans of the project hold their detail then.
+        var phases: [(phase: String, scans: Int)] = []
+        let outcome = try BuildSession.run(Self.request(directory), Self.settings()) { phase in
+            phases.append((phase, UpToDateSnapshot.DetailToken.held(root: root)))
+        }
+        guard case .ran(let summary, _, _, _, _) = outcome else {
+            Issue.record("the second session didn't run")
+            return
+        }
+        #expect(summary.succeeded == 4)
+        // Scanned: the scan holds its detail (so the count is of this project's scan).
+        #expect(phases.first?.phase.hasPrefix("snapshot") == true)
+        #expect(phases.first?.scans == 1)
+        // Planned, the whole plan: no copy of the scan with its detail is left anywhere.
+        let planned = phases.first { $0.phase.hasSuffix("plan") }
+        #expect(planned != nil, "phases: \(phases.map { $0.phase })")
+        #expect(planned?.scans == 0)
+        #expect(phases.allSatisfy { !$0.phase.contains("changed part") })
+        #expect(UpToDateSnapshot.DetailToken.held(root: root) == 0)
+    }
+
     @Test("an invalid Taskfile is a failure with status 2 and its located errors; a busy project is status 3")
     func failuresAreThrownNotExited() throws {
         let directory = try TemporaryDirectory()
