@@ -44,6 +44,51 @@ import Testing
         )
     }
 
+    @Test("cmds, sources and generates, kept in one array, each read back as given, for every mix of lengths 0-3")
+    func threeListsReadBack() {
+        func items(_ prefix: String, _ count: Int) -> [Located<String>] {
+            (0..<count).map { Located(value: "\(prefix)\($0)", location: at("/p/Taskfile.yml", 10 + $0, 7)) }
+        }
+        for commandCount in 0...3 {
+            for sourceCount in 0...3 {
+                for outputCount in 0...3 {
+                    let commands = items("cmd ", commandCount)
+                    let sources = items("src/", sourceCount)
+                    let generates = items("out/", outputCount)
+                    let definition = TaskDefinition(
+                        name: "build",
+                        location: Self.place,
+                        summary: nil,
+                        dependencies: [],
+                        commands: commands,
+                        sources: sources,
+                        generates: generates,
+                        variables: [:],
+                        environment: [:],
+                        directory: "/p",
+                        resources: [],
+                        each: .none,
+                        batchSize: nil,
+                        kind: Located(value: "shell", location: Self.place),
+                        pluginConfiguration: nil,
+                        allowsOutsideRoot: false,
+                        depfile: nil,
+                        keepsDepfile: false,
+                        file: "/p/Taskfile.yml"
+                    )
+                    let lengths = "\(commandCount) \(sourceCount) \(outputCount)"
+                    #expect(definition.commands == commands, "\(lengths)")
+                    #expect(definition.sources == sources, "\(lengths)")
+                    #expect(definition.generates == generates, "\(lengths)")
+                    #expect(definition.renderedSources == sources.map(\.value), "\(lengths)")
+                    #expect(definition.commandsInPlace.elementsEqual(commands), "\(lengths)")
+                    #expect(definition.sourcesInPlace.elementsEqual(sources), "\(lengths)")
+                    #expect(definition.generatesInPlace.elementsEqual(generates), "\(lengths)")
+                }
+            }
+        }
+    }
+
     @Test("a task that says none of the rare fields has no second object and reads the defaults")
     func plainTask() {
         let plain = task()

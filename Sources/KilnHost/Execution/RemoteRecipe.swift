@@ -163,7 +163,7 @@ public enum RemoteRecipe {
     /// request); `nil` when its jobs may be. A run makes look-up jobs only for tasks without one.
     public static func refusal(of task: BuildPlan.Task) -> Refusal? {
         let definition = task.definition
-        if definition.sources.isEmpty { return Refusal("it declares no sources, so what it reads is unknown") }
+        if definition.sourcesInPlace.isEmpty { return Refusal("it declares no sources, so what it reads is unknown") }
         if definition.options.runsEveryTime { return Refusal("it says 'method: none'") }
         if !definition.options.statusChecks.isEmpty { return Refusal("its 'status:' commands decide when it runs") }
         if !definition.options.preconditions.isEmpty { return Refusal("it has 'preconditions:'") }
@@ -247,7 +247,7 @@ public enum RemoteRecipe {
         while let next = pending.popLast() {
             guard seen.insert(next).inserted else { continue }
             let dependency = plan.tasks[next].definition
-            if dependency.generates.isEmpty {
+            if dependency.generatesInPlace.isEmpty {
                 pending += plan.dependencyPositions[next]
                 continue
             }

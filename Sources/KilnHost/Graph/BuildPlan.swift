@@ -121,7 +121,7 @@ public struct BuildPlan: Sendable {
     /// patterns match now — for an `each:` task, those of the files its sources match now —
     /// absolute, and the task that declares it. A template that can't be rendered names none.
     func forEachDeclaredOutput(_ body: (TaskDefinition, String) -> Void) {
-        for task in tasks where !task.definition.generates.isEmpty {
+        for task in tasks where !task.definition.generatesInPlace.isEmpty {
             forEachDeclaredOutput(of: task.definition) { body(task.definition, $0) }
         }
     }
@@ -129,7 +129,7 @@ public struct BuildPlan: Sendable {
     /// Calls `body` with each file `definition` declares as an output, as
     /// ``forEachDeclaredOutput(_:)`` lists them.
     func forEachDeclaredOutput(of definition: TaskDefinition, _ body: (String) -> Void) {
-        guard !definition.generates.isEmpty else { return }
+        guard !definition.generatesInPlace.isEmpty else { return }
         let variableSets =
             definition.each == .sources
             ? definition.sourceFiles().map(definition.templateVariables(forSource:))
@@ -434,7 +434,7 @@ public struct BuildPlanner: Sendable {
                 )
             )
         }
-        for output in task.generates where !GlobList.isExclusion(output.value) {
+        for output in task.generatesInPlace where !GlobList.isExclusion(output.value) {
             check(output.value, what: "write", at: output.location)
         }
         if let depfile = task.depfile { check(depfile, what: "read and remove the depfile", at: task.location) }

@@ -372,14 +372,15 @@ public final class IncrementalState: Sendable {
             )
         }
         // A plain task's inputs are its `sources:` patterns: one matching nothing is a warning.
-        let sources = task.definition.each == .sources ? nil : task.definition.sources
+        let sources = task.definition.each == .sources ? nil : task.definition.sourcesInPlace
         let unmatched: ((Int) -> Void)? = sources.map { sources in
             { [self] position in
+                // A view of the task's lists: its positions start where the sources do.
                 guard position < sources.count else { return }
                 warn(
                     RunWarning(
                         "'\(request.inputs[position])' in 'sources' of task '\(task.definition.name)' matches no file, so no change there reruns it; check the pattern (see docs/taskfile.md#globs)",
-                        at: sources[position].location
+                        at: sources[sources.startIndex + position].location
                     )
                 )
             }
@@ -477,7 +478,8 @@ public final class IncrementalState: Sendable {
     static func alwaysRuns(_ task: BuildPlan.Task) -> Bool {
         guard !task.definition.isGroup else { return false }
         // `method: none`, or nothing to compare: the task runs every time.
-        return task.definition.runsEveryTime || task.definition.sources.isEmpty && task.definition.generates.isEmpty
+        return task.definition.runsEveryTime
+            || task.definition.sourcesInPlace.isEmpty && task.definition.generatesInPlace.isEmpty
     }
 
     /// A job's record: from those loaded at the start, or read now.

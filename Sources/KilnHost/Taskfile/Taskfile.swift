@@ -99,9 +99,13 @@ public struct TaskDefinition: Sendable {
     private final class Storage: Sendable {
         let name: String
         let location: SourceLocation
-        let commands: [Located<String>]
-        let sources: [Located<String>]
-        let generates: [Located<String>]
+        /// `cmds:`, then `sources:`, then `generates:`, in one array: one allocation a task, not
+        /// three (0.8 MB of a 10k-task run's model). Read through ``commands``, ``sources`` and
+        /// ``generates``, each a new array (none when empty, the array itself when it is all).
+        private let lists: [Located<String>]
+        /// Where the sources start in ``lists``, and the outputs.
+        private let sourcesStart: Int32
+        private let generatesStart: Int32
         /// `nil` when the patterns have no template (most tasks): they are `sources` as written.
         let renderedSources: [String]?
         let environment: [String: String]
@@ -179,9 +183,14 @@ public struct TaskDefinition: Sendable {
         ) {
             self.name = name
             self.location = location
-            self.commands = commands
-            self.sources = sources
-            self.generates = generates
+            var lists: [Located<String>] = []
+            lists.reserveCapacity(commands.count + sources.count + generates.count)
+            lists += commands
+            lists += sources
+            lists += generates
+            self.lists = lists
+            sourcesStart = Int32(commands.count)
+            generatesStart = Int32(commands.count + sources.count)
             self.renderedSources = renderedSources
             self.environment = environment
             self.directory = directory
@@ -217,6 +226,16 @@ public struct TaskDefinition: Sendable {
         }
 
         var depfile: Located<String>? { rare?.depfile }
+        var commandsInPlace: ArraySlice<Located<String>> { lists[..<Int(sourcesStart)] }
+        var sourcesInPlace: ArraySlice<Located<String>> { lists[Int(sourcesStart)..<Int(generatesStart)] }
+        var generatesInPlace: ArraySlice<Located<String>> { lists[Int(generatesStart)...] }
+        var commands: [Located<String>] { array(commandsInPlace) }
+        var sources: [Located<String>] { array(sourcesInPlace) }
+        var generates: [Located<String>] { array(generatesInPlace) }
+
+        private func array(_ list: ArraySlice<Located<String>>) -> [Located<String>] {
+            list.isEmpty ? [] : list.count == lists.count ? lists : Array(list)
+        }
     }
 
     private let storage: Storage
@@ -242,9 +261,15 @@ public struct TaskDefinition: Sendable {
     public var sources: [Located<String>] { storage.sources }
     /// `sources:` with templates rendered (when the Taskfile was loaded: they can't use the
     /// per-source variables): the patterns a changed file is matched against.
-    public var renderedSources: [String] { storage.renderedSources ?? storage.sources.map(\.value) }
+    public var renderedSources: [String] { storage.renderedSources ?? storage.sourcesInPlace.map(\.value) }
     /// `generates:` paths or patterns, relative to the task's directory, before templating.
     public var generates: [Located<String>] { storage.generates }
+    /// ``commands``, ``sources`` and ``generates`` as views of the task's one array, for reading
+    /// in order without a copy (each read of the arrays makes one): a view's positions are the
+    /// array's, so it is never indexed by a count from 0.
+    var commandsInPlace: ArraySlice<Located<String>> { storage.commandsInPlace }
+    var sourcesInPlace: ArraySlice<Located<String>> { storage.sourcesInPlace }
+    var generatesInPlace: ArraySlice<Located<String>> { storage.generatesInPlace }
     /// Variables visible to the task's templates: the file's `vars`, then the task's own. Tasks
     /// without `vars:` share their file's dictionary. ``templateVariables`` adds `TASK`. Kept
     /// beside the storage, not in it, so the loader can lay the environment under them without
@@ -616,8 +641,8 @@ public struct TaskDefinition: Sendable {
     /// `generates:` entries rendered with `variables`, or the first that can't be.
     func renderedOutputs(variables: [String: TemplateValue]) -> Result<[String], TemplateRenderError> {
         var outputs: [String] = []
-        outputs.reserveCapacity(generates.count)
-        for output in generates {
+        outputs.reserveCapacity(generatesInPlace.count)
+        for output in generatesInPlace {
             do {
                 outputs.append(try TaskfileTemplates.render(output.value, variables: variables, at: output.location))
             } catch {
@@ -750,7 +775,7 @@ public struct TaskDefinition: Sendable {
         // is done at once. The pieces of a task decided whole have a verdict, even with no
         // command (``TaskOptions/guardedWork``).
         !runsHere
-            || commands.isEmpty && pluginConfiguration == nil && each == .none && kind.value == "shell"
+            || commandsInPlace.isEmpty && pluginConfiguration == nil && each == .none && kind.value == "shell"
                 && storage.options.map {
                     $0.options.preconditions.isEmpty && $0.options.guardedWork.isEmpty && $0.options.guardedBy == nil
                 } != false
@@ -789,7 +814,7 @@ public struct TaskDefinition: Sendable {
         if let pluginConfiguration { return pluginConfiguration }
         // Most tasks have go-task's defaults: their commands are plain strings.
         guard let options = storage.options?.options else {
-            let commandValues = commands.map { ConfigurationValue(.scalar($0.value), at: $0.location) }
+            let commandValues = commandsInPlace.map { ConfigurationValue(.scalar($0.value), at: $0.location) }
             return ConfigurationValue(
                 .map([
                     (key: "cmds", keyLocation: location, value: ConfigurationValue(.list(commandValues), at: location))
