@@ -266,14 +266,15 @@ final class SnapshotRecorder: Sendable {
             defer { recorded = Recorded() }
             return recorded
         }
+        let superseded = Self.superseded(taken.entries, keysIn: taken.spill)
+        let carriesEntries = (0..<taken.entries.count).contains { position in
+            guard case .carried = taken.entries[position].paths else { return false }
+            return !superseded.contains(position)
+        }
         // The previous snapshot only when something of it is carried (read again then, if its
         // scan let go of it: a run that checked every job again never needs it).
         let carriesSome =
-            !carriedInBulk.withLock(\.isEmpty) || !carriedUnwatched.withLock(\.isEmpty)
-            || (0..<taken.entries.count).contains {
-                if case .carried = taken.entries[$0].paths { return true }
-                return false
-            }
+            carriesEntries || !carriedInBulk.withLock(\.isEmpty) || !carriedUnwatched.withLock(\.isEmpty)
         let previous = carriesSome ? self.previous : nil
         let bulk = previous == nil ? [] : carriedInBulk.withLock { $0 }
         var listed = listings.withLock { $0 }
@@ -281,12 +282,11 @@ final class SnapshotRecorder: Sendable {
             let unwatched = carriedUnwatched.withLock { $0 }
             if !unwatched.isEmpty { listed["\u{0}paths no job watched"] = unwatched.map { previous.paths[$0] } }
         }
-        let superseded = Self.superseded(taken.entries, keysIn: taken.spill)
         // Only carried jobs refer to the previous table's positions. With none (a full or a first
         // run after a cold one), the table starts empty: starting from the previous one cost a
         // copy of it, reserved for every fresh path besides, then a third array to drop what no
         // job watched any more (~10 MB more at 10k tasks).
-        var carries = !bulk.isEmpty
+        let carries = carriesEntries || !bulk.isEmpty
         // `freshCount` counts a path once per job watching it: a bound, exact when jobs share none.
         var freshCount = listed.values.reduce(0) { $0 + $1.count }
         var carriedCount = 0
@@ -303,9 +303,7 @@ final class SnapshotRecorder: Sendable {
         for position in 0..<taken.entries.count where !superseded.contains(position) {
             switch taken.entries[position].paths {
             case .fresh(_, let count): freshCount += Int(count)
-            case .carried(let index):
-                carries = true
-                countCarried(index)
+            case .carried(let index): countCarried(index)
             }
         }
         for index in bulk { countCarried(index) }
