@@ -8,6 +8,13 @@ import PackageDescription
 
 let swiftSettings: [SwiftSetting] = [.swiftLanguageMode(.v6)]
 
+// What a run executes, packed together (linker/README.md). The kernel maps a library's code in
+// blocks of 64 KB or more around each page a process runs, so code spread thin over a library
+// counts whole in every run's memory. Each function of the modules in libKilnCLI.so gets a
+// section of its own, and the linker puts those a run executes side by side
+// (linker/hot-sections.txt, from scripts/hot-sections).
+let packedSwiftSettings: [SwiftSetting] = swiftSettings + [.unsafeFlags(["-Xfrontend", "-function-sections"])]
+
 let package = Package(
     name: "Kiln",
     products: [
@@ -52,19 +59,23 @@ let package = Package(
                 "CXXHash",
                 "CSQLite",
             ],
-            swiftSettings: swiftSettings
+            swiftSettings: packedSwiftSettings
         ),
         .target(name: "CKilnHost"),
         // What the host and the launcher share: Taskfile discovery, `sources:` matching, content
         // hashes, the Taskfile cache's header, the up-to-date snapshot, the run lock.
-        .target(name: "KilnPaths", dependencies: ["CXXHash"], swiftSettings: swiftSettings),
+        .target(name: "KilnPaths", dependencies: ["CXXHash"], swiftSettings: packedSwiftSettings),
         // libgit2, opened with dlopen on first use (Sources/CGit2/include/CGit2.h); its header from libgit2-dev.
         .target(name: "CGit2"),
         // Git's on-disk formats read directly (index, objects, packs, references): no libgit2,
         // so a hook with nothing to do never starts it.
-        .target(name: "KilnGitFormat", dependencies: ["CKilnZlib", "KilnPaths"], swiftSettings: swiftSettings),
+        .target(name: "KilnGitFormat", dependencies: ["CKilnZlib", "KilnPaths"], swiftSettings: packedSwiftSettings),
         // libgit2 for the changed files of a repository (kiln affected, run --affected).
-        .target(name: "KilnGit", dependencies: ["CGit2", "KilnGitFormat", "KilnHost"], swiftSettings: swiftSettings),
+        .target(
+            name: "KilnGit",
+            dependencies: ["CGit2", "KilnGitFormat", "KilnHost"],
+            swiftSettings: packedSwiftSettings
+        ),
         .target(
             // zlib, for the archive and compress plugins and git's objects.
             name: "CKilnZlib",
@@ -157,7 +168,11 @@ let package = Package(
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         // What a hook or a run with nothing to do needs, and no more: the saved hook plan, git's
         // formats, the up-to-date snapshot (in KilnPaths).
-        .target(name: "KilnHookPlan", dependencies: ["KilnGitFormat", "KilnPaths"], swiftSettings: swiftSettings),
+        .target(
+            name: "KilnHookPlan",
+            dependencies: ["KilnGitFormat", "KilnPaths"],
+            swiftSettings: packedSwiftSettings
+        ),
         .target(
             name: "KilnCLI",
             dependencies: [
@@ -168,7 +183,16 @@ let package = Package(
                 "KilnPaths",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
-            swiftSettings: swiftSettings
+            swiftSettings: packedSwiftSettings,
+            // The listed sections side by side; and the CLI's Swift symbols stay inside it (the
+            // launcher looks up only its C entry points, and a table of 4,000 exported names is
+            // pages every run reads).
+            linkerSettings: [
+                .unsafeFlags([
+                    "-Xlinker", "--section-ordering-file=\(Context.packageDirectory)/linker/hot-sections.txt",
+                    "-Xlinker", "--version-script=\(Context.packageDirectory)/linker/libKilnCLI.exports",
+                ])
+            ]
         ),
         // The launcher: answers a hook or a run with nothing to do itself, loads libKilnCLI.so otherwise.
         .executableTarget(name: "kiln", dependencies: ["KilnHookPlan", "KilnPaths"], swiftSettings: swiftSettings),

@@ -1,0 +1,119 @@
+import Foundation
+import KilnTestSupport
+import Testing
+
+/// What Package.swift asks of the linker for libKilnCLI.so (linker/README.md): the functions
+/// everyday commands execute lie side by side, in the order linker/hot-sections.txt lists them,
+/// and the CLI's Swift symbols stay out of its dynamic symbol table. Read from the built file
+/// with binutils' `nm`.
+@Suite("The CLI's code layout")
+struct CodeLayoutTests {
+    /// The repository's root, from this file's path.
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .deletingLastPathComponent().deletingLastPathComponent().path
+
+    /// The built libKilnCLI.so, beside the `kiln` executable.
+    func library() throws -> String {
+        (try KilnProcess.executable() as NSString).deletingLastPathComponent + "/libKilnCLI.so"
+    }
+
+    /// The standard output of `/usr/bin/TOOL ARGUMENTS…`.
+    func output(_ tool: String, _ arguments: [String]) throws -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/" + tool)
+        process.arguments = arguments
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        try process.run()
+        let text = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0, "\(tool) \(arguments.joined(separator: " "))")
+        return text
+    }
+
+    /// `nm ARGUMENTS…`: each symbol's name and address (symbols without an address are left out).
+    func symbols(_ arguments: [String]) throws -> [(name: String, address: UInt64)] {
+        try output("nm", arguments).split(separator: "\n").compactMap { line in
+            let fields = line.split(separator: " ")
+            guard fields.count == 3, let address = UInt64(fields[0], radix: 16) else { return nil }
+            return (String(fields[2]), address)
+        }
+    }
+
+    /// The functions linker/hot-sections.txt names, in its order.
+    func listedFunctions() throws -> [String] {
+        let text = try String(contentsOfFile: Self.root + "/linker/hot-sections.txt", encoding: .utf8)
+        return text.split(separator: "\n").compactMap { line in
+            line.hasPrefix(".text.$s") ? String(line.dropFirst(".text.".count)) : nil
+        }
+    }
+
+    /// The functions the linker can place by name: every definition of it, in every object
+    /// linked into the library, is alone in a section named after it. (The compiler leaves some
+    /// functions in an object's shared text section, more of them in a debug build; and
+    /// ArgumentParser, a dependency, is compiled without sections of their own.)
+    func placeableFunctions() throws -> Set<String> {
+        let directory = (try KilnProcess.executable() as NSString).deletingLastPathComponent
+        var alone: [String: Bool] = [:]
+        for module in [
+            "KilnCLI", "KilnHost", "KilnPaths", "KilnGit", "KilnGitFormat", "KilnHookPlan", "ArgumentParser",
+            "ArgumentParserToolInfo",
+        ] {
+            let objects = try FileManager.default.contentsOfDirectory(atPath: "\(directory)/\(module).build")
+            for object in objects where object.hasSuffix(".o") {
+                let text = try output("readelf", ["-sSW", "\(directory)/\(module).build/\(object)"])
+                var sections: [Substring: Substring] = [:]
+                for line in text.split(separator: "\n") {
+                    let fields = line.split(separator: " ")
+                    if let open = line.firstIndex(of: "["), let close = line.firstIndex(of: "]"), open < close,
+                        line[..<open].allSatisfy({ $0 == " " })
+                    {
+                        // A section header, `  [ 12] .text.NAME PROGBITS …`: its number and name.
+                        let number = line[line.index(after: open)..<close].split(separator: " ")
+                        if let number = number.first,
+                            let name = line[line.index(after: close)...].split(separator: " ").first
+                        {
+                            sections[number] = name
+                        }
+                    } else if fields.count == 8, fields[3] == "FUNC", fields[7].hasPrefix("$s") {
+                        let name = String(fields[7])
+                        alone[name] = (alone[name] ?? true) && sections[fields[6]] == ".text." + fields[7]
+                    }
+                }
+            }
+        }
+        return Set(alone.filter(\.value).keys)
+    }
+
+    @Test("libKilnCLI.so exports its two C entry points and none of its Swift symbols")
+    func exports() throws {
+        let exported = try symbols(["-D", "--defined-only", "--extern-only", library()]).map(\.name)
+        #expect(exported.contains("kiln_cli_main"))
+        #expect(exported.contains("kiln_cli_look_handed_over"))
+        let swift = exported.filter { $0.hasPrefix("$s") }
+        #expect(swift.count == 0, "exported Swift symbols, e.g. \(swift.prefix(3))")
+    }
+
+    @Test("the listed functions lie in the listed order")
+    func listedOrder() throws {
+        // A name defined once in the file: weak copies the linker left in several objects can't
+        // be placed by name.
+        var addresses: [String: UInt64] = [:]
+        var repeated: Set<String> = []
+        for symbol in try symbols(["--defined-only", library()]) where symbol.name.hasPrefix("$s") {
+            if addresses.updateValue(symbol.address, forKey: symbol.name) != nil { repeated.insert(symbol.name) }
+        }
+        let placeable = try placeableFunctions()
+        let placed = try listedFunctions().compactMap {
+            repeated.contains($0) || !placeable.contains($0) ? nil : addresses[$0]
+        }
+        // Most of the list is in every build (a debug build has no specializations, and keeps
+        // more functions in shared sections): enough for the order to mean something.
+        #expect(placed.count >= 100, "only \(placed.count) listed functions are in the library")
+        let outOfOrder = zip(placed, placed.dropFirst()).filter { $1 <= $0 }.count
+        #expect(
+            outOfOrder == 0,
+            "\(outOfOrder) of \(placed.count) listed functions lie before the one listed before them"
+        )
+    }
+}
