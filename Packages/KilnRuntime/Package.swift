@@ -30,11 +30,22 @@ let package = Package(
             ]
         ),
         // Go's text/template, with go-task's and sprig's functions: the language of Taskfiles.
-        .target(name: "KilnTemplate", swiftSettings: [.swiftLanguageMode(.v6)]),
+        .target(
+            name: "KilnTemplate",
+            swiftSettings: [.swiftLanguageMode(.v6), .unsafeFlags(["-Xfrontend", "-function-sections"])]
+        ),
         .target(
             name: "KilnPluginAPI",
             dependencies: ["KilnJobs", "CKilnPluginABI", "KilnTemplate"],
-            swiftSettings: [.swiftLanguageMode(.v6)]
+            swiftSettings: [.swiftLanguageMode(.v6), .unsafeFlags(["-Xfrontend", "-function-sections"])],
+            // What a run executes of this library and KilnTemplate, side by side (the root's
+            // linker/README.md; scripts/hot-sections writes the list). The flag reaches only this
+            // library's link, not its clients'.
+            linkerSettings: [
+                .unsafeFlags([
+                    "-Xlinker", "--section-ordering-file=\(Context.packageDirectory)/linker/hot-sections.txt",
+                ])
+            ]
         ),
     ]
 )
