@@ -13,7 +13,8 @@ struct CodeLayoutTests {
         .deletingLastPathComponent().deletingLastPathComponent().path
 
     /// A library whose hot functions are listed: its file, its list, the modules whose objects
-    /// give each function a section of its own, and the dependencies compiled without.
+    /// give each function a section of its own, and the modules whose copy of a function may be
+    /// the one the library uses (compiled without such sections, or in a library linked against).
     struct Layout: CustomTestStringConvertible, Sendable {
         let library: String
         let list: String
@@ -75,9 +76,9 @@ struct CodeLayoutTests {
     }
 
     /// The functions the linker can place by name: every definition of it, in every object
-    /// linked into the library, is alone in a section named after it. (The compiler leaves some
-    /// functions in an object's shared text section, more of them in a debug build; and
-    /// ArgumentParser, a dependency, is compiled without sections of their own.)
+    /// linked into the library or in `layout.unordered`, is alone in a section named after it.
+    /// (The compiler leaves some functions in an object's shared text section, more of them in a
+    /// debug build; and ArgumentParser, a dependency, is compiled without sections of their own.)
     func placeableFunctions(_ layout: Layout) throws -> Set<String> {
         let directory = try built()
         var alone: [String: Bool] = [:]
