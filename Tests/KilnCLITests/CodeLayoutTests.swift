@@ -44,18 +44,12 @@ struct CodeLayoutTests {
         (try KilnProcess.executable() as NSString).deletingLastPathComponent
     }
 
-    /// The standard output of `/usr/bin/TOOL ARGUMENTS…`.
+    /// What `/usr/bin/TOOL ARGUMENTS…` prints (``runProgram(_:_:in:environment:)``: standard
+    /// error too, which no line the callers read can be mistaken for).
     func output(_ tool: String, _ arguments: [String]) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/" + tool)
-        process.arguments = arguments
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        try process.run()
-        let text = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0, "\(tool) \(arguments.joined(separator: " "))")
-        return text
+        let (status, output) = try runProgram("/usr/bin/" + tool, arguments, in: Self.root)
+        #expect(status == 0, "\(tool) \(arguments.joined(separator: " ")): \(output.prefix(500))")
+        return output
     }
 
     /// `nm ARGUMENTS…`: each symbol's name and address (symbols without an address are left out).
