@@ -18,7 +18,11 @@ import Testing
         pluginConfiguration: ConfigurationValue? = nil,
         allowsOutsideRoot: Bool = false,
         depfile: Located<String>? = nil,
-        keepsDepfile: Bool = false
+        keepsDepfile: Bool = false,
+        commands: [Located<String>] = [Located(value: "cp a b", location: at("/p/Taskfile.yml", 4, 12))],
+        sources: [Located<String>] = [Located(value: "a", location: place)],
+        generates: [Located<String>] = [Located(value: "b", location: place)],
+        file: String = "/p/Taskfile.yml"
     ) -> TaskDefinition {
         TaskDefinition(
             name: "build",
@@ -26,9 +30,9 @@ import Testing
             summary: summary,
             dependencies: [],
             calls: calls,
-            commands: [Located(value: "cp a b", location: at("/p/Taskfile.yml", 4, 12))],
-            sources: [Located(value: "a", location: Self.place)],
-            generates: [Located(value: "b", location: Self.place)],
+            commands: commands,
+            sources: sources,
+            generates: generates,
             variables: [:],
             environment: [:],
             directory: "/p",
@@ -40,7 +44,7 @@ import Testing
             allowsOutsideRoot: allowsOutsideRoot,
             depfile: depfile,
             keepsDepfile: keepsDepfile,
-            file: "/p/Taskfile.yml"
+            file: file
         )
     }
 
@@ -87,6 +91,42 @@ import Testing
                 }
             }
         }
+    }
+
+    @Test("entries read back as given whatever their text — empty, multi-byte, long — and their place")
+    func packedEntriesReadBack() {
+        let long = String(repeating: "cc -c src/módulo-🔥.c ", count: 4_000)
+        let texts = ["", "é", "cp ünïcødé 🔥 b", long, "x", "a\u{0}b", String(repeating: "z", count: 15)]
+        let places = [(1, 1), (2, 7), (Int(Int32.max), Int(Int32.max)), (70_000, 300), (5, 0)]
+        let entries = texts.enumerated().map { index, text in
+            let place = places[index % places.count]
+            return Located(value: text, location: at("/p/Taskfile.yml", place.0, place.1))
+        }
+        for split in [(0, 0), (2, 5), (7, 7), (1, 3)] {
+            let commands = Array(entries[..<split.0])
+            let sources = Array(entries[split.0..<split.1])
+            let generates = Array(entries[split.1...])
+            let definition = task(commands: commands, sources: sources, generates: generates)
+            #expect(!definition.hasRareFields, "\(split)")
+            #expect(definition.commands == commands && definition.sources == sources, "\(split)")
+            #expect(definition.generates == generates, "\(split)")
+            #expect(definition.generatesInPlace.elementsEqual(generates), "\(split)")
+            #expect(definition.commandsInPlace.count == commands.count, "\(split)")
+            #expect(definition.sourcesInPlace.map(\.value) == sources.map(\.value), "\(split)")
+        }
+    }
+
+    @Test("entries written in another file than the task's key, and a file apart from the key's, read back")
+    func entriesFromAnotherFile() {
+        let here = Located(value: "cp a b", location: at("/p/Taskfile.yml", 4, 12))
+        let included = Located(value: "src/*.c", location: at("/p/lib/Taskfile.yml", 8, 5))
+        let mixed = task(commands: [here], sources: [included], generates: [here])
+        #expect(mixed.hasRareFields)
+        #expect(mixed.commands == [here] && mixed.sources == [included] && mixed.generates == [here])
+        #expect(mixed.sourcesInPlace.elementsEqual([included]) && mixed.file == "/p/Taskfile.yml")
+        let apart = task(commands: [here], file: "/p/./Taskfile.yml")
+        #expect(apart.hasRareFields && apart.file == "/p/./Taskfile.yml" && apart.commands == [here])
+        #expect(!task(commands: [here]).hasRareFields && task(commands: [here]).file == "/p/Taskfile.yml")
     }
 
     @Test("a task that says none of the rare fields has no second object and reads the defaults")
@@ -147,6 +187,8 @@ import Testing
             [
                 "Taskfile.yml": """
                 version: '3'
+                includes:
+                  lib: ./lib
                 tasks:
                   plain:
                     sources: [a]
@@ -155,12 +197,25 @@ import Testing
                   described:
                     desc: Copies
                     cmds: [cp a c]
-                """
+                """,
+                "lib/Taskfile.yml": """
+                version: '3'
+                tasks:
+                  copy:
+                    sources: ['*.c']
+                    generates: [out.o]
+                    cmds: [cc -c *.c -o out.o]
+                """,
             ]
         )
         let plain = try #require(taskfile.task(named: "plain"))
         let described = try #require(taskfile.task(named: "described"))
         #expect(!plain.hasRareFields && plain.kind.value == "shell" && plain.kind.location == plain.location)
         #expect(described.hasRareFields && described.summary == "Copies")
+        // A task of an included file: its lists are written in its file, and packed.
+        let included = try #require(taskfile.task(named: "lib:copy"))
+        #expect(!included.hasRareFields && included.file.hasSuffix("lib/Taskfile.yml"))
+        #expect(included.commands.map(\.value) == ["cc -c *.c -o out.o"] && included.sources.map(\.value) == ["*.c"])
+        #expect(included.commands.allSatisfy { $0.location.file == included.location.file && $0.location.line == 6 })
     }
 }

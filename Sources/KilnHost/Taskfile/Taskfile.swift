@@ -95,150 +95,9 @@ public struct TaskDefinition: Sendable {
         case sources
     }
 
-    /// The fixed fields. Immutable, so sharing it between copies is safe.
-    private final class Storage: Sendable {
-        let name: String
-        let location: SourceLocation
-        /// `cmds:`, then `sources:`, then `generates:`, in one array: one allocation a task, not
-        /// three (0.7 MB of a 10k-task run's heap, massif). Read through ``commands``, ``sources`` and
-        /// ``generates``, each a new array (none when empty, the array itself when it is all).
-        private let lists: [Located<String>]
-        /// Where the sources start in ``lists``, and the outputs.
-        private let sourcesStart: Int32
-        private let generatesStart: Int32
-        /// `nil` when the patterns have no template (most tasks): they are `sources` as written.
-        let renderedSources: [String]?
-        let environment: [String: String]
-        let directory: String
-        let each: Each
-        let file: String
-        /// go-task's settings, `nil` when they are the defaults (most tasks): a task copies one
-        /// reference, not a dozen fields.
-        let options: TaskOptionsBox?
-        /// What few tasks of a large Taskfile say, `nil` when they say none of it: a run holds
-        /// every task's storage, and a plain task's is 154 bytes with them apart, 338 inline.
-        let rare: Rare?
-        /// Worked out once: read for every job.
-        let runsHere: Bool
-        let hasPlanChecks: Bool
-
-        /// `calls`, `desc:`, `resources:`, `batch:`, a kind other than `shell` where the task
-        /// is, `with:`, `allow-outside-root:`, `depfile:` and `keep-depfile:`.
-        final class Rare: Sendable {
-            let calls: [Located<String>]
-            let summary: String?
-            let resources: [Located<String>]
-            let batchSize: Int?
-            /// `nil`: `shell`, at the task's key.
-            let kind: Located<String>?
-            let pluginConfiguration: ConfigurationValue?
-            let allowsOutsideRoot: Bool
-            let depfile: Located<String>?
-            let keepsDepfile: Bool
-
-            init(
-                calls: [Located<String>],
-                summary: String?,
-                resources: [Located<String>],
-                batchSize: Int?,
-                kind: Located<String>?,
-                pluginConfiguration: ConfigurationValue?,
-                allowsOutsideRoot: Bool,
-                depfile: Located<String>?,
-                keepsDepfile: Bool
-            ) {
-                self.calls = calls
-                self.summary = summary
-                self.resources = resources
-                self.batchSize = batchSize
-                self.kind = kind
-                self.pluginConfiguration = pluginConfiguration
-                self.allowsOutsideRoot = allowsOutsideRoot
-                self.depfile = depfile
-                self.keepsDepfile = keepsDepfile
-            }
-        }
-
-        init(
-            name: String,
-            location: SourceLocation,
-            calls: [Located<String>],
-            summary: String?,
-            commands: [Located<String>],
-            sources: [Located<String>],
-            generates: [Located<String>],
-            renderedSources: [String]?,
-            environment: [String: String],
-            directory: String,
-            resources: [Located<String>],
-            each: Each,
-            batchSize: Int?,
-            kind: Located<String>,
-            pluginConfiguration: ConfigurationValue?,
-            allowsOutsideRoot: Bool,
-            depfile: Located<String>?,
-            keepsDepfile: Bool,
-            file: String,
-            options: TaskOptions?
-        ) {
-            self.name = name
-            self.location = location
-            var lists: [Located<String>] = []
-            lists.reserveCapacity(commands.count + sources.count + generates.count)
-            lists += commands
-            lists += sources
-            lists += generates
-            self.lists = lists
-            sourcesStart = Int32(commands.count)
-            generatesStart = Int32(commands.count + sources.count)
-            self.renderedSources = renderedSources
-            self.environment = environment
-            self.directory = directory
-            self.each = each
-            self.file = file
-            self.options = options.map(TaskOptionsBox.init)
-            let ownKind = kind == Located(value: ShellTaskKind.kindName, location: location) ? nil : kind
-            if calls.isEmpty, summary == nil, resources.isEmpty, batchSize == nil, ownKind == nil,
-                pluginConfiguration == nil, !allowsOutsideRoot, depfile == nil, !keepsDepfile
-            {
-                rare = nil
-            } else {
-                rare = Rare(
-                    calls: calls,
-                    summary: summary,
-                    resources: resources,
-                    batchSize: batchSize,
-                    kind: ownKind,
-                    pluginConfiguration: pluginConfiguration,
-                    allowsOutsideRoot: allowsOutsideRoot,
-                    depfile: depfile,
-                    keepsDepfile: keepsDepfile
-                )
-            }
-            runsHere = TaskOptions.allows(options?.platforms) && options?.conditionHolds != false
-            // Something the planner checks: a template in what the task runs, a deferred mistake,
-            // a required variable.
-            hasPlanChecks =
-                options != nil || pluginConfiguration != nil
-                || commands.contains { TextTemplate.hasActions($0.value) }
-                || generates.contains { TextTemplate.hasActions($0.value) }
-                || depfile.map { TextTemplate.hasActions($0.value) } == true
-        }
-
-        var depfile: Located<String>? { rare?.depfile }
-        var commandsInPlace: ArraySlice<Located<String>> { lists[..<Int(sourcesStart)] }
-        var sourcesInPlace: ArraySlice<Located<String>> { lists[Int(sourcesStart)..<Int(generatesStart)] }
-        var generatesInPlace: ArraySlice<Located<String>> { lists[Int(generatesStart)...] }
-        var commands: [Located<String>] { array(commandsInPlace) }
-        var sources: [Located<String>] { array(sourcesInPlace) }
-        var generates: [Located<String>] { array(generatesInPlace) }
-
-        private func array(_ list: ArraySlice<Located<String>>) -> [Located<String>] {
-            list.isEmpty ? [] : list.count == lists.count ? lists : Array(list)
-        }
-    }
-
-    private let storage: Storage
+    /// The fixed fields and the lists, in one object shared by copies (``TaskStorage``).
+    private let shared: TaskStorage.Shared
+    private var storage: TaskStorage { shared.storage }
 
     /// `deps:`, resolved to full task names — plus, for a step of a task's `cmds` that calls
     /// another (`- task: X`), the step before it and the task it calls (see ``calls``).
@@ -261,15 +120,14 @@ public struct TaskDefinition: Sendable {
     public var sources: [Located<String>] { storage.sources }
     /// `sources:` with templates rendered (when the Taskfile was loaded: they can't use the
     /// per-source variables): the patterns a changed file is matched against.
-    public var renderedSources: [String] { storage.renderedSources ?? storage.sourcesInPlace.map(\.value) }
+    public var renderedSources: [String] { storage.renderedSources ?? storage.sourceTexts }
     /// `generates:` paths or patterns, relative to the task's directory, before templating.
     public var generates: [Located<String>] { storage.generates }
-    /// ``commands``, ``sources`` and ``generates`` as views of the task's one array, for reading
-    /// in order without a copy (each read of the arrays makes one): a view's positions are the
-    /// array's, so it is never indexed by a count from 0.
-    var commandsInPlace: ArraySlice<Located<String>> { storage.commandsInPlace }
-    var sourcesInPlace: ArraySlice<Located<String>> { storage.sourcesInPlace }
-    var generatesInPlace: ArraySlice<Located<String>> { storage.generatesInPlace }
+    /// ``commands``, ``sources`` and ``generates`` as views of the task's packed lists, for
+    /// reading in order without making an array (each read of the arrays makes one).
+    var commandsInPlace: LocatedList { storage.commandsInPlace }
+    var sourcesInPlace: LocatedList { storage.sourcesInPlace }
+    var generatesInPlace: LocatedList { storage.generatesInPlace }
     /// Variables visible to the task's templates: the file's `vars`, then the task's own. Tasks
     /// without `vars:` share their file's dictionary. ``templateVariables`` adds `TASK`. Kept
     /// beside the storage, not in it, so the loader can lay the environment under them without
@@ -365,29 +223,56 @@ public struct TaskDefinition: Sendable {
     ) {
         self.dependencies = dependencies
         self.variables = variables
-        storage = Storage(
+        var entries: [Located<String>] = []
+        entries.reserveCapacity(commands.count + sources.count + generates.count)
+        entries += commands
+        entries += sources
+        entries += generates
+        let packs = TaskStorage.canPack(entries, in: location.file)
+        let ownKind = kind == Located(value: ShellTaskKind.kindName, location: location) ? nil : kind
+        let ownFile = file == location.file ? nil : file
+        var rare: TaskStorage.Rare?
+        if !calls.isEmpty || summary != nil || !resources.isEmpty || batchSize != nil || ownKind != nil
+            || pluginConfiguration != nil || allowsOutsideRoot || depfile != nil || keepsDepfile || ownFile != nil
+            || !packs
+        {
+            rare = TaskStorage.Rare(
+                calls: calls,
+                summary: summary,
+                resources: resources,
+                batchSize: batchSize,
+                kind: ownKind,
+                pluginConfiguration: pluginConfiguration,
+                allowsOutsideRoot: allowsOutsideRoot,
+                depfile: depfile,
+                keepsDepfile: keepsDepfile,
+                file: ownFile,
+                unpackedEntries: packs ? nil : entries
+            )
+        }
+        // The defaults are no box at all: most tasks have none.
+        let options = options.flatMap { $0 == TaskOptions.defaults ? nil : $0 }
+        let fields = TaskStorage.Fields(
             name: name,
             location: location,
-            calls: calls,
-            summary: summary,
-            commands: commands,
-            sources: sources,
-            generates: generates,
+            sourcesStart: Int32(commands.count),
+            generatesStart: Int32(commands.count + sources.count),
+            entryCount: Int32(entries.count),
+            each: each,
+            runsHere: TaskOptions.allows(options?.platforms) && options?.conditionHolds != false,
+            // Something the planner checks: a template in what the task runs, a deferred
+            // mistake, a required variable.
+            hasPlanChecks: options != nil || pluginConfiguration != nil
+                || commands.contains { TextTemplate.hasActions($0.value) }
+                || generates.contains { TextTemplate.hasActions($0.value) }
+                || depfile.map { TextTemplate.hasActions($0.value) } == true,
             renderedSources: renderedSources.flatMap { $0 == sources.map(\.value) ? nil : $0 },
             environment: environment,
             directory: directory,
-            resources: resources,
-            each: each,
-            batchSize: batchSize,
-            kind: kind,
-            pluginConfiguration: pluginConfiguration,
-            allowsOutsideRoot: allowsOutsideRoot,
-            depfile: depfile,
-            keepsDepfile: keepsDepfile,
-            file: file,
-            // The defaults are no box at all: most tasks have none.
-            options: options.flatMap { $0 == TaskOptions.defaults ? nil : $0 }
+            options: options.map(TaskOptionsBox.init),
+            rare: rare
         )
+        shared = TaskStorage.Shared(storage: TaskStorage.make(fields, entries: entries))
     }
 
     /// One step of this task's `cmds` when they call other tasks: a task named `name` that runs
