@@ -253,7 +253,8 @@ public enum BuildSession {
             root: root,
             previous: settings.forcesEveryJob ? nil : scan,
             tracked: tracked ?? request.tracked(root),
-            forcing: settings.forcesEveryJob
+            forcing: settings.forcesEveryJob,
+            plannedTasks: plan.tasks.count
         )
         phase("open state")
         // The run changes what the snapshot describes: it is written again as the run ends.
@@ -382,7 +383,8 @@ public enum BuildSession {
             root: root,
             previous: scan,
             tracked: tracked ?? request.tracked(root),
-            dryRun: true
+            dryRun: true,
+            plannedTasks: plan.tasks.count
         )
         if request.exitsAfterwards { keepUntilExit([project, plan, state, incremental, scan as Any]) }
         phase("open state")

@@ -78,7 +78,7 @@ public final class IncrementalState: Sendable {
     /// job's record is only replaced after that job's own check, and each job is checked once.
     private let initialRecords: [String: JobRecord]?
     /// Output signatures of jobs and tasks finished (or found up to date) in this run.
-    private let published = HostMutex(PublishedSignatures())
+    private let published: HostMutex<PublishedSignatures>
     /// The last complete run's snapshot and which of its jobs watch a changed path.
     private let previous: UpToDateSnapshot.Scan?
     /// Index of each snapshot job, by key.
@@ -108,14 +108,18 @@ public final class IncrementalState: Sendable {
     ///     not read), or `nil` outside git.
     ///   - dryRun: For `--dry-run`, `kiln status` and `kiln explain`: the run's scheduler reaches
     ///     the same verdicts, but nothing is recorded (see ``willRun(_:)``).
+    ///   - plannedTasks: How many tasks the run's plan has: each publishes a signature by its
+    ///     name, and the table is made that large at once (see ``PublishedSignatures/init(expecting:)``).
     public init(
         state: BuildState?,
         root: String,
         previous: UpToDateSnapshot.Scan? = nil,
         tracked: (any TrackedContent)? = nil,
         dryRun: Bool = false,
-        forcing: Bool = false
+        forcing: Bool = false,
+        plannedTasks: Int = 0
     ) {
+        published = HostMutex(PublishedSignatures(expecting: plannedTasks))
         self.state = state
         self.dryRun = dryRun
         self.forcing = forcing
@@ -687,6 +691,9 @@ public final class IncrementalState: Sendable {
             duration: definition.flatMap { definition in duration.map { (definition.name, $0) } }
         )
     }
+
+    /// How many signatures by name the run's table holds without growing (for tests).
+    var signatureCapacity: Int { published.withLock { $0.named.capacity } }
 
     /// Publishes the output signature of a job found up to date.
     public func upToDate(key: JobKey, check: Check) {

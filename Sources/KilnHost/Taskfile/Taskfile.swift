@@ -193,7 +193,8 @@ public struct TaskDefinition: Sendable {
     var hasPlanChecks: Bool { storage.hasPlanChecks }
     /// Whether the task says any of what few tasks do (``calls``, ``summary``, ``resources``,
     /// ``batchSize``, a ``kind`` of its own, ``pluginConfiguration``, ``allowsOutsideRoot``, a
-    /// depfile): those have a second object; the others share none.
+    /// depfile), or is defined in a ``file`` other than its key's, or has lists written in
+    /// another file: those have a second object; the others share none.
     var hasRareFields: Bool { storage.rare != nil }
 
     /// Creates a task.

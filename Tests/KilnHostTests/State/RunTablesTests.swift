@@ -78,6 +78,23 @@ struct RunTablesTests {
         }
     }
 
+    @Test("a run's table of signatures is made for its plan's tasks: one for each fits without growing")
+    func signaturesTableMadeForThePlan() throws {
+        let count = 10_000
+        var table = PublishedSignatures(expecting: count)
+        let capacity = table.named.capacity
+        #expect(capacity >= count)
+        for index in 0..<count { table[name: "t\(index)"] = ContentHash(high: UInt64(index), low: 7) }
+        #expect(table.named.capacity == capacity)
+        #expect((0..<count).allSatisfy { table[name: "t\($0)"] == ContentHash(high: UInt64($0), low: 7) })
+        // The run's state makes its table for the count it is given.
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let incremental = IncrementalState(state: nil, root: directory.path, plannedTasks: count)
+        #expect(incremental.signatureCapacity >= count)
+        #expect(IncrementalState(state: nil, root: directory.path).signatureCapacity < count)
+    }
+
     @Test("an each: task's jobs publish by position; what they published is what a table by key said")
     func publishedByPosition() {
         let sources = ["a.c", "b.c", "sub/c.c", "z.c"]
