@@ -23,7 +23,7 @@ final class TaskStorage: ManagedBuffer<TaskStorage.Fields, UInt8> {
         let storage: TaskStorage
     }
 
-    /// The fields, as ``make(_:)`` takes them and the header keeps them.
+    /// The fields, as ``make(_:entries:)`` takes them and the header keeps them.
     struct Fields {
         let name: String
         let location: SourceLocation
