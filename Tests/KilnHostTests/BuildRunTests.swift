@@ -28,6 +28,29 @@ import Testing
         }
     }
 
+    @Test("a run checks at most 64 tasks ahead of their jobs, and holds no more verdicts than that")
+    func prechecksAreBatched() async throws {
+        let count = 600
+        var text = "version: '3'\ntasks:\n"
+        for index in 0..<count {
+            text += "  t\(index):\n    sources: [src/\(index).txt]\n    cmds: ['echo \(index) >> ran.log']\n"
+        }
+        text += "  default:\n    deps: [\((0..<count).map { "t\($0)" }.joined(separator: ", "))]\n"
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        var files = ["Taskfile.yml": text]
+        for index in 0..<count { files["src/\(index).txt"] = "\(index)\n" }
+        let taskfile = try loadTaskfile(in: directory, files)
+        var options = RunOptions()
+        options.incremental = IncrementalState(state: nil, root: directory.path, plannedTasks: count + 1)
+        let (summary, _, _) = try await run(taskfile, targets: ["default"], cpuWidth: 2, options: options)
+        #expect(summary.succeeded == count && summary.failed == 0)
+        // Every task was checked ahead (none is up to date), in batches of 64 at -j2.
+        #expect(summary.peakPrechecked > 1 && summary.peakPrechecked <= 64, "\(summary)")
+        let lines = try #require(directory.read("ran.log")).split(separator: "\n")
+        #expect(Set(lines).count == count && lines.count == count)
+    }
+
     @Test("the default live-task window: 16 tasks per cpu slot, at least 256, at least 512 with a remote")
     func theDefaultLiveTaskWindow() {
         #expect(RunOptions.defaultLiveTaskWindow(cpuWidth: 1, remote: false) == 256)

@@ -66,6 +66,9 @@ public struct RunSummary: Sendable {
     public var peakLiveEachJobs = 0
     /// The most tasks whose jobs existed at once (never more than the live-task window).
     public var peakLiveTasks = 0
+    /// The most verdicts of tasks checked ahead of their jobs that were held at once (a batch:
+    /// 64, or four a CPU slot when there are more than 16).
+    public var peakPrechecked = 0
 
     /// An empty summary.
     public init() {}
@@ -179,6 +182,12 @@ public final class BuildRun: @unchecked Sendable {
     private let allDone = DispatchSemaphore(value: 0)
     /// How many tasks' jobs may exist at once (``RunOptions/liveTaskWindow``).
     private let liveTaskWindow: Int
+    /// How many plain tasks `precheckSettledTasks` checks ahead of the creation cursor at once:
+    /// 64, or four a CPU slot when there are more than 16. A verdict waits in `prechecked` until
+    /// its task's job is created, holding what it was made of (inputs, watched paths, the
+    /// prepared task): with 1,024 checked ahead, a 10k-task full build held about 1 MB of
+    /// verdicts of tasks that were going to run anyway (peak RSS 29.8 → 28.5 MB at 64).
+    private let precheckBatch: Int
 
     /// Prepares a run.
     ///
@@ -194,6 +203,7 @@ public final class BuildRun: @unchecked Sendable {
         liveTaskWindow =
             options.liveTaskWindow
             ?? RunOptions.defaultLiveTaskWindow(cpuWidth: queues.width(of: "cpu"), remote: options.remote != nil)
+        precheckBatch = max(64, 4 * queues.width(of: "cpu"))
         self.observer = observer
         calledTasks =
             plan.gating.map { gating in
@@ -343,7 +353,7 @@ public final class BuildRun: @unchecked Sendable {
             if state.progress.isEmpty { state.progress = Array(repeating: nil, count: plan.tasks.count) }
             var positions: [Int] = []
             var position = state.nextTask
-            while position < plan.tasks.count, positions.count < 1024, state.prechecked[position] == nil {
+            while position < plan.tasks.count, positions.count < precheckBatch, state.prechecked[position] == nil {
                 let task = plan.tasks[position]
                 // A task waiting to be called is checked only once called: the step before the
                 // call may change its inputs.
@@ -374,6 +384,7 @@ public final class BuildRun: @unchecked Sendable {
         let results = verdicts.value
         state.withLock { state in
             for (position, verdict) in results { state.prechecked[position] = verdict }
+            state.summary.peakPrechecked = max(state.summary.peakPrechecked, state.prechecked.count)
         }
     }
 
