@@ -61,7 +61,8 @@ let package = Package(
             ],
             swiftSettings: packedSwiftSettings
         ),
-        .target(name: "CKilnHost"),
+        // Its C functions get sections of their own too, for the same ordering.
+        .target(name: "CKilnHost", cSettings: [.unsafeFlags(["-ffunction-sections"])]),
         // What the host and the launcher share: Taskfile discovery, `sources:` matching, content
         // hashes, the Taskfile cache's header, the up-to-date snapshot, the run lock.
         .target(name: "KilnPaths", dependencies: ["CXXHash"], swiftSettings: packedSwiftSettings),
