@@ -218,19 +218,21 @@ public enum BuildSession {
             early = settings.remote(nil).map(EarlyConnection.init)
         }
         // After a small change, only the part of the plan it touches is planned and runs: the
-        // rest is up to date on the snapshot's word, without a job each. The closure that asks the
-        // scan is a temporary of this call: a copy of the scan it kept would hold the detail
-        // released below for the whole run.
+        // rest is up to date on the snapshot's word, without a job each. A run of the whole plan
+        // asks the snapshot only for published signatures, positions and dirty flags as it runs:
+        // its paths and jobs are read again when the next one is made (2.7 MB of a 10k-task
+        // build's heap). They are let go of as soon as the plan is known to be whole, before
+        // its tasks' definitions are decoded: held while they were, they made the heap's peak.
+        let held = HeldScan(scan.take())
+        let choosesPart = settings.allowsSnapshotShortcuts && !settings.forcesEveryJob && held.scan != nil
+        if !choosesPart { held.releaseDetail() }
         let (project, plan, part) = try loadAndPlan(
             request,
             loaded: loaded,
-            choose: settings.allowsSnapshotShortcuts && !settings.forcesEveryJob
-                ? scan.map(choosingChangedPart(after:)) : nil
+            choose: choosesPart ? held.choose : nil
         )
-        // A run of the whole plan asks the snapshot only for published signatures, positions and
-        // dirty flags as it runs: its paths and jobs are read again when the next one is made
-        // (2.7 MB of a 10k-task build's heap, held through the run before).
-        if part == nil { scan = scan?.releasingDetail() }
+        if part == nil { held.releaseDetail() }
+        scan = held.take()
         let planned = loaded == nil ? "load and plan" : "plan"
         phase(part.map { "\(planned) (changed part: \(plan.tasks.count) of \($0.kept.count) tasks)" } ?? planned)
         let watches = plan.targetsWatch
@@ -455,18 +457,42 @@ public enum BuildSession {
         }
     }
 
-    /// What chooses the part of the plan a run after `scan` takes: the part a change touches
-    /// (``ChangedPart/of(_:order:dependencyPositions:watches:after:)``).
-    private static func choosingChangedPart(after scan: UpToDateSnapshot.Scan) -> BuildPlanner.Choose {
-        { outline, order, dependencyPositions, watches in
-            ChangedPart.of(
-                outline,
-                order: order,
-                dependencyPositions: dependencyPositions,
-                watches: watches,
-                after: scan
-            )
+    /// The scan of the last snapshot while a run's plan is made: the one reference to it, so
+    /// that letting go of its detail (``UpToDateSnapshot/Scan/releasingDetail()``) frees it.
+    ///
+    /// Threading: used by one thread, the session's.
+    final class HeldScan {
+        private(set) var scan: UpToDateSnapshot.Scan?
+
+        init(_ scan: UpToDateSnapshot.Scan?) { self.scan = scan }
+
+        /// Lets go of the scan's paths and jobs (see ``UpToDateSnapshot/Scan/releasingDetail()``).
+        func releaseDetail() { scan = scan?.releasingDetail() }
+
+        /// The part of the plan a run after the scan takes: the part a change touches
+        /// (``ChangedPart/of(_:order:dependencyPositions:watches:after:)``), or `nil` for the
+        /// whole plan, whose run doesn't need the scan's detail: it is let go of at once.
+        func choose(
+            _ outline: TaskOutline,
+            _ order: [Int],
+            _ dependencyPositions: [[Int]],
+            _ watches: Bool
+        ) -> ChangedPart? {
+            let part = scan.flatMap { scan in
+                ChangedPart.of(
+                    outline,
+                    order: order,
+                    dependencyPositions: dependencyPositions,
+                    watches: watches,
+                    after: scan
+                )
+            }
+            if part == nil { releaseDetail() }
+            return part
         }
+
+        /// Takes the scan out: the holder is empty afterwards.
+        func take() -> UpToDateSnapshot.Scan? { scan.take() }
     }
 
     /// ``loadAndPlan(_:)``, the planner leaving out what `choose` says the run doesn't take

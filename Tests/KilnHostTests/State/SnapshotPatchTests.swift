@@ -372,4 +372,61 @@ struct SnapshotPatchTests {
         #expect(output.stat.isSettled(at: output.seenAt))
         #expect(try run() == 0)
     }
+
+    @Test(
+        "a run's scan lets go of its paths and jobs when the planner chooses the whole plan, and keeps them for a part"
+    )
+    func theScanLetsGoOfItsDetailForAWholePlan() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        try FileManager.default.createDirectory(atPath: directory.path(".kiln"), withIntermediateDirectories: true)
+        let names = (0..<6).map { "t\($0)" }
+        let paths = names.map { Self.record("src/\($0)", state: 1, seenAt: 1_000) }
+        let jobs = names.indices.map { UpToDateSnapshot.Job(key: names[$0], alwaysRuns: false, paths: [Int32($0)]) }
+        let snapshot = UpToDateSnapshot(
+            taskfileIdentity: ContentHash(high: 1, low: 1),
+            targets: [],
+            paths: paths,
+            jobs: jobs,
+            published: Dictionary(uniqueKeysWithValues: names.map { ($0, ContentHash(high: 9, low: 9)) }),
+            complete: true,
+            jobCount: jobs.count,
+            anyAlwaysRuns: false
+        )
+        #expect(snapshot.write(root: directory.path))
+        let order = Array(names.indices)
+        let dependencyPositions = names.map { _ in [Int]() }
+        // Six independent tasks, one of them changed: a part of one task. With an `each:` task
+        // among them, the whole plan.
+        for wholePlan in [false, true] {
+            let (read, base) = try #require(UpToDateSnapshot.readWithBase(root: directory.path))
+            var scan = UpToDateSnapshot.Scan(snapshot: read, dirtyJobs: ["t2"], changedPaths: 1)
+            scan.base = base
+            scan.jobPositions = Dictionary(uniqueKeysWithValues: names.indices.map { (names[$0], $0) })
+            scan.dirtyAtPosition = names.indices.map { $0 == 2 }
+            var outline = TaskOutline(reservingCapacity: names.count)
+            for (position, name) in names.enumerated() {
+                outline.append(
+                    name: name,
+                    flags: wholePlan && position == 4 ? [.runsHere, .each] : .runsHere,
+                    aliases: []
+                )
+            }
+            let held = BuildSession.HeldScan(scan)
+            let part = held.choose(outline, order, dependencyPositions, false)
+            let after = try #require(held.take())
+            #expect(held.scan == nil)
+            if wholePlan {
+                #expect(part == nil)
+                #expect(after.detailReleased && after.snapshot.jobs.isEmpty && after.snapshot.paths.isEmpty)
+                // What a run of the whole plan asks it while it runs is still there, and the
+                // snapshot's paths and jobs read back from its file.
+                #expect(after.jobPositions.count == names.count && after.snapshot.published.count == names.count)
+                #expect(try #require(after.wholeSnapshot()).jobs.map(\.key) == names)
+            } else {
+                #expect(part?.kept == names.indices.map { $0 == 2 })
+                #expect(!after.detailReleased && after.snapshot.jobs.count == names.count)
+            }
+        }
+    }
 }
