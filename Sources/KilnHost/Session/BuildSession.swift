@@ -231,6 +231,8 @@ public enum BuildSession {
             loaded: loaded,
             choose: choosesPart ? held.choose : nil
         )
+        // `choose` lets go of it when it says the whole plan; this holds whether or not the planner
+        // asked (a second release does nothing).
         if part == nil { held.releaseDetail() }
         scan = held.take()
         let planned = loaded == nil ? "load and plan" : "plan"
