@@ -37,7 +37,6 @@ let package = Package(
     ],
     dependencies: [
         .package(path: "Packages/KilnRuntime"),
-        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/grpc/grpc-swift-2.git", exact: "2.4.3"),
         .package(url: "https://github.com/grpc/grpc-swift-nio-transport.git", exact: "2.9.2"),
         .package(url: "https://github.com/grpc/grpc-swift-protobuf.git", exact: "2.4.1"),
@@ -174,6 +173,9 @@ let package = Package(
             dependencies: ["KilnGitFormat", "KilnPaths"],
             swiftSettings: packedSwiftSettings
         ),
+        // kiln's command-line grammar: commands' specs, the parser, the help text. No Foundation: a
+        // run never loads it.
+        .target(name: "KilnCommandLine", swiftSettings: packedSwiftSettings),
         .target(
             name: "KilnCLI",
             dependencies: [
@@ -182,7 +184,7 @@ let package = Package(
                 "KilnGitFormat",
                 "KilnHookPlan",
                 "KilnPaths",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "KilnCommandLine",
             ],
             swiftSettings: packedSwiftSettings,
             // The listed sections side by side; and the CLI's Swift symbols stay inside it (the
@@ -244,6 +246,11 @@ let package = Package(
         .testTarget(
             name: "KilnGitTests",
             dependencies: ["KilnGit", "KilnGitFormat", "KilnTestSupport"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "KilnCommandLineTests",
+            dependencies: ["KilnCommandLine"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

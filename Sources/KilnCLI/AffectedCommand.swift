@@ -1,26 +1,36 @@
-import ArgumentParser
+import KilnCommandLine
 import KilnGit
 import KilnGitFormat
 import KilnHost
 import KilnPaths
 
 /// Which changes count: `--base`/`--head`, `--staged`, or the working tree.
-struct ChangeOptions: ParsableArguments {
-    @Option(
-        help:
-            "Compare from the merge base of this revision and --head (like git diff BASE...HEAD), instead of the working tree."
-    )
+///
+/// Threading: a value type.
+struct ChangeOptions {
+    static let specs: [OptionSpec] = [
+        .value(
+            "base",
+            help:
+                "Compare from the merge base of this revision and --head (like git diff BASE...HEAD), instead of the working tree."
+        ),
+        .value("head", help: "The revision compared with --base (default: HEAD)."),
+        .flag("staged", help: "Only staged changes (the index against HEAD)."),
+        .value("changed-files-from", help: "", hidden: true),
+    ]
+
     var base: String?
-
-    @Option(help: "The revision compared with --base (default: HEAD).")
     var head: String?
-
-    @Flag(help: "Only staged changes (the index against HEAD).")
-    var staged = false
-
+    var staged: Bool
     /// Set by `kiln hook`: the changed files (absolute, one per line), as the hook computed them.
-    @Option(help: .hidden)
     var changedFilesFrom: String?
+
+    init(_ arguments: ParsedArguments) {
+        base = arguments.value("base")
+        head = arguments.value("head")
+        staged = arguments.flag("staged")
+        changedFilesFrom = arguments.value("changed-files-from")
+    }
 
     /// The changed files, absolute (both paths of a rename), or `nil` outside a git repository
     /// (a note is printed: everything counts then).
@@ -57,9 +67,9 @@ struct ChangeOptions: ParsableArguments {
 }
 
 extension Kiln {
-    struct Affected: ParsableCommand {
-        static let configuration = CommandConfiguration(
-            commandName: "affected",
+    struct Affected {
+        static let spec = CommandSpec(
+            name: "affected",
             abstract:
                 "Print the tasks that changed files affect, and every task that depends on them, without running.",
             discussion: """
@@ -67,17 +77,24 @@ extension Kiln {
                 (untracked files included, ignored ones not), or --staged, or --base REV [--head REV]. \
                 A task is affected when one of its sources matches a changed file or its Taskfile \
                 changed; so is every task that depends on it. 'kiln run --affected' runs them.
-                """
+                """,
+            options: TaskfileOptions.specs + ChangeOptions.specs + [
+                .flag("json", help: "Print a JSON object instead of text.")
+            ],
+            positionals: [.many("tasks", help: "The tasks a run would be given (default: 'default').")]
         )
 
-        @OptionGroup var options: TaskfileOptions
-        @OptionGroup var changes: ChangeOptions
+        var options: TaskfileOptions
+        var changes: ChangeOptions
+        var tasks: [String]
+        var json: Bool
 
-        @Argument(help: "The tasks a run would be given (default: 'default').")
-        var tasks: [String] = []
-
-        @Flag(help: "Print a JSON object instead of text.")
-        var json = false
+        init(_ arguments: ParsedArguments) {
+            options = TaskfileOptions(arguments)
+            changes = ChangeOptions(arguments)
+            tasks = arguments.positionals
+            json = arguments.flag("json")
+        }
 
         func run() throws {
             let (project, plan) = try loadAndPlan(

@@ -1,24 +1,30 @@
-import ArgumentParser
+import KilnCommandLine
 import KilnHost
 import KilnPaths
 
 extension Kiln {
-    struct Clean: ParsableCommand {
-        static let configuration = CommandConfiguration(
-            commandName: "clean",
+    struct Clean {
+        static let spec = CommandSpec(
+            name: "clean",
             abstract:
                 "Remove the declared outputs ('generates') of the tasks given (all when none) and forget the build state.",
             discussion:
-                "The next run rebuilds everything. Outputs of 'each: sources' tasks are found from the files matching their sources now."
+                "The next run rebuilds everything. Outputs of 'each: sources' tasks are found from the files matching their sources now.",
+            options: TaskfileOptions.specs + [
+                .flag("wait", help: "Wait for another kiln run on this project to finish, instead of failing at once.")
+            ],
+            positionals: [.many("tasks", help: "Tasks whose outputs to remove (default: every task).")]
         )
 
-        @OptionGroup var options: TaskfileOptions
+        var options: TaskfileOptions
+        var tasks: [String]
+        var wait: Bool
 
-        @Argument(help: "Tasks whose outputs to remove (default: every task).")
-        var tasks: [String] = []
-
-        @Flag(help: "Wait for another kiln run on this project to finish, instead of failing at once.")
-        var wait = false
+        init(_ arguments: ParsedArguments) {
+            options = TaskfileOptions(arguments)
+            tasks = arguments.positionals
+            wait = arguments.flag("wait")
+        }
 
         func run() throws {
             let (project, plan) = try loadAndPlan(

@@ -1,24 +1,30 @@
-import ArgumentParser
+import KilnCommandLine
 import KilnHost
 
 extension Kiln {
-    struct Graph: ParsableCommand {
-        static let configuration = CommandConfiguration(
-            commandName: "graph",
-            abstract: "Print the task graph: the tasks given (all when none) and their dependencies."
+    struct Graph {
+        static let spec = CommandSpec(
+            name: "graph",
+            abstract: "Print the task graph: the tasks given (all when none) and their dependencies.",
+            options: TaskfileOptions.specs + [.value("format", help: "dot (Graphviz) or json. (default: dot)")],
+            positionals: [.many("tasks", help: "Tasks whose graph to print (default: every task).")]
         )
 
-        enum Format: String, ExpressibleByArgument, CaseIterable {
+        enum Format: String, CaseIterable {
             case dot, json
         }
 
-        @OptionGroup var options: TaskfileOptions
+        var options: TaskfileOptions
+        var tasks: [String]
+        var format: Format
 
-        @Argument(help: "Tasks whose graph to print (default: every task).")
-        var tasks: [String] = []
-
-        @Option(help: "dot (Graphviz) or json.")
-        var format: Format = .dot
+        /// - Throws: A usage error for a format other than dot or json.
+        init(_ arguments: ParsedArguments) throws(UsageError) {
+            options = TaskfileOptions(arguments)
+            tasks = arguments.positionals
+            let choice = try arguments.choice("format", among: Format.allCases.map(\.rawValue))
+            format = choice.flatMap(Format.init(rawValue:)) ?? .dot
+        }
 
         func run() throws {
             let (_, plan) = try loadAndPlan(options, targets: tasks, everyTaskWhenEmpty: true, runner: ProcessMonitor())

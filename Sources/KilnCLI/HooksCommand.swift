@@ -1,4 +1,4 @@
-import ArgumentParser
+import KilnCommandLine
 import KilnGit
 import KilnGitFormat
 import KilnHookPlan
@@ -13,25 +13,31 @@ import KilnPaths
 private let hookMarker = "# kiln hook: written by 'kiln hooks install'; 'kiln hooks uninstall' removes it."
 
 extension Kiln {
-    struct Hooks: ParsableCommand {
-        static let configuration = CommandConfiguration(
-            commandName: "hooks",
+    enum Hooks {
+        static let spec = CommandSpec(
+            name: "hooks",
             abstract: "Install, remove or show the git hook scripts that run the Taskfile's 'hooks:'.",
             discussion: """
                 Scripts go where git looks for hooks: core.hooksPath, or the hooks directory of the \
                 repository (shared by its worktrees). A hook that isn't Kiln's is kept: it is renamed \
                 NAME.kiln-chained and run first; uninstall puts it back.
                 """,
-            subcommands: [Install.self, Uninstall.self, Status.self],
-            defaultSubcommand: Status.self
+            subcommands: [Install.spec, Uninstall.spec, Status.spec],
+            defaultSubcommand: "status"
         )
 
-        struct Install: ParsableCommand {
-            static let configuration = CommandConfiguration(
-                commandName: "install",
-                abstract: "Write a hook script for each hook the Taskfile maps."
+        struct Install {
+            static let spec = CommandSpec(
+                name: "install",
+                abstract: "Write a hook script for each hook the Taskfile maps.",
+                options: TaskfileOptions.specs
             )
-            @OptionGroup var options: TaskfileOptions
+
+            var options: TaskfileOptions
+
+            init(_ arguments: ParsedArguments) {
+                options = TaskfileOptions(arguments)
+            }
 
             func run() throws {
                 let (project, directory) = try hookSetting(options)
@@ -63,16 +69,22 @@ extension Kiln {
                 if project.taskfile.hooks.isEmpty {
                     print("kiln: the Taskfile maps no hooks (add 'hooks: {pre-commit: [TASK]}')")
                 }
-                if refused { Kiln.exit(withError: ExitCode(ExitStatus.jobFailed)) }
+                if refused { Kiln.exit(ExitStatus.jobFailed) }
             }
         }
 
-        struct Uninstall: ParsableCommand {
-            static let configuration = CommandConfiguration(
-                commandName: "uninstall",
-                abstract: "Remove Kiln's hook scripts, restoring hooks they chained."
+        struct Uninstall {
+            static let spec = CommandSpec(
+                name: "uninstall",
+                abstract: "Remove Kiln's hook scripts, restoring hooks they chained.",
+                options: TaskfileOptions.specs
             )
-            @OptionGroup var options: TaskfileOptions
+
+            var options: TaskfileOptions
+
+            init(_ arguments: ParsedArguments) {
+                options = TaskfileOptions(arguments)
+            }
 
             func run() throws {
                 let (_, directory) = try hookSetting(options)
@@ -90,12 +102,18 @@ extension Kiln {
             }
         }
 
-        struct Status: ParsableCommand {
-            static let configuration = CommandConfiguration(
-                commandName: "status",
-                abstract: "Show each hook: mapped, installed, chained."
+        struct Status {
+            static let spec = CommandSpec(
+                name: "status",
+                abstract: "Show each hook: mapped, installed, chained.",
+                options: TaskfileOptions.specs
             )
-            @OptionGroup var options: TaskfileOptions
+
+            var options: TaskfileOptions
+
+            init(_ arguments: ParsedArguments) {
+                options = TaskfileOptions(arguments)
+            }
 
             func run() throws {
                 let (project, directory) = try hookSetting(options)
@@ -115,9 +133,9 @@ extension Kiln {
         }
     }
 
-    struct Hook: ParsableCommand {
-        static let configuration = CommandConfiguration(
-            commandName: "hook",
+    struct Hook {
+        static let spec = CommandSpec(
+            name: "hook",
             abstract: "Run the tasks a git hook maps to, for the files it concerns (called by the hook scripts).",
             discussion: """
                 pre-commit and commit-msg: the staged files; pre-push: the commits being pushed (read \
@@ -126,19 +144,25 @@ extension Kiln {
                 A failing task blocks the commit or push. KILN_SKIP_HOOKS=1 skips. The working tree \
                 is never stashed or rewritten: for a partly staged file, pre-commit tasks see its \
                 staged version at its path, in a private mount namespace, and your copy is untouched.
-                """
+                """,
+            options: TaskfileOptions.specs,
+            positionals: [
+                .one("name", help: "The hook's name."), .rest("arguments", help: "What git passed the hook."),
+            ]
         )
 
         /// How long a hook waits for a `kiln run` already using the project.
         static let waitLimit = 300.0
 
-        @OptionGroup var options: TaskfileOptions
-
-        @Argument(help: "The hook's name.")
+        var options: TaskfileOptions
         var name: String
+        var arguments: [String]
 
-        @Argument(parsing: .captureForPassthrough, help: "What git passed the hook.")
-        var arguments: [String] = []
+        init(_ arguments: ParsedArguments) {
+            options = TaskfileOptions(arguments)
+            name = arguments.positionals[0]
+            self.arguments = Array(arguments.positionals.dropFirst())
+        }
 
         func run() throws {
             if System.variable("KILN_SKIP_HOOKS") == "1" { Kiln.exit() }
@@ -154,7 +178,7 @@ extension Kiln {
                 System.writeError(
                     "kiln hook \(name): no Taskfile in \(System.currentDirectory) or a parent, so its checks can't run; \(bypass)\n"
                 )
-                Kiln.exit(withError: ExitCode(ExitStatus.invalidTaskfile))
+                Kiln.exit(ExitStatus.invalidTaskfile)
             }
             let taskfile: Taskfile
             do {
@@ -165,7 +189,7 @@ extension Kiln {
                 System.writeError(
                     "\(error.description)\nkiln hook \(name): the Taskfile doesn't load, so its checks can't run; \(bypass)\n"
                 )
-                Kiln.exit(withError: ExitCode(ExitStatus.invalidTaskfile))
+                Kiln.exit(ExitStatus.invalidTaskfile)
             }
             guard let tasks = taskfile.hooks[name]?.map(\.value), !tasks.isEmpty else {
                 saveHookPlan(nil, discovered: [:], taskfile: taskfile, madeAt: madeAt)
@@ -187,7 +211,7 @@ extension Kiln {
                         .map { repository.workingDirectory + "/" + $0 }
                 } catch {
                     System.writeError("kiln hook \(name): \(error.message)\n")
-                    Kiln.exit(withError: ExitCode(ExitStatus.jobFailed))
+                    Kiln.exit(ExitStatus.jobFailed)
                 }
             }
             phases.mark("changes")
@@ -200,7 +224,7 @@ extension Kiln {
                 System.writeError(
                     "\(error.description)\nkiln hook \(name): the hook's tasks can't be planned, so its checks can't run; \(bypass)\n"
                 )
-                Kiln.exit(withError: ExitCode(ExitStatus.invalidTaskfile))
+                Kiln.exit(ExitStatus.invalidTaskfile)
             }
             let discovered = BuildSession.discoveredInputs(for: plan)
             let affected = plan.affected(by: changed, discovered: discovered)
@@ -221,7 +245,7 @@ extension Kiln {
                 lists = try HookFileLists(root: taskfile.root, changed: changed, hookFiles: affected.changedFiles)
             } catch {
                 System.writeError("kiln hook \(name): \(error)\n")
-                Kiln.exit(withError: ExitCode(ExitStatus.jobFailed))
+                Kiln.exit(ExitStatus.jobFailed)
             }
             // Partly staged files: the tasks see what is committed, in a view of their own.
             var view: StagedView?
@@ -231,7 +255,7 @@ extension Kiln {
                 } catch {
                     lists.remove()
                     System.writeError("kiln hook \(name): \(error); \(bypass)\n")
-                    Kiln.exit(withError: ExitCode(ExitStatus.jobFailed))
+                    Kiln.exit(ExitStatus.jobFailed)
                 }
                 if let view {
                     let files = view.files(relativeTo: staged.workingDirectory)
@@ -256,7 +280,7 @@ extension Kiln {
             let status = lists.run(argv, view: view)
             lists.remove()
             view?.remove()
-            if status != 0 { Kiln.exit(withError: ExitCode(status)) }
+            if status != 0 { Kiln.exit(status) }
         }
 
         /// Saves what this hook's tasks look at, for the launcher's quick answer next time

@@ -1,4 +1,5 @@
-import ArgumentParser
+import Glibc
+import KilnCommandLine
 import KilnHost
 import KilnPaths
 
@@ -7,13 +8,10 @@ import KilnPaths
 ///
 /// Threading: the main thread, once.
 ///
-/// - Returns: 0; a command that fails exits the process with its status.
+/// - Returns: Never: kiln exits with the command's status.
 @_cdecl("kiln_cli_main")
 public func kilnCLIMain() -> Int32 {
-    let arguments = CommandLine.arguments
-    if arguments.count > 1, arguments[1] == "worker" { return WorkerCommand.main(Array(arguments.dropFirst(2))) }
-    Kiln.main()
-    return 0
+    Kiln.main(Array(CommandLine.arguments.dropFirst()))
 }
 
 /// Tells the command line that the launcher's look at the up-to-date snapshot found a changed
@@ -42,47 +40,123 @@ struct ChangeSeen: Sendable {
 }
 
 /// The `kiln` command: parses arguments and prints; the work is in KilnHost.
-struct Kiln: ParsableCommand {
+enum Kiln {
     static let version = "0.1.0"
 
     /// Whether the launcher found a changed path, and what it found (``kilnCLIChangeSeen(_:_:)``).
     static let changeSeen = HostMutex<ChangeSeen?>(nil)
 
-    static let configuration = CommandConfiguration(
-        commandName: "kiln",
+    /// What the command line takes, and what `kiln --help` says: every command's spec.
+    static let spec = CommandSpec(
+        name: "kiln",
         abstract: "Run the tasks of a Taskfile on per-resource job queues, rebuilding only what changed.",
         discussion: """
             Exit codes: 0 success; 1 a job failed; 2 the Taskfile is missing or invalid; \
             3 another kiln run holds the project (see run --wait); 64 bad command-line usage; \
             130 interrupted (Ctrl-C or SIGTERM).
-
-            kiln worker --server grpc://HOST:PORT runs actions for a BuildGrid farm (kiln worker --help).
             """,
-        version: "kiln \(version)",
         subcommands: [
-            Run.self, Status.self, Explain.self, Affected.self, Hooks.self, Hook.self, List.self, Graph.self,
-            Clean.self, Plugins.self,
+            Run.spec, Status.spec, Explain.spec, Affected.spec, Hooks.spec, Hook.spec, List.spec, Graph.spec,
+            Clean.spec, Plugins.spec, WorkerCommand.spec,
         ],
-        defaultSubcommand: Run.self
+        defaultSubcommand: "run"
     )
+
+    /// Runs the command `words` (the command line after `kiln`) names, and exits with its status:
+    /// 64 for a command line kiln can't take, said on standard error.
+    static func main(_ words: [String]) -> Never {
+        do {
+            switch try CommandLineParser.parse(words, root: spec) {
+            case .help(let path):
+                System.write(HelpText.help(for: path, root: spec), to: 1)
+            case .version:
+                System.write("kiln \(version)\n", to: 1)
+            case .command(let arguments):
+                try run(arguments)
+            }
+        } catch let error as UsageError {
+            System.writeError(HelpText.error(error, root: spec))
+            exit(64)
+        } catch let error as ExitCode {
+            exit(error.status)
+        } catch {
+            System.writeError("kiln: error: \(error)\n")
+            exit(1)
+        }
+        exit()
+    }
+
+    /// Runs the command `arguments` are for.
+    ///
+    /// - Throws: A ``UsageError`` for options a command refuses, an ``ExitCode`` for a failure
+    ///   already said.
+    private static func run(_ arguments: ParsedArguments) throws {
+        switch arguments.command {
+        case ["run"]: try Run(arguments).run()
+        case ["status"]: try Status(arguments).run()
+        case ["explain"]: try Explain(arguments).run()
+        case ["affected"]: try Affected(arguments).run()
+        case ["hooks", "install"]: try Hooks.Install(arguments).run()
+        case ["hooks", "uninstall"]: try Hooks.Uninstall(arguments).run()
+        case ["hooks", "status"]: try Hooks.Status(arguments).run()
+        case ["hook"]: try Hook(arguments).run()
+        case ["list"]: try List(arguments).run()
+        case ["graph"]: try Graph(arguments).run()
+        case ["clean"]: try Clean(arguments).run()
+        case ["plugins"]: try Plugins(arguments).run()
+        case ["worker"]: try WorkerCommand(arguments).run()
+        default: preconditionFailure("kiln has no command \(arguments.command)")
+        }
+    }
+
+    /// Ends kiln with `status` (exit(3) flushes what `print` buffered). A command exits rather
+    /// than returns where it holds a large graph: the kernel frees it faster than deinit does.
+    static func exit(_ status: Int32 = 0) -> Never {
+        Glibc.exit(status)
+    }
+}
+
+/// A failure already said: the exit status it means.
+///
+/// Threading: a value type; `Sendable`.
+struct ExitCode: Error, Sendable {
+    let status: Int32
+
+    init(_ status: Int32) {
+        self.status = status
+    }
 }
 
 /// Options every command that reads a Taskfile shares.
-struct TaskfileOptions: ParsableArguments {
-    @Option(
-        name: [.customShort("t"), .long],
-        help: "The Taskfile to use (default: Taskfile.yml here or in a parent directory)."
-    )
+struct TaskfileOptions {
+    static let specs: [OptionSpec] = [
+        .value(
+            "taskfile",
+            short: "t",
+            help: "The Taskfile to use (default: Taskfile.yml here or in a parent directory)."
+        ),
+        .repeatable(
+            "plugin-path",
+            help: "A directory to look for plugins in, before KILN_PLUGIN_PATH and kiln's own directory (repeatable)."
+        ),
+        .flag(
+            "allow-insecure-plugins",
+            help: "Load plugins even from files or directories others can write (loading a plugin runs its code)."
+        ),
+        .value("dir", help: "The directory to work in, as if kiln were started there (go-task's --dir)."),
+    ]
+
     var taskfile: String?
-
-    @Option(help: "A directory to look for plugins in, before KILN_PLUGIN_PATH and kiln's own directory (repeatable).")
     var pluginPath: [String] = []
-
-    @Flag(help: "Load plugins even from files or directories others can write (loading a plugin runs its code).")
     var allowInsecurePlugins = false
-
-    @Option(name: .long, help: "The directory to work in, as if kiln were started there (go-task's --dir).")
     var dir: String?
+
+    init(_ arguments: ParsedArguments) {
+        taskfile = arguments.value("taskfile")
+        pluginPath = arguments.values("plugin-path")
+        allowInsecurePlugins = arguments.flag("allow-insecure-plugins")
+        dir = arguments.value("dir")
+    }
 
     var plugins: PluginOptions { PluginOptions(searchPaths: pluginPath, allowInsecure: allowInsecurePlugins) }
 

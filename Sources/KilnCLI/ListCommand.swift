@@ -1,23 +1,35 @@
-import ArgumentParser
+import KilnCommandLine
 import KilnHost
 
 extension Kiln {
-    struct List: ParsableCommand {
-        static let configuration = CommandConfiguration(
-            commandName: "list",
-            abstract: "List the tasks of the Taskfile."
+    struct List {
+        static let spec = CommandSpec(
+            name: "list",
+            abstract: "List the tasks of the Taskfile.",
+            options: TaskfileOptions.specs + [
+                .flag("json", help: "Print JSON."),
+                .flag(
+                    "described",
+                    help: "Only the tasks with a 'desc:' (go-task's --list; plain 'kiln list' is its --list-all)."
+                ),
+                .value(
+                    "summary",
+                    help: "Print one task's summary, dependencies, aliases and commands (go-task's --summary)."
+                ),
+            ]
         )
 
-        @OptionGroup var options: TaskfileOptions
-
-        @Flag(help: "Print JSON.")
-        var json = false
-
-        @Flag(help: "Only the tasks with a 'desc:' (go-task's --list; plain 'kiln list' is its --list-all).")
-        var described = false
-
-        @Option(help: "Print one task's summary, dependencies, aliases and commands (go-task's --summary).")
+        var options: TaskfileOptions
+        var json: Bool
+        var described: Bool
         var summary: String?
+
+        init(_ arguments: ParsedArguments) {
+            options = TaskfileOptions(arguments)
+            json = arguments.flag("json")
+            described = arguments.flag("described")
+            summary = arguments.value("summary")
+        }
 
         func run() throws {
             let project: Project

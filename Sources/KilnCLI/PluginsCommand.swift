@@ -1,23 +1,27 @@
-import ArgumentParser
+import KilnCommandLine
 import KilnHost
 import KilnPluginAPI
 
 extension Kiln {
-    struct Plugins: ParsableCommand {
-        static let configuration = CommandConfiguration(
-            commandName: "plugins",
+    struct Plugins {
+        static let spec = CommandSpec(
+            name: "plugins",
             abstract: "List the task plugins kiln can load: each one's name, version, ABI, file and task kinds.",
             discussion: """
                 Plugins are the Taskfile's 'plugins:' entries and every libkiln-NAME.so in the \
                 --plugin-path directories, then KILN_PLUGIN_PATH, then kiln's own directory. A \
                 plugin that can't be loaded is listed with the reason, and the exit status is 1.
-                """
+                """,
+            options: TaskfileOptions.specs + [.flag("json", help: "Print a JSON array instead of text.")]
         )
 
-        @OptionGroup var options: TaskfileOptions
+        var options: TaskfileOptions
+        var json: Bool
 
-        @Flag(help: "Print a JSON array instead of text.")
-        var json = false
+        init(_ arguments: ParsedArguments) {
+            options = TaskfileOptions(arguments)
+            json = arguments.flag("json")
+        }
 
         func run() throws {
             let registry = TaskKindRegistry()
@@ -55,7 +59,7 @@ extension Kiln {
                 let search = loader.directories.joined(separator: ":")
                 System.write(text.isEmpty ? "kiln: no plugins found (searched \(search))\n" : text, to: 1)
             }
-            Kiln.exit(withError: failed ? ExitCode(ExitStatus.jobFailed) : nil)
+            Kiln.exit(failed ? ExitStatus.jobFailed : 0)
         }
     }
 }

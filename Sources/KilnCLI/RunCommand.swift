@@ -1,5 +1,5 @@
-import ArgumentParser
 import Dispatch
+import KilnCommandLine
 import KilnGit
 import KilnHookPlan
 import KilnHost
@@ -10,161 +10,138 @@ import Synchronization
 #endif
 
 extension Kiln {
-    struct Run: ParsableCommand {
+    struct Run {
         /// How long after Ctrl-C or SIGTERM kiln waits for jobs to stop before it exits anyway:
         /// past the commands' grace period (SIGTERM, then SIGKILL after 2 s).
         static let stopDeadline = 5.0
 
-        static let configuration = CommandConfiguration(
-            commandName: "run",
+        static let spec = CommandSpec(
+            name: "run",
             abstract: "Run tasks and everything they depend on.",
             discussion: """
                 With no TASK, runs the task named 'default'. Without --keep-going the first failure \
                 stops new jobs from starting (running ones finish). Ctrl-C stops every running \
                 command (SIGTERM to its process group, SIGKILL after 2 s) and exits with 130.
-                """
+                """,
+            options: TaskfileOptions.specs + [
+                .value(
+                    "jobs",
+                    short: "j",
+                    joined: true,
+                    help: "Width of the cpu queue: how many cpu-bound jobs run at once (default: cores)."
+                ),
+                .flag("dry-run", short: "d", help: "Print the jobs a run would make, and run nothing."),
+                .flag("keep-going", short: "k", help: "Keep running everything that does not depend on a failed job."),
+                .value(
+                    "batch-size",
+                    help: "Jobs of an 'each: sources' task created at a time (a task's 'batch:' wins). (default: 256)"
+                ),
+                .flag("json", help: "Print one JSON event per line instead of the status display."),
+                .value("trace", help: "Write a Chrome Trace Event file of the run (open it in Perfetto)."),
+                .flag("verbose", short: "v", help: "Print every command as it starts, and jobs that did not run."),
+                .flag("explain", help: "Print why each job runs, or that it is up to date."),
+                .flag("wait", help: "Wait for another kiln run on this project to finish, instead of failing at once."),
+                .value("wait-limit", help: "With --wait, give up (exit 3) after this many seconds."),
+                .flag(
+                    "affected",
+                    help:
+                        "Run only the tasks that files changed in git affect, and what depends on them (see 'kiln affected')."
+                ),
+            ] + ChangeOptions.specs + RemoteOptions.specs + [
+                .flag("force", short: "f", help: "Run every job, even those that are up to date (go-task's --force)."),
+                .flag("yes", short: "y", help: "Answer yes to every task's 'prompt:' (go-task's --yes)."),
+                .flag(
+                    "silent",
+                    short: "s",
+                    help: "go-task's --silent: kiln never echoes commands, so it changes nothing."
+                ),
+                .value(
+                    "output",
+                    help:
+                        "go-task's output style (interleaved, group, prefixed): kiln always prints each job's output whole, under its name."
+                ),
+                .flag(
+                    "watch",
+                    short: "w",
+                    help:
+                        "Watch the sources of the tasks (and of what they depend on and call) and run again when they change; Ctrl-C stops (go-task's --watch)."
+                ),
+                .value(
+                    "interval",
+                    help:
+                        "With --watch, how often to look for changes: a Go duration (default: the Taskfile's 'interval:', else 100ms)."
+                ),
+            ],
+            positionals: [
+                .many(
+                    "tasks",
+                    help:
+                        "The tasks to run, NAME=value variables for the Taskfile, and after -- the arguments {{.CLI_ARGS}} holds (go-task's)."
+                )
+            ],
+            keepsWordsAfterDashes: true
         )
 
-        @OptionGroup var options: TaskfileOptions
-
-        @Argument(
-            help:
-                "The tasks to run, NAME=value variables for the Taskfile, and after -- the arguments {{.CLI_ARGS}} holds (go-task's)."
-        )
-        var tasks: [String] = []
-
-        /// The arguments after `--` (the parser hands them over with the tasks; kiln's own argv says
-        /// where they start).
-        var cliArguments: [String] {
-            guard let dash = CommandLine.arguments.firstIndex(of: "--") else { return [] }
-            return Array(CommandLine.arguments[(dash + 1)...])
-        }
-
+        var options: TaskfileOptions
         /// The tasks and variables, before `--`.
-        var taskArguments: [String] { Array(tasks.dropLast(min(tasks.count, cliArguments.count))) }
-
-        @Option(
-            name: [.customShort("j", allowingJoined: true), .long],
-            help: "Width of the cpu queue: how many cpu-bound jobs run at once (default: cores)."
-        )
+        var taskArguments: [String]
+        /// The arguments after `--`: `{{.CLI_ARGS}}`.
+        var cliArguments: [String]
         var jobs: Int?
-
-        @Flag(name: .shortAndLong, help: "Print the jobs a run would make, and run nothing.")
-        var dryRun = false
-
-        @Flag(name: .shortAndLong, help: "Keep running everything that does not depend on a failed job.")
-        var keepGoing = false
-
-        @Option(help: "Jobs of an 'each: sources' task created at a time (a task's 'batch:' wins).")
-        var batchSize: Int = 256
-
-        @Flag(help: "Print one JSON event per line instead of the status display.")
-        var json = false
-
-        @Option(help: "Write a Chrome Trace Event file of the run (open it in Perfetto).")
+        var dryRun: Bool
+        var keepGoing: Bool
+        var batchSize: Int
+        var json: Bool
         var trace: String?
-
-        @Flag(name: .shortAndLong, help: "Print every command as it starts, and jobs that did not run.")
-        var verbose = false
-
-        @Flag(help: "Print why each job runs, or that it is up to date.")
-        var explain = false
-
-        @Flag(help: "Wait for another kiln run on this project to finish, instead of failing at once.")
-        var wait = false
-
-        @Option(name: .customLong("wait-limit"), help: "With --wait, give up (exit 3) after this many seconds.")
+        var verbose: Bool
+        var explain: Bool
+        var wait: Bool
         var waitLimit: Double?
-
-        @Flag(
-            help: "Run only the tasks that files changed in git affect, and what depends on them (see 'kiln affected')."
-        )
-        var affected = false
-
-        @OptionGroup var changes: ChangeOptions
-
-        @Option(
-            name: .customLong("remote-cache"),
-            help:
-                "A REAPI server to look results up in and store them to: grpc://HOST:PORT (default: $KILN_REMOTE_CACHE, else the Taskfile's 'remote:')."
-        )
-        var remoteCache: String?
-
-        @Option(
-            name: .customLong("remote-executor"),
-            help:
-                "A REAPI server to run the jobs that claim 'remote' on (all of them with --remote-execute); it is the remote cache too (default: $KILN_REMOTE_EXECUTOR)."
-        )
-        var remoteExecutor: String?
-
-        @Flag(name: .customLong("remote-execute"), help: "Send every job the remote executor can run to it.")
-        var remoteExecute = false
-
-        @Option(
-            name: .customLong("remote-instance"),
-            help: "The remote's instance name (default: $KILN_REMOTE_INSTANCE)."
-        )
-        var remoteInstance: String?
-
-        @Flag(name: .customLong("remote-cache-read-only"), help: "Look results up in the remote cache; store none.")
-        var remoteCacheReadOnly = false
-
-        /// The remote options together.
-        var remote: RemoteOptions {
-            RemoteOptions(
-                cache: remoteCache,
-                executor: remoteExecutor,
-                executeAll: remoteExecute,
-                instance: remoteInstance,
-                readOnly: remoteCacheReadOnly
-            )
-        }
-
-        @Flag(name: .shortAndLong, help: "Run every job, even those that are up to date (go-task's --force).")
-        var force = false
-
-        @Flag(name: .shortAndLong, help: "Answer yes to every task's 'prompt:' (go-task's --yes).")
-        var yes = false
-
-        @Flag(name: .shortAndLong, help: "go-task's --silent: kiln never echoes commands, so it changes nothing.")
-        var silent = false
-
-        @Option(
-            help:
-                "go-task's output style (interleaved, group, prefixed): kiln always prints each job's output whole, under its name."
-        )
-        var output: String?
-
-        @Flag(
-            name: .shortAndLong,
-            help:
-                "Watch the sources of the tasks (and of what they depend on and call) and run again when they change; Ctrl-C stops (go-task's --watch)."
-        )
-        var watch = false
-
-        @Option(
-            help:
-                "With --watch, how often to look for changes: a Go duration (default: the Taskfile's 'interval:', else 100ms)."
-        )
+        var affected: Bool
+        var changes: ChangeOptions
+        var remote: RemoteOptions
+        var force: Bool
+        var yes: Bool
+        var silent: Bool
+        var watch: Bool
         var interval: String?
 
-        func validate() throws {
+        /// `kiln run`'s options, checked.
+        ///
+        /// - Throws: A usage error for a value out of range or options that don't go together.
+        init(_ arguments: ParsedArguments) throws(UsageError) {
+            options = TaskfileOptions(arguments)
+            taskArguments = arguments.positionals
+            cliArguments = arguments.afterDashes
+            jobs = try arguments.integer("jobs", atLeast: 1)
+            dryRun = arguments.flag("dry-run")
+            keepGoing = arguments.flag("keep-going")
+            batchSize = try arguments.integer("batch-size", atLeast: 1) ?? 256
+            json = arguments.flag("json")
+            trace = arguments.value("trace")
+            verbose = arguments.flag("verbose")
+            explain = arguments.flag("explain")
+            wait = arguments.flag("wait")
+            waitLimit = try arguments.number("wait-limit")
+            affected = arguments.flag("affected")
+            changes = ChangeOptions(arguments)
+            remote = try RemoteOptions(arguments)
+            force = arguments.flag("force")
+            yes = arguments.flag("yes")
+            silent = arguments.flag("silent")
+            _ = try arguments.choice("output", among: ["interleaved", "group", "prefixed"])
+            watch = arguments.flag("watch")
+            interval = arguments.value("interval")
             if let interval, GoDuration(interval).map({ $0.seconds > 0 }) != true {
-                throw ValidationError(
+                throw arguments.usageError(
                     "--interval must be a duration greater than zero as Go writes one (100ms, 1s), not '\(interval)'"
                 )
             }
             if watch, dryRun || affected {
-                throw ValidationError(
+                throw arguments.usageError(
                     "--watch runs the tasks again and again; it doesn't go with --dry-run or --affected"
                 )
             }
-            if let output, !["interleaved", "group", "prefixed"].contains(output) {
-                throw ValidationError("--output must be interleaved, group or prefixed")
-            }
-            if let jobs, jobs < 1 { throw ValidationError("-j must be at least 1") }
-            try remote.validate()
-            if batchSize < 1 { throw ValidationError("--batch-size must be at least 1") }
         }
 
         func run() throws {
@@ -230,7 +207,7 @@ extension Kiln {
                 // Like ninja, leave freeing a large graph to the kernel.
                 guard refusals.isEmpty else {
                     System.writeError(refusals)
-                    Kiln.exit(withError: ExitCode(ExitStatus.jobFailed))
+                    Kiln.exit(ExitStatus.jobFailed)
                 }
                 Kiln.exit()
             }
@@ -356,8 +333,7 @@ extension Kiln {
                 )
             }
             // Exit here rather than return: the kernel frees a large graph faster than deinit does.
-            if status == 0 { Kiln.exit() }
-            Kiln.exit(withError: ExitCode(status))
+            Kiln.exit(status)
         }
     }
 }

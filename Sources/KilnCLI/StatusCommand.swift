@@ -1,29 +1,37 @@
-import ArgumentParser
+import KilnCommandLine
 import KilnHost
 
 extension Kiln {
-    struct Status: ParsableCommand {
-        static let configuration = CommandConfiguration(
-            commandName: "status",
+    struct Status {
+        static let spec = CommandSpec(
+            name: "status",
             abstract: "Say what is out of date, without running anything.",
             discussion: """
                 Lists the jobs a run of TASK (default: 'default') would run now, each with the \
                 reason. A job whose dependency would run is listed with 'dependency X runs first': \
                 whether it really reruns depends on what that dependency leaves (early cutoff). \
                 Exit status 0, or with --exit-code 1 when something is out of date.
-                """
+                """,
+            options: TaskfileOptions.specs + [
+                .flag("json", help: "Print a JSON object instead of text."),
+                .flag("exit-code", help: "Exit with status 1 when a job is out of date."),
+            ],
+            positionals: [
+                .many("tasks", help: "The tasks a run would be given, and NAME=value variables for the Taskfile.")
+            ]
         )
 
-        @OptionGroup var options: TaskfileOptions
+        var options: TaskfileOptions
+        var tasks: [String]
+        var json: Bool
+        var exitCode: Bool
 
-        @Argument(help: "The tasks a run would be given, and NAME=value variables for the Taskfile.")
-        var tasks: [String] = []
-
-        @Flag(help: "Print a JSON object instead of text.")
-        var json = false
-
-        @Flag(help: "Exit with status 1 when a job is out of date.")
-        var exitCode = false
+        init(_ arguments: ParsedArguments) {
+            options = TaskfileOptions(arguments)
+            tasks = arguments.positionals
+            json = arguments.flag("json")
+            exitCode = arguments.flag("exit-code")
+        }
 
         func run() throws {
             let verdicts = try evaluate(options, targets: tasks)
@@ -42,34 +50,43 @@ extension Kiln {
                 for job in stale { text += "  \(job.label): \(job.reason)\n" }
                 System.write(text, to: 1)
             }
-            Kiln.exit(withError: exitCode && !stale.isEmpty ? ExitCode(ExitStatus.jobFailed) : nil)
+            Kiln.exit(exitCode && !stale.isEmpty ? ExitStatus.jobFailed : 0)
         }
     }
 
-    struct Explain: ParsableCommand {
-        static let configuration = CommandConfiguration(
-            commandName: "explain",
+    struct Explain {
+        static let spec = CommandSpec(
+            name: "explain",
             abstract: "Say, for every job, why a run would run it or that it is up to date — running nothing.",
             discussion: """
                 Like ninja's -d explain, without building: the first thing that differs from the \
                 last successful run — a changed input or definition, a missing or edited output, no \
                 record, a dependency that runs first. 'kiln run --explain' prints the same while it runs.
-                """
+                """,
+            options: TaskfileOptions.specs + [
+                .flag("json", help: "Print one JSON object per job instead of text."),
+                .flag(
+                    "remote-keys",
+                    help:
+                        "Also print each job's remote-cache keys: its action digest and its outputs' digests (SHA-256/size, as REAPI wants them)."
+                ),
+            ],
+            positionals: [
+                .many("tasks", help: "The tasks a run would be given, and NAME=value variables for the Taskfile.")
+            ]
         )
 
-        @OptionGroup var options: TaskfileOptions
+        var options: TaskfileOptions
+        var tasks: [String]
+        var json: Bool
+        var remoteKeys: Bool
 
-        @Argument(help: "The tasks a run would be given, and NAME=value variables for the Taskfile.")
-        var tasks: [String] = []
-
-        @Flag(help: "Print one JSON object per job instead of text.")
-        var json = false
-
-        @Flag(
-            help:
-                "Also print each job's remote-cache keys: its action digest and its outputs' digests (SHA-256/size, as REAPI wants them)."
-        )
-        var remoteKeys = false
+        init(_ arguments: ParsedArguments) {
+            options = TaskfileOptions(arguments)
+            tasks = arguments.positionals
+            json = arguments.flag("json")
+            remoteKeys = arguments.flag("remote-keys")
+        }
 
         func run() throws {
             var text = ""

@@ -1,4 +1,3 @@
-import ArgumentParser
 import Dispatch
 import KilnHost
 import KilnPaths
@@ -162,7 +161,7 @@ extension Kiln.Run {
                         SourceWatch(files: [$0.path], root: $0.root)
                     })
             else {
-                Kiln.exit(withError: ExitCode(ExitStatus.invalidTaskfile))
+                Kiln.exit(ExitStatus.invalidTaskfile)
             }
             let pause = Self.pause(interval, plan: plan)
             if plan != nil {

@@ -1,122 +1,85 @@
-import ArgumentParser
 import Glibc
+import KilnCommandLine
 import KilnHost
 import KilnPluginAPI
 
 /// `kiln worker`: a bot of a Remote Workers API scheduler (BuildGrid), running leases with
 /// buildbox-run against its own buildbox-casd.
 ///
-/// Not one of ArgumentParser's subcommands: ArgumentParser casts every subcommand's type on every
-/// kiln run, a no-op's too, and each cast that misses scans every protocol conformance loaded —
-/// 0.7M instructions for this one command. `kiln_cli_main` sends `kiln worker …` here first.
-enum WorkerCommand {
-    static let help = """
-        OVERVIEW: Run actions for a BuildGrid scheduler: a bot of its Bots API, until SIGINT or SIGTERM.
+/// Threading: the main thread.
+struct WorkerCommand {
+    static let spec = CommandSpec(
+        name: "worker",
+        abstract: "Run actions for a BuildGrid scheduler: a bot of its Bots API, until SIGINT or SIGTERM.",
+        discussion: """
+            Joins the scheduler's farm (CreateBotSession), picks up leases (UpdateBotSession) and runs each \
+            lease's Action with buildbox-run in its bubblewrap sandbox, against a buildbox-casd of the worker's \
+            own that proxies the server's CAS. A worker that stops reporting loses its session, and the \
+            scheduler gives its leases to another. Exit status 0 when stopped by a signal, 1 when the \
+            worker couldn't go on. See docs/remote.md.
+            """,
+        options: [
+            .value("server", help: "The scheduler (its Bots, CAS and ByteStream services): grpc://HOST:PORT."),
+            .value("instance", help: "The instance whose farm to join (default: the server's unnamed one)."),
+            .value("bot-id", help: "The bot's ID, unique in the farm (default: HOST-PID)."),
+            .value("dir", help: "Its casd's socket and cache, each lease's files (default: /tmp/kiln-worker-ID)."),
+            .value("jobs", short: "j", joined: true, help: "How many leases to run at once (default: 1)."),
+            .value("buildbox-casd", help: "buildbox-casd (default: found on PATH)."),
+            .value("buildbox-run", help: "buildbox-run (default: found on PATH)."),
+            .repeatable(
+                "runner-arg",
+                help: "An argument for every buildbox-run, after the default sandbox binds (repeatable)."
+            ),
+            .flag(
+                "no-default-binds",
+                help: "Don't bind /usr, /etc and Debian's /bin, /lib, /lib64 links (read-only) into the sandbox."
+            ),
+            .flag("verbose", short: "v", help: "Print each lease as it ends."),
+        ]
+    )
 
-        Joins the scheduler's farm (CreateBotSession), picks up leases (UpdateBotSession) and runs each
-        lease's Action with buildbox-run in its bubblewrap sandbox, against a buildbox-casd of the worker's
-        own that proxies the server's CAS. A worker that stops reporting loses its session, and the
-        scheduler gives its leases to another. See docs/remote.md.
-
-        USAGE: kiln worker --server grpc://HOST:PORT [options]
-
-        OPTIONS:
-          --server grpc://HOST:PORT  The scheduler (its Bots, CAS and ByteStream services).
-          --instance NAME            The instance whose farm to join (default: the server's unnamed one).
-          --bot-id ID                The bot's ID, unique in the farm (default: HOST-PID).
-          --dir DIR                  Its casd's socket and cache, each lease's files (default: /tmp/kiln-worker-ID).
-          -j, --jobs N               How many leases to run at once (default: 1).
-          --buildbox-casd PATH       buildbox-casd (default: found on PATH).
-          --buildbox-run PATH        buildbox-run (default: found on PATH).
-          --runner-arg ARG           An argument for every buildbox-run, after the default sandbox binds (repeatable).
-          --no-default-binds         Don't bind /usr, /etc and Debian's /bin, /lib, /lib64 links (read-only) into the sandbox.
-          -v, --verbose              Print each lease as it ends.
-          -h, --help                 Show this help.
-        """
-
-    /// Runs `kiln worker ARGUMENTS`; the exit status: 0 when stopped by a signal, 1 when the worker
-    /// couldn't go on, 64 for bad usage.
-    static func main(_ arguments: [String]) -> Int32 {
-        do {
-            let options = try WorkerOptions(parsing: arguments)
-            if options.help {
-                print(help)
-                return 0
-            }
-            try options.start()
-            return 0
-        } catch let error as ValidationError {
-            System.writeError("kiln worker: error: \(error.message)\n")
-            return 64
-        } catch {
-            return 1
-        }
-    }
-}
-
-/// `kiln worker`'s options, read by hand: `--name VALUE`, `--name=VALUE`, and the flags.
-struct WorkerOptions {
-    var server = ""
-    var instance = ""
+    var endpoint: RemoteEndpoint
     var botID: String?
     var directory: String?
-    var jobs = 1
+    var jobs: Int
     var casd: String?
     var runner: String?
-    var runnerArguments: [String] = []
-    var defaultBinds = true
-    var verbose = false
-    var help = false
+    var runnerArguments: [String]
+    var defaultBinds: Bool
+    var verbose: Bool
+    /// How errors found after parsing name the command.
+    private let arguments: ParsedArguments
 
-    init(parsing arguments: [String]) throws {
-        var rest = arguments[...]
-        while let argument = rest.popFirst() {
-            var name = argument
-            var inline: String?
-            if argument.hasPrefix("--"), let equals = argument.firstIndex(of: "=") {
-                name = String(argument[..<equals])
-                inline = String(argument[argument.index(after: equals)...])
-            }
-            func value() throws -> String {
-                if let inline { return inline }
-                guard let next = rest.popFirst() else { throw ValidationError("\(name) needs a value") }
-                return next
-            }
-            switch name {
-            case "--server": server = try value()
-            case "--instance": instance = try value()
-            case "--bot-id": botID = try value()
-            case "--dir": directory = try value()
-            case "-j", "--jobs":
-                let text = try value()
-                guard let number = Int(text), number >= 1 else {
-                    throw ValidationError("--jobs must be a number, at least 1, not '\(text)'")
-                }
-                jobs = number
-            case "--buildbox-casd": casd = try value()
-            case "--buildbox-run": runner = try value()
-            case "--runner-arg": runnerArguments.append(try value())
-            case "--no-default-binds": defaultBinds = false
-            case "-v", "--verbose": verbose = true
-            case "-h", "--help": help = true
-            default: throw ValidationError("kiln worker doesn't take '\(argument)' (see kiln worker --help)")
-            }
-        }
-        guard help || RemoteEndpoint(url: server, instance: instance) != nil else {
-            throw ValidationError(
+    /// - Throws: A usage error without a `grpc://HOST:PORT` server, or for fewer than one job.
+    init(_ arguments: ParsedArguments) throws(UsageError) {
+        self.arguments = arguments
+        let server = arguments.value("server") ?? ""
+        guard let endpoint = RemoteEndpoint(url: server, instance: arguments.value("instance") ?? "") else {
+            throw arguments.usageError(
                 server.isEmpty
-                    ? "kiln worker needs --server grpc://HOST:PORT"
+                    ? "a worker needs --server grpc://HOST:PORT: the scheduler whose farm to join"
                     : "--server must be grpc://HOST:PORT, not '\(server)'"
             )
         }
+        self.endpoint = endpoint
+        botID = arguments.value("bot-id")
+        directory = arguments.value("dir")
+        jobs = try arguments.integer("jobs", atLeast: 1) ?? 1
+        casd = arguments.value("buildbox-casd")
+        runner = arguments.value("buildbox-run")
+        runnerArguments = arguments.values("runner-arg")
+        defaultBinds = !arguments.flag("no-default-binds")
+        verbose = arguments.flag("verbose")
     }
 
     /// Runs the worker until SIGINT or SIGTERM.
-    func start() throws {
-        let endpoint = RemoteEndpoint(url: server, instance: instance)!
+    ///
+    /// - Throws: A usage error when buildbox-casd or buildbox-run isn't found; the exit status 1
+    ///   when the worker couldn't go on, once that is said.
+    func run() throws {
         let id = botID ?? "\(Self.hostName())-\(getpid())"
-        let casd = try Self.program(casd, named: "buildbox-casd", option: "--buildbox-casd")
-        let runner = try Self.program(runner, named: "buildbox-run", option: "--buildbox-run")
+        let casd = try program(casd, named: "buildbox-casd", option: "--buildbox-casd")
+        let runner = try program(runner, named: "buildbox-run", option: "--buildbox-run")
         // Debian's /bin, /lib and /lib64 are links into /usr: bound as directories. /etc holds
         // the compiler's alternatives links (cc → gcc).
         let binds = [
@@ -135,7 +98,7 @@ struct WorkerOptions {
         )
         if let failure = RemoteLibrary.runWorker(request) {
             System.writeError("kiln worker: \(failure.message)\n")
-            throw failure
+            throw ExitCode(1)
         }
     }
 
@@ -146,10 +109,10 @@ struct WorkerOptions {
     }
 
     /// `given`, which must be executable, else `name` on PATH.
-    private static func program(_ given: String?, named name: String, option: String) throws -> String {
+    private func program(_ given: String?, named name: String, option: String) throws(UsageError) -> String {
         if let given {
             guard access(given, X_OK) == 0 else {
-                throw ValidationError("\(option) \(given) isn't an executable file")
+                throw arguments.usageError("\(option) \(given) isn't an executable file")
             }
             return given
         }
@@ -157,6 +120,8 @@ struct WorkerOptions {
             let path = "\(directory)/\(name)"
             if access(path, X_OK) == 0 { return path }
         }
-        throw ValidationError("\(name) isn't on PATH; give it with \(option) PATH (scripts/remote-up fetches it)")
+        throw arguments.usageError(
+            "\(name) isn't on PATH; give it with \(option) PATH (scripts/remote-up fetches it)"
+        )
     }
 }

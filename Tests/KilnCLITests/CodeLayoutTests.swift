@@ -30,8 +30,11 @@ struct CodeLayoutTests {
         Layout(
             library: "libKilnCLI.so",
             list: "linker/hot-sections.txt",
-            modules: ["KilnCLI", "KilnHost", "KilnPaths", "KilnGit", "KilnGitFormat", "KilnHookPlan", "CKilnHost"],
-            unordered: ["ArgumentParser", "ArgumentParserToolInfo"],
+            modules: [
+                "KilnCLI", "KilnCommandLine", "KilnHost", "KilnPaths", "KilnGit", "KilnGitFormat", "KilnHookPlan",
+                "CKilnHost",
+            ],
+            unordered: [],
             mustPlace: ["kiln_cli_main", "ckiln_epoll_wait", "ckiln_spawn_direct"]
         ),
         Layout(

@@ -157,8 +157,8 @@ struct RemoteFarmTests {
         let cases: [([String], String)] = [
             (["worker"], "needs --server grpc://HOST:PORT"),
             (["worker", "--server", "http://x:1"], "--server must be grpc://HOST:PORT, not 'http://x:1'"),
-            (["worker", "--server=grpc://127.0.0.1:1", "--jobs", "0"], "--jobs must be a number, at least 1, not '0'"),
-            (["worker", "--server", "grpc://127.0.0.1:1", "--bogus"], "doesn't take '--bogus'"),
+            (["worker", "--server=grpc://127.0.0.1:1", "--jobs", "0"], "-j/--jobs must be at least 1"),
+            (["worker", "--server", "grpc://127.0.0.1:1", "--bogus"], "unknown option '--bogus'"),
             (["worker", "--server", "grpc://127.0.0.1:1", "--dir"], "--dir needs a value"),
             (
                 ["worker", "--server", "grpc://127.0.0.1:1", "--buildbox-casd", directory.path("none")],
