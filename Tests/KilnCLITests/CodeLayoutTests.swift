@@ -72,7 +72,8 @@ struct CodeLayoutTests {
     func listedFunctions(_ layout: Layout) throws -> [String] {
         let text = try String(contentsOfFile: Self.root + "/" + layout.list, encoding: .utf8)
         return text.split(separator: "\n").compactMap { line in
-            // Every named function; `.text..L__unnamed_*` is a glob of LLVM's unnamed helpers.
+            // Every named function; the `.text..L…` lines are globs of LLVM's helpers without a
+            // symbol (`.text..L__unnamed_*`, `.text..Lobjectdestroy*`).
             line.hasPrefix(".text.") && !line.hasPrefix(".text..") ? String(line.dropFirst(".text.".count)) : nil
         }
     }
@@ -80,7 +81,7 @@ struct CodeLayoutTests {
     /// The functions the linker can place by name: every definition of it, in every object
     /// linked into the library or in `layout.unordered`, is alone in a section named after it.
     /// (The compiler leaves some functions in an object's shared text section, more of them in a
-    /// debug build; and ArgumentParser, a dependency, is compiled without sections of their own.)
+    /// debug build; and a dependency may be compiled without sections of their own.)
     func placeableFunctions(_ layout: Layout) throws -> Set<String> {
         let directory = try built()
         var alone: [String: Bool] = [:]
