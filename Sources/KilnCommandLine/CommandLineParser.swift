@@ -64,7 +64,7 @@ public enum CommandLineParser {
         var parsed = ParsedArguments(command: path, spec: spec)
         var rest = words
         func fail(_ message: String) -> UsageError { UsageError(message, command: path) }
-        /// The value of `option`, given as `spelled`: the next word.
+        /// The next word: the value of the option written `spelled`.
         func nextValue(for spelled: String) throws(UsageError) -> String {
             guard let value = rest.popFirst() else { throw fail("\(spelled) needs a value") }
             return value
