@@ -34,7 +34,8 @@ extension Kiln {
                 .flag("keep-going", short: "k", help: "Keep running everything that does not depend on a failed job."),
                 .value(
                     "batch-size",
-                    help: "Jobs of an 'each: sources' task created at a time (a task's 'batch:' wins). (default: 256)"
+                    help:
+                        "Jobs of an 'each: sources' task created at a time (a task's 'batch:' wins). (default: \(RunOptions().batchSize))"
                 ),
                 .flag("json", help: "Print one JSON event per line instead of the status display."),
                 .value("trace", help: "Write a Chrome Trace Event file of the run (open it in Perfetto)."),
@@ -90,7 +91,8 @@ extension Kiln {
         var jobs: Int?
         var dryRun: Bool
         var keepGoing: Bool
-        var batchSize: Int
+        /// `--batch-size`; `nil`: the run's own default (``RunOptions/batchSize``).
+        var batchSize: Int?
         var json: Bool
         var trace: String?
         var verbose: Bool
@@ -116,7 +118,7 @@ extension Kiln {
             jobs = try arguments.integer("jobs", atLeast: 1)
             dryRun = arguments.flag("dry-run")
             keepGoing = arguments.flag("keep-going")
-            batchSize = try arguments.integer("batch-size", atLeast: 1) ?? 256
+            batchSize = try arguments.integer("batch-size", atLeast: 1)
             json = arguments.flag("json")
             trace = arguments.value("trace")
             verbose = arguments.flag("verbose")
@@ -232,7 +234,7 @@ extension Kiln {
             }
             settings.options.keepGoing = keepGoing
             settings.remote = { [remote] in remote.settings(over: $0) }
-            settings.options.batchSize = batchSize
+            if let batchSize { settings.options.batchSize = batchSize }
             settings.cpuWidth = jobs
             settings.wait = wait
             settings.waitLimit = waitLimit

@@ -15,8 +15,8 @@ package protocol SnapshotContents {
     var complete: Bool { get }
     /// Whether a task the run was given says `watch: true`.
     var watches: Bool { get }
-    /// Whether a job always runs.
-    var anyAlwaysRuns: Bool { get }
+    /// Whether a job is checked on every run (see ``UpToDateSnapshot/Job/checkedEveryRun``).
+    var anyCheckedEveryRun: Bool { get }
     /// How many watched paths there are.
     var pathCount: Int { get }
     /// The watched path at `position` (`0..<pathCount`).
@@ -31,9 +31,11 @@ package protocol SnapshotContents {
     /// jobs, not taken from a count kept beside them).
     var visitedJobCount: Int { get }
     /// Calls `body` with each job, in order: its key (`name`, or `name` NUL `source` for an
-    /// `each:` job, made only as it is written), whether it always runs, and the positions of
+    /// `each:` job, made only as it is written), whether it is checked on every run, and the positions of
     /// its paths.
-    func forEachJob(_ body: (_ name: String, _ source: String?, _ alwaysRuns: Bool, _ paths: ArraySlice<Int32>) -> Void)
+    func forEachJob(
+        _ body: (_ name: String, _ source: String?, _ checkedEveryRun: Bool, _ paths: ArraySlice<Int32>) -> Void
+    )
     /// Calls `body` with each job as ``forEachJob(_:)`` visits it, but only the length in bytes
     /// of its stored key (`name`, or `name` NUL `source`) and its paths: what counting the size
     /// needs.
@@ -122,16 +124,16 @@ extension SnapshotContents {
         writer.write(complete)
         writer.write(watches)
         writer.write(visitedJobCount)
-        writer.write(anyAlwaysRuns)
+        writer.write(anyCheckedEveryRun)
         writer.write(pathCount)
         for position in 0..<pathCount {
             writer.write(path(at: position))
             if writer.bytes.count >= threshold { drain(&writer) }
         }
         writer.write(visitedJobCount)
-        forEachJob { name, source, alwaysRuns, paths in
+        forEachJob { name, source, checkedEveryRun, paths in
             writer.write(key: name, source: source)
-            writer.write(alwaysRuns)
+            writer.write(checkedEveryRun)
             writer.write(paths.count)
             for index in paths { writer.write(Int(index)) }
             if writer.bytes.count >= threshold { drain(&writer) }
@@ -154,9 +156,9 @@ extension UpToDateSnapshot: SnapshotContents {
     package var visitedJobCount: Int { jobs.count }
 
     package func forEachJob(
-        _ body: (_ name: String, _ source: String?, _ alwaysRuns: Bool, _ paths: ArraySlice<Int32>) -> Void
+        _ body: (_ name: String, _ source: String?, _ checkedEveryRun: Bool, _ paths: ArraySlice<Int32>) -> Void
     ) {
-        for job in jobs { body(job.key, nil, job.alwaysRuns, job.paths[...]) }
+        for job in jobs { body(job.key, nil, job.checkedEveryRun, job.paths[...]) }
     }
 
     package var publishedCount: Int { published.count }

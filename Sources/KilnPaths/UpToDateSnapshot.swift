@@ -136,14 +136,16 @@ public struct UpToDateSnapshot: Sendable {
     public struct Job: Sendable {
         /// The job's key (its label).
         public var key: String
-        /// The task always runs (no `sources` and no `generates`).
-        public var alwaysRuns: Bool
+        /// The snapshot never vouches for the job: every run checks it. Its verdict rests on
+        /// what no path covers (it always runs, or has `status:`), or its check gave a warning
+        /// the next run must give again (a `sources:` pattern matched no file).
+        public var checkedEveryRun: Bool
         /// Indices into ``UpToDateSnapshot/paths``.
         public var paths: [Int32]
 
-        package init(key: String, alwaysRuns: Bool, paths: [Int32]) {
+        package init(key: String, checkedEveryRun: Bool, paths: [Int32]) {
             self.key = key
-            self.alwaysRuns = alwaysRuns
+            self.checkedEveryRun = checkedEveryRun
             self.paths = paths
         }
     }
@@ -162,8 +164,8 @@ public struct UpToDateSnapshot: Sendable {
     public var complete: Bool
     /// How many jobs there are (``jobs`` may not be read yet).
     public var jobCount: Int
-    /// Whether a job always runs (then no run is a no-op).
-    public var anyAlwaysRuns: Bool
+    /// Whether a job is checked on every run (then no run is a no-op).
+    public var anyCheckedEveryRun: Bool
     /// Whether a task the run was given says `watch: true`: a no-op run of it goes on watching.
     public var watches = false
 
@@ -175,7 +177,7 @@ public struct UpToDateSnapshot: Sendable {
         published: [String: ContentHash],
         complete: Bool,
         jobCount: Int,
-        anyAlwaysRuns: Bool
+        anyCheckedEveryRun: Bool
     ) {
         self.taskfileIdentity = taskfileIdentity
         self.targets = targets
@@ -184,7 +186,7 @@ public struct UpToDateSnapshot: Sendable {
         self.published = published
         self.complete = complete
         self.jobCount = jobCount
-        self.anyAlwaysRuns = anyAlwaysRuns
+        self.anyCheckedEveryRun = anyCheckedEveryRun
     }
 
     package static let magic = Array("KILNSNP\u{4}".utf8)
@@ -207,7 +209,7 @@ public struct UpToDateSnapshot: Sendable {
     public struct Scan: Sendable {
         /// The snapshot (without its paths and jobs after ``releasingDetail()``).
         public var snapshot: UpToDateSnapshot
-        /// Keys of the jobs that watch a path that changed, or that always run (empty after
+        /// Keys of the jobs that watch a path that changed, or that are checked on every run (empty after
         /// ``releasingDetail()``: ``dirtyAtPosition`` says it by position).
         public var dirtyJobs: Set<String>
         /// How many watched paths changed.
@@ -331,9 +333,9 @@ public struct UpToDateSnapshot: Sendable {
     }
 
     /// Whether, with none of its paths changed, the snapshot says a run does nothing: it covers
-    /// every job of the run, and none of them always runs. **The one no-op rule**, for the full
+    /// every job of the run, and none of them is checked on every run. **The one no-op rule**, for the full
     /// command's scan and the launcher's.
-    var vouchesForWholeRun: Bool { complete && !anyAlwaysRuns }
+    var vouchesForWholeRun: Bool { complete && !anyCheckedEveryRun }
 
     /// Loads the project's snapshot and checks every path it watches, in parallel; `nil` when
     /// there is none or it doesn't apply (another Taskfile, other targets, another format).
@@ -380,7 +382,7 @@ public struct UpToDateSnapshot: Sendable {
         for (position, job) in snapshot.jobs.enumerated() {
             jobPositions[job.key] = position
             for position in job.paths { watched[Int(position)] = true }
-            if job.alwaysRuns || job.paths.contains(where: { changedPositions.contains(Int($0)) }) {
+            if job.checkedEveryRun || job.paths.contains(where: { changedPositions.contains(Int($0)) }) {
                 dirty.insert(job.key)
             }
         }
@@ -554,7 +556,7 @@ public struct UpToDateSnapshot: Sendable {
         }
         layout.flagsAt = reader.offset
         guard let complete = reader.readBool(), let watches = reader.readBool(), let jobCount = reader.readInteger(),
-            let anyAlwaysRuns = reader.readBool(),
+            let anyCheckedEveryRun = reader.readBool(),
             let pathCount = reader.readInteger(), pathCount >= 0, pathCount <= bytes.count
         else { return nil }
         var paths: [WatchedPath] = []
@@ -574,7 +576,7 @@ public struct UpToDateSnapshot: Sendable {
             published: [:],
             complete: complete,
             jobCount: jobCount,
-            anyAlwaysRuns: anyAlwaysRuns
+            anyCheckedEveryRun: anyCheckedEveryRun
         )
         snapshot.watches = watches
         return (snapshot, reader.offset)
@@ -601,7 +603,8 @@ public struct UpToDateSnapshot: Sendable {
         var jobs: [Job] = []
         jobs.reserveCapacity(jobCount)
         for _ in 0..<jobCount {
-            guard let key = reader.readString(), let alwaysRuns = reader.readBool(), let count = reader.readInteger(),
+            guard let key = reader.readString(), let checkedEveryRun = reader.readBool(),
+                let count = reader.readInteger(),
                 count >= 0, count <= bytes.count
             else { return false }
             var indices: [Int32] = []
@@ -610,7 +613,7 @@ public struct UpToDateSnapshot: Sendable {
                 guard let index = reader.readInteger(), index >= 0, index < snapshot.paths.count else { return false }
                 indices.append(Int32(index))
             }
-            jobs.append(Job(key: key, alwaysRuns: alwaysRuns, paths: indices))
+            jobs.append(Job(key: key, checkedEveryRun: checkedEveryRun, paths: indices))
         }
         layout.publishedAt = reader.offset
         guard let publishedCount = reader.readInteger(), publishedCount >= 0, publishedCount <= bytes.count else {

@@ -125,6 +125,35 @@ import Testing
         #expect(json.standardOutput.contains(#""event":"warning""#), "\(json)")
         #expect(json.standardOutput.contains(#""line":4"#), "\(json)")
     }
+
+    @Test(
+        "a sources pattern matching nothing is said on every run, even one the snapshot would find a no-op"
+    )
+    func warningRepeats() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        try directory.write("Taskfile.yml", Self.taskfile)
+        try directory.write("src/a.c", "")
+        // Files old enough that the snapshot trusts their status at once: nothing but the
+        // warning makes the later runs look at them.
+        for path in ["Taskfile.yml", "src/a.c", "src", "."] {
+            try setModificationTime(directory.path(path), secondsAgo: 120)
+        }
+        let warning =
+            "\(directory.path("Taskfile.yml")):4:26: warning: 'nothing/**/*.c' in 'sources' of task 'a' matches no file"
+        for round in 1...3 {
+            let run = try await KilnProcess.run(["run", "a"], in: directory.path)
+            #expect(run.status == 0, "\(run)")
+            #expect(run.standardOutput.contains(warning), "round \(round): \(run)")
+            #expect(round == 1 || run.standardOutput.contains("1 up to date"), "round \(round): \(run)")
+        }
+        // Once the pattern matches, the warning goes, and the snapshot vouches for the job again.
+        try directory.write("nothing/deep/b.c", "")
+        try directory.write("missing.h", "")
+        let matched = try await KilnProcess.run(["run", "a"], in: directory.path)
+        #expect(matched.standardOutput.contains("1 ran"), "\(matched)")
+        #expect(!matched.standardOutput.contains("matches no file"), "\(matched)")
+    }
 }
 
 /// `each:` jobs: one per file however many patterns match it, and never two writing one output.

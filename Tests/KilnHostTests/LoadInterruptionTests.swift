@@ -40,15 +40,13 @@ import Testing
             interruption.interrupt(with: SIGTERM)
         }
         signaller.start()
-        let started = Date()
+        // Unstopped, the command would take its minute and give "late": it fails, killed.
         let result = DynamicVariables.run(
             "touch started; sleep 60; echo late",
             directory: directory.path,
             environment: [:],
             interruption: interruption
         )
-        // A watchdog, not a timing assertion: unstopped, the command takes a minute.
-        #expect(Date().timeIntervalSince(started) < 30)
         guard case .failure(let failure) = result else {
             Issue.record("the command gave a value: \(result)")
             return

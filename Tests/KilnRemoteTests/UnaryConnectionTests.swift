@@ -254,10 +254,9 @@ struct UnaryConnectionTests {
         }
     }
 
-    /// Calls GetActionResult on a connection to `listener` and returns how it failed, and after
-    /// how many seconds.
-    func failure(from listener: Listener, timeout: Duration) async throws -> (RPCError?, Double) {
-        let started = Date()
+    /// Calls GetActionResult on a connection to `listener` and returns how it failed (`nil`: it
+    /// didn't).
+    func failure(from listener: Listener, timeout: Duration) async throws -> RPCError? {
         do {
             let connection = try await UnaryConnection.connect(
                 host: "127.0.0.1",
@@ -272,9 +271,9 @@ struct UnaryConnectionTests {
                 timeout: timeout,
                 as: Build_Bazel_Remote_Execution_V2_ActionResult.self
             )
-            return (nil, Date().timeIntervalSince(started))
+            return nil
         } catch let error as RPCError {
-            return (error, Date().timeIntervalSince(started))
+            return error
         }
     }
 
@@ -286,10 +285,9 @@ struct UnaryConnectionTests {
             close(connection)
         }
         defer { listener.close() }
-        let (error, seconds) = try await failure(from: listener, timeout: .milliseconds(300))
+        // Without the deadline the call would wait forever.
+        let error = try await failure(from: listener, timeout: .milliseconds(300))
         #expect(error?.code == .deadlineExceeded, "\(String(describing: error))")
-        // A watchdog, not a timing assertion: without the deadline the call waits forever.
-        #expect(seconds < 30)
     }
 
     @Test("a server that closes the connection, or answers what isn't HTTP/2: the call fails, unavailable")
@@ -310,7 +308,7 @@ struct UnaryConnectionTests {
         defer { garbage.close() }
         for listener in [closing, garbage] {
             // Had the failure gone unnoticed, the call would end at its deadline instead.
-            let (error, _) = try await failure(from: listener, timeout: .seconds(120))
+            let error = try await failure(from: listener, timeout: .seconds(120))
             #expect(error?.code == .unavailable, "\(String(describing: error))")
         }
     }

@@ -174,6 +174,14 @@ public final class IncrementalState: Sendable {
         /// Its verdict rests on `status:` commands, which read what no signature covers: the
         /// snapshot never vouches for it.
         var hasStatus = false
+        /// One of its `sources:` patterns matched no file, and a warning said so: the snapshot
+        /// never vouches for it, so every run checks it and says so again until the pattern or
+        /// the files change.
+        var matchedNothing = false
+        /// Whether the snapshot the run writes leaves the job for the next run to check: its
+        /// verdict rests on what no signature covers (it always runs, or has `status:`), or a
+        /// warning that the next run must give again (``matchedNothing``).
+        var checkedEveryRun: Bool { reason == .alwaysRuns || hasStatus || matchedNothing }
         /// A piece that follows a guard (``TaskOptions/guardedBy``): the guard's key. Its
         /// verdict is the guard's; it has no record of its own, and publishes the guard's output
         /// signature (so what depends on the task sees the same one whether it ran or not).
@@ -377,10 +385,12 @@ public final class IncrementalState: Sendable {
         }
         // A plain task's inputs are its `sources:` patterns: one matching nothing is a warning.
         let sources = task.definition.each == .sources ? nil : task.definition.sourcesInPlace
+        var matchedNothing = false
         let unmatched: ((Int) -> Void)? = sources.map { sources in
             { [self] position in
                 // A view of the task's lists: its positions start where the sources do.
                 guard position < sources.count else { return }
+                matchedNothing = true
                 warn(
                     RunWarning(
                         "'\(request.inputs[position])' in 'sources' of task '\(task.definition.name)' matches no file, so no change there reruns it; check the pattern (see docs/taskfile.md#globs)",
@@ -441,6 +451,7 @@ public final class IncrementalState: Sendable {
         let check = { (reason: RunReason) in
             var check = Check(signature: signature, reason: reason, parts: parts, watched: watched.paths)
             check.outputLooksFrom = outputLooksFrom
+            check.matchedNothing = matchedNothing
             // For the job that runs (an up-to-date one makes none).
             if reason != .upToDate { check.prepared = prepared }
             return check
@@ -680,7 +691,7 @@ public final class IncrementalState: Sendable {
         // task's list's string), not its stored form: 64 bytes a job on the heap until the run ends.
         recorder.record(
             key: key,
-            alwaysRuns: check.reason == .alwaysRuns || check.hasStatus,
+            checkedEveryRun: check.checkedEveryRun,
             paths: watched.paths
         )
         publish(outputSignature(of: record), under: key)
@@ -704,7 +715,7 @@ public final class IncrementalState: Sendable {
         if let position = check.snapshotJob {
             recorder.carry(key: key, index: position)
         } else {
-            recorder.record(key: key, alwaysRuns: check.hasStatus, paths: check.watched)
+            recorder.record(key: key, checkedEveryRun: check.checkedEveryRun, paths: check.watched)
         }
         guard let signature = check.outputSignature else { return }
         publish(signature, under: key)
@@ -777,7 +788,7 @@ public final class IncrementalState: Sendable {
         for file in files { _ = watched.hash(relative(file), as: .xxh3, with: hasher) }
         guard let paths = watched.paths else {
             // Can't vouch: the list is incomplete.
-            recorder.record(key: JobKey(task: "\u{0}files the run rests on"), alwaysRuns: false, paths: nil)
+            recorder.record(key: JobKey(task: "\u{0}files the run rests on"), checkedEveryRun: false, paths: nil)
             return
         }
         recorder.recordListing(task: "\u{0}files the run rests on", paths: paths)
@@ -891,7 +902,7 @@ public final class IncrementalState: Sendable {
     /// guard published (nothing, until the task's last piece records the guard), and the
     /// snapshot notes it with no path of its own — its verdict rests on the guard's.
     private func follow(_ guardKey: JobKey, as key: JobKey) {
-        recorder.record(key: key, alwaysRuns: false, paths: [])
+        recorder.record(key: key, checkedEveryRun: false, paths: [])
         published.withLock { table in table[key] = table[guardKey] }
     }
 

@@ -34,14 +34,14 @@ final class SnapshotRecorder: Sendable {
     fileprivate struct Entry {
         /// Where its key is in the spill (``RecordSpill/key(at:)``).
         var keyAt: Int
-        var alwaysRuns: Bool
+        var checkedEveryRun: Bool
         /// A fresh job's first path and how many, or a carried job's index and -1.
         private var first: Int32
         private var count: Int32
 
-        init(keyAt: Int, alwaysRuns: Bool, paths: Paths) {
+        init(keyAt: Int, checkedEveryRun: Bool, paths: Paths) {
             self.keyAt = keyAt
-            self.alwaysRuns = alwaysRuns
+            self.checkedEveryRun = checkedEveryRun
             switch paths {
             case .fresh(let start, let count): (first, self.count) = (start, count)
             case .carried(let index): (first, count) = (Int32(index), -1)
@@ -124,7 +124,7 @@ final class SnapshotRecorder: Sendable {
 
     /// Records a job's paths; `nil` when they couldn't be captured (the snapshot then won't claim
     /// the job is up to date: the next run checks it against the build state).
-    func record(key: JobKey, alwaysRuns: Bool, paths: [WatchedPath]?) {
+    func record(key: JobKey, checkedEveryRun: Bool, paths: [WatchedPath]?) {
         guard let paths else {
             missed.withLock { $0 += 1 }
             return
@@ -136,7 +136,7 @@ final class SnapshotRecorder: Sendable {
             recorded.entries.append(
                 Entry(
                     keyAt: spill.append(key),
-                    alwaysRuns: alwaysRuns,
+                    checkedEveryRun: checkedEveryRun,
                     paths: .fresh(start: start, count: Int32(paths.count))
                 )
             )
@@ -153,7 +153,7 @@ final class SnapshotRecorder: Sendable {
     func carry(key: JobKey, index: Int) {
         recorded.withLock { recorded in
             let spill = recorded.spill(in: spillDirectory)
-            recorded.entries.append(Entry(keyAt: spill.append(key), alwaysRuns: false, paths: .carried(index)))
+            recorded.entries.append(Entry(keyAt: spill.append(key), checkedEveryRun: false, paths: .carried(index)))
         }
     }
 
@@ -178,23 +178,23 @@ final class SnapshotRecorder: Sendable {
             var key: Int
             /// Where its path positions are in ``Contents/positions``.
             var start: Int32
-            /// How many, complemented when the job always runs.
+            /// How many, complemented when the job is checked on every run.
             private var countAndRuns: Int32
 
-            init(key: Int, alwaysRuns: Bool, start: Int32, count: Int32) {
+            init(key: Int, checkedEveryRun: Bool, start: Int32, count: Int32) {
                 self.key = key
                 self.start = start
-                countAndRuns = alwaysRuns ? ~count : count
+                countAndRuns = checkedEveryRun ? ~count : count
             }
 
-            var alwaysRuns: Bool { countAndRuns < 0 }
+            var checkedEveryRun: Bool { countAndRuns < 0 }
             var count: Int32 { countAndRuns < 0 ? ~countAndRuns : countAndRuns }
         }
         var taskfileIdentity: ContentHash
         var targets: [String]
         var complete: Bool
         var watches = false
-        var anyAlwaysRuns: Bool
+        var anyCheckedEveryRun: Bool
         var paths: WatchedPathTable
         var jobs: [Job]
         var positions: [Int32]
@@ -209,17 +209,17 @@ final class SnapshotRecorder: Sendable {
         var isIntact: Bool { !(paths.spill?.failed ?? false) }
         var visitedJobCount: Int { jobs.count }
         func forEachJob(
-            _ body: (_ name: String, _ source: String?, _ alwaysRuns: Bool, _ paths: ArraySlice<Int32>) -> Void
+            _ body: (_ name: String, _ source: String?, _ checkedEveryRun: Bool, _ paths: ArraySlice<Int32>) -> Void
         ) {
             // This run's jobs' keys are read back from the spill (an entry makes it).
             let spill = paths.spill
             for job in jobs {
                 let paths = positions[Int(job.start)..<Int(job.start + job.count)]
                 if job.key < 0 {
-                    body(previous?.jobs[-1 - job.key].key ?? "", nil, job.alwaysRuns, paths)
+                    body(previous?.jobs[-1 - job.key].key ?? "", nil, job.checkedEveryRun, paths)
                 } else if let spill {
                     let key = spill.key(at: job.key)
-                    body(key.task, key.source, job.alwaysRuns, paths)
+                    body(key.task, key.source, job.checkedEveryRun, paths)
                 }
             }
         }
@@ -368,7 +368,7 @@ final class SnapshotRecorder: Sendable {
                 jobs.append(
                     Job(
                         key: -1 - index,
-                        alwaysRuns: job.alwaysRuns,
+                        checkedEveryRun: job.checkedEveryRun,
                         start: Int32(positions.count),
                         count: Int32(job.paths.count)
                     )
@@ -386,7 +386,7 @@ final class SnapshotRecorder: Sendable {
                     jobs.append(
                         Job(
                             key: entry.keyAt,
-                            alwaysRuns: entry.alwaysRuns,
+                            checkedEveryRun: entry.checkedEveryRun,
                             start: Int32(positions.count),
                             count: count
                         )
@@ -404,7 +404,7 @@ final class SnapshotRecorder: Sendable {
                 jobs.append(
                     Job(
                         key: entry.keyAt,
-                        alwaysRuns: false,
+                        checkedEveryRun: false,
                         start: Int32(positions.count),
                         count: Int32(paths.count)
                     )
@@ -465,7 +465,7 @@ final class SnapshotRecorder: Sendable {
             taskfileIdentity: taskfileIdentity,
             targets: targets,
             complete: complete,
-            anyAlwaysRuns: jobs.contains { $0.alwaysRuns },
+            anyCheckedEveryRun: jobs.contains { $0.checkedEveryRun },
             paths: table,
             jobs: jobs,
             positions: positions,
@@ -522,7 +522,7 @@ final class SnapshotRecorder: Sendable {
                 let entry = recorded.entries[position]
                 switch entry.paths {
                 case .carried(let index):
-                    guard came.indices.contains(index), came[index] == 0, !previous.jobs[index].alwaysRuns else {
+                    guard came.indices.contains(index), came[index] == 0, !previous.jobs[index].checkedEveryRun else {
                         return nil
                     }
                     came[index] = 1
@@ -531,7 +531,9 @@ final class SnapshotRecorder: Sendable {
                         came[index] == 0
                     else { return nil }
                     let job = previous.jobs[index]
-                    guard job.alwaysRuns == entry.alwaysRuns, job.paths.count == Int(count) else { return nil }
+                    guard job.checkedEveryRun == entry.checkedEveryRun, job.paths.count == Int(count) else {
+                        return nil
+                    }
                     came[index] = 2
                     for offset in 0..<Int(count) {
                         let seen = spill[Int(start) + offset]

@@ -160,14 +160,14 @@ struct RunTablesTests {
         let recorder = SnapshotRecorder(previous: nil)
         let first = WatchedPath(absent: "first", seenAt: 1)
         let second = WatchedPath(absent: "second", seenAt: 2)
-        recorder.record(key: JobKey(task: "job", source: "x"), alwaysRuns: true, paths: [first])
-        recorder.record(key: JobKey(task: "other"), alwaysRuns: false, paths: [first])
-        recorder.record(key: JobKey(task: "job", source: "x"), alwaysRuns: false, paths: [second])
+        recorder.record(key: JobKey(task: "job", source: "x"), checkedEveryRun: true, paths: [first])
+        recorder.record(key: JobKey(task: "other"), checkedEveryRun: false, paths: [first])
+        recorder.record(key: JobKey(task: "job", source: "x"), checkedEveryRun: false, paths: [second])
         let snapshot = try recorder.snapshot(expectedJobs: 2)
         #expect(snapshot.complete)
         #expect(snapshot.jobs.map(\.key) == ["other", JobKey(task: "job", source: "x").stored])
         let job = try #require(snapshot.jobs.last)
-        #expect(!job.alwaysRuns && job.paths.map { snapshot.paths[Int($0)].path } == ["second"])
+        #expect(!job.checkedEveryRun && job.paths.map { snapshot.paths[Int($0)].path } == ["second"])
     }
 }
 
@@ -330,7 +330,9 @@ struct SpilledRecordsTests {
             paths.append(record("src/\(number).c", state: 1, seenAt: 10))
             paths.append(record("out/\(number).o", state: 1, seenAt: 10))
             let own = [Int32(1 + 2 * number), Int32(2 + 2 * number)]
-            jobs.append(UpToDateSnapshot.Job(key: "t\(number)", alwaysRuns: false, paths: number < 2 ? own + [0] : own))
+            jobs.append(
+                UpToDateSnapshot.Job(key: "t\(number)", checkedEveryRun: false, paths: number < 2 ? own + [0] : own)
+            )
         }
         let previous = UpToDateSnapshot(
             taskfileIdentity: ContentHash(high: 1, low: 1),
@@ -340,7 +342,7 @@ struct SpilledRecordsTests {
             published: [:],
             complete: true,
             jobCount: jobCount,
-            anyAlwaysRuns: false
+            anyCheckedEveryRun: false
         )
         let recorder = SnapshotRecorder(previous: previous, spillDirectory: kiln)
         // Jobs 0 and 2 are up to date on the snapshot's word; the others ran again, job 1 after
@@ -352,7 +354,7 @@ struct SpilledRecordsTests {
                 record("src/\(number).c", state: 2, seenAt: 20), record("out/\(number).o", state: 2, seenAt: 20),
             ]
             if number == 1 { seen.append(record("shared.h", state: 2, seenAt: 20)) }
-            recorder.record(key: JobKey(task: "t\(number)"), alwaysRuns: false, paths: seen)
+            recorder.record(key: JobKey(task: "t\(number)"), checkedEveryRun: false, paths: seen)
         }
         let contents = recorder.snapshot(
             taskfileIdentity: ContentHash(high: 1, low: 1),
@@ -404,7 +406,7 @@ struct SpilledRecordsTests {
                 WatchedPath(absent: "out/\(number).o", seenAt: Int64(number)),
                 WatchedPath(absent: "include/shared.h", seenAt: 1),
             ]
-            recorder.record(key: key, alwaysRuns: number % 7 == 0, paths: paths)
+            recorder.record(key: key, checkedEveryRun: number % 7 == 0, paths: paths)
         }
         let contents = recorder.snapshot(
             taskfileIdentity: ContentHash(high: 1, low: 2),
@@ -416,7 +418,7 @@ struct SpilledRecordsTests {
         let bytes = try #require(FileManager.default.contents(atPath: UpToDateSnapshot.path(root: directory.path)))
         let snapshot = try #require(UpToDateSnapshot.decode([UInt8](bytes)))
         #expect(snapshot.complete && snapshot.jobs.map(\.key) == keys.map(\.stored))
-        #expect(snapshot.jobs.enumerated().allSatisfy { $1.alwaysRuns == ($0 % 7 == 0) })
+        #expect(snapshot.jobs.enumerated().allSatisfy { $1.checkedEveryRun == ($0 % 7 == 0) })
         #expect(snapshot.paths.count == keys.count + 1)
         let last = try #require(snapshot.jobs.last)
         #expect(last.paths.map { snapshot.paths[Int($0)].path } == ["out/2999.o", "include/shared.h"])
@@ -432,12 +434,12 @@ struct SpilledRecordsTests {
             var targets: [String] { snapshot.targets }
             var complete: Bool { snapshot.complete }
             var watches: Bool { snapshot.watches }
-            var anyAlwaysRuns: Bool { snapshot.anyAlwaysRuns }
+            var anyCheckedEveryRun: Bool { snapshot.anyCheckedEveryRun }
             var pathCount: Int { snapshot.pathCount }
             func path(at position: Int) -> WatchedPath { snapshot.path(at: position) }
             var visitedJobCount: Int { snapshot.visitedJobCount }
             func forEachJob(
-                _ body: (_ name: String, _ source: String?, _ alwaysRuns: Bool, _ paths: ArraySlice<Int32>) -> Void
+                _ body: (_ name: String, _ source: String?, _ checkedEveryRun: Bool, _ paths: ArraySlice<Int32>) -> Void
             ) { snapshot.forEachJob(body) }
             var publishedCount: Int { snapshot.publishedCount }
             func forEachPublished(_ body: (_ name: String, _ source: String?, _ signature: ContentHash) -> Void) {
@@ -446,7 +448,7 @@ struct SpilledRecordsTests {
             var isIntact: Bool { false }
         }
         let recorder = SnapshotRecorder(previous: nil, spillDirectory: directory.path(".kiln"))
-        recorder.record(key: JobKey(task: "job"), alwaysRuns: false, paths: [WatchedPath(absent: "a", seenAt: 1)])
+        recorder.record(key: JobKey(task: "job"), checkedEveryRun: false, paths: [WatchedPath(absent: "a", seenAt: 1)])
         let snapshot = try recorder.snapshot(expectedJobs: 1)
         #expect(snapshot.write(root: directory.path))
         #expect(FileManager.default.fileExists(atPath: UpToDateSnapshot.path(root: directory.path)))

@@ -13,14 +13,14 @@ struct SnapshotPatchTests {
     /// What a snapshot says, whatever the order of its jobs, paths and signatures.
     struct Canonical: Equatable, CustomStringConvertible {
         struct Job: Equatable {
-            var alwaysRuns: Bool
+            var checkedEveryRun: Bool
             var paths: [WatchedPath]
         }
         var identity: ContentHash
         var targets: [String]
         var complete: Bool
         var watches: Bool
-        var anyAlwaysRuns: Bool
+        var anyCheckedEveryRun: Bool
         var jobs: [String: Job]
         var paths: [String: WatchedPath]
         var published: [String: ContentHash]
@@ -30,10 +30,10 @@ struct SnapshotPatchTests {
             targets = snapshot.targets
             complete = snapshot.complete
             watches = snapshot.watches
-            anyAlwaysRuns = snapshot.anyAlwaysRuns
+            anyCheckedEveryRun = snapshot.anyCheckedEveryRun
             jobs = Dictionary(
                 uniqueKeysWithValues: snapshot.jobs.map {
-                    ($0.key, Job(alwaysRuns: $0.alwaysRuns, paths: $0.paths.map { snapshot.paths[Int($0)] }))
+                    ($0.key, Job(checkedEveryRun: $0.checkedEveryRun, paths: $0.paths.map { snapshot.paths[Int($0)] }))
                 }
             )
             paths = Dictionary(uniqueKeysWithValues: snapshot.paths.map { ($0.path, $0) })
@@ -101,7 +101,7 @@ struct SnapshotPatchTests {
                 }
                 let distinct = watched.reduce(into: [Int32]()) { if !$0.contains($1) { $0.append($1) } }
                 watchedAny.formUnion(distinct.map(Int.init))
-                return UpToDateSnapshot.Job(key: "j\(index)", alwaysRuns: false, paths: distinct)
+                return UpToDateSnapshot.Job(key: "j\(index)", checkedEveryRun: false, paths: distinct)
             }
             var published = Dictionary(
                 uniqueKeysWithValues: jobs.map { ($0.key, ContentHash(high: random.next(), low: 1)) }
@@ -115,7 +115,7 @@ struct SnapshotPatchTests {
                 published: published,
                 complete: true,
                 jobCount: jobCount,
-                anyAlwaysRuns: false
+                anyCheckedEveryRun: false
             )
             #expect(previous.write(root: directory.path("old")))
             let (read, base) = try #require(UpToDateSnapshot.readWithBase(root: directory.path("old")))
@@ -175,7 +175,7 @@ struct SnapshotPatchTests {
                     seen.append(Self.record("new\(round)", state: 1, seenAt: 2_000))
                 }
                 for recorder in recorders {
-                    recorder.record(key: JobKey(task: job.key), alwaysRuns: false, paths: seen)
+                    recorder.record(key: JobKey(task: job.key), checkedEveryRun: false, paths: seen)
                 }
                 table[name: job.key] = nil
                 table[name: job.key] =
@@ -249,11 +249,11 @@ struct SnapshotPatchTests {
             taskfileIdentity: ContentHash(high: 1, low: 1),
             targets: ["build"],
             paths: paths,
-            jobs: [UpToDateSnapshot.Job(key: "build", alwaysRuns: false, paths: (0..<3_000).map(Int32.init))],
+            jobs: [UpToDateSnapshot.Job(key: "build", checkedEveryRun: false, paths: (0..<3_000).map(Int32.init))],
             published: ["build": ContentHash(high: 1, low: 1)],
             complete: false,
             jobCount: 1,
-            anyAlwaysRuns: false
+            anyCheckedEveryRun: false
         )
         #expect(previous.write(root: directory.path))
         let (_, base) = try #require(UpToDateSnapshot.readWithBase(root: directory.path))
@@ -286,11 +286,11 @@ struct SnapshotPatchTests {
             taskfileIdentity: ContentHash(high: 1, low: 1),
             targets: [],
             paths: [Self.record("a", state: 1, seenAt: 1_000)],
-            jobs: [UpToDateSnapshot.Job(key: "a", alwaysRuns: false, paths: [0])],
+            jobs: [UpToDateSnapshot.Job(key: "a", checkedEveryRun: false, paths: [0])],
             published: ["a": ContentHash(high: 1, low: 1)],
             complete: true,
             jobCount: 1,
-            anyAlwaysRuns: false
+            anyCheckedEveryRun: false
         )
         #expect(previous.write(root: directory.path))
         let before = try #require(FileManager.default.contents(atPath: directory.path(".kiln/snapshot")))
@@ -382,7 +382,9 @@ struct SnapshotPatchTests {
         try FileManager.default.createDirectory(atPath: directory.path(".kiln"), withIntermediateDirectories: true)
         let names = (0..<6).map { "t\($0)" }
         let paths = names.map { Self.record("src/\($0)", state: 1, seenAt: 1_000) }
-        let jobs = names.indices.map { UpToDateSnapshot.Job(key: names[$0], alwaysRuns: false, paths: [Int32($0)]) }
+        let jobs = names.indices.map {
+            UpToDateSnapshot.Job(key: names[$0], checkedEveryRun: false, paths: [Int32($0)])
+        }
         let snapshot = UpToDateSnapshot(
             taskfileIdentity: ContentHash(high: 1, low: 1),
             targets: [],
@@ -391,7 +393,7 @@ struct SnapshotPatchTests {
             published: Dictionary(uniqueKeysWithValues: names.map { ($0, ContentHash(high: 9, low: 9)) }),
             complete: true,
             jobCount: jobs.count,
-            anyAlwaysRuns: false
+            anyCheckedEveryRun: false
         )
         #expect(snapshot.write(root: directory.path))
         let order = Array(names.indices)

@@ -246,11 +246,11 @@ struct UpToDateSnapshotTests {
             taskfileIdentity: ContentHash(high: 8, low: 9),
             targets: ["build", "test"],
             paths: [file, WatchedPath(absent: "gone", seenAt: 10)],
-            jobs: [UpToDateSnapshot.Job(key: "compile src/a.c", alwaysRuns: false, paths: [0, 1])],
+            jobs: [UpToDateSnapshot.Job(key: "compile src/a.c", checkedEveryRun: false, paths: [0, 1])],
             published: ["compile src/a.c": ContentHash(high: 11, low: 12), "compile": ContentHash(high: 13, low: 14)],
             complete: true,
             jobCount: 1,
-            anyAlwaysRuns: false
+            anyCheckedEveryRun: false
         )
         let bytes = snapshot.encoded()
         let decoded = try #require(UpToDateSnapshot.decode(bytes))
@@ -293,7 +293,7 @@ struct UpToDateSnapshotTests {
         let jobs = (0..<count).map { index in
             UpToDateSnapshot.Job(
                 key: "each src/f\(index).txt",
-                alwaysRuns: index % 11 == 0,
+                checkedEveryRun: index % 11 == 0,
                 paths: index % 3 == 0 ? [] : [Int32(index), Int32((index * 7) % count)]
             )
         }
@@ -307,7 +307,7 @@ struct UpToDateSnapshotTests {
             published: published,
             complete: true,
             jobCount: jobs.count,
-            anyAlwaysRuns: true
+            anyCheckedEveryRun: true
         )
         #expect(snapshot.write(root: directory.path))
         let written = try #require(FileManager.default.contents(atPath: UpToDateSnapshot.path(root: directory.path)))
@@ -343,16 +343,16 @@ struct UpToDateSnapshotTests {
         let recorder = SnapshotRecorder(previous: nil)
         let (old, new) = Self.rewrittenHeader()
         let other = WatchedPath(absent: "other", seenAt: 50)
-        recorder.record(key: JobKey(task: "reader"), alwaysRuns: false, paths: [old, other])
-        recorder.record(key: JobKey(task: "writer"), alwaysRuns: false, paths: [new])
+        recorder.record(key: JobKey(task: "reader"), checkedEveryRun: false, paths: [old, other])
+        recorder.record(key: JobKey(task: "writer"), checkedEveryRun: false, paths: [new])
         let snapshot = try recorder.snapshot(expectedJobs: 2)
         #expect(snapshot.jobs.map(\.key) == ["writer"])
         #expect(snapshot.paths.first { $0.path == "gen.h" } == new)
         #expect(!snapshot.complete)
 
         let consistent = SnapshotRecorder(previous: nil)
-        consistent.record(key: JobKey(task: "a"), alwaysRuns: false, paths: [new])
-        consistent.record(key: JobKey(task: "b"), alwaysRuns: false, paths: [new, other])
+        consistent.record(key: JobKey(task: "a"), checkedEveryRun: false, paths: [new])
+        consistent.record(key: JobKey(task: "b"), checkedEveryRun: false, paths: [new, other])
         let whole = try consistent.snapshot(expectedJobs: 2)
         #expect(Set(whole.jobs.map(\.key)) == ["a", "b"])
         #expect(whole.paths.count == 2)
@@ -370,18 +370,18 @@ struct UpToDateSnapshotTests {
             targets: [],
             paths: stale + [new],
             jobs: [
-                UpToDateSnapshot.Job(key: "writer", alwaysRuns: false, paths: [500]),
-                UpToDateSnapshot.Job(key: "lister", alwaysRuns: false, paths: Array(0..<500)),
+                UpToDateSnapshot.Job(key: "writer", checkedEveryRun: false, paths: [500]),
+                UpToDateSnapshot.Job(key: "lister", checkedEveryRun: false, paths: Array(0..<500)),
             ],
             published: [:],
             complete: true,
             jobCount: 2,
-            anyAlwaysRuns: false
+            anyCheckedEveryRun: false
         )
         // Every job ran again: no job of the previous snapshot is in this one, so its state of
         // gen.h is no one's view and can't exclude the job that read gen.h.
         let fresh = SnapshotRecorder(previous: previous)
-        fresh.record(key: JobKey(task: "reader"), alwaysRuns: false, paths: [old])
+        fresh.record(key: JobKey(task: "reader"), checkedEveryRun: false, paths: [old])
         let afresh = try fresh.snapshot(expectedJobs: 1)
         #expect(afresh.jobs.map(\.key) == ["reader"])
         #expect(afresh.paths == [old])
@@ -392,7 +392,7 @@ struct UpToDateSnapshotTests {
         // the previous snapshot's other job watched are dropped.
         let carrying = SnapshotRecorder(previous: previous)
         carrying.carry(key: JobKey(task: "writer"), index: 0)
-        carrying.record(key: JobKey(task: "reader"), alwaysRuns: false, paths: [old])
+        carrying.record(key: JobKey(task: "reader"), checkedEveryRun: false, paths: [old])
         let carried = try carrying.snapshot(expectedJobs: 2)
         #expect(carried.jobs.map(\.key) == ["writer"])
         #expect(carried.paths == [new])
@@ -430,7 +430,7 @@ struct UpToDateSnapshotTests {
                 saw["job\(job)"] = state
                 recorder.record(
                     key: JobKey(task: "job\(job)"),
-                    alwaysRuns: false,
+                    checkedEveryRun: false,
                     paths: job % 2 == 0 ? [path] : [other, path]
                 )
             }
@@ -559,7 +559,7 @@ struct UpToDateSnapshotTests {
     @Test("a job whose paths couldn't be pinned (changed while read) makes the snapshot incomplete")
     func uncapturedJobMakesItIncomplete() throws {
         let recorder = SnapshotRecorder(previous: nil)
-        recorder.record(key: JobKey(task: "a"), alwaysRuns: false, paths: nil)
+        recorder.record(key: JobKey(task: "a"), checkedEveryRun: false, paths: nil)
         let snapshot = try recorder.snapshot(expectedJobs: 1)
         #expect(!snapshot.complete)
         #expect(snapshot.jobs.isEmpty)
