@@ -8,12 +8,27 @@ import PackageDescription
 
 let swiftSettings: [SwiftSetting] = [.swiftLanguageMode(.v6)]
 
+// What a run loads. No module of the host, its launcher or the runtime imports the string
+// processing library (Swift's Regex) by default, nor Dispatch's Swift overlay, which needs it:
+// loaded, it and the RegexParser it needs are 1 MB of a process's memory, and no run uses them
+// (the templates' regular expressions are Go's, KilnTemplate/GoRegexp.swift). LoadedLibrariesTests
+// and QuickRunTests hold this.
+let withoutStringProcessing = ["-Xfrontend", "-disable-implicit-string-processing-module-import"]
+
 // What a run executes, packed together (linker/README.md). The kernel maps a library's code in
 // blocks of 64 KB or more around each page a process runs, so code spread thin over a library
 // counts whole in every run's memory. Each function of the modules in libKilnCLI.so gets a
 // section of its own, and the linker puts those a run executes side by side
 // (linker/hot-sections.txt, from scripts/hot-sections).
-let packedSwiftSettings: [SwiftSetting] = swiftSettings + [.unsafeFlags(["-Xfrontend", "-function-sections"])]
+let packedSwiftSettings: [SwiftSetting] =
+    swiftSettings + [.unsafeFlags(["-Xfrontend", "-function-sections"] + withoutStringProcessing)]
+
+// The launcher and the modules it links (linked into libKilnCLI.so too) use no Swift concurrency:
+// without its implicit import, the launcher doesn't load it (nor the libdispatch it needs) to
+// answer a no-op run or a hook with nothing affected.
+let withoutConcurrency = ["-Xfrontend", "-disable-implicit-concurrency-module-import"]
+let launcherSwiftSettings: [SwiftSetting] =
+    swiftSettings + [.unsafeFlags(["-Xfrontend", "-function-sections"] + withoutStringProcessing + withoutConcurrency)]
 
 let package = Package(
     name: "Kiln",
@@ -64,12 +79,12 @@ let package = Package(
         .target(name: "CKilnHost", cSettings: [.unsafeFlags(["-ffunction-sections"])]),
         // What the host and the launcher share: Taskfile discovery, `sources:` matching, content
         // hashes, the Taskfile cache's header, the up-to-date snapshot, the run lock.
-        .target(name: "KilnPaths", dependencies: ["CXXHash"], swiftSettings: packedSwiftSettings),
+        .target(name: "KilnPaths", dependencies: ["CXXHash"], swiftSettings: launcherSwiftSettings),
         // libgit2, opened with dlopen on first use (Sources/CGit2/include/CGit2.h); its header from libgit2-dev.
         .target(name: "CGit2"),
         // Git's on-disk formats read directly (index, objects, packs, references): no libgit2,
         // so a hook with nothing to do never starts it.
-        .target(name: "KilnGitFormat", dependencies: ["CKilnZlib", "KilnPaths"], swiftSettings: packedSwiftSettings),
+        .target(name: "KilnGitFormat", dependencies: ["CKilnZlib", "KilnPaths"], swiftSettings: launcherSwiftSettings),
         // libgit2 for the changed files of a repository (kiln affected, run --affected).
         .target(
             name: "KilnGit",
@@ -171,7 +186,7 @@ let package = Package(
         .target(
             name: "KilnHookPlan",
             dependencies: ["KilnGitFormat", "KilnPaths"],
-            swiftSettings: packedSwiftSettings
+            swiftSettings: launcherSwiftSettings
         ),
         // kiln's command-line grammar: commands' specs, the parser, the help text. No Foundation: a
         // run never loads it.
@@ -198,7 +213,11 @@ let package = Package(
             ]
         ),
         // The launcher: answers a hook or a run with nothing to do itself, loads libKilnCLI.so otherwise.
-        .executableTarget(name: "kiln", dependencies: ["KilnHookPlan", "KilnPaths"], swiftSettings: swiftSettings),
+        .executableTarget(
+            name: "kiln",
+            dependencies: ["KilnHookPlan", "KilnPaths"],
+            swiftSettings: swiftSettings + [.unsafeFlags(withoutStringProcessing + withoutConcurrency)]
+        ),
         .executableTarget(
             name: "kiln-bench",
             dependencies: [

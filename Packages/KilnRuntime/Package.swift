@@ -7,6 +7,11 @@
 // dynamically, so the host and each plugin `.so` resolve the same `Job` class.
 import PackageDescription
 
+// No module here imports the string processing library (Swift's Regex) by default, as in the
+// host (the root's Package.swift): loaded, it and the RegexParser it needs are 1 MB of a process's
+// memory. The templates' regular expressions are Go's, matched by KilnTemplate/GoRegexp.swift.
+let withoutStringProcessing = ["-Xfrontend", "-disable-implicit-string-processing-module-import"]
+
 let package = Package(
     name: "KilnRuntime",
     products: [
@@ -24,6 +29,7 @@ let package = Package(
             dependencies: ["CKilnSystem"],
             swiftSettings: [
                 .swiftLanguageMode(.v6),
+                .unsafeFlags(withoutStringProcessing),
                 // Every shared field is guarded by a lock (the scheduler's or the job's), so the
                 // runtime's dynamic exclusivity checks only cost time (a TLS lookup per access).
                 .unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release)),
@@ -32,12 +38,16 @@ let package = Package(
         // Go's text/template, with go-task's and sprig's functions: the language of Taskfiles.
         .target(
             name: "KilnTemplate",
-            swiftSettings: [.swiftLanguageMode(.v6), .unsafeFlags(["-Xfrontend", "-function-sections"])]
+            swiftSettings: [
+                .swiftLanguageMode(.v6), .unsafeFlags(["-Xfrontend", "-function-sections"] + withoutStringProcessing),
+            ]
         ),
         .target(
             name: "KilnPluginAPI",
             dependencies: ["KilnJobs", "CKilnPluginABI", "KilnTemplate"],
-            swiftSettings: [.swiftLanguageMode(.v6), .unsafeFlags(["-Xfrontend", "-function-sections"])],
+            swiftSettings: [
+                .swiftLanguageMode(.v6), .unsafeFlags(["-Xfrontend", "-function-sections"] + withoutStringProcessing),
+            ],
             // What a run executes of this library and KilnTemplate, side by side (the root's
             // linker/README.md; scripts/hot-sections writes the list). The flag reaches only this
             // library's link, not its clients'.

@@ -46,7 +46,7 @@ extension Kiln {
                 for name in project.taskfile.hooks.keys.sorted() {
                     let path = directory + "/" + name
                     let existing = try? Files.readText(path)
-                    if let existing, !existing.contains(hookMarker) {
+                    if let existing, !existing.containsText(hookMarker) {
                         // Another tool wrote this hook after kiln chained the user's own: keeping
                         // both is the user's call, never an overwrite.
                         guard !Files.exists(path + ".kiln-chained") else {
@@ -90,7 +90,7 @@ extension Kiln {
                 let (_, directory) = try hookSetting(options)
                 for name in TaskfileLoader.hookNames {
                     let path = directory + "/" + name
-                    guard let text = try? Files.readText(path), text.contains(hookMarker) else { continue }
+                    guard let text = try? Files.readText(path), text.containsText(hookMarker) else { continue }
                     unlink(path)
                     if Files.exists(path + ".kiln-chained") {
                         rename(path + ".kiln-chained", path)
@@ -122,7 +122,7 @@ extension Kiln {
                     let tasks = project.taskfile.hooks[name]?.map(\.value) ?? []
                     let text = try? Files.readText(directory + "/" + name)
                     let installed =
-                        text?.contains(hookMarker) == true
+                        text?.containsText(hookMarker) == true
                         ? "installed" : text == nil ? "not installed" : "another hook (not Kiln's)"
                     let chained = Files.exists(directory + "/" + name + ".kiln-chained") ? ", chains your own" : ""
                     print(

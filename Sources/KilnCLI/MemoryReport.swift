@@ -1,3 +1,5 @@
+import KilnPaths
+
 #if canImport(Glibc)
     import Glibc
 #endif
@@ -30,6 +32,6 @@ enum MemoryReport {
         defer { free(buffer) }
         guard status == 0, let buffer else { return nil }
         let text = String(cString: buffer)
-        return text.split(separator: "<heap nr=", omittingEmptySubsequences: false).count - 1
+        return text.splitting(atText: "<heap nr=").count - 1
     }
 }

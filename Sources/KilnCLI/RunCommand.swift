@@ -1,8 +1,8 @@
-import Dispatch
 import KilnCommandLine
 import KilnGit
 import KilnHookPlan
 import KilnHost
+import KilnPaths
 import Synchronization
 
 #if canImport(Glibc)
@@ -147,7 +147,7 @@ extension Kiln {
         }
 
         func run() throws {
-            let started = DispatchTime.now().uptimeNanoseconds
+            let started = MonotonicClock.nanoseconds()
             let phases = PhaseClock()
             // Before any thread exists: Ctrl-C and SIGTERM are read from a signalfd, never delivered.
             let signals = SignalWatcher(descriptor: ProcessMonitor.blockTerminationSignals())
@@ -283,7 +283,7 @@ extension Kiln {
                     summary.upToDate = count
                     ConsoleReporter.printSummary(
                         summary,
-                        seconds: Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
+                        seconds: Double(MonotonicClock.nanoseconds() - started) / 1e9
                     )
                     phases.print()
                     if debugging("memory") { System.writeError("kiln: memory: \(MemoryReport.summary())\n") }

@@ -1,5 +1,5 @@
-import Dispatch
 import KilnHost
+import KilnJobs
 import KilnPaths
 
 #if canImport(Glibc)
@@ -87,7 +87,7 @@ final class RunControl: Sendable {
 /// Threading: made and stopped on one thread; it polls on its own.
 final class ChangePoller: Sendable {
     private let found = HostMutex<(stopped: Bool, change: String?)>((false, nil))
-    private let done = DispatchSemaphore(value: 0)
+    private let done = CountingSemaphore()
 
     /// Starts polling `watch` every `pause` microseconds; on the first change, `changed` is
     /// called (on the poller's thread) and polling ends.

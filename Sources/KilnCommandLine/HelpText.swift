@@ -10,12 +10,28 @@ public enum HelpText {
     /// Where the column of explanations starts.
     static let labelWidth = 26
 
+    /// `text`'s paragraphs: its runs of lines between blank ones.
+    static func paragraphs(of text: String) -> [String] {
+        var paragraphs: [String] = []
+        var lines: [Substring] = []
+        for line in text.split(separator: "\n", omittingEmptySubsequences: false) {
+            if !line.isEmpty {
+                lines.append(line)
+            } else if !lines.isEmpty {
+                paragraphs.append(lines.joined(separator: "\n"))
+                lines = []
+            }
+        }
+        if !lines.isEmpty { paragraphs.append(lines.joined(separator: "\n")) }
+        return paragraphs
+    }
+
     /// The help of the command `path` names under `root` (`kiln` is `root.name`).
     public static func help(for path: [String], root: CommandSpec) -> String {
         let spec = command(path, root: root)
         var text = wrap("OVERVIEW: " + spec.abstract, indent: 0) + "\n"
-        for paragraph in spec.discussion.split(separator: "\n\n", omittingEmptySubsequences: true) {
-            text += "\n" + wrap(String(paragraph), indent: 0) + "\n"
+        for paragraph in paragraphs(of: spec.discussion) {
+            text += "\n" + wrap(paragraph, indent: 0) + "\n"
         }
         text += "\nUSAGE: " + usage(for: path, root: root) + "\n"
         if !spec.positionals.isEmpty {

@@ -1,7 +1,7 @@
 import CGit2
-import Dispatch
 import KilnGitFormat
 import KilnHost
+import KilnPaths
 import Synchronization
 
 #if canImport(Glibc)
@@ -52,7 +52,7 @@ extension GitRepository {
         let chunk = 1024
         present.withUnsafeMutableBufferPointer { presentBuffer in
             nonisolated(unsafe) let presentFlags = presentBuffer  // each iteration writes its own positions
-            DispatchQueue.concurrentPerform(iterations: (entries.count + chunk - 1) / chunk) { part in
+            parallelLoop(iterations: (entries.count + chunk - 1) / chunk) { part in
                 var local: [GitChange] = []
                 var info = stat()
                 // The directory of the previous entry, open: most entries share their neighbour's.

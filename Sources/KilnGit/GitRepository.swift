@@ -1,6 +1,6 @@
 import CGit2
-import Dispatch
 import KilnGitFormat
+import KilnPaths
 import Synchronization
 
 #if canImport(Glibc)
@@ -47,7 +47,7 @@ public final class GitRepository: @unchecked Sendable {
     ///
     /// Threading: any thread, any number of times.
     public static func startLibgit2() {
-        DispatchQueue.global().async { _ = initialized }
+        HostThread.start { _ = initialized }
     }
 
     /// Opens and initialises libgit2 if ``startLibgit2()`` hasn't, or waits for it to finish.

@@ -1,4 +1,5 @@
 import CKilnZlib
+import KilnPaths
 
 #if canImport(Glibc)
     import Glibc
@@ -47,7 +48,7 @@ public final class GitObjectDatabase {
     /// - Throws: ``GitError`` `.unsupportedRepository` for a SHA-256 repository.
     public convenience init(layout: GitLayout) throws(GitError) {
         if let config = readSmallFile(layout.commonDirectory + "/config"),
-            String(decoding: config, as: UTF8.self).lowercased().contains("objectformat")
+            String(decoding: config, as: UTF8.self).lowercased().containsText("objectformat")
         {
             throw GitError(
                 code: .unsupportedRepository,

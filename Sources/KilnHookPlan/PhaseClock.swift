@@ -1,3 +1,5 @@
+import KilnPaths
+
 #if canImport(Glibc)
     import Glibc
 #endif
@@ -18,11 +20,7 @@ package final class PhaseClock {
         if let title { text += " \(title);" }
     }
 
-    private static func now() -> Int64 {
-        var time = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &time)
-        return Int64(time.tv_sec) * 1_000_000_000 + Int64(time.tv_nsec)
-    }
+    private static func now() -> Int64 { Int64(MonotonicClock.nanoseconds()) }
 
     /// Ends the phase called `name`: the time since the last mark (or the start).
     package func mark(_ name: String) {

@@ -152,7 +152,7 @@ public struct GlobPattern: Sendable, Hashable, CustomStringConvertible {
         guard let star = segments.firstIndex(of: "**"), star == segments.count - 2 else { return nil }
         let root = Array(segments[..<star])
         let name = segments[star + 1]
-        let rootIsLiteral = root.allSatisfy { !$0.contains("**") && !$0.contains(where: "*?[]{}".contains) }
+        let rootIsLiteral = root.allSatisfy { !$0.containsText("**") && !$0.contains(where: "*?[]{}".contains) }
         guard rootIsLiteral, !name.contains("{"), !name.contains("}") else { return nil }
         return .recursiveName(root: root, name: name)
     }
@@ -273,7 +273,7 @@ enum BraceExpansion {
 
     /// `{1..5}`, `{5..1}`, `{a..e}`: the values; `nil` when `body` is no sequence.
     private static func sequence(_ body: String) -> [String]? {
-        guard let dots = body.firstRange(of: ".."), !body[dots.upperBound...].contains("..") else { return nil }
+        guard let dots = body.firstRange(ofText: ".."), !body[dots.upperBound...].containsText("..") else { return nil }
         let parts = [String(body[..<dots.lowerBound]), String(body[dots.upperBound...])]
         if let first = Int(parts[0]), let last = Int(parts[1]) {
             guard (first - last).magnitude < UInt(limit) else { return nil }

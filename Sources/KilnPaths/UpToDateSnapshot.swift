@@ -1,4 +1,3 @@
-import Dispatch
 import Synchronization
 
 #if canImport(Glibc)
@@ -499,7 +498,7 @@ public struct UpToDateSnapshot: Sendable {
         let chunk = 512
         let chunks = (paths.count + chunk - 1) / chunk
         let found = Mutex<(changed: [Int], refreshed: [(Int, WatchedPath)])>(([], []))
-        DispatchQueue.concurrentPerform(iterations: chunks) { index in
+        parallelLoop(iterations: chunks) { index in
             // A descriptor of the root for each chunk: the kernel counts the uses of an open file
             // at every lookup relative to it, and threads sharing one contend for that count
             // (a tenth more system time in a no-op's look at 20k paths on two cores).

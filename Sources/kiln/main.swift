@@ -16,8 +16,9 @@ import KilnPaths
 // scattered over them: a 50k-file `each:` run peaked at 76 MB of RSS with them, 68 MB without (its
 // wall time within this machine's noise). Threads still take small blocks from their own caches
 // without the lock (tcache). It is set first, before anything starts a thread: the quick look below
-// stats paths on Dispatch's workers, and when it was set after the look, the first worker's first
-// allocation made an arena of its own (9 MB of a warm 10k-task run's peak of 43 MB). A
+// stats paths on helper threads (KilnPaths.parallelLoop), and when it was set after the look, the
+// first helper's first allocation made an arena of its own (9 MB of a warm 10k-task run's peak of
+// 43 MB). A
 // MALLOC_ARENA_MAX in the environment is the user's choice and stays. (`mallopt` and M_ARENA_MAX,
 // -8, are in <malloc.h>, which Glibc's module doesn't import; a nil handle is RTLD_DEFAULT.)
 if getenv("MALLOC_ARENA_MAX") == nil, let mallopt = dlsym(nil, "mallopt") {
@@ -35,9 +36,14 @@ func fail(_ text: String) -> Never {
     exit(70)
 }
 
-var resolved = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
-guard realpath("/proc/self/exe", &resolved) != nil else { fail("can't find its own executable (/proc/self/exe)") }
-let executable = String(decoding: resolved.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+/// kiln's own executable, its links resolved.
+func ownExecutable() -> String {
+    var resolved = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+    guard realpath("/proc/self/exe", &resolved) != nil else { fail("can't find its own executable (/proc/self/exe)") }
+    return String(decoding: resolved.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+}
+
+let executable = ownExecutable()
 let library = String(executable[..<executable.lastIndex(of: "/")!]) + "/libKilnCLI.so"
 guard let handle = dlopen(library, RTLD_NOW | RTLD_LOCAL) else {
     let reason = dlerror().map { String(cString: $0) } ?? "unknown error"

@@ -3,13 +3,16 @@ import KilnTestSupport
 import Testing
 
 /// What a command maps into memory: kiln's own libraries and the Swift runtime, never Foundation
-/// (issue 15, item 3). FoundationEssentials was loaded for ArgumentParser alone and cost a run
-/// 2–3 MB of peak RSS; the command line is parsed by `KilnCommandLine` now. Read from the
+/// or Dispatch's Swift overlay (issue 15, item 3). FoundationEssentials was loaded for
+/// ArgumentParser alone and cost a run 2–3 MB of peak RSS; the command line is parsed by
+/// `KilnCommandLine` now. Dispatch's overlay brought the string processing libraries (1 MB);
+/// kiln's threads are its own (`KilnPaths/Threads.swift`, `KilnJobs.CountingSemaphore`), and so
+/// are the template functions' regular expressions (`KilnTemplate/GoRegexp.swift`). Read from the
 /// dynamic loader itself (`LD_DEBUG=files`), for the process and everything it loads with dlopen.
 @Suite("The libraries a command loads")
 struct LoadedLibrariesTests {
     @Test(
-        "an everyday command loads the CLI and no Foundation",
+        "an everyday command loads the CLI and no Foundation, Dispatch overlay or Regex library",
         arguments: [["run"], ["status"], ["list"], ["graph", "--format", "json"], ["--help"], ["run", "--no-such"]]
     )
     func noFoundation(arguments: [String]) async throws {
@@ -23,15 +26,23 @@ struct LoadedLibrariesTests {
             environment: ["LD_DEBUG": "files", "LD_DEBUG_OUTPUT": log]
         )
         #expect(result.status == (arguments.last == "--no-such" ? 64 : 0), "\(result)")
-        // One file per process (`ld.PID`): kiln's, and those of the commands it started.
-        var loaded = ""
-        for name in try FileManager.default.contentsOfDirectory(atPath: directory.path)
-        where name.hasPrefix("ld.") {
-            loaded += try String(contentsOfFile: directory.path(name), encoding: .utf8)
-        }
+        let libraries = try Self.loaded(in: directory.path)
         // The launcher answers only a run with nothing to do: these all load the CLI.
-        #expect(loaded.contains("libKilnCLI.so"), "the loader's log doesn't show the CLI loaded")
-        let foundation = loaded.split(separator: "\n").filter { $0.contains("libFoundation") }
-        #expect(foundation.isEmpty, "\(foundation.prefix(3).joined(separator: "\n"))")
+        #expect(libraries.contains { $0.contains("libKilnCLI.so") }, "the loader's log doesn't show the CLI loaded")
+        for unwanted in ["libFoundation", "libswiftDispatch", "libswift_StringProcessing", "libswift_RegexParser"] {
+            let found = libraries.filter { $0.contains(unwanted) }
+            #expect(found.isEmpty, "\(found.prefix(3).joined(separator: "\n"))")
+        }
+    }
+
+    /// The libraries the loader's logs in `directory` (`ld.PID`, one per process: kiln's, and those
+    /// of the commands it started) say it loaded: their `file=` lines.
+    static func loaded(in directory: String) throws -> [Substring] {
+        var lines: [Substring] = []
+        for name in try FileManager.default.contentsOfDirectory(atPath: directory) where name.hasPrefix("ld.") {
+            let log = try String(contentsOfFile: directory + "/" + name, encoding: .utf8)
+            lines += log.split(separator: "\n").filter { $0.contains("file=") }
+        }
+        return lines
     }
 }

@@ -44,6 +44,29 @@ struct QuickRunTests {
         return directory
     }
 
+    @Test("the launcher's answer loads only the Swift core: no CLI, concurrency, Dispatch or Regex")
+    func answerLoadsOnlyTheCore() async throws {
+        let directory = try await builtProject()
+        defer { directory.remove() }
+        let logs = try TemporaryDirectory()
+        defer { logs.remove() }
+        let quick = try await kiln(
+            ["run"],
+            directory,
+            environment: ["KILN_DEBUG": "phases", "LD_DEBUG": "files", "LD_DEBUG_OUTPUT": logs.path("ld")]
+        )
+        #expect(quick.quick && quick.result.status == 0, "\(quick.result)")
+        let libraries = try LoadedLibrariesTests.loaded(in: logs.path)
+        #expect(libraries.contains { $0.contains("libswiftCore.so") }, "\(libraries)")
+        for unwanted in [
+            "libKilnCLI", "libswift_Concurrency", "libdispatch", "libswiftDispatch", "libswift_StringProcessing",
+            "libswift_RegexParser", "libFoundation",
+        ] {
+            let found = libraries.filter { $0.contains(unwanted) }
+            #expect(found.isEmpty, "\(found.prefix(3).joined(separator: "\n"))")
+        }
+    }
+
     @Test("a no-op run is answered by the launcher, with the words of the full command, for the targets given")
     func answeredWithTheFullCommandsWords() async throws {
         let directory = try await builtProject()
@@ -301,9 +324,9 @@ struct QuickRunTests {
         #expect(words(second.result) == "kiln: done: 0 ran, 1 up to date in S s\n")
     }
 
-    @Test("the launcher's look, on Dispatch's workers, leaves the run one malloc arena")
+    @Test("the launcher's look, on its parallel-loop helpers, leaves the run one malloc arena")
     func theLookLeavesOneMallocArena() async throws {
-        // 1,500 watched files: the look stats them in three chunks, on Dispatch's worker threads.
+        // 1,500 watched files: the look stats them in three chunks, on the parallel loop's helper threads.
         let directory = try TemporaryDirectory(prefix: "kiln-quick-run")
         defer { directory.remove() }
         for index in 0..<1_500 { _ = try directory.write("src/f\(index).txt", "\(index)\n") }

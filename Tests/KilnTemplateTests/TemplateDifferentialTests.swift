@@ -146,6 +146,25 @@ import Testing
         "{{regexMatch \"^h.*o$\" .S}}|{{regexFind \"[aeiou]+\" .SENTENCE}}|{{regexFindAll \"[a-z]+\" \"ab 12 cd ef\" 2}}",
         "{{regexReplaceAll \"(\\\\w+) (\\\\w+)\" \"hello world\" \"$2 $1\"}}|{{regexReplaceAllLiteral \"o\" .S \"$1\"}}",
         "{{regexSplit \",+\" \"a,,b,c\" -1}}|{{regexSplit \",\" \"a,b,c\" 2}}|{{regexQuoteMeta \"1.5*[x]\"}}",
+        // Go's regular expressions (kiln's own engine, GoRegexp): empty matches, flags, classes,
+        // escapes, leftmost-first alternation, groups and expansion, scalars not graphemes.
+        "{{regexFindAll \"a*\" \"baaab\" -1}}|{{regexReplaceAll \"a*\" \"baaab\" \"X\"}}|{{regexSplit \"a*\" \"baaab\" -1}}",
+        "{{regexReplaceAll \"(?P<n>a)|(?P<n>b)\" \"ab\" \"[${n}]\"}}|{{regexReplaceAll \"(?P<n>x)?(?P<n>a)\" \"a\" \"[${n}]\"}}",
+        "{{regexReplaceAll \"(?P<first>\\\\w+) (?<last>\\\\w+)\" \"John Smith\" \"${last}, ${first} $1x ${1}x $$ $9\"}}",
+        "{{regexMatch \"(?i)HELLO\" .S}}|{{regexFind \"(?s)a.b\" \"a\\nb\"}}|{{regexFind \"a.b\" \"a\\nb\"}}|{{regexFindAll \"(?m)^\\\\w+\" .MULTI -1}}|{{regexFindAll \"(?m)\\\\w+$\" .MULTI -1}}",
+        "{{regexMatch \"o$\" \"foo\\n\"}}|{{regexMatch \"o\\\\z\" \"foo\"}}|{{regexMatch \"\\\\Afo\" \"foo\"}}|{{regexMatch \"^o\" \"foo\"}}",
+        "{{regexFind \"a.*?b\" \"aXbYb\"}}|{{regexFind \"(?U)a.*b\" \"aXbYb\"}}|{{regexFind \"(?U)a.*?b\" \"aXbYb\"}}|{{regexFind \"a+?\" \"aaa\"}}|{{regexFind \"a??b\" \"ab\"}}",
+        "{{regexFindAll \"a{2,3}\" \"aaaaaaa\" -1}}|{{regexFind \"x{0}y\" \"xy\"}}|{{regexFind \"{\" \"a{b\"}}|{{regexFind \"a{,2}\" \"a{,2}\"}}|{{regexFindAll \"b{2,}\" \"b bb bbbb\" -1}}",
+        "{{regexFindAll \"[[:upper:]][^[:space:]]*\" \"Hello World foo Bar\" -1}}|{{regexFindAll \"[\\\\d.]+\" \"v1.2 and 3.45\" -1}}|{{regexFindAll \"[^\\\\W_]+\" \"a_b c9\" -1}}|{{regexFindAll \"[]a]+\" \"]a]b\" -1}}|{{regexFindAll \"[^]a]\" \"]ab\" -1}}",
+        "{{regexFindAll \"\\\\pL+\" \"héllo wörld 42\" -1}}|{{regexFindAll \"\\\\p{Lu}\" \"aBcÉ\" -1}}|{{regexFindAll \"\\\\PL+\" \"ab12cd\" -1}}|{{regexFindAll \"[\\\\p{N}x]+\" \"ax12y\" -1}}",
+        "{{regexFind \"\\\\x41\\\\x{42}\\\\101\" \"zABAz\"}}|{{regexFind \"\\\\Q.*\\\\E\" \"a.*b\"}}|{{regexFind \"\\\\bfox\\\\b\" .SENTENCE}}|{{regexFindAll \"\\\\Bo\\\\B\" \"foo bob\" -1}}|{{regexFind \"\\\\.\\\\+\\\\t\" \"a.+\\tb\"}}",
+        "{{regexFind \"a|ab\" \"ab\"}}|{{regexFind \"ab|a\" \"ab\"}}|{{regexReplaceAll \"(a|ab)(c|bcd)\" \"abcd\" \"[$1,$2]\"}}|{{regexReplaceAll \"(a)|b\" \"ab\" \"<$1>\"}}|{{regexFind \"(|a)+\" \"aa\"}}|{{regexFind \"(|a)*\" \"aa\"}}|{{regexFind \"(a|)*\" \"aa\"}}|{{regexFind \"(|a){2,}\" \"aa\"}}",
+        "{{regexFindAll \"(?i)[a-c]+\" \"ABCabcxyz\" -1}}|{{regexFindAll \"(?i)k\" \"Kk\" -1}}|{{regexFindAll \"(?i:a)b\" \"AB Ab ab\" -1}}|{{regexFindAll \"(?i)a(?-i)b\" \"AB Ab ab\" -1}}",
+        "{{regexFind \".\" \"é\"}}|{{regexFindAll \".\" \"naïve\" -1}}|{{regexFindAll \"e\\u0301\" \"cafe\\u0301\" -1}}|{{regexFind \"[é]\" \"café\"}}",
+        "{{regexSplit \",\" \"a,b,c\" 0}}|{{regexSplit \",\" \"\" -1}}|{{regexSplit \"x*\" \"axbc\" -1}}|{{regexSplit \"\" \"abc\" -1}}|{{regexSplit \",\" \"a,b,c,d\" 3}}|{{regexSplit \",\" \",a,\" -1}}",
+        "{{regexReplaceAll \"\\\\s+\" \"  a  b  \" \"-\"}}|{{regexReplaceAll \"^\" \"abc\" \">\"}}|{{regexReplaceAll \"$\" \"abc\" \"<\"}}|{{regexReplaceAll \"\" \"abc\" \"-\"}}|{{regexReplaceAllLiteral \"(b)\" \"abc\" \"$1$$\"}}",
+        "{{regexFindAll \"x\" \"xxx\" 2}}|{{regexFindAll \"x\" \"xxx\" 0}}|{{regexFindAll \"y\" \"xxx\" -1}}|{{regexMatch \"(\" \"x\"}}|{{regexMatch \"\" \"\"}}",
+        "{{regexFindAll \"(a+)+b\" \"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaac\" -1}}|{{regexMatch \"(x+x+)+y\" \"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\"}}",
         "{{urlParse \"https://user@host:8080/p/a?q=1#frag\"}}",
         "{{urlJoin (dict \"scheme\" \"https\" \"host\" \"h\" \"path\" \"/x\" \"query\" \"a=1\")}}",
         // go-task's functions.
@@ -190,6 +209,17 @@ import Testing
         "{{template \"none\"}}",
         "{{range .S}}x{{end}}", "{{range .E}}x{{else}}none{{end}}", "{{uuidv4}}", "{{untitle \"x\"}}",
         "{{mustRegexMatch \"(\" \"x\"}}", "{{mustToDate \"2006\" \"x\"}}", "{{randInt 5 5}}",
+        // Patterns Go's regexp refuses (kiln's engine refuses them the same way), and the functions
+        // that fail on them without `must` (sprig compiles with MustCompile).
+        "{{mustRegexMatch \"a**\" \"x\"}}", "{{mustRegexMatch \"(?=a)\" \"x\"}}",
+        "{{mustRegexMatch \"(a)\\\\1\" \"aa\"}}",
+        "{{mustRegexMatch \"*a\" \"x\"}}", "{{mustRegexMatch \"a{1001}\" \"x\"}}", "{{mustRegexMatch \"[z-a]\" \"x\"}}",
+        "{{mustRegexMatch \"a)\" \"x\"}}", "{{mustRegexMatch \"[a\" \"x\"}}", "{{mustRegexMatch \"\\\\8\" \"x\"}}",
+        "{{mustRegexMatch \"x{2}{3}\" \"x\"}}", "{{mustRegexMatch \"a++\" \"x\"}}",
+        "{{mustRegexMatch \"(?<=a)b\" \"ab\"}}", "{{mustRegexMatch \"\\\\p{Nope}\" \"x\"}}",
+        "{{mustRegexMatch \"{2}\" \"x\"}}",
+        "{{regexFind \"(\" \"x\"}}", "{{regexFindAll \"(\" \"x\" -1}}", "{{regexReplaceAll \"(\" \"x\" \"y\"}}",
+        "{{regexReplaceAllLiteral \"(\" \"x\" \"y\"}}", "{{regexSplit \"(\" \"x\" -1}}",
     ]
 
     static func taskfile(_ templates: [String], outputs: [String]) -> String {

@@ -1,4 +1,3 @@
-import Dispatch
 import KilnJobs
 import KilnPaths
 import KilnPluginAPI
@@ -94,7 +93,7 @@ public final class BuildRun: @unchecked Sendable {
     /// For the jobs that end a unit. Never cancelled: each must wait for its real job, so a run
     /// can't end (and kiln exit) while a command is still being stopped.
     private let unitEnds = JobQueue(name: "unit ends", maxConcurrentJobCount: 64)
-    private let clockStart = DispatchTime.now().uptimeNanoseconds
+    private let clockStart = MonotonicClock.nanoseconds()
     /// The host's environment, read once: what every job starts from.
     private let baseEnvironment = System.environment
     /// The tasks that wait to be called: checked against the files as they are when called, not
@@ -179,7 +178,7 @@ public final class BuildRun: @unchecked Sendable {
         /// task is skipped — its jobs are up to date — rather than cancelled.
         case skip
     }
-    private let allDone = DispatchSemaphore(value: 0)
+    private let allDone = CountingSemaphore()
     /// How many tasks' jobs may exist at once (``RunOptions/liveTaskWindow``).
     private let liveTaskWindow: Int
     /// How many plain tasks `precheckSettledTasks` checks ahead of the creation cursor at once:
@@ -216,7 +215,7 @@ public final class BuildRun: @unchecked Sendable {
     }
 
     /// Seconds since the run was created.
-    public var now: Double { Double(DispatchTime.now().uptimeNanoseconds - clockStart) / 1e9 }
+    public var now: Double { Double(MonotonicClock.nanoseconds() - clockStart) / 1e9 }
 
     // MARK: Running
 
@@ -367,7 +366,7 @@ public final class BuildRun: @unchecked Sendable {
         }
         guard batch.count > 1 else { return }
         let verdicts = LockedValue<[Int: IncrementalState.Check]>([:])
-        DispatchQueue.concurrentPerform(iterations: batch.count) { index in
+        parallelLoop(iterations: batch.count) { index in
             let position = batch[index]
             let task = plan.tasks[position]
             let key = JobKey(task: task.definition.name)
@@ -1021,7 +1020,7 @@ public final class BuildRun: @unchecked Sendable {
         let startedAt = LockedValue<UInt64?>(nil)
         let observation = realJob.observe(.isExecuting) { [self] change in
             if change.kind == .didChange, change.value {
-                startedAt.withLock { $0 = DispatchTime.now().uptimeNanoseconds }
+                startedAt.withLock { $0 = MonotonicClock.nanoseconds() }
                 observer.jobStarted(info, at: now)
             }
         }
@@ -1240,7 +1239,7 @@ public final class BuildRun: @unchecked Sendable {
                         keepDepfile: task.definition.keepsDepfile || !removable,
                         definition: task.definition,
                         duration: outcome == .succeeded && remoteRan.value == nil
-                            ? startedAt.value.map { Int64(DispatchTime.now().uptimeNanoseconds - $0) } : nil,
+                            ? startedAt.value.map { Int64(MonotonicClock.nanoseconds() - $0) } : nil,
                         // A remote hit ends on the look-up's thread, one of Swift concurrency's:
                         // its outputs are read and its record written elsewhere.
                         handingOver: outcome == .remoteHit,

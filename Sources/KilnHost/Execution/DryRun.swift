@@ -1,4 +1,3 @@
-import Dispatch
 import KilnPaths
 import KilnPluginAPI
 import Synchronization

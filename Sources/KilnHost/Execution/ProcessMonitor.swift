@@ -1,5 +1,5 @@
 import CKilnHost
-import Dispatch
+import KilnPaths
 import KilnPluginAPI
 import Synchronization
 
@@ -461,7 +461,7 @@ public final class ProcessMonitor: CommandRunner, @unchecked Sendable {
         return polling ? min(timeout, Self.pollInterval) : timeout
     }
 
-    private static func now() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
+    private static func now() -> UInt64 { MonotonicClock.nanoseconds() }
 }
 
 /// Calls `body` with a NULL-terminated `KEY=VALUE` array.

@@ -227,7 +227,7 @@ public enum RemoteRecipe {
 
     /// `text` in single quotes, for the shell.
     private static func quoted(_ text: String) -> String {
-        "'" + text.replacing("'", with: "'\\''") + "'"
+        "'" + text.replacingText("'", with: "'\\''") + "'"
     }
 
     /// `absolute` relative to `root` when it is `root` or inside it ("" for the root itself).

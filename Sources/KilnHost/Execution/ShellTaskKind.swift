@@ -1,4 +1,3 @@
-import Dispatch
 import KilnJobs
 import KilnPaths
 import KilnPluginAPI
@@ -552,11 +551,14 @@ public final class CommandJob: Job, @unchecked Sendable {
         run(0)
     }
 
-    /// Runs `body` once `duration` has passed.
+    /// Runs `body` once `duration` has passed, on the timers' thread.
     private static func after(_ duration: GoDuration, _ body: @escaping @Sendable () -> Void) {
-        let nanoseconds = Int(min(duration.seconds, 9_223_372_036) * 1e9)
-        DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(nanoseconds), execute: body)
+        timers.run(after: .nanoseconds(Int64(max(0, min(duration.seconds, 9_223_372_036)) * 1e9)), body)
     }
+
+    /// The thread the `timeout:` clocks of every command run on: one for the process, however
+    /// many commands have one (each is a block waiting its time, not a thread).
+    private static let timers = SerialThread()
 
     /// Begins the step at `index` (a test and its command, or a deferred command): when it has a
     /// `timeout:`, the clock starts, and whatever of it runs then is stopped.

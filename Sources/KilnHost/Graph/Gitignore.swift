@@ -158,7 +158,7 @@ enum Gitignore {
                     skipping = true
                     continue
                 }
-                if pattern.contains("**") { return false }
+                if pattern.containsText("**") { return false }
                 guard !rest.isEmpty else { return false }
                 if skipping {
                     skipping = false

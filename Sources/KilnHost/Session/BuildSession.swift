@@ -1,4 +1,4 @@
-import Dispatch
+import KilnJobs
 import KilnPaths
 import KilnPluginAPI
 
@@ -441,7 +441,7 @@ public enum BuildSession {
     /// Threading: made and waited for by one thread; the work runs on its own.
     final class Background<Value: Sendable>: Sendable {
         private let value = HostMutex<Value?>(nil)
-        private let done = DispatchSemaphore(value: 0)
+        private let done = CountingSemaphore()
 
         init(_ work: @escaping @Sendable () -> Value) {
             System.startThread { [self] in

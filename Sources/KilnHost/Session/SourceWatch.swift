@@ -107,7 +107,7 @@ public final class SourceWatch: Sendable {
     /// Paths go-task's watch mode skips, and kiln's own directory.
     private static func isUnwatched(_ path: String) -> Bool {
         ["node_modules", ".git", ".hg", ".task", ".kiln"].contains {
-            path.contains("/\($0)/") || path.hasSuffix("/\($0)")
+            path.containsText("/\($0)/") || path.hasSuffix("/\($0)")
         }
     }
 }

@@ -1,5 +1,5 @@
 import CSQLite
-import Dispatch
+import KilnJobs
 import KilnPaths
 import Synchronization
 
@@ -105,7 +105,7 @@ public final class BuildState: @unchecked Sendable {
     public let lock: ProjectLock?
     private let warn: @Sendable (String) -> Void
     /// The longest a record that can wait for a commit waits: ``batchDelay`` but in tests.
-    private let commitWait: DispatchTimeInterval
+    private let commitWait: Duration
 
     /// Opens (or creates) the state of the project at `root`.
     ///
@@ -123,7 +123,7 @@ public final class BuildState: @unchecked Sendable {
 
     /// Opens (or creates) the state of the project at `root`, taking its lock, with records that
     /// can wait for a commit waiting at most `batchDelay` (for tests of that wait).
-    public convenience init(root: String, batchDelay: DispatchTimeInterval) throws(BuildStateError) {
+    public convenience init(root: String, batchDelay: Duration) throws(BuildStateError) {
         try self.init(root: root, lock: ProjectLock(root: root, wait: false), warn: { _ in }, batchDelay: batchDelay)
     }
 
@@ -139,7 +139,7 @@ public final class BuildState: @unchecked Sendable {
         root: String,
         lock: ProjectLock?,
         warn: @escaping @Sendable (String) -> Void,
-        batchDelay: DispatchTimeInterval = BuildState.batchDelay
+        batchDelay: Duration = BuildState.batchDelay
     ) {
         path = KilnDirectory(root: root).stateDatabase
         self.lock = lock
@@ -344,7 +344,7 @@ public final class BuildState: @unchecked Sendable {
             commit([write])
             return
         }
-        let committed = DispatchSemaphore(value: 0)
+        let committed = CountingSemaphore()
         enqueue(PendingWrite(make: { write }, committed: { committed.signal() }))
         committed.wait()
     }
@@ -423,7 +423,7 @@ public final class BuildState: @unchecked Sendable {
 
     /// The longest a write that can wait (``record(making:handingOver:canWait:committed:)``)
     /// waits for a commit.
-    public static let batchDelay = DispatchTimeInterval.milliseconds(20)
+    public static let batchDelay = Duration.milliseconds(20)
     /// How many writes that can wait may wait at once: the one that makes them this many commits
     /// them all.
     public static let batchLimit = 16
@@ -463,7 +463,7 @@ public final class BuildState: @unchecked Sendable {
     /// In ``batchDelay`` (or the delay given to the state), the writer thread commits whatever
     /// waits then.
     private func armTimer() {
-        writerQueue.asyncAfter(deadline: .now() + commitWait) { [self] in
+        writerThread.run(after: commitWait) { [self] in
             let drains = writer.withLock { writer -> Bool in
                 writer.timerArmed = false
                 guard writer.drainer == nil, !writer.pending.isEmpty else { return false }
@@ -477,7 +477,7 @@ public final class BuildState: @unchecked Sendable {
 
     /// Starts the writer thread on what is waiting; the drainer is ``handingOver`` meanwhile.
     private func handOver() {
-        writerQueue.async { [self] in
+        writerThread.run { [self] in
             writer.withLock { $0.drainer = pthread_self() }
             drain(rounds: nil)
         }
@@ -557,9 +557,9 @@ public final class BuildState: @unchecked Sendable {
     private let writer = HostMutex(Writer())
     /// The drainer while the writer thread is being handed the rest: no thread's id.
     private static let handingOver = pthread_t(0)
-    /// The writer thread's queue, for what a job's thread leaves (see
+    /// The writer thread, for what a job's thread leaves (see
     /// ``record(making:handingOver:canWait:committed:)``).
-    private let writerQueue = DispatchQueue(label: "kiln.build-state.writer")
+    private let writerThread = SerialThread()
 
     private static let insertJob = "INSERT OR REPLACE INTO jobs(key, record) VALUES (?1, ?2)"
     private static let insertFile = """

@@ -1,3 +1,5 @@
+import KilnPaths
+
 /// Makefile-syntax dependency files, as `cc -MD -MF FILE` writes them:
 /// `target: prerequisite prerequisite \` with continuation lines, `\ ` for spaces in names, `$$`
 /// for `$`, and (with `-MP`) extra rules `header.h:` with no prerequisites.
@@ -9,7 +11,7 @@ enum Depfile {
         var result: [String] = []
         var seen = Set<String>()
         // Continuation lines join their rule.
-        let joined = text.replacingOccurrences(of: "\\\r\n", with: " ").replacingOccurrences(of: "\\\n", with: " ")
+        let joined = text.replacingText("\\\r\n", with: " ").replacingText("\\\n", with: " ")
         for line in joined.split(whereSeparator: \.isNewline) {
             guard let colon = firstUnescapedColon(line) else { continue }
             for word in words(line[line.index(after: colon)...]) where seen.insert(word).inserted {
@@ -57,21 +59,5 @@ enum Depfile {
         }
         if !current.isEmpty { words.append(current) }
         return words
-    }
-}
-
-extension String {
-    /// Every occurrence of `target` replaced by `replacement` (FoundationEssentials has no
-    /// `replacingOccurrences`).
-    func replacingOccurrences(of target: String, with replacement: String) -> String {
-        guard !target.isEmpty else { return self }
-        var result = ""
-        var rest = self[...]
-        while let range = rest.firstRange(of: target) {
-            result += rest[..<range.lowerBound]
-            result += replacement
-            rest = rest[range.upperBound...]
-        }
-        return result + rest
     }
 }

@@ -130,30 +130,11 @@ public enum System {
         write(contents, to: descriptor)
     }
 
-    /// Starts a detached thread running `body`.
+    /// Starts a detached thread running `body` (``HostThread/start(_:)``: every signal blocked in
+    /// it); stops kiln if the system can't start one.
     ///
     /// Threading: any thread.
     public static func startThread(_ body: @escaping @Sendable () -> Void) {
-        final class Box {
-            let body: @Sendable () -> Void
-            init(_ body: @escaping @Sendable () -> Void) { self.body = body }
-        }
-        var attributes = pthread_attr_t()
-        pthread_attr_init(&attributes)
-        defer { pthread_attr_destroy(&attributes) }
-        pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED))
-        var thread = pthread_t()
-        let box = Unmanaged.passRetained(Box(body)).toOpaque()
-        let status = pthread_create(
-            &thread,
-            &attributes,
-            { argument in
-                guard let argument else { return nil }
-                Unmanaged<Box>.fromOpaque(argument).takeRetainedValue().body()
-                return nil
-            },
-            box
-        )
-        precondition(status == 0, "pthread_create failed: \(status)")
+        precondition(HostThread.start(body), "kiln couldn't start a thread (pthread_create failed)")
     }
 }

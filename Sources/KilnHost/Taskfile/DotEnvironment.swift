@@ -1,3 +1,4 @@
+import KilnPaths
 import KilnPluginAPI
 
 /// `.env` files as go-task reads them (godotenv's format): `KEY=value` lines, `export KEY=value`,
@@ -73,7 +74,7 @@ enum DotEnvironment {
                 }
                 value = quote == "\"" ? expand(body[...]) : body
             } else {
-                if let comment = rest.firstRange(of: " #") { rest = rest[..<comment.lowerBound] }
+                if let comment = rest.firstRange(ofText: " #") { rest = rest[..<comment.lowerBound] }
                 value = expand(rest.trimmingSpaces)
             }
             known[name] = value

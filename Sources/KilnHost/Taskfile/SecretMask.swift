@@ -1,3 +1,5 @@
+import KilnPaths
+
 /// go-task's `secret: true` variables, as kiln hides them: their values, each replaced by `*****`
 /// in the text kiln itself prints — a job's commands in the status and failure lines, a failure's
 /// reason, `--dry-run`, `--json`, `kiln list --summary`. What the commands print is theirs, and
@@ -29,7 +31,9 @@ public struct SecretMask: Sendable, Hashable {
     public func masking(_ text: String) -> String {
         guard !values.isEmpty else { return text }
         var result = text
-        for value in values where result.contains(value) { result = result.replacing(value, with: Self.replacement) }
+        for value in values where result.containsText(value) {
+            result = result.replacingText(value, with: Self.replacement)
+        }
         return result
     }
 }

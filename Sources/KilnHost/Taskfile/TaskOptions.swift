@@ -1,3 +1,4 @@
+import KilnPaths
 import KilnPluginAPI
 
 /// go-task's task settings beyond what a job is made of: how a task is named, shown, guarded
@@ -385,7 +386,7 @@ extension CommandLoop {
         case .list(let items): return items
         case .string(let text):
             if let split, !split.isEmpty {
-                return text.split(separator: split, omittingEmptySubsequences: false).map { .string(String($0)) }
+                return text.splitting(atText: split).map { .string(String($0)) }
             }
             return text.split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "\n" || $0 == "\r" }).map {
                 .string(String($0))

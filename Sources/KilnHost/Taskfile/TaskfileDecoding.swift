@@ -1285,7 +1285,7 @@ private final class LoadSession {
             let variable = usesTimestamps ? "TIMESTAMP" : "CHECKSUM"
             // Most commands have no template at all: a byte scan answers for them.
             func names(_ text: Located<String>) -> Bool {
-                TextTemplate.hasActions(text.value) && text.value.contains(variable)
+                TextTemplate.hasActions(text.value) && text.value.containsText(variable)
             }
             if commands.contains(where: names) || options.statusChecks.contains(where: names)
                 || options.preconditions.contains(where: { names($0.test) })
@@ -1683,7 +1683,7 @@ private final class LoadSession {
         // go-task renders a deferred call's `vars:` when it makes it, with the failed command's
         // EXIT_CODE; kiln renders them when the Taskfile loads.
         func mentionsExitCode(_ node: YAMLNode) -> Bool {
-            if let text = node.string { return text.contains("EXIT_CODE") }
+            if let text = node.string { return text.containsText("EXIT_CODE") }
             if let items = node.sequence { return items.contains(where: mentionsExitCode) }
             return (node.mapping ?? []).contains { mentionsExitCode($0.key) || mentionsExitCode($0.value) }
         }

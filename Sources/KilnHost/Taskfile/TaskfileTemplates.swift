@@ -111,7 +111,7 @@ public enum TaskfileTemplates {
             negative = digits.first == "-"
             digits.removeFirst()
         }
-        let plain = digits.replacing("_", with: "")
+        let plain = String(digits.filter { $0 != "_" })
         func signed(_ value: Int?) -> TemplateValue? { value.map { .int(negative ? -$0 : $0) } }
         if plain.hasPrefix("0x"), let value = signed(Int(plain.dropFirst(2), radix: 16)) { return value }
         if plain.hasPrefix("0o"), let value = signed(Int(plain.dropFirst(2), radix: 8)) { return value }

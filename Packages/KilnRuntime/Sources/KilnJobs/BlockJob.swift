@@ -1,4 +1,3 @@
-import Dispatch
 import Synchronization
 
 /// A job that runs one or more blocks — KilnJobs' counterpart of `NSBlockOperation`.
@@ -98,7 +97,7 @@ private final class ConcurrentBlocks: Sendable {
     private let blocks: [@Sendable () throws -> Void]
     private let job: Job
     private let progress = EngineLock<(next: Int, finished: Int, error: (any Error)?)>((0, 0, nil))
-    private let allDone = DispatchSemaphore(value: 0)
+    private let allDone = CountingSemaphore()
 
     init(_ blocks: [@Sendable () throws -> Void], job: Job) {
         self.blocks = blocks

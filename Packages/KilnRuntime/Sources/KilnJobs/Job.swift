@@ -1,5 +1,4 @@
 import CKilnSystem
-import Dispatch
 import Synchronization
 
 #if canImport(Glibc)
@@ -690,7 +689,7 @@ open class Job: @unchecked Sendable, CustomStringConvertible {
     /// Threading: any thread.
     public final func waitUntilFinished() throws(JobError) {
         try checkWaitable()
-        let semaphore = DispatchSemaphore(value: 0)
+        let semaphore = CountingSemaphore()
         guard addFinishWaiter({ semaphore.signal() }) else { return }
         Scheduler.shared.blocking { semaphore.wait() }
     }

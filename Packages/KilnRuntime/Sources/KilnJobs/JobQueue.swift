@@ -1,4 +1,3 @@
-import Dispatch
 import Synchronization
 
 /// Runs jobs as they become ready, at most ``maxConcurrentJobCount`` at a time — KilnJobs'
@@ -281,7 +280,7 @@ public final class JobQueue: @unchecked Sendable, CustomStringConvertible {
     /// Threading: any thread.
     public func waitUntilAllJobsAreFinished() throws(JobError) {
         try checkNotInside()
-        let semaphore = DispatchSemaphore(value: 0)
+        let semaphore = CountingSemaphore()
         guard addEmptyWaiter({ semaphore.signal() }) else { return }
         scheduler.blocking { semaphore.wait() }
     }

@@ -1,5 +1,4 @@
 import CKilnSystem
-import Dispatch
 import Synchronization
 
 #if canImport(Glibc)
@@ -10,7 +9,7 @@ import Synchronization
 
 /// A pool thread. It sleeps on its own semaphore when there is no work.
 final class Worker: Sendable {
-    let wakeup = DispatchSemaphore(value: 0)
+    let wakeup = CountingSemaphore()
 }
 
 /// The process-wide pool that runs the jobs of every ``JobQueue``: one thread per active core,

@@ -726,11 +726,12 @@ enum SprigFunctions {
 
     // MARK: Regular expressions
 
-    static func regex(_ pattern: String) throws(TemplateFunctionError) -> Regex<AnyRegexOutput> {
+    /// `pattern` compiled as Go's `regexp.Compile` does (``GoRegexp``).
+    static func regex(_ pattern: String) throws(TemplateFunctionError) -> GoRegexp {
         do {
-            return try Regex(pattern)
+            return try GoRegexp(pattern)
         } catch {
-            throw TemplateFunctionError("error parsing regexp: \(pattern)")
+            throw TemplateFunctionError("error parsing regexp: \(error)")
         }
     }
 
@@ -741,31 +742,42 @@ enum SprigFunctions {
             }
             table[name("regexMatch")] = TemplateFunction(arguments: 2) { arguments throws(TemplateFunctionError) in
                 let pattern = try arguments[0].requireString(), text = try arguments[1].requireString()
+                // Only regexMatch takes a pattern Go can't compile as no match: sprig's other
+                // functions compile with MustCompile, so a bad pattern fails them too.
                 guard let expression = must ? try regex(pattern) : try? regex(pattern) else { return false }
-                return .bool(text.contains(expression))
+                return .bool(expression.firstMatch(in: Array(text.unicodeScalars)) != nil)
             }
             table[name("regexFindAll")] = TemplateFunction(arguments: 3) { arguments throws(TemplateFunctionError) in
                 let pattern = try arguments[0].requireString(), text = try arguments[1].requireString()
                 let limit = try arguments[2].requireInt()
-                guard let expression = must ? try regex(pattern) : try? regex(pattern) else { return .list([]) }
-                var found = text.matches(of: expression).map { TemplateValue.string(String(text[$0.range])) }
-                if limit >= 0, found.count > limit { found = Array(found[..<limit]) }
-                return .list(found)
+                let expression = try regex(pattern)
+                let scalars = Array(text.unicodeScalars)
+                return .list(
+                    expression.allMatches(in: scalars, limit: limit).map {
+                        .string(GoRegexp.group(0, of: $0, in: scalars) ?? "")
+                    }
+                )
             }
             table[name("regexFind")] = TemplateFunction(arguments: 2) { arguments throws(TemplateFunctionError) in
                 let pattern = try arguments[0].requireString(), text = try arguments[1].requireString()
-                guard let expression = must ? try regex(pattern) : try? regex(pattern) else { return "" }
-                return .string(text.firstMatch(of: expression).map { String(text[$0.range]) } ?? "")
+                let expression = try regex(pattern)
+                let scalars = Array(text.unicodeScalars)
+                return .string(
+                    expression.firstMatch(in: scalars).flatMap { GoRegexp.group(0, of: $0, in: scalars) } ?? ""
+                )
             }
             for literal in [false, true] {
                 table[name(literal ? "regexReplaceAllLiteral" : "regexReplaceAll")] = TemplateFunction(arguments: 3) {
                     arguments throws(TemplateFunctionError) in
                     let pattern = try arguments[0].requireString(), text = try arguments[1].requireString()
                     let replacement = try arguments[2].requireString()
-                    guard let expression = must ? try regex(pattern) : try? regex(pattern) else { return .string(text) }
+                    let expression = try regex(pattern)
+                    let scalars = Array(text.unicodeScalars)
                     return .string(
-                        text.replacing(expression) { match in
-                            literal ? replacement : expandReplacement(replacement, match: match)
+                        expression.replacingAll(in: scalars) { match in
+                            literal
+                                ? replacement
+                                : expandReplacement(replacement, match: match, of: expression, in: scalars)
                         }
                     )
                 }
@@ -773,18 +785,8 @@ enum SprigFunctions {
             table[name("regexSplit")] = TemplateFunction(arguments: 3) { arguments throws(TemplateFunctionError) in
                 let pattern = try arguments[0].requireString(), text = try arguments[1].requireString()
                 let limit = try arguments[2].requireInt()
-                guard let expression = must ? try regex(pattern) : try? regex(pattern) else { return .list([]) }
-                if limit == 0 { return .null }
-                var parts: [TemplateValue] = []
-                var start = text.startIndex
-                for match in text.matches(of: expression) {
-                    if limit > 0, parts.count == limit - 1 { break }
-                    if match.range.isEmpty, match.range.lowerBound == text.startIndex { continue }
-                    parts.append(.string(String(text[start..<match.range.lowerBound])))
-                    start = match.range.upperBound
-                }
-                parts.append(.string(String(text[start...])))
-                return .list(parts)
+                let expression = try regex(pattern)
+                return split(text, at: expression, limit: limit)
             }
         }
         table["regexQuoteMeta"] = string { text in
@@ -792,8 +794,36 @@ enum SprigFunctions {
         }
     }
 
+    /// Go's `Regexp.Split`: the pieces of `text` between matches, `limit` of them at most (`< 0`:
+    /// all; `0`: none).
+    static func split(_ text: String, at expression: GoRegexp, limit: Int) -> TemplateValue {
+        if limit == 0 { return .list([]) }
+        let scalars = Array(text.unicodeScalars)
+        func piece(_ range: Range<Int>) -> TemplateValue {
+            .string(String(String.UnicodeScalarView(scalars[range])))
+        }
+        if scalars.isEmpty { return .list([.string("")]) }
+        var pieces: [TemplateValue] = []
+        var begin = 0
+        var end = 0
+        for match in expression.allMatches(in: scalars, limit: limit) {
+            guard let start = match[0], let matchEnd = match[1] else { continue }
+            if limit > 0, pieces.count == limit - 1 { break }
+            end = start
+            if matchEnd != 0 { pieces.append(piece(begin..<end)) }
+            begin = matchEnd
+        }
+        if end != scalars.count { pieces.append(piece(begin..<scalars.count)) }
+        return .list(pieces)
+    }
+
     /// Go's `Regexp.Expand` template: `$1`, `${1}`, `${name}`, `$$`.
-    static func expandReplacement(_ template: String, match: Regex<AnyRegexOutput>.Match) -> String {
+    static func expandReplacement(
+        _ template: String,
+        match: GoRegexp.Match,
+        of expression: GoRegexp,
+        in text: [Unicode.Scalar]
+    ) -> String {
         var output = ""
         var rest = Substring(template)
         while let dollar = rest.firstIndex(of: "$") {
@@ -804,12 +834,11 @@ enum SprigFunctions {
                 rest.removeFirst()
                 continue
             }
-            let name = TextHelpers.dollarName(&rest) ?? ""
-            if let number = Int(name) {
-                if number < match.output.count, let substring = match.output[number].substring { output += substring }
-            } else if let substring = match.output[String(name)]?.substring {
-                output += substring
-            }
+            let name = String(TextHelpers.dollarName(&rest) ?? "")
+            // A number is that group; a name, the first group of that name that took part.
+            let groups =
+                Int(name).map { [$0] } ?? expression.groupNames.indices.filter { expression.groupNames[$0] == name }
+            if let text = groups.lazy.compactMap({ GoRegexp.group($0, of: match, in: text) }).first { output += text }
         }
         return output + rest
     }

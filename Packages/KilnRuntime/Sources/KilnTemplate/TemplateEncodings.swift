@@ -267,7 +267,7 @@ enum URLParts {
         if elements.isEmpty { return first }
         let trailing = elements.last?.hasSuffix("/") == true
         path = GoPath.clean("/" + ([path] + elements).joined(separator: "/"))
-        if !(first.contains("://") || first.hasPrefix("/")) { path = String(path.dropFirst()) }
+        if !(first.bytesContain("://") || first.hasPrefix("/")) { path = String(path.dropFirst()) }
         if trailing, !path.hasSuffix("/") { path += "/" }
         components["path"] = .string(path)
         return join(components)

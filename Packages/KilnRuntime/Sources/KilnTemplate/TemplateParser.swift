@@ -571,7 +571,7 @@ struct TemplateParser {
             body.removeFirst()
         }
         guard !body.isEmpty, !body.hasPrefix("_"), !body.hasSuffix("_") else { return nil }
-        let plain = body.replacing("_", with: "")
+        let plain = String(body.filter { $0 != "_" })
         let lower = plain.lowercased()
         func signed(_ magnitude: Int) -> TemplateValue { .int(negative ? -magnitude : magnitude) }
         if lower.hasPrefix("0x") {

@@ -1,0 +1,63 @@
+import Foundation
+import Testing
+
+@testable import KilnTemplate
+
+/// kiln's engine for Go's regular expressions, beyond what the differential tests compare with
+/// go-task: its time on hostile patterns, its errors, and what it refuses that Go accepts.
+@Suite("Go's regular expressions")
+struct GoRegexpTests {
+    func render(_ template: String) throws -> String {
+        try TextTemplate(template).render(TemplateValue.map([:]), missing: .printNothing)
+    }
+
+    @Test("a pattern that backtracks exponentially elsewhere takes time linear in the text")
+    func hostilePatternsAreLinear() throws {
+        // (a*)*b on 20,000 a's: a backtracking engine without memory tries 2^n ways. Each state
+        // at each position is tried once here: the program's ~10 states times 20,001 positions.
+        let text = [Unicode.Scalar](repeating: "a", count: 20_000)
+        for pattern in ["(a*)*b", "(a|a)*b", "(a+)+$b", "((a?){10}){10}b"] {
+            let expression = try GoRegexp(pattern)
+            #expect(expression.firstMatch(in: text) == nil, "\(pattern)")
+        }
+        // And every match of a long text, each search clearing only what the last one touched.
+        let words = Array(String(repeating: "ab ", count: 20_000).unicodeScalars)
+        #expect(try GoRegexp("[a-z]+").allMatches(in: words).count == 20_000)
+    }
+
+    @Test("a pattern Go can't compile fails the template with Go's words and the part at fault")
+    func syntaxErrors() throws {
+        let cases: [(String, String)] = [
+            ("a(b", "missing closing ): `a(b`"),
+            ("a)", "unexpected ): `a)`"),
+            ("[a", "missing closing ]: `[a`"),
+            ("a**", "invalid nested repetition operator: `**`"),
+            ("*", "missing argument to repetition operator: `*`"),
+            ("a{1001}", "invalid repeat count: `{1001}`"),
+            ("[z-a]", "invalid character class range: `z-a`"),
+            ("\\1", "invalid escape sequence: `\\1`"),
+            ("(?=a)", "invalid or unsupported Perl syntax: `(?=`"),
+        ]
+        for (pattern, message) in cases {
+            do {
+                _ = try GoRegexp(pattern)
+                Issue.record("\(pattern) compiled")
+            } catch {
+                #expect(error.description == message, "\(pattern)")
+            }
+        }
+        #expect(throws: TemplateError.self) { try render(#"{{mustRegexFind "a(b" "x"}}"#) }
+    }
+
+    @Test("Unicode scripts, which Go knows and kiln doesn't, are refused, saying so")
+    func scriptsAreRefused() throws {
+        do {
+            _ = try GoRegexp("\\p{Greek}")
+            Issue.record("\\p{Greek} compiled")
+        } catch {
+            #expect(error.description.contains("general categories, not its scripts"), "\(error)")
+        }
+        // The general categories are known: one letter for a group, two for one category.
+        #expect(try render(#"{{regexFindAll "\\p{Ll}+|\\pN" "aΩb7" -1}}"#) == "[a b 7]")
+    }
+}
