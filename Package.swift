@@ -27,6 +27,8 @@ let packedSwiftSettings: [SwiftSetting] =
 // without its implicit import, the launcher doesn't load it (nor the libdispatch it needs) to
 // answer a no-op run or a hook with nothing affected.
 let withoutConcurrency = ["-Xfrontend", "-disable-implicit-concurrency-module-import"]
+// kiln's own plugins, which a run loads beside the CLI, leave it out too.
+let pluginSwiftSettings: [SwiftSetting] = swiftSettings + [.unsafeFlags(withoutStringProcessing)]
 let launcherSwiftSettings: [SwiftSetting] =
     swiftSettings + [.unsafeFlags(["-Xfrontend", "-function-sections"] + withoutStringProcessing + withoutConcurrency)]
 
@@ -107,7 +109,7 @@ let package = Package(
                 "CKilnZlib",
             ],
             path: "Plugins/Archive",
-            swiftSettings: swiftSettings
+            swiftSettings: pluginSwiftSettings
         ),
         .target(
             name: "KilnTestPluginOldABI",
@@ -116,7 +118,7 @@ let package = Package(
                 .product(name: "KilnPluginAPI", package: "KilnRuntime"),
             ],
             path: "Tests/Plugins/OldABI",
-            swiftSettings: swiftSettings + [.unsafeFlags(["-Xcc", "-DKILN_PLUGIN_ABI_VERSION=999"])]
+            swiftSettings: pluginSwiftSettings + [.unsafeFlags(["-Xcc", "-DKILN_PLUGIN_ABI_VERSION=999"])]
         ),
         .target(
             name: "KilnTestPluginDuplicate",
@@ -125,7 +127,7 @@ let package = Package(
                 .product(name: "KilnPluginAPI", package: "KilnRuntime"),
             ],
             path: "Tests/Plugins/Duplicate",
-            swiftSettings: swiftSettings
+            swiftSettings: pluginSwiftSettings
         ),
         .target(
             name: "KilnTestPluginBehaviours",
@@ -134,7 +136,7 @@ let package = Package(
                 .product(name: "KilnPluginAPI", package: "KilnRuntime"),
             ],
             path: "Tests/Plugins/Behaviours",
-            swiftSettings: swiftSettings
+            swiftSettings: pluginSwiftSettings
         ),
         // libcurl is opened with dlopen on the first transfer (see CKilnCurl.h), not linked.
         .target(name: "CKilnCurl", path: "Plugins/CKilnCurl"),
@@ -146,7 +148,7 @@ let package = Package(
                 "CKilnCurl",
             ],
             path: "Plugins/HTTP",
-            swiftSettings: swiftSettings
+            swiftSettings: pluginSwiftSettings
         ),
         .target(
             name: "KilnCompressPlugin",
@@ -156,7 +158,7 @@ let package = Package(
                 "CKilnZlib",
             ],
             path: "Plugins/Compress",
-            swiftSettings: swiftSettings
+            swiftSettings: pluginSwiftSettings
         ),
         // The REAPI client: the generated messages and services (scripts/generate-protos), the action
         // recipe (SHA-256 from swift-crypto), the cache and the executor. It shares only the runtime's
