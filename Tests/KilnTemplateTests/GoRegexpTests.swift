@@ -18,11 +18,26 @@ struct GoRegexpTests {
         let text = [Unicode.Scalar](repeating: "a", count: 20_000)
         for pattern in ["(a*)*b", "(a|a)*b", "(a+)+$b", "((a?){10}){10}b"] {
             let expression = try GoRegexp(pattern)
-            #expect(expression.firstMatch(in: text) == nil, "\(pattern)")
+            #expect(try expression.firstMatch(in: text) == nil, "\(pattern)")
         }
         // And every match of a long text, each search clearing only what the last one touched.
         let words = Array(String(repeating: "ab ", count: 20_000).unicodeScalars)
         #expect(try GoRegexp("[a-z]+").allMatches(in: words).count == 20_000)
+    }
+
+    @Test("a pattern or a text too large for the engine's memory is refused, not run")
+    func sizeLimits() throws {
+        // Counted repetitions multiply: a thousand thousand copies would be a billion steps.
+        do {
+            _ = try GoRegexp("(a{1000}){1000}")
+            Issue.record("(a{1000}){1000} compiled")
+        } catch {
+            #expect(error.code == "expression too large")
+        }
+        // A large pattern on a long text: more states than a search may track.
+        let pattern = try GoRegexp("(x{1000}){20}")
+        let text = [Unicode.Scalar](repeating: "x", count: 20_000)
+        #expect(throws: TemplateFunctionError.self) { try pattern.firstMatch(in: text) }
     }
 
     @Test("a pattern Go can't compile fails the template with Go's words and the part at fault")

@@ -29,6 +29,13 @@ struct GoRegexp: Sendable {
     /// `k`'s start and end (group 0 is the whole match), `nil` for a group that didn't take part.
     typealias Match = [Int?]
 
+    /// The most instructions a pattern may compile to (Go refuses what is larger still; kiln's
+    /// limit keeps a program and its search's memory small).
+    static let instructionLimit = 100_000
+    /// The most states (instructions times positions in the text) one search may track: a bit each,
+    /// 32 MB at most. A larger text with that pattern fails the template rather than the machine.
+    static let stateLimit = 256 << 20
+
     fileprivate let program: [Instruction]
     /// How many groups, the whole match included.
     let groupCount: Int
@@ -41,6 +48,11 @@ struct GoRegexp: Sendable {
     init(_ pattern: String) throws(SyntaxError) {
         var parser = Parser(Array(pattern.unicodeScalars))
         let tree = try parser.parse()
+        // Counted repetitions multiply (`(a{1000}){1000}`): a program past the limit is refused
+        // before it is built, as Go refuses an expression too large.
+        guard Compiler.size(of: tree) <= Self.instructionLimit else {
+            throw SyntaxError(code: "expression too large", part: pattern)
+        }
         var compiler = Compiler()
         compiler.emit(.save(0))
         compiler.compile(tree)
@@ -53,15 +65,15 @@ struct GoRegexp: Sendable {
 
     /// The leftmost-first match in `text` that starts at `start` or after; `nil` when none does.
     /// Assertions (`^`, `\b`) see the whole text.
-    func firstMatch(in text: [Unicode.Scalar], from start: Int = 0) -> Match? {
-        var machine = Backtracker(program: program, text: text, slotCount: 2 * groupCount)
+    func firstMatch(in text: [Unicode.Scalar], from start: Int = 0) throws(TemplateFunctionError) -> Match? {
+        var machine = try machine(for: text)
         return machine.search(from: start)
     }
 
     /// Go's `FindAllIndex` with `n` (`n < 0`: all): the successive non-overlapping matches, where
     /// an empty match right after the previous match doesn't count.
-    func allMatches(in text: [Unicode.Scalar], limit: Int = -1) -> [Match] {
-        var machine = Backtracker(program: program, text: text, slotCount: 2 * groupCount)
+    func allMatches(in text: [Unicode.Scalar], limit: Int = -1) throws(TemplateFunctionError) -> [Match] {
+        var machine = try machine(for: text)
         var matches: [Match] = []
         var position = 0
         var previousEnd = -1
@@ -84,8 +96,11 @@ struct GoRegexp: Sendable {
 
     /// Go's `ReplaceAllString` (`expand`: `$1`, `${name}`) and `ReplaceAllLiteralString`:
     /// `text` with every match replaced by what `replacement` gives for it.
-    func replacingAll(in text: [Unicode.Scalar], with replacement: (Match) -> String) -> String {
-        var machine = Backtracker(program: program, text: text, slotCount: 2 * groupCount)
+    func replacingAll(
+        in text: [Unicode.Scalar],
+        with replacement: (Match) -> String
+    ) throws(TemplateFunctionError) -> String {
+        var machine = try machine(for: text)
         var output = String.UnicodeScalarView()
         var lastEnd = 0
         var position = 0
@@ -101,6 +116,17 @@ struct GoRegexp: Sendable {
         }
         if lastEnd < text.count { output.append(contentsOf: text[lastEnd...]) }
         return String(output)
+    }
+
+    /// A search of `text`; refused when its states wouldn't fit in ``stateLimit``.
+    private func machine(for text: [Unicode.Scalar]) throws(TemplateFunctionError) -> Backtracker {
+        let (states, overflow) = program.count.multipliedReportingOverflow(by: text.count + 1)
+        guard !overflow, states <= Self.stateLimit else {
+            throw TemplateFunctionError(
+                "regexp: a text of \(text.count) characters is too long for this pattern (\(program.count) steps): kiln's regular expressions search at most \(Self.stateLimit) steps × characters"
+            )
+        }
+        return Backtracker(program: program, text: text, slotCount: 2 * groupCount)
     }
 
     /// The text of group `group` of `match` (`nil`: it took no part).
@@ -783,6 +809,23 @@ private struct Compiler {
     }
 
     /// Whether `node` can match the empty text.
+    /// How many instructions `node` compiles to, at most (saturating past any limit).
+    static func size(of node: Node) -> Int {
+        switch node {
+        case .empty: return 0
+        case .literal, .characterClass, .anyCharacter, .assertion: return 1
+        case .capture(_, let inner): return size(of: inner).addingReportingOverflow(2).partialValue
+        case .concatenation(let items):
+            return items.reduce(0) { min(Int.max / 4, $0 + size(of: $1)) }
+        case .alternation(let branches):
+            return branches.reduce(0) { min(Int.max / 4, $0 + size(of: $1) + 2) }
+        case .repetition(let inner, let minimum, let maximum, _):
+            let copies = max(1, maximum ?? (minimum + 1))
+            let (total, overflow) = (size(of: inner) + 2).multipliedReportingOverflow(by: copies)
+            return overflow ? Int.max / 4 : min(Int.max / 4, total)
+        }
+    }
+
     static func isNullable(_ node: Node) -> Bool {
         switch node {
         case .empty, .assertion: true

@@ -745,7 +745,7 @@ enum SprigFunctions {
                 // Only regexMatch takes a pattern Go can't compile as no match: sprig's other
                 // functions compile with MustCompile, so a bad pattern fails them too.
                 guard let expression = must ? try regex(pattern) : try? regex(pattern) else { return false }
-                return .bool(expression.firstMatch(in: Array(text.unicodeScalars)) != nil)
+                return .bool(try expression.firstMatch(in: Array(text.unicodeScalars)) != nil)
             }
             table[name("regexFindAll")] = TemplateFunction(arguments: 3) { arguments throws(TemplateFunctionError) in
                 let pattern = try arguments[0].requireString(), text = try arguments[1].requireString()
@@ -753,7 +753,7 @@ enum SprigFunctions {
                 let expression = try regex(pattern)
                 let scalars = Array(text.unicodeScalars)
                 return .list(
-                    expression.allMatches(in: scalars, limit: limit).map {
+                    try expression.allMatches(in: scalars, limit: limit).map {
                         .string(GoRegexp.group(0, of: $0, in: scalars) ?? "")
                     }
                 )
@@ -763,7 +763,7 @@ enum SprigFunctions {
                 let expression = try regex(pattern)
                 let scalars = Array(text.unicodeScalars)
                 return .string(
-                    expression.firstMatch(in: scalars).flatMap { GoRegexp.group(0, of: $0, in: scalars) } ?? ""
+                    try expression.firstMatch(in: scalars).flatMap { GoRegexp.group(0, of: $0, in: scalars) } ?? ""
                 )
             }
             for literal in [false, true] {
@@ -774,7 +774,7 @@ enum SprigFunctions {
                     let expression = try regex(pattern)
                     let scalars = Array(text.unicodeScalars)
                     return .string(
-                        expression.replacingAll(in: scalars) { match in
+                        try expression.replacingAll(in: scalars) { match in
                             literal
                                 ? replacement
                                 : expandReplacement(replacement, match: match, of: expression, in: scalars)
@@ -786,7 +786,7 @@ enum SprigFunctions {
                 let pattern = try arguments[0].requireString(), text = try arguments[1].requireString()
                 let limit = try arguments[2].requireInt()
                 let expression = try regex(pattern)
-                return split(text, at: expression, limit: limit)
+                return try split(text, at: expression, limit: limit)
             }
         }
         table["regexQuoteMeta"] = string { text in
@@ -796,7 +796,9 @@ enum SprigFunctions {
 
     /// Go's `Regexp.Split`: the pieces of `text` between matches, `limit` of them at most (`< 0`:
     /// all; `0`: none).
-    static func split(_ text: String, at expression: GoRegexp, limit: Int) -> TemplateValue {
+    static func split(_ text: String, at expression: GoRegexp, limit: Int) throws(TemplateFunctionError)
+        -> TemplateValue
+    {
         if limit == 0 { return .list([]) }
         let scalars = Array(text.unicodeScalars)
         func piece(_ range: Range<Int>) -> TemplateValue {
@@ -806,7 +808,7 @@ enum SprigFunctions {
         var pieces: [TemplateValue] = []
         var begin = 0
         var end = 0
-        for match in expression.allMatches(in: scalars, limit: limit) {
+        for match in try expression.allMatches(in: scalars, limit: limit) {
             guard let start = match[0], let matchEnd = match[1] else { continue }
             if limit > 0, pieces.count == limit - 1 { break }
             end = start
