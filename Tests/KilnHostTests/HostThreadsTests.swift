@@ -14,13 +14,19 @@ struct HostThreadsTests {
             let counts = LockedValue([Int](repeating: 0, count: iterations))
             let threads = LockedValue(Set<UInt>())
             parallelLoop(iterations: iterations) { index in
-                // Long enough that the helpers start before the caller has taken every index.
-                usleep(iterations > 100 ? 100 : 2_000)
+                // Whichever thread takes index 0 waits until another index is done: another
+                // thread must have taken it (for at most 10 s, so a loop on one thread fails
+                // below rather than hangs).
+                if index == 0, iterations > 1, HostThread.coreCount > 1 {
+                    for _ in 0..<10_000 where counts.withLock({ $0.dropFirst().allSatisfy { $0 == 0 } }) {
+                        usleep(1_000)
+                    }
+                }
                 counts.withLock { $0[index] += 1 }
                 threads.withLock { _ = $0.insert(UInt(bitPattern: Int(bitPattern: pthread_self()))) }
             }
             #expect(counts.withLock { $0 } == [Int](repeating: 1, count: iterations), "\(iterations)")
-            if iterations >= 7, ProcessInfo.processInfo.activeProcessorCount > 1 {
+            if iterations > 1, HostThread.coreCount > 1 {
                 #expect(threads.withLock { $0.count } > 1, "\(iterations) iterations ran on one thread")
             }
         }
