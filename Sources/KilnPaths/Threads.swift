@@ -244,7 +244,12 @@ public final class SerialThread: @unchecked Sendable {
     public func run(after delay: Duration = .zero, _ block: @escaping @Sendable () -> Void) {
         let (seconds, attoseconds) = delay.components
         let nanoseconds = UInt64(max(0, seconds)) * 1_000_000_000 + UInt64(max(0, attoseconds) / 1_000_000_000)
-        let due = nanoseconds == 0 ? 0 : MonotonicClock.nanoseconds() + nanoseconds
+        run(at: nanoseconds == 0 ? 0 : MonotonicClock.nanoseconds() + nanoseconds, block)
+    }
+
+    /// Runs `block` on the queue's thread after the blocks due by then, once ``MonotonicClock``
+    /// reads `due` (0: at once).
+    public func run(at due: UInt64, _ block: @escaping @Sendable () -> Void) {
         let queue = self.queue
         let starts = queue.lock.locked {
             // After every block due by then (a binary search: a timer queue may hold thousands).

@@ -57,6 +57,9 @@ struct HostThreadsTests {
         let order = LockedValue([String]())
         let running = LockedValue(0)
         let done = CountingSemaphore()
+        // The thread is held while the blocks are given, so how long that takes doesn't matter.
+        let release = CountingSemaphore()
+        queue.run { release.wait() }
         let start = MonotonicClock.nanoseconds()
         let delayedAt = LockedValue<UInt64>(0)
         queue.run(after: .milliseconds(50)) {
@@ -75,6 +78,7 @@ struct HostThreadsTests {
                 running.withLock { $0 -= 1 }
             }
         }
+        release.signal()
         done.wait()
         #expect(order.withLock { $0 } == (0..<20).map(String.init) + ["delayed"])
         #expect(delayedAt.withLock { $0 } - start >= 50_000_000)
@@ -128,16 +132,20 @@ struct HostThreadsTests {
         allRan.wait()
         #expect(early.withLock { $0 } == 0)
         #expect(ran.withLock { $0 } == [Int](repeating: 1, count: count))
-        // Times far apart next to the time it takes to give them: the order is the times'.
+        // Blocks given out of order while the queue's thread is held: it takes them by their times.
         let order = LockedValue([Int]())
         let done = CountingSemaphore()
+        let release = CountingSemaphore()
+        queue.run { release.wait() }
+        let base = MonotonicClock.nanoseconds()
         for index in 0..<50 {
             let position = (index * 17) % 50
-            queue.run(after: .milliseconds(2 * position)) {
+            queue.run(at: base + UInt64(position) * 1_000) {
                 order.withLock { $0.append(position) }
                 if position == 49 { done.signal() }
             }
         }
+        release.signal()
         done.wait()
         #expect(order.withLock { $0 } == Array(0..<50))
     }
