@@ -378,7 +378,6 @@ private struct Parser {
 
     mutating func parseGroup(startingAt start: Int, depth: Int) throws(GoRegexp.SyntaxError) -> Node? {
         var name: String?
-        var capturing = true
         if peek == "?" {
             position += 1
             if peek == "P" || peek == "<" {
@@ -427,7 +426,6 @@ private struct Parser {
                         flags = new
                         return nil
                     case ":" where !(clearing && !sawFlag):
-                        capturing = false
                         let saved = flags
                         flags = new
                         let inner = try parseAlternation(depth: depth + 1)
@@ -447,11 +445,9 @@ private struct Parser {
                 }
             }
         }
-        var index = 0
-        if capturing {
-            groupNames.append(name)
-            index = groupNames.count
-        }
+        // Every group that reaches here captures (`(?:…)` returned above).
+        groupNames.append(name)
+        let index = groupNames.count
         // Flags set inside by `(?i)` last to the group's end.
         let saved = flags
         let inner = try parseAlternation(depth: depth + 1)
@@ -467,19 +463,14 @@ private struct Parser {
         guard let scalar = peek else {
             throw GoRegexp.SyntaxError(code: "trailing backslash at end of expression", part: "")
         }
+        let assertions: [Unicode.Scalar: Assertion] = [
+            "A": .beginText, "z": .endText, "b": .wordBoundary, "B": .notWordBoundary,
+        ]
+        if let assertion = assertions[scalar] {
+            position += 1
+            return .assertion(assertion)
+        }
         switch scalar {
-        case "A":
-            position += 1
-            return .assertion(.beginText)
-        case "z":
-            position += 1
-            return .assertion(.endText)
-        case "b":
-            position += 1
-            return .assertion(.wordBoundary)
-        case "B":
-            position += 1
-            return .assertion(.notWordBoundary)
         case "Q":
             position += 1
             var items: [Node] = []
@@ -737,9 +728,9 @@ private struct Compiler {
         case .anyCharacter(let matchesNewline): emit(.anyCharacter(matchesNewline: matchesNewline))
         case .assertion(let assertion): emit(.assertion(assertion))
         case .capture(let index, let inner):
-            if index > 0 { emit(.save(2 * index)) }
+            emit(.save(2 * index))
             compile(inner)
-            if index > 0 { emit(.save(2 * index + 1)) }
+            emit(.save(2 * index + 1))
         case .concatenation(let items):
             for item in items { compile(item) }
         case .alternation(let branches):
