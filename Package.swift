@@ -8,12 +8,17 @@ import PackageDescription
 
 let swiftSettings: [SwiftSetting] = [.swiftLanguageMode(.v6)]
 
-// What a run loads. No module of the host, its launcher or the runtime imports the string
-// processing library (Swift's Regex) by default, nor Dispatch's Swift overlay, which needs it:
-// loaded, it and the RegexParser it needs are 1 MB of a process's memory, and no run uses them
-// (the templates' regular expressions are Go's, KilnTemplate/GoRegexp.swift). LoadedLibrariesTests
-// and QuickRunTests hold this.
+// What a run loads. No module of the host, its launcher, the runtime or kiln's own plugins imports
+// the string processing library (Swift's Regex) by default, nor Dispatch's Swift overlay, which
+// needs it: loaded, it and the RegexParser it needs are 1 MB of a process's memory, and no run
+// uses them (the templates' regular expressions are Go's, KilnTemplate/GoRegexp.swift). Nor Swift's
+// concurrency runtime, which loads libdispatch, 0.9 MB more: a run's threads are kiln's own
+// (KilnPaths/Threads.swift, the engine's scheduler). Only the REAPI client (libKilnRemote.so),
+// opened when a remote is configured, uses them. LoadedLibrariesTests and QuickRunTests hold this.
 let withoutStringProcessing = ["-Xfrontend", "-disable-implicit-string-processing-module-import"]
+let withoutConcurrency = ["-Xfrontend", "-disable-implicit-concurrency-module-import"]
+let runSwiftSettings: [SwiftSetting] =
+    swiftSettings + [.unsafeFlags(withoutStringProcessing + withoutConcurrency)]
 
 // What a run executes, packed together (linker/README.md). The kernel maps a library's code in
 // blocks of 64 KB or more around each page a process runs, so code spread thin over a library
@@ -21,16 +26,7 @@ let withoutStringProcessing = ["-Xfrontend", "-disable-implicit-string-processin
 // section of its own, and the linker puts those a run executes side by side
 // (linker/hot-sections.txt, from scripts/hot-sections).
 let packedSwiftSettings: [SwiftSetting] =
-    swiftSettings + [.unsafeFlags(["-Xfrontend", "-function-sections"] + withoutStringProcessing)]
-
-// The launcher and the modules it links (linked into libKilnCLI.so too) use no Swift concurrency:
-// without its implicit import, the launcher doesn't load it (nor the libdispatch it needs) to
-// answer a no-op run or a hook with nothing affected.
-let withoutConcurrency = ["-Xfrontend", "-disable-implicit-concurrency-module-import"]
-// kiln's own plugins, which a run loads beside the CLI, leave it out too.
-let pluginSwiftSettings: [SwiftSetting] = swiftSettings + [.unsafeFlags(withoutStringProcessing)]
-let launcherSwiftSettings: [SwiftSetting] =
-    swiftSettings + [.unsafeFlags(["-Xfrontend", "-function-sections"] + withoutStringProcessing + withoutConcurrency)]
+    runSwiftSettings + [.unsafeFlags(["-Xfrontend", "-function-sections"])]
 
 let package = Package(
     name: "Kiln",
@@ -81,12 +77,12 @@ let package = Package(
         .target(name: "CKilnHost", cSettings: [.unsafeFlags(["-ffunction-sections"])]),
         // What the host and the launcher share: Taskfile discovery, `sources:` matching, content
         // hashes, the Taskfile cache's header, the up-to-date snapshot, the run lock.
-        .target(name: "KilnPaths", dependencies: ["CXXHash"], swiftSettings: launcherSwiftSettings),
+        .target(name: "KilnPaths", dependencies: ["CXXHash"], swiftSettings: packedSwiftSettings),
         // libgit2, opened with dlopen on first use (Sources/CGit2/include/CGit2.h); its header from libgit2-dev.
         .target(name: "CGit2"),
         // Git's on-disk formats read directly (index, objects, packs, references): no libgit2,
         // so a hook with nothing to do never starts it.
-        .target(name: "KilnGitFormat", dependencies: ["CKilnZlib", "KilnPaths"], swiftSettings: launcherSwiftSettings),
+        .target(name: "KilnGitFormat", dependencies: ["CKilnZlib", "KilnPaths"], swiftSettings: packedSwiftSettings),
         // libgit2 for the changed files of a repository (kiln affected, run --affected).
         .target(
             name: "KilnGit",
@@ -109,7 +105,7 @@ let package = Package(
                 "CKilnZlib",
             ],
             path: "Plugins/Archive",
-            swiftSettings: pluginSwiftSettings
+            swiftSettings: runSwiftSettings
         ),
         .target(
             name: "KilnTestPluginOldABI",
@@ -118,7 +114,7 @@ let package = Package(
                 .product(name: "KilnPluginAPI", package: "KilnRuntime"),
             ],
             path: "Tests/Plugins/OldABI",
-            swiftSettings: pluginSwiftSettings + [.unsafeFlags(["-Xcc", "-DKILN_PLUGIN_ABI_VERSION=999"])]
+            swiftSettings: runSwiftSettings + [.unsafeFlags(["-Xcc", "-DKILN_PLUGIN_ABI_VERSION=999"])]
         ),
         .target(
             name: "KilnTestPluginDuplicate",
@@ -127,7 +123,7 @@ let package = Package(
                 .product(name: "KilnPluginAPI", package: "KilnRuntime"),
             ],
             path: "Tests/Plugins/Duplicate",
-            swiftSettings: pluginSwiftSettings
+            swiftSettings: runSwiftSettings
         ),
         .target(
             name: "KilnTestPluginBehaviours",
@@ -136,7 +132,7 @@ let package = Package(
                 .product(name: "KilnPluginAPI", package: "KilnRuntime"),
             ],
             path: "Tests/Plugins/Behaviours",
-            swiftSettings: pluginSwiftSettings
+            swiftSettings: runSwiftSettings
         ),
         // libcurl is opened with dlopen on the first transfer (see CKilnCurl.h), not linked.
         .target(name: "CKilnCurl", path: "Plugins/CKilnCurl"),
@@ -148,7 +144,7 @@ let package = Package(
                 "CKilnCurl",
             ],
             path: "Plugins/HTTP",
-            swiftSettings: pluginSwiftSettings
+            swiftSettings: runSwiftSettings
         ),
         .target(
             name: "KilnCompressPlugin",
@@ -158,7 +154,7 @@ let package = Package(
                 "CKilnZlib",
             ],
             path: "Plugins/Compress",
-            swiftSettings: pluginSwiftSettings
+            swiftSettings: runSwiftSettings
         ),
         // The REAPI client: the generated messages and services (scripts/generate-protos), the action
         // recipe (SHA-256 from swift-crypto), the cache and the executor. It shares only the runtime's
@@ -188,7 +184,7 @@ let package = Package(
         .target(
             name: "KilnHookPlan",
             dependencies: ["KilnGitFormat", "KilnPaths"],
-            swiftSettings: launcherSwiftSettings
+            swiftSettings: packedSwiftSettings
         ),
         // kiln's command-line grammar: commands' specs, the parser, the help text. No Foundation: a
         // run never loads it.
@@ -218,7 +214,7 @@ let package = Package(
         .executableTarget(
             name: "kiln",
             dependencies: ["KilnHookPlan", "KilnPaths"],
-            swiftSettings: swiftSettings + [.unsafeFlags(withoutStringProcessing + withoutConcurrency)]
+            swiftSettings: runSwiftSettings
         ),
         .executableTarget(
             name: "kiln-bench",
@@ -283,6 +279,7 @@ let package = Package(
             name: "KilnJobsTests",
             dependencies: [
                 .product(name: "KilnJobs", package: "KilnRuntime"),
+                .product(name: "KilnJobsAsync", package: "KilnRuntime"),
                 "KilnTestSupport",
             ],
             swiftSettings: swiftSettings

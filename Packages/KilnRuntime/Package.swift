@@ -10,7 +10,10 @@ import PackageDescription
 // No module here imports the string processing library (Swift's Regex) by default, as in the
 // host (the root's Package.swift): loaded, it and the RegexParser it needs are 1 MB of a process's
 // memory. The templates' regular expressions are Go's, matched by KilnTemplate/GoRegexp.swift.
+// Nor Swift's concurrency runtime, which loads libdispatch: 0.9 MB more, and the engine runs on
+// threads of its own. The suspending waits are in KilnJobsAsync, which only its importers load.
 let withoutStringProcessing = ["-Xfrontend", "-disable-implicit-string-processing-module-import"]
+let withoutConcurrency = ["-Xfrontend", "-disable-implicit-concurrency-module-import"]
 
 let package = Package(
     name: "KilnRuntime",
@@ -19,6 +22,9 @@ let package = Package(
         // The plugin API and the template language its requests render with: one library, so the
         // host and every plugin share one copy of each.
         .library(name: "KilnPluginAPI", type: .dynamic, targets: ["KilnPluginAPI", "KilnTemplate"]),
+        // `await job.waitUntilFinished()` and `await queue.waitUntilAllJobsAreFinished()`: linked
+        // into its importer, so only a program that awaits jobs loads Swift's concurrency runtime.
+        .library(name: "KilnJobsAsync", targets: ["KilnJobsAsync"]),
     ],
     targets: [
         .target(name: "CKilnSystem"),
@@ -29,24 +35,31 @@ let package = Package(
             dependencies: ["CKilnSystem"],
             swiftSettings: [
                 .swiftLanguageMode(.v6),
-                .unsafeFlags(withoutStringProcessing),
+                .unsafeFlags(withoutStringProcessing + withoutConcurrency),
                 // Every shared field is guarded by a lock (the scheduler's or the job's), so the
                 // runtime's dynamic exclusivity checks only cost time (a TLS lookup per access).
                 .unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release)),
             ]
         ),
+        .target(
+            name: "KilnJobsAsync",
+            dependencies: ["KilnJobs"],
+            swiftSettings: [.swiftLanguageMode(.v6), .unsafeFlags(withoutStringProcessing)]
+        ),
         // Go's text/template, with go-task's and sprig's functions: the language of Taskfiles.
         .target(
             name: "KilnTemplate",
             swiftSettings: [
-                .swiftLanguageMode(.v6), .unsafeFlags(["-Xfrontend", "-function-sections"] + withoutStringProcessing),
+                .swiftLanguageMode(.v6),
+                .unsafeFlags(["-Xfrontend", "-function-sections"] + withoutStringProcessing + withoutConcurrency),
             ]
         ),
         .target(
             name: "KilnPluginAPI",
             dependencies: ["KilnJobs", "CKilnPluginABI", "KilnTemplate"],
             swiftSettings: [
-                .swiftLanguageMode(.v6), .unsafeFlags(["-Xfrontend", "-function-sections"] + withoutStringProcessing),
+                .swiftLanguageMode(.v6),
+                .unsafeFlags(["-Xfrontend", "-function-sections"] + withoutStringProcessing + withoutConcurrency),
             ],
             // What a run executes of this library and KilnTemplate, side by side (the root's
             // linker/README.md; scripts/hot-sections writes the list). The flag reaches only this

@@ -1,4 +1,4 @@
-import KilnJobs
+import KilnJobsAsync
 import KilnTestSupport
 import Testing
 

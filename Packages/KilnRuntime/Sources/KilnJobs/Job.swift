@@ -694,20 +694,10 @@ open class Job: @unchecked Sendable, CustomStringConvertible {
         Scheduler.shared.blocking { semaphore.wait() }
     }
 
-    /// Suspends the calling task until the job has finished.
-    ///
-    /// - Throws: ``JobError`` in the same cases as the blocking form.
-    ///
-    /// Threading: any task.
-    public final func waitUntilFinished() async throws(JobError) {
-        try checkWaitable()
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            if !addFinishWaiter({ continuation.resume() }) { continuation.resume() }
-        }
-    }
-
     /// Registers `waiter` to run when the job finishes; `false` if it already has.
-    final func addFinishWaiter(_ waiter: @escaping @Sendable () -> Void) -> Bool {
+    ///
+    /// Threading: any thread.
+    package final func addFinishWaiter(_ waiter: @escaping @Sendable () -> Void) -> Bool {
         state.withLock { state in
             guard state.phase != .finished else { return false }
             state.appendFinishWaiter(waiter)
@@ -715,7 +705,10 @@ open class Job: @unchecked Sendable, CustomStringConvertible {
         }
     }
 
-    private func checkWaitable() throws(JobError) {
+    /// Throws what ``waitUntilFinished()`` throws instead of waiting forever.
+    ///
+    /// Threading: any thread.
+    package func checkWaitable() throws(JobError) {
         if isFinished { return }
         if let current = ThreadContext.existing?.currentJob {
             if current === self {

@@ -285,19 +285,10 @@ public final class JobQueue: @unchecked Sendable, CustomStringConvertible {
         scheduler.blocking { semaphore.wait() }
     }
 
-    /// Suspends the calling task until the queue holds no jobs.
+    /// Throws what ``waitUntilAllJobsAreFinished()`` throws instead of waiting forever.
     ///
-    /// - Throws: ``JobError`` as the blocking form.
-    ///
-    /// Threading: any task.
-    public func waitUntilAllJobsAreFinished() async throws(JobError) {
-        try checkNotInside()
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            if !addEmptyWaiter({ continuation.resume() }) { continuation.resume() }
-        }
-    }
-
-    private func checkNotInside() throws(JobError) {
+    /// Threading: any thread.
+    package func checkNotInside() throws(JobError) {
         if let current = ThreadContext.existing?.currentJob, current.state.withLock({ $0.queue }) === self {
             throw JobError(
                 .waitWouldDeadlock,
@@ -307,7 +298,10 @@ public final class JobQueue: @unchecked Sendable, CustomStringConvertible {
         }
     }
 
-    private func addEmptyWaiter(_ waiter: @escaping @Sendable () -> Void) -> Bool {
+    /// Registers `waiter` to run when the queue next holds no jobs; `false` if it holds none now.
+    ///
+    /// Threading: any thread.
+    package func addEmptyWaiter(_ waiter: @escaping @Sendable () -> Void) -> Bool {
         scheduler.core.withLock { _ in
             guard count > 0 else { return false }
             emptyWaiters.append(waiter)
