@@ -75,4 +75,39 @@ struct GoRegexpTests {
         // The general categories are known: one letter for a group, two for one category.
         #expect(try render(#"{{regexFindAll "\\p{Ll}+|\\pN" "aΩb7" -1}}"#) == "[a b 7]")
     }
+
+    @Test("case orbits: the extras table is what Unicode's case mappings give, and every orbit is one")
+    func foldingExtrasFromUnicode() {
+        // Every scalar's folding key, from the case mappings: the members its key's upper and title
+        // cases don't reach are the table, exactly.
+        func single(_ mapping: String) -> Unicode.Scalar? {
+            mapping.unicodeScalars.count == 1 ? mapping.unicodeScalars.first : nil
+        }
+        var derived: Set<[UInt32]> = []
+        for value in UInt32(0)...0x10FFFF {
+            guard let scalar = Unicode.Scalar(value) else { continue }
+            let key = GoRegexp.foldingKey(of: scalar)
+            #expect(GoRegexp.foldingKey(of: key) == key, "the key of U+\(String(value, radix: 16)) is its own key")
+            guard key != scalar else { continue }
+            let reached = [single(key.properties.uppercaseMapping), single(key.properties.titlecaseMapping)]
+            if !reached.contains(scalar) { derived.insert([key.value, scalar.value]) }
+        }
+        #expect(derived == Set(GoRegexp.foldingExtras.map { [$0.0, $0.1] }))
+        // An orbit is the same from each of its members, and all of them have one key.
+        for value in UInt32(0)...0x2CFF {
+            guard let scalar = Unicode.Scalar(value) else { continue }
+            let orbit = GoRegexp.caseOrbit(of: scalar)
+            #expect(orbit.contains(scalar))
+            for member in orbit {
+                #expect(Set(GoRegexp.caseOrbit(of: member)) == Set(orbit), "U+\(String(value, radix: 16))")
+                if !scalar.isASCII {
+                    #expect(GoRegexp.foldingKey(of: member) == GoRegexp.foldingKey(of: scalar))
+                }
+            }
+        }
+        // Three letters in one orbit, and the dotless i alone (Unicode folds it only for Turkic).
+        #expect(Set(GoRegexp.caseOrbit(of: "s")) == ["s", "S", "\u{017F}"])
+        #expect(Set(GoRegexp.caseOrbit(of: "\u{03C2}")) == ["\u{03C3}", "\u{03A3}", "\u{03C2}"])
+        #expect(GoRegexp.caseOrbit(of: "\u{0131}") == ["\u{0131}"])
+    }
 }

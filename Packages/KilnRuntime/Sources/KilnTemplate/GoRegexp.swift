@@ -167,7 +167,7 @@ private struct CharacterClass {
     func contains(_ scalar: Unicode.Scalar) -> Bool {
         var found = containsExactly(scalar)
         if !found, foldsCase {
-            found = GoRegexp.caseVariants(of: scalar).contains { containsExactly($0) }
+            found = GoRegexp.caseOrbit(of: scalar).contains { $0 != scalar && containsExactly($0) }
         }
         return found != negated
     }
@@ -373,7 +373,7 @@ private struct Parser {
     }
 
     func literal(_ scalar: Unicode.Scalar) -> Node {
-        .literal(scalar, foldsCase: flags.foldsCase && !GoRegexp.caseVariants(of: scalar).isEmpty)
+        .literal(scalar, foldsCase: flags.foldsCase && GoRegexp.caseOrbit(of: scalar).count > 1)
     }
 
     mutating func parseGroup(startingAt start: Int, depth: Int) throws(GoRegexp.SyntaxError) -> Node? {
@@ -704,7 +704,8 @@ private struct Parser {
 
 private enum Instruction {
     case scalar(Unicode.Scalar)
-    case scalarFoldingCase(Unicode.Scalar)
+    /// One of the scalars of a letter's case orbit (``GoRegexp/caseOrbit(of:)``).
+    case scalarFoldingCase([Unicode.Scalar])
     case characterClass(CharacterClass)
     case anyCharacter(matchesNewline: Bool)
     case assertion(Assertion)
@@ -723,7 +724,8 @@ private struct Compiler {
     mutating func compile(_ node: Node) {
         switch node {
         case .empty: break
-        case .literal(let scalar, let foldsCase): emit(foldsCase ? .scalarFoldingCase(scalar) : .scalar(scalar))
+        case .literal(let scalar, let foldsCase):
+            emit(foldsCase ? .scalarFoldingCase(GoRegexp.caseOrbit(of: scalar)) : .scalar(scalar))
         case .characterClass(let set): emit(.characterClass(set))
         case .anyCharacter(let matchesNewline): emit(.anyCharacter(matchesNewline: matchesNewline))
         case .assertion(let assertion): emit(.assertion(assertion))
@@ -892,8 +894,8 @@ private struct Backtracker {
                         pc += 1
                         position += 1
                         continue
-                    case .scalarFoldingCase(let scalar):
-                        guard position < text.count, GoRegexp.equalFoldingCase(text[position], scalar) else { break }
+                    case .scalarFoldingCase(let orbit):
+                        guard position < text.count, orbit.contains(text[position]) else { break }
                         pc += 1
                         position += 1
                         continue
@@ -951,20 +953,65 @@ extension GoRegexp {
         scalar.isASCII && (scalar == "_" || scalar.properties.isAlphabetic || ("0"..."9").contains(scalar))
     }
 
-    /// The other cases of `scalar` that are one scalar each (`k` → `K`; none for `1`).
-    static func caseVariants(of scalar: Unicode.Scalar) -> [Unicode.Scalar] {
-        var variants: [Unicode.Scalar] = []
-        for mapping in [scalar.properties.lowercaseMapping, scalar.properties.uppercaseMapping] {
-            let scalars = mapping.unicodeScalars
-            if scalars.count == 1, let only = scalars.first, only != scalar, !variants.contains(only) {
-                variants.append(only)
-            }
+    /// The scalars that are `scalar`'s letter but for case, `scalar` among them: Go's case orbit
+    /// (`unicode.SimpleFold`), the classes of Unicode's simple case folding. `k`, `K` and the
+    /// Kelvin sign; `s`, `S` and the long s; `σ`, `Σ` and the final `ς`; `1` alone.
+    ///
+    /// Most letters are their folding key's upper, title and lower case; ``foldingExtras`` holds
+    /// the others (GoRegexpTests derives it again from all of Unicode).
+    static func caseOrbit(of scalar: Unicode.Scalar) -> [Unicode.Scalar] {
+        if scalar.isASCII {
+            // Without the Unicode tables: a letter's two cases, and the long s and Kelvin sign.
+            let value = UInt8(scalar.value)
+            guard (0x41...0x5A).contains(value) || (0x61...0x7A).contains(value) else { return [scalar] }
+            let lower = Unicode.Scalar(value | 0x20)
+            let orbit = [lower, Unicode.Scalar(value & ~0x20)]
+            return lower == "k" ? orbit + ["\u{212A}"] : lower == "s" ? orbit + ["\u{017F}"] : orbit
         }
-        return variants
+        let key = foldingKey(of: scalar)
+        var orbit = [key]
+        for mapping in [key.properties.uppercaseMapping, key.properties.titlecaseMapping] {
+            if let other = single(mapping), !orbit.contains(other), foldingKey(of: other) == key { orbit.append(other) }
+        }
+        for (extraKey, extra) in foldingExtras where extraKey == key.value {
+            if let other = Unicode.Scalar(extra), !orbit.contains(other) { orbit.append(other) }
+        }
+        if !orbit.contains(scalar) { orbit.append(scalar) }
+        return orbit
     }
 
-    /// Whether `a` and `b` are one letter but for case.
-    static func equalFoldingCase(_ a: Unicode.Scalar, _ b: Unicode.Scalar) -> Bool {
-        a == b || caseVariants(of: b).contains(a) || caseVariants(of: a).contains(b)
+    /// The letter `scalar` folds to: the lower case of its upper case (`ς` → `Σ` → `σ`, the long
+    /// s → `S` → `s`), or its own lower case when its upper case is several scalars (`ß`).
+    /// Simple case folding's exceptions: the dotless `ı` folds to itself only (Unicode folds it
+    /// only for Turkic languages), and three pairs whose upper cases are several scalars.
+    static func foldingKey(of scalar: Unicode.Scalar) -> Unicode.Scalar {
+        switch scalar.value {
+        case 0x0131: return scalar
+        case 0x1FD3: return "\u{0390}"
+        case 0x1FE3: return "\u{03B0}"
+        case 0xFB05: return "\u{FB06}"
+        default: break
+        }
+        let upper = single(scalar.properties.uppercaseMapping) ?? scalar
+        return single(upper.properties.lowercaseMapping) ?? single(scalar.properties.lowercaseMapping) ?? scalar
+    }
+
+    /// Members of a case orbit that its key's upper and title case don't reach: (key, member).
+    /// Derived from Unicode's case mappings (GoRegexpTests.foldingExtrasFromUnicode checks it).
+    static let foldingExtras: [(UInt32, UInt32)] = [
+        (0x03BC, 0x00B5), (0x0073, 0x017F), (0x03B9, 0x0345), (0x03C3, 0x03C2), (0x03B2, 0x03D0),
+        (0x03B8, 0x03D1), (0x03C6, 0x03D5), (0x03C0, 0x03D6), (0x03BA, 0x03F0), (0x03C1, 0x03F1),
+        (0x03B8, 0x03F4), (0x03B5, 0x03F5), (0x0432, 0x1C80), (0x0434, 0x1C81), (0x043E, 0x1C82),
+        (0x0441, 0x1C83), (0x0442, 0x1C84), (0x0442, 0x1C85), (0x044A, 0x1C86), (0x0463, 0x1C87),
+        (0xA64B, 0x1C88), (0x1E61, 0x1E9B), (0x00DF, 0x1E9E), (0x03B9, 0x1FBE), (0x0390, 0x1FD3),
+        (0x03B0, 0x1FE3), (0x03C9, 0x2126), (0x006B, 0x212A), (0x00E5, 0x212B), (0xFB06, 0xFB05),
+    ]
+
+    private static func single(_ mapping: String) -> Unicode.Scalar? {
+        let scalars = mapping.unicodeScalars
+        guard let first = scalars.first, scalars.index(after: scalars.startIndex) == scalars.endIndex else {
+            return nil
+        }
+        return first
     }
 }
