@@ -156,54 +156,54 @@ private enum Assertion {
     case beginText, endText, beginLine, endLine, wordBoundary, notWordBoundary
 }
 
-/// A set of scalars: ranges, maybe negated, maybe compared without case.
+/// A set of scalars: ranges and general categories, items that take what a set leaves out (`\D`,
+/// `\PL`, `[:^alpha:]` inside a class), maybe negated, maybe compared without case.
+///
+/// Compared without case as Go builds its classes: a scalar is in an item when any letter of its
+/// case orbit is, and in an excluding item when none is (`(?i)[\P{Lu}]` leaves out `a` too).
 private struct CharacterClass {
+    /// A set an item of the class leaves out.
+    struct Excluded {
+        var ranges: [ClosedRange<UInt32>]
+        var categories: [Unicode.GeneralCategory]
+    }
+
     var ranges: [ClosedRange<UInt32>] = []
     var categories: [Unicode.GeneralCategory] = []
-    var negatedCategories: [Unicode.GeneralCategory] = []
+    var excluded: [Excluded] = []
     var negated = false
     var foldsCase = false
 
     func contains(_ scalar: Unicode.Scalar) -> Bool {
-        var found = containsExactly(scalar)
-        if !found, foldsCase {
-            found = GoRegexp.caseOrbit(of: scalar).contains { $0 != scalar && containsExactly($0) }
+        if Self.contains(scalar, ranges, categories) { return !negated }
+        let orbit = foldsCase ? GoRegexp.caseOrbit(of: scalar) : [scalar]
+        var found = foldsCase && orbit.contains { $0 != scalar && Self.contains($0, ranges, categories) }
+        if !found {
+            found = excluded.contains { set in !orbit.contains { Self.contains($0, set.ranges, set.categories) } }
         }
         return found != negated
     }
 
-    private func containsExactly(_ scalar: Unicode.Scalar) -> Bool {
+    private static func contains(
+        _ scalar: Unicode.Scalar,
+        _ ranges: [ClosedRange<UInt32>],
+        _ categories: [Unicode.GeneralCategory]
+    ) -> Bool {
         let value = scalar.value
         if ranges.contains(where: { $0.contains(value) }) { return true }
-        if !categories.isEmpty, categories.contains(scalar.properties.generalCategory) { return true }
-        if !negatedCategories.isEmpty, !negatedCategories.contains(scalar.properties.generalCategory) { return true }
-        return false
+        return !categories.isEmpty && categories.contains(scalar.properties.generalCategory)
     }
 
-    /// Adds `other`'s members (a class inside a class: `[\d\s]`, `[^\D]`).
+    /// Adds `other`'s members (a class inside a class: `[\d\s]`, `[^\D]`, `[\PLx]`).
     mutating func add(_ other: CharacterClass) {
         if other.negated {
-            // Only Perl and ASCII classes are negated inside a class: their complement's ranges.
-            ranges += Self.complement(other.ranges)
-            categories += other.negatedCategories
-            negatedCategories += other.categories
+            // A negated item is one set (`\D`, `\PL`, `[:^alpha:]`): what it leaves out.
+            excluded.append(Excluded(ranges: other.ranges, categories: other.categories))
         } else {
             ranges += other.ranges
             categories += other.categories
-            negatedCategories += other.negatedCategories
+            excluded += other.excluded
         }
-    }
-
-    static func complement(_ ranges: [ClosedRange<UInt32>]) -> [ClosedRange<UInt32>] {
-        var result: [ClosedRange<UInt32>] = []
-        var next: UInt32 = 0
-        for range in ranges.sorted(by: { $0.lowerBound < $1.lowerBound }) {
-            if range.lowerBound > next { result.append(next...(range.lowerBound - 1)) }
-            next = max(next, range.upperBound &+ 1)
-            if range.upperBound == 0x10FFFF { return result }
-        }
-        if next <= 0x10FFFF { result.append(next...0x10FFFF) }
-        return result
     }
 }
 
@@ -496,6 +496,8 @@ private struct Parser {
     mutating func parseClassEscape(startingAt start: Int) throws(GoRegexp.SyntaxError) -> CharacterClass? {
         guard let scalar = peek else { return nil }
         var result = CharacterClass()
+        // Go folds each item of a class when it is built: `(?i)\W` leaves out the Kelvin sign too.
+        result.foldsCase = flags.foldsCase
         switch scalar {
         case "d", "D": result.ranges = [0x30...0x39]
         case "s", "S": result.ranges = [0x09...0x0A, 0x0C...0x0D, 0x20...0x20]
@@ -531,7 +533,6 @@ private struct Parser {
             }
             result.categories = categories
             result.negated = negated
-            result.foldsCase = flags.foldsCase
             return result
         default: return nil
         }
