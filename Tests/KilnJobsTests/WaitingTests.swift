@@ -1,3 +1,4 @@
+import KilnJobs
 import KilnJobsAsync
 import KilnTestSupport
 import Testing

@@ -2,7 +2,7 @@
 // library doesn't need Swift's concurrency runtime, nor the libdispatch that runtime loads: kiln's
 // runs use threads and blocking waits only, and each library a process loads costs it memory.
 // A plugin or program that awaits jobs imports this module beside KilnJobs.
-@_exported import KilnJobs
+import KilnJobs
 
 extension Job {
     /// Suspends the calling task until the job has finished.

@@ -176,11 +176,13 @@ private struct CharacterClass {
 
     func contains(_ scalar: Unicode.Scalar) -> Bool {
         if Self.contains(scalar, ranges, categories) { return !negated }
-        let orbit = foldsCase ? GoRegexp.caseOrbit(of: scalar) : [scalar]
-        var found = foldsCase && orbit.contains { $0 != scalar && Self.contains($0, ranges, categories) }
-        if !found {
-            found = excluded.contains { set in !orbit.contains { Self.contains($0, set.ranges, set.categories) } }
+        guard foldsCase else {
+            return excluded.contains { !Self.contains(scalar, $0.ranges, $0.categories) } != negated
         }
+        let orbit = GoRegexp.caseOrbit(of: scalar)
+        let found =
+            orbit.contains { $0 != scalar && Self.contains($0, ranges, categories) }
+            || excluded.contains { set in !orbit.contains { Self.contains($0, set.ranges, set.categories) } }
         return found != negated
     }
 
