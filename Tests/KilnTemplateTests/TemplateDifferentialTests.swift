@@ -160,6 +160,9 @@ import Testing
         "{{regexFind \"\\\\x41\\\\x{42}\\\\101\" \"zABAz\"}}|{{regexFind \"\\\\Q.*\\\\E\" \"a.*b\"}}|{{regexFind \"\\\\bfox\\\\b\" .SENTENCE}}|{{regexFindAll \"\\\\Bo\\\\B\" \"foo bob\" -1}}|{{regexFind \"\\\\.\\\\+\\\\t\" \"a.+\\tb\"}}",
         "{{regexFind \"a|ab\" \"ab\"}}|{{regexFind \"ab|a\" \"ab\"}}|{{regexReplaceAll \"(a|ab)(c|bcd)\" \"abcd\" \"[$1,$2]\"}}|{{regexReplaceAll \"(a)|b\" \"ab\" \"<$1>\"}}|{{regexFind \"(|a)+\" \"aa\"}}|{{regexFind \"(|a)*\" \"aa\"}}|{{regexFind \"(a|)*\" \"aa\"}}|{{regexFind \"(|a){2,}\" \"aa\"}}",
         "{{regexFindAll \"(?i)[a-c]+\" \"ABCabcxyz\" -1}}|{{regexFindAll \"(?i)k\" \"Kk\" -1}}|{{regexFindAll \"(?i:a)b\" \"AB Ab ab\" -1}}|{{regexFindAll \"(?i)a(?-i)b\" \"AB Ab ab\" -1}}",
+        // A repetition after a quote takes its last letter; a flag group or an empty quote lets a
+        // repetition reach the item before it.
+        "{{regexFindAll \"xa*(?i)*\" \"x xa xaa\" -1}}|{{regexFindAll \"xa(?i){2}\" \"xa xaa xaaa\" -1}}|{{regexFindAll \"xa(?i)(?-i)?\" \"x xa\" -1}}|{{regexFindAll \"xa(?i){\" \"xa{ xa\" -1}}|{{regexFindAll \"\\\\Qa.\\\\E*\" \"a.. a a.\" -1}}|{{regexFindAll \"x\\\\Qab\\\\E{2}\" \"xabb xabab\" -1}}|{{regexFindAll \"(?:\\\\Qab\\\\E)+\" \"ababa\" -1}}|{{regexFindAll \"\\\\Q*\\\\E+\" \"a**\" -1}}|{{regexMatch \"x\\\\Q\\\\E*\" \"x\"}}|{{regexMatch \"\\\\Q\\\\E*\" \"x\"}}|{{regexMatch \"(?i)*\" \"x\"}}",
         // Items that leave a set out, inside a class, beside others and without case.
         "{{regexFindAll \"[\\\\PLx]\" \"ab1x\" -1}}|{{regexFindAll \"[\\\\PL\\\\PN]\" \"a1-\" -1}}|{{regexFindAll \"[^\\\\PL\\\\PN]\" \"a1-\" -1}}|{{regexFindAll \"(?i)[\\\\P{Lu}]\" \"aB1\" -1}}|{{regexFindAll \"(?i)\\\\P{Lu}\" \"aB1\" -1}}|{{regexFindAll \"(?i)[\\\\W]\" \"\\u212a-k\" -1}}|{{regexFindAll \"(?i)\\\\W\" \"\\u212a-k\" -1}}|{{regexFindAll \"[^\\\\D]\" \"a1\" -1}}|{{regexFindAll \"[\\\\D\\\\d]\" \"a1\" -1}}|{{regexFindAll \"(?i)[[:^lower:]]\" \"aB1\" -1}}|{{regexFindAll \"[[:^alpha:]x]\" \"ab1x\" -1}}|{{regexFindAll \"(?i)[^\\\\PLx]\" \"aX1\" -1}}",
         // Case orbits of more than two letters, and letters that fold only to themselves.
@@ -263,6 +266,82 @@ import Testing
             return
         }
         #expect(rendered + "\n" == expected, "\(template)")
+    }
+
+    /// Random regular expressions (a fixed seed: the same ones each run), each matched against a
+    /// text by go-task and by kiln: what one finds the other finds, and what one refuses the
+    /// other refuses. Built from pieces where Go's and a naive engine's answers part: quotes,
+    /// flag groups, case folding across orbits, excluding items in classes, empty-width
+    /// assertions, lazy and counted repetition.
+    @Test("random regular expressions match as in go-task")
+    func randomRegularExpressions() throws {
+        let pieces = [
+            "a", "b", "c", ".", "\\d", "\\w", "\\s", "\\W", "\\D", "[a-c]", "[^ab]", "[[:alpha:]]", "[[:^digit:]]",
+            "\\pL", "\\PL", "\\p{Lu}", "[\\PLx]", "x", "é", "K", "ſ", "k", "s", "S", "σ", "ς", "Σ", "(?i:a)",
+            "\\b", "\\B", "^", "$", "\\A", "\\z", "[\\d-]", "[a-]", "\\.", "\\x41", "\\Qa.\\E", "[^\\W\\d]",
+            "(?i)k", "[[:upper:][:digit:]]", "\\Q\\E", "(?i)",
+        ]
+        let texts = ["abc", "aAbB1 2_x", "Kkſs S σςΣ", "héllo wörld", "a.b-c", "", "xx\nyy", "ABC abc 123"]
+        var state: UInt64 = 0x5EED_0F_C0FFEE
+        func next(_ bound: Int) -> Int {
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            return Int((state >> 33) % UInt64(bound))
+        }
+        func pattern(_ depth: Int) -> String {
+            var result = ""
+            for _ in 0...next(3) {
+                var item: String
+                switch depth > 2 ? 0 : next(20) {
+                case 0..<11: item = pieces[next(pieces.count)]
+                case 11..<15: item = "(" + pattern(depth + 1) + ")"
+                case 15..<17: item = "(?:" + pattern(depth + 1) + "|" + pattern(depth + 1) + ")"
+                default: item = "(?:(?i)" + pattern(depth + 1) + ")"
+                }
+                if !["\\b", "\\B", "^", "$", "\\A", "\\z", "\\Q\\E", "(?i)"].contains(item) {
+                    item += ["", "", "", "", "*", "+", "?", "{1,2}", "*?", "+?"][next(10)]
+                }
+                result += item
+            }
+            return result
+        }
+        func quoted(_ text: String) -> String {
+            "\""
+                + text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\n", with: "\\n")
+                .replacingOccurrences(of: "\"", with: "\\\"") + "\""
+        }
+        let templates = (0..<600).map { _ in
+            "{{regexFindAll \(quoted(pattern(0))) \(quoted(texts[next(texts.count)])) -1}}"
+        }
+        // One go-task run: a command per template, each appending «index«output» to one file; a
+        // template go-task refuses fails only its command (ignore_error), and writes nothing.
+        var taskfile = "version: '3'\ntasks:\n  default:\n    silent: true\n    cmds:\n"
+        for (index, template) in templates.enumerated() {
+            taskfile += "      - cmd: |\n          cat >> out.txt <<'KILNEOF'\n"
+            taskfile += "          «\(index)«\(template)»\n          KILNEOF\n        ignore_error: true\n"
+        }
+        let scratch = try TemporaryDirectory(prefix: "kiln-regex-random")
+        defer { scratch.remove() }
+        try scratch.write("Taskfile.yml", taskfile)
+        _ = try runProgram(try Peers.executable("task"), [], in: scratch.path)
+        let written = scratch.read("out.txt") ?? ""
+        var expected: [Int: String] = [:]
+        for entry in written.components(separatedBy: "»\n«").map({ $0.trimmingCharacters(in: ["«", "»", "\n"]) }) {
+            let parts = entry.split(separator: "«", maxSplits: 1, omittingEmptySubsequences: false)
+            if parts.count == 2, let index = Int(parts[0]) { expected[index] = String(parts[1]) }
+        }
+        try #require(expected.count > templates.count / 2, "go-task wrote: \(written.prefix(2000))")
+        var refused = 0
+        for (index, template) in templates.enumerated() {
+            let rendered = try? TextTemplate(template).render(Self.variables, missing: .printNothing)
+            if let output = expected[index] {
+                #expect(rendered == output, "\(template)")
+            } else {
+                refused += 1
+                #expect(rendered == nil, "go-task refused \(template); kiln rendered \(rendered ?? "")")
+            }
+        }
+        // Most are valid: the comparison is of matches, not of errors.
+        #expect(refused < templates.count / 4)
     }
 
     @Test("what go-task refuses, kiln refuses", arguments: failing)

@@ -223,6 +223,9 @@ private struct Parser {
     var position = 0
     var flags = Flags()
     var groupNames: [String?] = []
+    /// The literals of a `\Q…\E` before its last: a repetition after the quote takes only the
+    /// last (`\Qab\E*` is `ab*`, as in Go), so the rest go into the sequence before it.
+    var quotedPrefix: [Node] = []
 
     init(_ pattern: [Unicode.Scalar]) { self.pattern = pattern }
 
@@ -257,7 +260,16 @@ private struct Parser {
     mutating func parseConcatenation(depth: Int) throws(GoRegexp.SyntaxError) -> Node {
         var items: [Node] = []
         while let scalar = peek, scalar != "|", scalar != ")" {
-            guard let atom = try parseAtom(depth: depth) else { continue }
+            guard let atom = try parseAtom(depth: depth) else {
+                // A flag group or an empty quote doesn't stand between an item and its repetition:
+                // `a(?i)*` and `a\Q\E*` are `a*` in Go.
+                if let last = items.last, let next = peek, next == "*" || next == "+" || next == "?" || next == "{" {
+                    items[items.count - 1] = try parseRepetitions(of: last)
+                }
+                continue
+            }
+            items += quotedPrefix
+            quotedPrefix = []
             items.append(try parseRepetitions(of: atom))
         }
         switch items.count {
@@ -484,7 +496,9 @@ private struct Parser {
                 items.append(literal(pattern[position]))
                 position += 1
             }
-            return items.isEmpty ? nil : .concatenation(items)
+            guard let last = items.popLast() else { return nil }
+            quotedPrefix = items
+            return last
         default:
             if let perl = try parseClassEscape(startingAt: start) {
                 return .characterClass(perl)
