@@ -219,6 +219,11 @@ private struct Parser {
         var ungreedy = false
     }
 
+    /// `\A \z \b \B`.
+    static let escapedAssertions: [Unicode.Scalar: Assertion] = [
+        "A": .beginText, "z": .endText, "b": .wordBoundary, "B": .notWordBoundary,
+    ]
+
     let pattern: [Unicode.Scalar]
     var position = 0
     var flags = Flags()
@@ -387,7 +392,7 @@ private struct Parser {
     }
 
     func literal(_ scalar: Unicode.Scalar) -> Node {
-        .literal(scalar, foldsCase: flags.foldsCase && GoRegexp.caseOrbit(of: scalar).count > 1)
+        .literal(scalar, foldsCase: flags.foldsCase)
     }
 
     mutating func parseGroup(startingAt start: Int, depth: Int) throws(GoRegexp.SyntaxError) -> Node? {
@@ -477,10 +482,7 @@ private struct Parser {
         guard let scalar = peek else {
             throw GoRegexp.SyntaxError(code: "trailing backslash at end of expression", part: "")
         }
-        let assertions: [Unicode.Scalar: Assertion] = [
-            "A": .beginText, "z": .endText, "b": .wordBoundary, "B": .notWordBoundary,
-        ]
-        if let assertion = assertions[scalar] {
+        if let assertion = Self.escapedAssertions[scalar] {
             position += 1
             return .assertion(assertion)
         }
@@ -742,7 +744,9 @@ private struct Compiler {
         switch node {
         case .empty: break
         case .literal(let scalar, let foldsCase):
-            emit(foldsCase ? .scalarFoldingCase(GoRegexp.caseOrbit(of: scalar)) : .scalar(scalar))
+            // A letter with other cases matches any of them; anything else only itself.
+            let orbit = foldsCase ? GoRegexp.caseOrbit(of: scalar) : []
+            emit(orbit.count > 1 ? .scalarFoldingCase(orbit) : .scalar(scalar))
         case .characterClass(let set): emit(.characterClass(set))
         case .anyCharacter(let matchesNewline): emit(.anyCharacter(matchesNewline: matchesNewline))
         case .assertion(let assertion): emit(.assertion(assertion))
@@ -818,13 +822,12 @@ private struct Compiler {
         program[split] = greedy ? .split(split + 1, program.count) : .split(program.count, split + 1)
     }
 
-    /// Whether `node` can match the empty text.
     /// How many instructions `node` compiles to, at most (saturating past any limit).
     static func size(of node: Node) -> Int {
         switch node {
         case .empty: return 0
         case .literal, .characterClass, .anyCharacter, .assertion: return 1
-        case .capture(_, let inner): return size(of: inner).addingReportingOverflow(2).partialValue
+        case .capture(_, let inner): return min(Int.max / 4, size(of: inner) + 2)
         case .concatenation(let items):
             return items.reduce(0) { min(Int.max / 4, $0 + size(of: $1)) }
         case .alternation(let branches):
@@ -836,6 +839,7 @@ private struct Compiler {
         }
     }
 
+    /// Whether `node` can match the empty text.
     static func isNullable(_ node: Node) -> Bool {
         switch node {
         case .empty, .assertion: true
